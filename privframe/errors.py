@@ -1,0 +1,44 @@
+"""The one exception hierarchy of privframe.
+
+Every error privframe raises on purpose derives from :class:`PrivframeError`, so
+callers can catch the library's refusals without catching programming bugs.
+Messages name the offending parameter and say what to do instead; they never
+carry private data values.
+
+Example:
+    >>> import privframe as pf
+    >>> try:
+    ...     pf.zCDP(-1.0)
+    ... except pf.PrivframeError as err:
+    ...     print(type(err).__name__)
+    InvalidBudgetError
+"""
+
+from __future__ import annotations
+
+
+class PrivframeError(Exception):
+    """Base class of every error privframe raises deliberately."""
+
+
+class InvalidBudgetError(PrivframeError, ValueError):
+    """A budget or privacy parameter is malformed (negative, NaN, inf, wrong type)."""
+
+
+class BudgetExceededError(PrivframeError):
+    """A spend would take the accountant past its budget; nothing was spent or released."""
+
+
+class CalibrationError(PrivframeError, ValueError):
+    """A noise calibration was asked outside the range where its formula is proven."""
+
+
+class LedgerError(PrivframeError):
+    """A persisted ledger is missing, corrupted, foreign, or opened with a larger budget."""
+
+
+class SeededRandomnessWarning(UserWarning):
+    """A release used a seeded (reproducible, non-secret) random stream.
+
+    Seeded streams exist for tests and demos; their output is not private.
+    """
