@@ -9,6 +9,13 @@ Budget arithmetic is exact on the rationals that floats represent and rounds
 conservatively: a sum of spends rounds up, a difference (what is left) rounds
 down, so accumulated floating-point error can never manufacture budget.
 
+Conversions and calibrations follow the same policy. A *guarantee* (the ε a
+ρ-zCDP mechanism satisfies at δ, the ρ a Gaussian costs, the σ needed for a
+target) is rounded towards less privacy claimed: ε, δ, ρ spent and σ round up.
+An *allowance* (the ρ a user's (ε, δ) or μ budget lets a session spend) rounds
+down. Transcendental functions cannot be evaluated exactly, so each one carries
+an explicit floating-point error guard of a few ulps in the safe direction.
+
 Example:
     >>> import privframe as pf
     >>> pf.zCDP(0.5) + pf.zCDP(0.25)
@@ -17,17 +24,47 @@ Example:
     zCDP(rho=0.75, delta=0.0)
     >>> pf.zCDP(0.1) <= pf.zCDP(1.0)
     True
+    >>> round(pf.zCDP(0.5).epsilon(1e-5), 6)
+    4.728387
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from privframe.errors import InvalidBudgetError
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtri
 
-__all__ = ["GDP", "ApproxDP", "Budget", "zCDP"]
+from privframe.errors import CalibrationError, InvalidBudgetError
+
+__all__ = [
+    "GDP",
+    "ApproxDP",
+    "Budget",
+    "analytic_gaussian_sigma",
+    "classical_gaussian_sigma",
+    "gaussian_rho",
+    "gaussian_sigma",
+    "to_zcdp",
+    "zCDP",
+]
+
+_ULP = 2.0**-52
+"""Relative spacing of doubles near 1 (machine epsilon)."""
+
+_GUARD = 8 * _ULP
+"""Relative error allowed per evaluated term of a transcendental formula."""
+
+_LOG_FLOOR = -1e4
+"""Clamp for logs of probabilities that underflow; far below ln(min double)."""
+
+
+# ---------------------------------------------------------------------------
+# Exact rounding helpers
+# ---------------------------------------------------------------------------
 
 
 def _round_up(x: Fraction) -> float:
@@ -46,6 +83,45 @@ def _round_down(x: Fraction) -> float:
     return f
 
 
+def _sqrt_up(x: Fraction) -> float:
+    """Smallest float whose exact square is >= the rational ``x >= 0``.
+
+    Raises:
+        OverflowError: if that float does not exist.
+    """
+    if x == 0:
+        return 0.0
+    # Scale by an even power of two so the float square root is accurate to an
+    # ulp even when x itself is outside the float range.
+    half_exponent = (x.numerator.bit_length() - x.denominator.bit_length()) // 2
+    scaled = x / Fraction(4) ** half_exponent
+    root = math.ldexp(math.sqrt(float(scaled)), half_exponent)
+    if math.isinf(root):
+        raise OverflowError("square root exceeds the largest float")
+    while root > 0 and Fraction(math.nextafter(root, 0.0)) ** 2 >= x:
+        root = math.nextafter(root, 0.0)
+    while Fraction(root) ** 2 < x:
+        root = math.nextafter(root, math.inf)
+        if math.isinf(root):
+            raise OverflowError("square root exceeds the largest float")
+    return root
+
+
+def _up(value: float, error: float) -> float:
+    """A float >= every real within ``error`` of the computed ``value``."""
+    return math.nextafter(value + error, math.inf)
+
+
+def _down(value: float, error: float) -> float:
+    """A float <= every real within ``error`` of the computed ``value``."""
+    return math.nextafter(value - error, -math.inf)
+
+
+# ---------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------
+
+
 def _check_nonnegative(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidBudgetError(f"{name} must be a real number, got {type(value).__name__}")
@@ -55,10 +131,28 @@ def _check_nonnegative(name: str, value: object) -> float:
     return v
 
 
+def _check_positive(name: str, value: object) -> float:
+    v = _check_nonnegative(name, value)
+    if v == 0:
+        raise InvalidBudgetError(f"{name} must be > 0, got {v!r}")
+    return v
+
+
 def _check_delta(value: object) -> float:
     d = _check_nonnegative("delta", value)
     if d >= 1:
         raise InvalidBudgetError(f"delta must be < 1, got {d!r}")
+    return d
+
+
+def _check_conversion_delta(value: object) -> float:
+    """δ for an (ε, δ) conversion: strictly inside (0, 1)."""
+    d = _check_delta(value)
+    if d == 0:
+        raise InvalidBudgetError(
+            "delta must be in (0, 1) for an (epsilon, delta) conversion, got 0.0; "
+            "zCDP and GDP imply pure epsilon-DP for no finite epsilon"
+        )
     return d
 
 
@@ -73,6 +167,203 @@ def _difference_down(name: str, a: float, b: float) -> float:
             f"cannot subtract a larger {name} ({b!r}) from a smaller one ({a!r})"
         )
     return _round_down(diff)
+
+
+def _solve(func: Callable[[float], float], lo: float, hi: float) -> float | None:
+    """Root of an increasing ``func`` bracketed by ``func(lo) < 0 < func(hi)``.
+
+    Returns ``None`` when the bracket is not valid in floating point or the
+    solver fails; callers then fall back to a bound that is trivially valid.
+    """
+    try:
+        return float(brentq(func, lo, hi, xtol=1e-15, rtol=4 * _ULP, maxiter=500))
+    except (ValueError, RuntimeError, OverflowError, ZeroDivisionError):
+        return None
+
+
+def _log1p_exp(t: float) -> float:
+    """ln(1 + e^t) without overflow."""
+    return t + math.log1p(math.exp(-t)) if t > 0 else math.log1p(math.exp(t))
+
+
+# ---------------------------------------------------------------------------
+# zCDP -> (ε, δ): Bun & Steinke 2016 and Canonne, Kamath & Steinke 2020
+# ---------------------------------------------------------------------------
+
+
+def _zcdp_epsilon_simple(rho: float, delta: float) -> float:
+    """Upper bound on ε = ρ + 2 sqrt(ρ ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3)."""
+    log_inv_delta = -math.log(delta)
+    eps = rho + 2 * math.sqrt(rho * log_inv_delta)
+    return _up(eps, _GUARD * eps)
+
+
+def _zcdp_epsilon_cks(rho: float, delta: float) -> float:
+    """Upper bound on the CKS ε for ρ-zCDP at δ; ``inf`` if it cannot be evaluated.
+
+    Canonne, Kamath & Steinke 2020 (arXiv 2004.00010), Sec. 2.3, Prop. 12 and
+    Cor. 13: ρ-zCDP implies (ε, δ)-DP for every α > 1 with
+    ε(α) = αρ + [ln(1/δ) + (α−1) ln(1 − 1/α) − ln α]/(α−1).
+    Differentiating, ε'(α) = ρ − (ln(1/δ) − ln α)/(α−1)², whose sign is that of
+    g(α) = ρ(α−1)² + ln(αδ); g is increasing on α > 1 with g(1) = ln δ < 0, so
+    its unique root is the minimiser. We solve g = 0 in u = ln(α−1), so that
+    α near 1 and α ≫ 1 are both well conditioned, and evaluate ε(α) there.
+    Any α gives a valid bound, so an inexact root costs tightness only; the
+    evaluation error is guarded by rounding up.
+    """
+    log_inv_delta = -math.log(delta)
+    x_lo = min(math.sqrt(log_inv_delta / (4 * rho)), log_inv_delta / 4)
+    x_hi = 2 * math.sqrt(log_inv_delta / rho)  # stationarity >= 3 ln(1/δ) > 0 there
+    if not (0 < x_lo < x_hi < math.inf):
+        return math.inf
+
+    def stationarity(u: float) -> float:
+        x = math.exp(u)
+        return rho * x * x + math.log1p(x) - log_inv_delta
+
+    root = _solve(stationarity, math.log(x_lo), math.log(x_hi))
+    if root is None:
+        return math.inf
+    x = math.exp(root)
+    log_alpha = math.log1p(x)
+    log_one_minus_inv_alpha = -math.log1p(1 / x)  # ln(1 − 1/α), no cancellation
+    terms = ((1 + x) * rho, (log_inv_delta - log_alpha) / x, log_one_minus_inv_alpha)
+    magnitude = (1 + x) * rho + (log_inv_delta + log_alpha) / x - log_one_minus_inv_alpha
+    eps = math.fsum(terms)
+    if not math.isfinite(eps):
+        return math.inf
+    return max(0.0, _up(eps, _GUARD * magnitude))
+
+
+def _zcdp_log_delta_cks(rho: float, epsilon: float) -> float:
+    """Upper bound on ln δ of the CKS conversion of ρ-zCDP (ρ > 0) at ε.
+
+    Canonne, Kamath & Steinke 2020, Sec. 2.3, Cor. 13 (δ form):
+    δ = inf_{α>1} exp((α−1)(αρ − ε)) (1 − 1/α)^α / (α−1).
+    With x = α − 1 the log of the bracket is
+    x((1+x)ρ − ε) + x ln x − (1+x) ln(1+x), whose derivative
+    (1+2x)ρ − ε + ln(x/(1+x)) is increasing in x, negative at
+    ln x = min(ε − 3ρ, 0) − 1 and positive at x = max(1, (ε+1)/ρ).
+    """
+    u_lo = max(min(epsilon - 3 * rho, 0.0) - 1, -700.0)
+    u_hi = math.log(max(1.0, (epsilon + 1) / rho)) + 1
+
+    def slope(u: float) -> float:
+        x = math.exp(u)
+        return (1 + 2 * x) * rho - epsilon - _log1p_exp(-u)
+
+    # If the optimum lies below α − 1 = e^−700, the bound there is δ ≈ 1, and
+    # δ = 1 is always valid; likewise if the solve fails.
+    u = _solve(slope, u_lo, u_hi) if slope(u_lo) < 0 else None
+    if u is None:
+        return 0.0
+    x = math.exp(u)
+    # x ln x − (1+x) ln(1+x) = −x ln(1 + 1/x) − ln(1+x), without cancellation.
+    terms = (x * (1 + x) * rho, -x * epsilon, -x * math.log1p(1 / x), -math.log1p(x))
+    magnitude = math.fsum(abs(t) for t in terms)
+    log_delta = _up(math.fsum(terms), _GUARD * magnitude)
+    return min(0.0, log_delta) if math.isfinite(log_delta) else 0.0
+
+
+# ---------------------------------------------------------------------------
+# The μ-GDP / exact Gaussian privacy curve, shared by GDP and analytic σ
+# ---------------------------------------------------------------------------
+
+
+def _gaussian_log_delta(mu: float, epsilon: float, *, upper: bool = False) -> float:
+    """Natural log of δ_μ(ε) on the exact privacy curve of a Gaussian with Δ/σ = μ.
+
+    δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2): Balle & Wang 2018 (ICML,
+    arXiv 1805.06530), Thm. 8, written with μ = Δ/σ; equivalently the μ-GDP
+    curve of Dong, Roth & Su 2022 (arXiv 1905.02383), Cor. 2.13.
+
+    Computed in log space: with ln A = log Φ(−ε/μ + μ/2) and
+    ln B = ε + log Φ(−ε/μ − μ/2), δ = A · (−expm1(ln B − ln A)).
+    With ``upper=True`` every rounding error is pushed towards a larger δ
+    (arguments of Φ perturbed by their rounding error, a few ulps of guard on
+    each logarithm), giving a value that is >= the exact ln δ.
+    Returns ``-inf`` when δ underflows (or when μ = 0).
+    """
+    if mu == 0:
+        return -math.inf
+    shift = epsilon / mu
+    half = mu / 2
+    z_a = half - shift
+    z_b = -half - shift
+    slack = 4 * _ULP * (abs(shift) + half) if upper else 0.0
+    log_a = float(log_ndtr(z_a + slack))
+    if log_a == -math.inf:
+        return -math.inf
+    log_phi_b = float(log_ndtr(z_b - slack))
+    if upper:
+        log_a = _up(log_a, _GUARD * abs(log_a))
+        log_b = _down(epsilon + log_phi_b, _GUARD * (epsilon + abs(log_phi_b)))
+    else:
+        log_b = epsilon + log_phi_b
+    gap = log_b - log_a
+    if gap >= 0:
+        # δ is below the resolution of A; A itself is an upper bound on δ.
+        return log_a if upper else -math.inf
+    log_delta = log_a + math.log(-math.expm1(gap))
+    if upper:
+        log_delta = _up(log_delta, _GUARD * (abs(log_a) + abs(log_delta - log_a)))
+    return min(0.0, log_delta)
+
+
+def _exp_up(log_value: float) -> float:
+    """A float >= exp(``log_value``), capped at 1."""
+    if log_value == -math.inf:
+        return 0.0
+    return min(1.0, _up(math.exp(log_value), _GUARD * math.exp(log_value)))
+
+
+def _increase_until(value: float, ok: Callable[[float], bool]) -> float | None:
+    """First of ``value`` · (1 + 2^(k−52)), k = 0, 1, ..., for which ``ok`` holds.
+
+    The steps grow geometrically, so a value a few ulps short is fixed in a
+    few ulps; ``None`` if none of them up to the float range passes.
+    """
+    if ok(value):
+        return value
+    for k in range(1200):
+        candidate = value * (1 + 2.0 ** (k - 52)) if value > 0 else 2.0 ** (k - 1074)
+        if math.isinf(candidate):
+            return None
+        if ok(candidate):
+            return candidate
+    return None
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε (rounded up) with δ_μ(ε) <= δ on the μ-GDP curve."""
+    if mu == 0:
+        return 0.0
+    target = math.log(delta)
+
+    def excess(eps: float) -> float:
+        return max(_gaussian_log_delta(mu, eps), _LOG_FLOOR) - target
+
+    def certified(eps: float) -> bool:
+        return _exp_up(_gaussian_log_delta(mu, eps, upper=True)) <= delta
+
+    if certified(0.0):
+        return 0.0
+    # δ_μ(ε) <= Φ(μ/2 − ε/μ) <= δ once ε >= μ²/2 − μ Φ⁻¹(δ).
+    hi = mu * mu / 2 + mu * max(0.0, -float(ndtri(delta))) + 1.0
+    while excess(hi) >= 0:
+        hi *= 2
+        if math.isinf(hi):
+            return math.inf
+    eps = _solve(excess, 0.0, hi) if excess(0.0) > 0 else 0.0
+    if eps is None:
+        eps = hi
+    certified_eps = _increase_until(eps, certified)
+    return math.inf if certified_eps is None else certified_eps
+
+
+# ---------------------------------------------------------------------------
+# Budget value types
+# ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +427,195 @@ class zCDP:
         if not isinstance(other, zCDP):
             return NotImplemented
         return other < self
+
+    def epsilon(self, delta: float) -> float:
+        """The ε for which every mechanism with this budget is (ε, ``delta``)-DP.
+
+        The minimum of two bounds valid for *any* ρ-zCDP mechanism, rounded up:
+
+        - Bun & Steinke 2016 (arXiv 1605.02065), Prop. 1.3:
+          ε = ρ + 2 sqrt(ρ ln(1/δ));
+        - Canonne, Kamath & Steinke 2020 (arXiv 2004.00010), Sec. 2.3,
+          Prop. 12 / Cor. 13: ε = inf_{α>1} αρ + [ln(1/δ) + (α−1) ln(1−1/α)
+          − ln α]/(α−1), minimised at the root of ρ(α−1)² + ln(αδ) = 0.
+
+        The CKS bound is never larger in exact arithmetic; the simple bound is
+        kept as a floor against numerical trouble. Tighter *Gaussian-only*
+        curves (:meth:`GDP.epsilon`) are not used here, because sessions also
+        run mechanisms (discrete Gaussian, partition selection) that are
+        ρ-zCDP but not exactly Gaussian.
+
+        For an approximate budget (ρ, δ₀) with δ₀ > 0, ``delta`` is the total:
+        it must exceed δ₀, and ρ is converted at ``delta`` − δ₀ (rounded down).
+        ρ = 0 gives ε = 0.
+
+        Args:
+            delta: the total δ of the (ε, δ) statement, δ₀ < δ < 1.
+
+        Returns:
+            ε >= 0, rounded up.
+
+        Raises:
+            InvalidBudgetError: if ``delta`` is not in (δ₀, 1).
+
+        Example:
+            >>> import privframe as pf
+            >>> round(pf.zCDP(0.5).epsilon(1e-5), 6)
+            4.728387
+            >>> pf.zCDP(0.0).epsilon(1e-5)
+            0.0
+        """
+        delta = _check_conversion_delta(delta)
+        if delta <= self.delta:
+            raise InvalidBudgetError(
+                f"delta must exceed this budget's own delta ({self.delta!r}), got {delta!r}"
+            )
+        residual = _round_down(Fraction(delta) - Fraction(self.delta))
+        if self.rho == 0:
+            return 0.0
+        return min(
+            _zcdp_epsilon_simple(self.rho, residual),
+            _zcdp_epsilon_cks(self.rho, residual),
+        )
+
+    def delta_at(self, epsilon: float) -> float:
+        """The δ for which every mechanism with this budget is (``epsilon``, δ)-DP.
+
+        Named ``delta_at`` because ``delta`` is the budget's own δ₀ field.
+        Canonne, Kamath & Steinke 2020 (arXiv 2004.00010), Sec. 2.3, Cor. 13:
+        δ = inf_{α>1} exp((α−1)(αρ − ε)) (1 − 1/α)^α / (α−1), minimised where
+        (2α−1)ρ − ε + ln(1 − 1/α) = 0; plus δ₀, rounded up and capped at 1.
+
+        Args:
+            epsilon: ε >= 0.
+
+        Returns:
+            δ in [0, 1].
+
+        Raises:
+            InvalidBudgetError: on a malformed ε.
+
+        Example:
+            >>> import privframe as pf
+            >>> b = pf.zCDP(0.5)
+            >>> abs(b.delta_at(b.epsilon(1e-5)) / 1e-5 - 1) < 1e-12
+            True
+            >>> pf.zCDP(0.0, delta=1e-9).delta_at(1.0)
+            1e-09
+        """
+        eps = _check_nonnegative("epsilon", epsilon)
+        base = 0.0 if self.rho == 0 else _exp_up(_zcdp_log_delta_cks(self.rho, eps))
+        return min(1.0, _sum_up(base, self.delta))
+
+    def to_gdp(self) -> GDP:
+        """The Gaussian-equivalent μ = sqrt(2ρ), rounded up.
+
+        A reporting unit, not an implication. A composition of continuous
+        Gaussian releases with total ρ is exactly sqrt(2ρ)-GDP (Bun & Steinke
+        2016, Prop. 1.6; Dong, Roth & Su 2022, Cor. 3.3), but ρ-zCDP does *not*
+        imply sqrt(2ρ)-GDP for general mechanisms. privframe's discrete
+        Gaussian releases are ρ-zCDP (Canonne, Kamath & Steinke 2020) without
+        being exactly GDP, so the (ε, δ) privframe states is
+        :meth:`epsilon`, not :meth:`GDP.epsilon`.
+
+        Returns:
+            ``GDP(mu)`` with ``mu`` the smallest float with mu² >= 2ρ.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.zCDP(0.5).to_gdp()
+            GDP(mu=1.0)
+        """
+        return GDP(_sqrt_up(2 * Fraction(self.rho)))
+
+    @classmethod
+    def from_approx_dp(cls, epsilon: float, delta: float) -> zCDP:
+        """The largest ρ such that ρ-zCDP implies (ε, δ)-DP, rounded down.
+
+        Inverts the Canonne, Kamath & Steinke 2020 (Sec. 2.3, Cor. 13)
+        conversion: ρ* = sup_{α>1} [ε − (ln(1/δ) − ln α)/(α−1) − ln(1−1/α)]/α.
+        Every α gives a valid ρ, so the sup is taken at the α where the CKS
+        optimum ρ(α−1)² = ln(1/(αδ)) meets ε(α) = ε (a root of a decreasing
+        function of α on (1, 1/δ)), floored by the Bun & Steinke 2016 inverse
+        (sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)))². Finally ρ is lowered until
+        ``zCDP(rho).epsilon(delta) <= epsilon`` holds for privframe's own
+        (rounded-up) conversion, so a round trip never exceeds ε.
+
+        Args:
+            epsilon: ε >= 0.
+            delta: δ in (0, 1). A pure ε-DP budget (δ = 0) cannot be met by
+                zCDP mechanisms and is refused.
+
+        Returns:
+            ``zCDP(rho)`` with ``delta=0``.
+
+        Raises:
+            InvalidBudgetError: on a malformed ε or δ.
+
+        Example:
+            >>> import privframe as pf
+            >>> b = pf.zCDP.from_approx_dp(1.0, 1e-5)
+            >>> round(b.rho, 8)
+            0.0305566
+            >>> b.epsilon(1e-5) <= 1.0
+            True
+        """
+        eps = _check_nonnegative("epsilon", epsilon)
+        delta = _check_conversion_delta(delta)
+        log_inv_delta = -math.log(delta)
+        simple = (math.sqrt(log_inv_delta + eps) - math.sqrt(log_inv_delta)) ** 2
+        rho = max(0.0, _down(simple, _GUARD * (simple + eps + log_inv_delta)))
+        rho = max(rho, _cks_inverse_rho(eps, log_inv_delta))
+
+        def fits(r: float) -> bool:
+            return r == 0 or cls(r).epsilon(delta) <= eps
+
+        if not fits(rho):
+            for k in range(60):
+                rho = rho * (1 - 2.0 ** (k - 52))
+                if fits(rho):
+                    break
+            else:
+                rho = 0.0
+        return cls(rho)
+
+
+def _cks_inverse_rho(epsilon: float, log_inv_delta: float) -> float:
+    """A lower bound (rounded down) on the CKS ρ* for (ε, δ); 0 if not found.
+
+    With x = α − 1, the CKS optimum over α for a given ρ satisfies
+    ρ = (L − ln(1+x))/x² (L = ln(1/δ)); substituting into ε(α) and
+    subtracting from ε gives h(x) = ε − (1+2x)(L − ln(1+x))/x² − ln(x/(1+x)),
+    which increases from −∞ at x → 0 to ε − ln(1−δ) > 0 at x = 1/δ − 1
+    (solved in u = ln x). At its root we evaluate
+    r(α) = [ε − (L − ln α)/(α−1) − ln(1−1/α)]/α, which is valid at any α.
+    """
+
+    def h(u: float) -> float:
+        x = math.exp(u)
+        gap = log_inv_delta - math.log1p(x)
+        return epsilon - ((1 + 2 * x) * gap / (x * x) - math.log1p(1 / x))
+
+    u_hi = log_inv_delta + math.log(-math.expm1(-log_inv_delta))  # ln(1/δ − 1)
+    u_hi = min(u_hi, 700.0)  # keep e^u finite for subnormal δ
+    if not (math.isfinite(u_hi) and h(u_hi) > 0):
+        return 0.0
+    u_lo, step = min(-1.0, u_hi - 1), 1.0
+    while h(u_lo) >= 0:
+        u_lo -= step
+        step *= 2
+        if u_lo < -300:  # x² would underflow; the simple bound takes over
+            return 0.0
+    root = _solve(h, u_lo, u_hi)
+    if root is None:
+        return 0.0
+    x = math.exp(root)
+    log1p_x = math.log1p(x)
+    log1p_inv_x = math.log1p(1 / x)  # −ln(1 − 1/α)
+    terms = (epsilon, -(log_inv_delta - log1p_x) / x, log1p_inv_x)
+    magnitude = epsilon + (log_inv_delta + log1p_x) / x + log1p_inv_x
+    r = math.fsum(terms) / (1 + x)
+    return max(0.0, _down(r, _GUARD * magnitude / (1 + x)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,11 +693,12 @@ class GDP:
         """Compose: μ = sqrt(μ₁² + μ₂²), rounded up."""
         if not isinstance(other, GDP):
             return NotImplemented
-        square = Fraction(self.mu) ** 2 + Fraction(other.mu) ** 2
-        mu = math.sqrt(float(square))
-        while Fraction(mu) ** 2 < square:
-            mu = math.nextafter(mu, math.inf)
-        return GDP(mu)
+        try:
+            return GDP(_sqrt_up(Fraction(self.mu) ** 2 + Fraction(other.mu) ** 2))
+        except OverflowError:
+            raise InvalidBudgetError(
+                f"composed mu of {self.mu!r} and {other.mu!r} exceeds the float range"
+            ) from None
 
     def __le__(self, other: GDP) -> bool:
         if not isinstance(other, GDP):
@@ -229,6 +710,307 @@ class GDP:
             return NotImplemented
         return other <= self
 
+    def delta(self, epsilon: float) -> float:
+        """δ(ε) on the exact μ-GDP curve, rounded up.
+
+        δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022,
+        Cor. 2.13; Balle & Wang 2018, Thm. 8), evaluated in log space.
+
+        Args:
+            epsilon: ε >= 0.
+
+        Returns:
+            δ in [0, 1].
+
+        Example:
+            >>> import privframe as pf
+            >>> round(pf.GDP(1.0).delta(1.0), 6)
+            0.126937
+        """
+        eps = _check_nonnegative("epsilon", epsilon)
+        return _exp_up(_gaussian_log_delta(self.mu, eps, upper=True))
+
+    def epsilon(self, delta: float) -> float:
+        """The smallest ε with δ(ε) <= ``delta`` on the exact μ-GDP curve, rounded up.
+
+        Same curve as :meth:`delta` (Dong, Roth & Su 2022, Cor. 2.13), solved
+        with Brent's method and then raised until a rounded-up evaluation of
+        δ(ε) is <= ``delta``. Exact for compositions of *continuous* Gaussian
+        releases only; see :meth:`zCDP.to_gdp` for why privframe's stated
+        (ε, δ) is the zCDP one.
+
+        Args:
+            delta: δ in (0, 1).
+
+        Returns:
+            ε >= 0.
+
+        Example:
+            >>> import privframe as pf
+            >>> round(pf.GDP(1.0).epsilon(1e-5), 6)
+            4.377178
+        """
+        return _gdp_epsilon(self.mu, _check_conversion_delta(delta))
+
+    def to_zcdp(self) -> zCDP:
+        """The ρ = μ²/2 that a μ-GDP mechanism satisfies, rounded up.
+
+        μ-GDP implies (μ²/2)-zCDP: by Blackwell's theorem (Dong, Roth & Su
+        2022, Sec. 2) a μ-GDP pair is a post-processing of
+        (N(0,1), N(μ,1)), whose Rényi divergence of order α is αμ²/2. This is
+        a guarantee, so it rounds up; the allowance conversion
+        :func:`to_zcdp` rounds down.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.GDP(1.0).to_zcdp()
+            zCDP(rho=0.5, delta=0.0)
+        """
+        return zCDP(_half_square(self.mu, _round_up))
+
 
 Budget = zCDP | ApproxDP | GDP
 """Any budget a user may hand to privframe; sessions account in :class:`zCDP`."""
+
+
+def _half_square(mu: float, rounding: Callable[[Fraction], float]) -> float:
+    """μ²/2 in exact arithmetic, rounded by ``rounding``."""
+    try:
+        return rounding(Fraction(mu) ** 2 / 2)
+    except OverflowError:
+        raise InvalidBudgetError(
+            f"mu={mu!r} is too large: rho = mu**2/2 exceeds the float range"
+        ) from None
+
+
+def to_zcdp(budget: Budget) -> zCDP:
+    """The zCDP allowance a session may spend under a user's budget, rounded down.
+
+    - ``zCDP``: itself (including any δ for partition selection).
+    - ``ApproxDP(ε, δ)``: :meth:`zCDP.from_approx_dp` (Canonne, Kamath &
+      Steinke 2020 inverse); all of δ goes to the conversion. δ = 0 is refused.
+    - ``GDP(μ)``: ρ = μ²/2, rounded down. Caveat: the session then guarantees
+      ρ-zCDP; that equals μ-GDP only if every release is a continuous Gaussian
+      (Dong, Roth & Su 2022). privframe's discrete Gaussian releases are ρ-zCDP
+      (Canonne, Kamath & Steinke 2020) but not exactly μ-GDP.
+
+    Args:
+        budget: a :class:`zCDP`, :class:`ApproxDP` or :class:`GDP`.
+
+    Returns:
+        the session's :class:`zCDP` allowance.
+
+    Raises:
+        InvalidBudgetError: for an unknown budget type or an ApproxDP with δ = 0.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.accounting import to_zcdp
+        >>> to_zcdp(pf.GDP(1.0))
+        zCDP(rho=0.5, delta=0.0)
+        >>> round(to_zcdp(pf.ApproxDP(1.0, 1e-5)).rho, 8)
+        0.0305566
+    """
+    if isinstance(budget, zCDP):
+        return budget
+    if isinstance(budget, ApproxDP):
+        if budget.delta == 0:
+            raise InvalidBudgetError(
+                f"ApproxDP(epsilon={budget.epsilon!r}, delta=0.0) is a pure-DP budget, which "
+                "Gaussian (zCDP) releases cannot meet; give a delta in (0, 1), e.g. 1e-6"
+            )
+        return zCDP.from_approx_dp(budget.epsilon, budget.delta)
+    if isinstance(budget, GDP):
+        return zCDP(_half_square(budget.mu, _round_down))
+    raise InvalidBudgetError(f"budget must be a zCDP, ApproxDP or GDP, got {type(budget).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# Calibration
+# ---------------------------------------------------------------------------
+
+
+def gaussian_sigma(l2_sensitivity: float, rho: float) -> float:
+    """The σ at which a Gaussian with L2 sensitivity Δ costs at most ρ: Δ/sqrt(2ρ).
+
+    Bun & Steinke 2016 (arXiv 1605.02065), Prop. 1.6: the Gaussian mechanism
+    is Δ²/(2σ²)-zCDP. Returns the smallest float σ with
+    Δ²/(2σ²) <= ρ in exact rational arithmetic.
+
+    Args:
+        l2_sensitivity: Δ > 0.
+        rho: ρ > 0.
+
+    Returns:
+        σ > 0.
+
+    Raises:
+        InvalidBudgetError: on a non-finite or non-positive argument.
+        CalibrationError: if σ exceeds the float range.
+
+    Example:
+        >>> from privframe.accounting import gaussian_sigma
+        >>> gaussian_sigma(1.0, 0.5)
+        1.0
+        >>> gaussian_sigma(2.0, 0.125)
+        4.0
+    """
+    delta_f = Fraction(_check_positive("l2_sensitivity", l2_sensitivity))
+    rho_f = Fraction(_check_positive("rho", rho))
+    try:
+        return _sqrt_up(delta_f**2 / (2 * rho_f))
+    except OverflowError:
+        raise CalibrationError(
+            f"sigma for l2_sensitivity={float(delta_f)!r} and rho={float(rho_f)!r} exceeds "
+            "the float range; increase rho or reduce the sensitivity"
+        ) from None
+
+
+def gaussian_rho(l2_sensitivity: float, sigma: float) -> float:
+    """The zCDP cost ρ = Δ²/(2σ²) of a Gaussian release, rounded up.
+
+    Bun & Steinke 2016 (arXiv 1605.02065), Prop. 1.6; exact in rationals.
+    The same bound holds for the discrete Gaussian with scale σ (Canonne,
+    Kamath & Steinke 2020, Sec. 2).
+
+    Args:
+        l2_sensitivity: Δ > 0.
+        sigma: σ > 0.
+
+    Returns:
+        ρ > 0.
+
+    Raises:
+        InvalidBudgetError: on a non-finite or non-positive argument.
+        CalibrationError: if ρ exceeds the float range.
+
+    Example:
+        >>> from privframe.accounting import gaussian_rho
+        >>> gaussian_rho(1.0, 2.0)
+        0.125
+    """
+    delta_f = Fraction(_check_positive("l2_sensitivity", l2_sensitivity))
+    sigma_f = Fraction(_check_positive("sigma", sigma))
+    try:
+        return _round_up(delta_f**2 / (2 * sigma_f**2))
+    except OverflowError:
+        raise CalibrationError(
+            f"rho for l2_sensitivity={float(delta_f)!r} and sigma={float(sigma_f)!r} exceeds "
+            "the float range; increase sigma"
+        ) from None
+
+
+def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
+    """The smallest σ at which one Gaussian release is (ε, δ)-DP (analytic Gaussian).
+
+    Balle & Wang 2018 (ICML, arXiv 1805.06530), Thm. 8: the Gaussian mechanism
+    is (ε, δ)-DP iff Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) <= δ. The
+    left side depends on μ = Δ/σ only and increases with μ; we solve for μ
+    with Brent's method on the log-space residual, set σ = Δ/μ rounded up,
+    then raise σ until a rounded-up evaluation of δ(σ) is <= δ.
+
+    Valid for every ε >= 0 (unlike :func:`classical_gaussian_sigma`). It
+    calibrates a single release; for a session spending in zCDP use
+    :func:`gaussian_sigma`.
+
+    Args:
+        l2_sensitivity: Δ > 0.
+        epsilon: ε >= 0.
+        delta: δ in (0, 1).
+
+    Returns:
+        σ > 0.
+
+    Raises:
+        InvalidBudgetError: on a malformed argument.
+        CalibrationError: if no float σ meets the target.
+
+    Example:
+        >>> from privframe.accounting import analytic_gaussian_sigma
+        >>> round(analytic_gaussian_sigma(1.0, 1.0, 1e-5), 6)
+        3.730632
+    """
+    sens = _check_positive("l2_sensitivity", l2_sensitivity)
+    eps = _check_nonnegative("epsilon", epsilon)
+    delta = _check_conversion_delta(delta)
+    target = math.log(delta)
+
+    def excess(u: float) -> float:
+        return max(_gaussian_log_delta(math.exp(u), eps), _LOG_FLOOR) - target
+
+    lo, hi, step = 0.0, 0.0, 1.0
+    while excess(lo) >= 0:
+        lo -= step
+        step *= 2
+        if lo < -1500:
+            raise CalibrationError(f"no sigma reaches delta={delta!r} at epsilon={eps!r}")
+    step = 1.0
+    while excess(hi) <= 0:
+        hi += step
+        step *= 2
+        if hi > 700:
+            raise CalibrationError(f"no sigma reaches delta={delta!r} at epsilon={eps!r}")
+    root = _solve(excess, lo, hi) if lo < hi else None
+    mu = math.exp(lo if root is None else root)
+    sens_f = Fraction(sens)
+
+    def certified(sigma: float) -> bool:
+        mu_up = _round_up(sens_f / Fraction(sigma))
+        return _exp_up(_gaussian_log_delta(mu_up, eps, upper=True)) <= delta
+
+    try:
+        start = _round_up(sens_f / Fraction(mu))
+    except OverflowError:
+        start = math.inf
+    sigma = None if math.isinf(start) else _increase_until(start, certified)
+    if sigma is None:
+        raise CalibrationError(
+            f"no float sigma can be certified for l2_sensitivity={sens!r}, epsilon={eps!r}, "
+            f"delta={delta!r} in double precision; use a larger delta or epsilon"
+        )
+    return sigma
+
+
+def classical_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
+    """The classical σ = Δ sqrt(2 ln(1.25/δ))/ε, only for 0 < ε < 1.
+
+    Dwork & Roth 2014, *The Algorithmic Foundations of DP*, Thm. A.1: for
+    ε ∈ (0, 1) and c² > 2 ln(1.25/δ), σ >= cΔ/ε gives (ε, δ)-DP. The value is
+    rounded up a few ulps, which also makes the inequality on c strict. The
+    theorem says nothing for ε >= 1 and the formula is indeed wrong for large
+    ε (at δ = 1e-5 it fails for every ε above about 8.42), so ε >= 1 is
+    refused: use :func:`analytic_gaussian_sigma`, which is also smaller.
+
+    Args:
+        l2_sensitivity: Δ > 0.
+        epsilon: ε in (0, 1).
+        delta: δ in (0, 1).
+
+    Returns:
+        σ > 0.
+
+    Raises:
+        InvalidBudgetError: on a malformed argument.
+        CalibrationError: if ε >= 1.
+
+    Example:
+        >>> from privframe.accounting import classical_gaussian_sigma
+        >>> round(classical_gaussian_sigma(1.0, 0.5, 1e-5), 6)
+        9.689611
+    """
+    sens = _check_positive("l2_sensitivity", l2_sensitivity)
+    eps = _check_positive("epsilon", epsilon)
+    delta = _check_conversion_delta(delta)
+    if eps >= 1:
+        raise CalibrationError(
+            f"classical_gaussian_sigma is proven only for epsilon < 1, got epsilon={eps!r} "
+            "(Dwork & Roth 2014, Thm. A.1); use analytic_gaussian_sigma, which is exact "
+            "for every epsilon"
+        )
+    sigma = sens * math.sqrt(2 * math.log(1.25 / delta)) / eps
+    if not math.isfinite(sigma):
+        raise CalibrationError(
+            f"sigma for l2_sensitivity={sens!r}, epsilon={eps!r}, delta={delta!r} exceeds "
+            "the float range"
+        )
+    return _up(sigma, _GUARD * sigma)
