@@ -1,0 +1,268 @@
+"""Unit and property tests of the noise module (non-statistical)."""
+
+from __future__ import annotations
+
+import ast
+import math
+import random
+import warnings
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import privframe as pf
+from privframe import noise
+from privframe.noise import (
+    SeededRandomness,
+    SystemRandomness,
+    discrete_gaussian,
+    gaussian_mechanism,
+    grid_exponent,
+    snap_to_grid,
+)
+
+PACKAGE = Path(pf.__file__).resolve().parent
+seeded_ok = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
+
+
+def exp_neg_interval(x: Fraction, rel_bits: int = 64) -> tuple[Fraction, Fraction]:
+    """Bounds on exp(-x) whose width is below 2^-rel_bits relative to exp(-x)."""
+    lo, hi, w = noise._exp_neg_bounds(x, rel_bits + math.ceil(1.45 * x) + 4)
+    return Fraction(lo, 1 << w), Fraction(hi, 1 << w)
+
+
+# ----------------------------------------------------------------- exact arithmetic
+
+
+@pytest.mark.parametrize("x", [0.0, 1e-9, 0.3, 0.5, 1.0, 2.5, 37.0, 700.0])
+def test_exp_bounds_bracket_and_are_tight(x: float) -> None:
+    lo, hi = exp_neg_interval(Fraction(x), rel_bits=80)
+    assert 0 < lo <= hi
+    assert hi - lo <= hi / 2**80
+    approx = Fraction(math.exp(-x))
+    assert abs(approx - lo) <= approx / 2**50
+
+
+def test_exp_bounds_of_a_sum_multiply() -> None:
+    # exp(-(a+b)) = exp(-a)·exp(-b): the interval products must overlap.
+    a, b = Fraction(3, 7), Fraction(11, 5)
+    lo_a, hi_a = exp_neg_interval(a)
+    lo_b, hi_b = exp_neg_interval(b)
+    lo_ab, hi_ab = exp_neg_interval(a + b)
+    assert lo_a * lo_b <= hi_ab
+    assert lo_ab <= hi_a * hi_b
+
+
+def test_numpy_exp_meets_the_fast_path_assumption() -> None:
+    # The fast path assumes numpy's exp has relative error <= 2^-50 (docs/privacy.md).
+    xs = np.concatenate([np.linspace(0, 700, 400), np.random.default_rng(0).random(400)])
+    p_hats = np.exp(-xs)
+    for x, p_hat in zip(xs, p_hats, strict=True):
+        lo, hi = exp_neg_interval(Fraction(float(x)))
+        assert abs(Fraction(float(p_hat)) - lo) <= lo / 2**50 + (hi - lo)
+
+
+class _Bits(noise.Randomness):
+    """A deterministic word source for driving the exact path."""
+
+    def __init__(self, words: list[int]) -> None:
+        self._words = list(words)
+
+    def words(self, n: int) -> np.ndarray:
+        out, self._words = self._words[:n], self._words[n:]
+        return np.array(out, dtype=np.uint64)
+
+
+def test_lazy_uniform_refines_until_decided() -> None:
+    # U's 53-bit prefix 0 straddles exp(-40) ≈ 4.2e-18 < 2^-53; the next 64 bits decide.
+    p = math.exp(-40)
+    below = int(p / 2 * 2.0**117)  # U = below·2^-117 < p
+    assert noise._LazyUniform(0, _Bits([below])).less_than_exp_neg(Fraction(40))
+    above = int(p * 2 * 2.0**117)
+    assert not noise._LazyUniform(0, _Bits([above])).less_than_exp_neg(Fraction(40))
+
+
+def test_exact_geometric_counts_thresholds() -> None:
+    # U in [k, k+1)·2^-53 with U ≈ e^-2.5 lies in [e^-3, e^-2): V = 2.
+    k = int(math.exp(-2.5) * 2**53)
+    assert noise._exact_geometric(k, _Bits([])) == 2
+    assert noise._exact_geometric(2**53 - 1, _Bits([])) == 0
+
+
+def test_fast_coin_never_contradicts_exact_arithmetic() -> None:
+    rng = np.random.default_rng(1)
+    k = rng.integers(0, 2**53, size=4_000, dtype=np.uint64)
+    # Put U right next to p = exp(-x) for half of the cases, to stress the boundary.
+    x = rng.uniform(0, 40, size=k.size)
+    near = (np.exp(-x[:2000]) * 2.0**53).astype(np.uint64)
+    k[:2000] = near + rng.integers(-3, 4, size=2000).astype(np.uint64)
+    yes, no = noise._fast_coin(k, x)
+    assert not (yes & no).any()
+    for i in np.flatnonzero(yes | no):
+        lo, hi = exp_neg_interval(Fraction(float(x[i])))
+        u_lo, u_hi = Fraction(int(k[i]), 1 << 53), Fraction(int(k[i]) + 1, 1 << 53)
+        if yes[i]:
+            assert u_hi <= lo
+        else:
+            assert u_lo >= hi
+    assert (yes | no)[2000:].all()  # away from the boundary the fast path decides
+
+
+# ----------------------------------------------------------------- sampler API
+
+
+def test_shapes_and_dtype() -> None:
+    assert discrete_gaussian(2.0).shape == ()
+    assert discrete_gaussian(2.0, 7).shape == (7,)
+    assert discrete_gaussian(2.0, (3, 4)).shape == (3, 4)
+    assert discrete_gaussian(2.0, 0).size == 0
+    assert discrete_gaussian(2.0, 5).dtype == np.int64
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, 2.0**41, "3", True])
+def test_invalid_sigma_is_refused(bad: object) -> None:
+    with pytest.raises(pf.InvalidBudgetError, match="sigma"):
+        discrete_gaussian(bad, 3)  # type: ignore[arg-type]
+
+
+def test_sigma_one_billion_is_supported() -> None:
+    x = discrete_gaussian(1e9, 1_000)
+    assert x.dtype == np.int64
+    assert np.abs(x).max() < 10 * 1e9
+
+
+def test_system_randomness_differs_between_draws() -> None:
+    a, b = SystemRandomness().words(4), SystemRandomness().words(4)
+    assert not np.array_equal(a, b)
+    assert not np.array_equal(discrete_gaussian(1e6, 16), discrete_gaussian(1e6, 16))
+
+
+def test_seeded_randomness_is_reproducible_and_warns() -> None:
+    with pytest.warns(pf.SeededRandomnessWarning, match="NOT differentially private"):
+        a = discrete_gaussian(5.0, 100, rng=SeededRandomness(42))
+    with pytest.warns(pf.SeededRandomnessWarning):
+        b = discrete_gaussian(5.0, 100, rng=SeededRandomness(42))
+    with pytest.warns(pf.SeededRandomnessWarning):
+        c = discrete_gaussian(5.0, 100, rng=SeededRandomness(43))
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+@seeded_ok
+def test_seeded_stream_is_independent_of_request_sizes() -> None:
+    a = SeededRandomness(b"k")
+    whole = a.words(10)
+    b = SeededRandomness(b"k")
+    parts = np.concatenate([b.words(3), b.words(7)])
+    assert np.array_equal(whole, parts)
+
+
+def test_system_randomness_does_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        discrete_gaussian(3.0, 10)
+        gaussian_mechanism(np.arange(3), 1.0, 0.5)
+
+
+def test_seed_type_is_checked() -> None:
+    with pytest.raises(TypeError):
+        SeededRandomness(1.5)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------- mechanism
+
+
+def test_integer_mechanism_keeps_dtype_and_shape() -> None:
+    out = gaussian_mechanism(np.array([[1, 2], [3, 4]], dtype=np.int32), 1.0, 0.5)
+    assert out.dtype == np.int64
+    assert out.shape == (2, 2)
+
+
+def test_real_mechanism_outputs_grid_points() -> None:
+    values = np.array([0.1, 2.7, -3.3, 1e6])
+    delta_2, rho = 2.0, 0.1
+    sigma = delta_2 / math.sqrt(2 * rho)
+    j = grid_exponent(pf.accounting.gaussian_sigma(delta_2, rho), delta_2, values.size)
+    out = gaussian_mechanism(values, delta_2, rho)
+    assert out.dtype == np.float64
+    scaled = np.ldexp(out, j)
+    assert np.array_equal(scaled, np.rint(scaled))  # every output is a multiple of 2^-j
+    assert np.all(np.abs(out - values) < 12 * sigma)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "delta_2", "n"), [(1.0, 1.0, 1), (0.01, 5.0, 10**6), (300, 1, 7)]
+)
+def test_grid_is_fine_enough_to_cost_little(sigma: float, delta_2: float, n: int) -> None:
+    g = 2.0 ** -grid_exponent(sigma, delta_2, n)
+    assert g <= sigma / 2**12
+    assert g * math.sqrt(n) <= delta_2 / 2**12
+    assert 2 * g > min(sigma, delta_2 / math.sqrt(n)) / 2**12  # the largest such power of two
+
+
+def test_snap_to_grid_rounds_to_nearest() -> None:
+    assert snap_to_grid(np.array([0.374, 0.376, -0.126]), 2).tolist() == [1, 2, -1]
+    with pytest.raises(pf.PrivframeError, match="finite"):
+        snap_to_grid([1.0, math.nan], 3)
+    with pytest.raises(pf.PrivframeError, match="too large"):
+        snap_to_grid([2.0**60], 3)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [np.array([True, False]), np.array(["a"]), np.array([1.0, math.inf]), np.array([math.nan])],
+)
+def test_mechanism_refuses_bad_values(values: np.ndarray) -> None:
+    with pytest.raises(pf.PrivframeError):
+        gaussian_mechanism(values, 1.0, 0.5)
+
+
+@pytest.mark.parametrize(("delta_2", "rho"), [(0.0, 0.5), (-1.0, 0.5), (1.0, 0.0), (1.0, math.nan)])
+def test_mechanism_refuses_bad_parameters(delta_2: float, rho: float) -> None:
+    with pytest.raises(pf.PrivframeError):
+        gaussian_mechanism(np.arange(3), delta_2, rho)
+
+
+def test_huge_integers_are_refused() -> None:
+    with pytest.raises(pf.PrivframeError, match="2\\^62"):
+        gaussian_mechanism(np.array([2**62], dtype=np.int64), 1.0, 0.5)
+
+
+# ----------------------------------------------------------------- no float sampler
+
+
+def _release_modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_no_module_imports_an_insecure_random_source() -> None:
+    for path in _release_modules():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Attribute) and node.attr == "random":
+                names = ["numpy.random"]
+            else:
+                continue
+            for name in names:
+                assert name not in {"random", "numpy.random", "secrets"}, f"{path.name}: {name}"
+                assert not name.startswith("numpy.random"), f"{path.name}: {name}"
+
+
+def test_release_path_runs_with_float_samplers_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a floating-point random sampler was called")
+
+    for name in dir(np.random):
+        if not name.startswith("_") and callable(getattr(np.random, name)):
+            monkeypatch.setattr(np.random, name, forbidden)
+    for name in ("random", "gauss", "normalvariate", "uniform", "getrandbits", "randbytes"):
+        monkeypatch.setattr(random, name, forbidden)
+    gaussian_mechanism(np.arange(100), 1.0, 0.5)
+    gaussian_mechanism(np.linspace(0, 1, 100), 1.0, 0.5)
+    discrete_gaussian(1e6, 1000)
