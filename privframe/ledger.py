@@ -1,0 +1,857 @@
+"""The append-only record of every privacy spend, in memory or in a SQLite file.
+
+A ledger holds :class:`LedgerEntry` values: immutable, serialisable records of
+one spend each (its ρ and δ, a label, a description, whether the release used
+seeded randomness). Entries are only ever appended; their meaning never changes
+once written. The ledger keeps the running total as an exact rational (every
+float is one), so the sum of the recorded costs is known exactly.
+
+A ledger does not decide what may be spent: :meth:`Ledger.append` takes a
+``check`` callback that sees the exact totals *inside* the same critical
+section as the write, and may refuse by raising. The
+:class:`~privframe.accountant.Accountant` uses it to make check-and-record one
+atomic step.
+
+:class:`SQLiteLedger` persists the record (stdlib :mod:`sqlite3`, WAL journal):
+
+* every append is one ``BEGIN IMMEDIATE`` transaction that reads the entries it
+  has not seen yet, runs the check and inserts the new row, so appends from any
+  number of threads, connections and processes are serialised and none can
+  exceed a budget another one has already used;
+* the transaction commits (with ``synchronous=FULL``) before ``append`` returns,
+  so a crash right after a spend loses nothing;
+* the file remembers the budget it was created with, and refuses to be reopened
+  with a larger one;
+* the file is recognised by ``PRAGMA application_id`` and ``user_version``, is
+  checked with ``PRAGMA quick_check`` on open, and its entries form a SHA-256
+  hash chain (whose head, the count and last hash, is recorded with every
+  append) that is verified on open and whenever the entries are read. A
+  foreign, damaged or edited file raises :class:`~privframe.errors.LedgerError`;
+  it is never silently reset.
+
+Example:
+    >>> from fractions import Fraction
+    >>> from privframe.ledger import Ledger
+    >>> ledger = Ledger()
+    >>> entry = ledger.append(0.25, 0.0, label="q1", description={"query": "count"})
+    >>> entry.index, entry.label, entry.rho
+    (0, 'q1', 0.25)
+    >>> ledger.totals() == (Fraction(1, 4), Fraction(0))
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from privframe.accounting import zCDP
+from privframe.errors import LedgerError
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Ledger", "LedgerEntry", "SQLiteLedger"]
+
+APPLICATION_ID = 0x50464C47
+"""``PRAGMA application_id`` of a privframe ledger file (ASCII ``PFLG``)."""
+
+SCHEMA_VERSION = 1
+"""``PRAGMA user_version`` of the ledger schema this module reads and writes."""
+
+_FORMAT = "privframe-ledger"
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_CONNECT_TIMEOUT_S = 30.0
+
+Check = Callable[[Fraction, Fraction], None]
+"""A budget check: called with the exact (ρ, δ) totals already recorded; raises to refuse."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _canonical_json(value: Any) -> str:
+    """Deterministic JSON text: sorted keys, no whitespace, no NaN/inf."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)  # fmt: skip
+
+
+def _freeze(value: Any) -> Any:
+    """Read-only view of parsed JSON: objects become mapping proxies, arrays tuples."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    """Plain ``dict``/``list`` copy of a frozen JSON value."""
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def _description_json(description: object) -> str:
+    """Canonical JSON text of a description (a string or a JSON-serialisable mapping)."""
+    if isinstance(description, str):
+        return _canonical_json(description)
+    if isinstance(description, Mapping):
+        if not all(isinstance(k, str) for k in description):
+            raise TypeError("a ledger entry description must have str keys only")
+        try:
+            return _canonical_json(_thaw(description))
+        except (TypeError, ValueError) as err:
+            raise TypeError(
+                f"a ledger entry description must be JSON-serialisable (no NaN/inf): {err}"
+            ) from None
+    raise TypeError(
+        f"a ledger entry description must be a str or a mapping, got {type(description).__name__}"
+    )
+
+
+def _cost(rho: object, delta: object) -> tuple[float, float]:
+    """Validate a (ρ, δ) pair the way :class:`~privframe.accounting.zCDP` does."""
+    budget = zCDP(rho, delta)  # type: ignore[arg-type]
+    # + 0.0 maps -0.0 to 0.0, which SQLite would not preserve (and the hash would break).
+    return budget.rho + 0.0, budget.delta + 0.0
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _chain(prev_hash: str, entry: LedgerEntry) -> str:
+    """Next link of the hash chain: SHA-256(prev_hash || canonical entry JSON), in hex."""
+    return hashlib.sha256(bytes.fromhex(prev_hash) + entry.canonical_json().encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- entries
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One recorded spend: immutable, serialisable, and its meaning never changes.
+
+    Args:
+        index: position in the ledger, 0-based and contiguous.
+        time: when it was recorded, a UTC ISO-8601 string.
+        label: the caller's short name for the release.
+        rho: the ρ spent (zCDP).
+        delta: the δ spent outright (approximate zCDP); 0 for Gaussian releases.
+        description: a str or a JSON-serialisable mapping describing the
+            release (public parameters only). It is stored as canonical JSON
+            text; mappings come back read-only (nested objects as mapping
+            proxies, arrays as tuples).
+        seeded: True when the release used a seeded, non-private random stream.
+
+    Example:
+        >>> from privframe.ledger import LedgerEntry
+        >>> e = LedgerEntry(0, "2024-01-01T00:00:00.000000+00:00", "q1", 0.1, 0.0,
+        ...                 {"query": "count", "keys": ["a", "b"]}, False)
+        >>> e.description["keys"]
+        ('a', 'b')
+        >>> e.description_json
+        '{"keys":["a","b"],"query":"count"}'
+        >>> LedgerEntry.from_dict(e.to_dict()) == e
+        True
+    """
+
+    index: int
+    time: str
+    label: str
+    rho: float
+    delta: float
+    description: Mapping[str, Any] | str
+    seeded: bool
+    _description_json: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.index, bool) or not isinstance(self.index, int) or self.index < 0:
+            raise TypeError(f"index must be an int >= 0, got {self.index!r}")
+        if not isinstance(self.time, str):
+            raise TypeError(f"time must be an ISO-8601 str, got {type(self.time).__name__}")
+        if not isinstance(self.label, str):
+            raise TypeError(f"label must be a str, got {type(self.label).__name__}")
+        if not isinstance(self.seeded, bool):
+            raise TypeError(f"seeded must be a bool, got {type(self.seeded).__name__}")
+        rho, delta = _cost(self.rho, self.delta)
+        text = _description_json(self.description)
+        object.__setattr__(self, "rho", rho)
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "description", _freeze(json.loads(text)))
+        object.__setattr__(self, "_description_json", text)
+
+    def __hash__(self) -> int:
+        return hash(self.canonical_json())
+
+    @property
+    def description_json(self) -> str:
+        """The description as the canonical JSON text that is stored and hashed.
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry
+            >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.0, 0.0, "hi",
+            ...             False).description_json
+            '"hi"'
+        """
+        return self._description_json
+
+    @property
+    def cost(self) -> zCDP:
+        """The spend as a :class:`~privframe.accounting.zCDP` budget.
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry
+            >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.5, 0.0, "", False).cost
+            zCDP(rho=0.5, delta=0.0)
+        """
+        return zCDP(self.rho, self.delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain, JSON-serialisable dict; floats round-trip exactly through JSON.
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry
+            >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "q", 0.5, 0.0, {"k": 1},
+            ...             False).to_dict()["description"]
+            {'k': 1}
+        """
+        return {
+            "index": self.index,
+            "time": self.time,
+            "label": self.label,
+            "rho": self.rho,
+            "delta": self.delta,
+            "description": _thaw(self.description),
+            "seeded": self.seeded,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LedgerEntry:
+        """Rebuild an entry from :meth:`to_dict` output (exactly these keys).
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry
+            >>> d = {"index": 0, "time": "2024-01-01T00:00:00+00:00", "label": "q",
+            ...      "rho": 0.5, "delta": 0.0, "description": "", "seeded": False}
+            >>> LedgerEntry.from_dict(d).rho
+            0.5
+        """
+        expected = {"index", "time", "label", "rho", "delta", "description", "seeded"}
+        if set(data) != expected:
+            raise ValueError(f"a ledger entry dict needs exactly the keys {sorted(expected)}")
+        return cls(**data)
+
+    def canonical_json(self) -> str:
+        """The exact text the hash chain covers (floats as ``float.hex``).
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry
+            >>> import json
+            >>> text = LedgerEntry(0, "t", "q", 0.5, 0.0, "", False).canonical_json()
+            >>> json.loads(text)["rho"]
+            '0x1.0000000000000p-1'
+        """
+        return _canonical_json(
+            {
+                "index": self.index,
+                "time": self.time,
+                "label": self.label,
+                "rho": self.rho.hex(),
+                "delta": self.delta.hex(),
+                "description": self._description_json,
+                "seeded": self.seeded,
+            }
+        )
+
+
+# --------------------------------------------------------------------------- in memory
+
+
+class Ledger:
+    """An in-memory, append-only, thread-safe ledger.
+
+    The running totals are exact rationals of the recorded floats.
+    :meth:`append` runs an optional ``check`` and the write under one lock, so
+    a check cannot be overtaken by a concurrent append.
+
+    Example:
+        >>> from privframe.ledger import Ledger
+        >>> ledger = Ledger()
+        >>> _ = ledger.append(0.1, 0.0, label="a")
+        >>> _ = ledger.append(0.2, 0.0, label="b")
+        >>> [e.label for e in ledger.entries], len(ledger)
+        (['a', 'b'], 2)
+        >>> float(ledger.totals()[0]) == 0.1 + 0.2
+        True
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[LedgerEntry] = []
+        self._rho = Fraction(0)
+        self._delta = Fraction(0)
+        self._closed = False
+
+    # -- public API -------------------------------------------------------------
+
+    @property
+    def path(self) -> Path | None:
+        """The file backing this ledger, or None when it lives in memory.
+
+        Example:
+            >>> from privframe.ledger import Ledger
+            >>> Ledger().path is None
+            True
+        """
+        return None
+
+    @property
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """Every entry, in order (a file ledger re-reads and re-verifies the file).
+
+        Example:
+            >>> from privframe.ledger import Ledger
+            >>> Ledger().entries
+            ()
+        """
+        with self._lock:
+            self._ensure_open()
+            self._refresh(full=True)
+            return tuple(self._entries)
+
+    def totals(self) -> tuple[Fraction, Fraction]:
+        """The exact sums (ρ, δ) of every recorded entry.
+
+        Example:
+            >>> from privframe.ledger import Ledger
+            >>> Ledger().totals()
+            (Fraction(0, 1), Fraction(0, 1))
+        """
+        with self._lock:
+            self._ensure_open()
+            self._refresh(full=False)
+            return self._rho, self._delta
+
+    def append(
+        self,
+        rho: float,
+        delta: float = 0.0,
+        *,
+        label: str = "",
+        description: Mapping[str, Any] | str = "",
+        seeded: bool = False,
+        check: Check | None = None,
+    ) -> LedgerEntry:
+        """Record one spend, atomically with ``check``.
+
+        ``check`` is called with the exact (ρ, δ) totals already recorded,
+        inside the same critical section (for a file: the same ``BEGIN
+        IMMEDIATE`` transaction) as the write; if it raises, nothing is
+        recorded and the exception propagates.
+
+        Args:
+            rho: ρ spent, a finite float >= 0.
+            delta: δ spent, 0 <= δ < 1.
+            label: a short public name for the release.
+            description: a str or JSON-serialisable mapping of public parameters.
+            seeded: whether the release used a seeded (non-private) stream.
+            check: optional budget check, see above.
+
+        Returns:
+            The entry as recorded.
+
+        Example:
+            >>> from privframe.ledger import Ledger
+            >>> ledger = Ledger()
+            >>> def at_most_half(rho, delta):
+            ...     if rho + Fraction(0.5) > Fraction(0.5):
+            ...         raise RuntimeError("full")
+            >>> ledger.append(0.5, check=at_most_half).index
+            0
+            >>> ledger.append(0.5, check=at_most_half)
+            Traceback (most recent call last):
+            RuntimeError: full
+            >>> len(ledger)
+            1
+        """
+        rho, delta = _cost(rho, delta)
+        if not isinstance(label, str):
+            raise TypeError(f"label must be a str, got {type(label).__name__}")
+        if not isinstance(seeded, bool):
+            raise TypeError(f"seeded must be a bool, got {type(seeded).__name__}")
+        text = _description_json(description)
+        with self._lock:
+            self._ensure_open()
+            with self._write_transaction():
+                if check is not None:
+                    check(self._rho, self._delta)
+                entry = LedgerEntry(
+                    len(self._entries), _now(), label, rho, delta, json.loads(text), seeded
+                )
+                self._write(entry)
+            # Only a committed entry enters the in-memory view.
+            self._remember(entry)
+            return entry
+
+    def verify(self) -> None:
+        """Re-check the whole record; a file ledger re-verifies its hash chain.
+
+        Raises:
+            LedgerError: the record is damaged or was modified outside privframe.
+
+        Example:
+            >>> from privframe.ledger import Ledger
+            >>> Ledger().verify()
+        """
+        with self._lock:
+            self._ensure_open()
+            self._refresh(full=True)
+
+    def close(self) -> None:
+        """Release the ledger's resources; later use raises LedgerError.
+
+        Example:
+            >>> from privframe.ledger import Ledger
+            >>> ledger = Ledger()
+            >>> ledger.close()
+        """
+        with self._lock:
+            self._closed = True
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._ensure_open()
+            self._refresh(full=False)
+            return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(entries={len(self._entries)})"
+
+    # -- hooks for persistent subclasses (called with the lock held) -------------
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise LedgerError("this ledger is closed; open a new one to keep spending")
+
+    def _refresh(self, *, full: bool) -> None:
+        """Bring the in-memory view up to date with the backing store."""
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        """Critical section of one append; a store refreshes its view at the start."""
+        yield
+
+    def _write(self, entry: LedgerEntry) -> None:
+        """Persist ``entry`` inside the current write transaction."""
+
+    def _remember(self, entry: LedgerEntry) -> None:
+        self._entries.append(entry)
+        self._rho += Fraction(entry.rho)
+        self._delta += Fraction(entry.delta)
+
+
+# --------------------------------------------------------------------------- SQLite
+
+_SCHEMA = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE entries (
+    idx         INTEGER PRIMARY KEY,
+    time        TEXT    NOT NULL,
+    label       TEXT    NOT NULL,
+    rho         REAL    NOT NULL,
+    delta       REAL    NOT NULL,
+    description TEXT    NOT NULL,
+    seeded      INTEGER NOT NULL,
+    hash        TEXT    NOT NULL
+);
+"""
+
+
+def _genesis(meta: Mapping[str, str]) -> str:
+    """Root of the hash chain: binds the chain to the ledger's identity and budget."""
+    keys = ("format", "schema", "ledger_id", "created", "budget_rho", "budget_delta")
+    payload = _canonical_json({k: meta[k] for k in keys})
+    return hashlib.sha256(b"privframe-ledger\x00" + payload.encode()).hexdigest()
+
+
+class SQLiteLedger(Ledger):
+    """A ledger persisted in a SQLite file, safe across threads, processes and crashes.
+
+    Opening a file that does not exist creates a ledger bound to ``budget``.
+    Opening an existing ledger checks that it is a privframe ledger of a known
+    schema, runs ``PRAGMA quick_check`` and verifies the hash chain; it
+    refuses a ``budget`` larger (in ρ or δ) than the one the file was created
+    with. A smaller budget is accepted: enforcing it is the caller's job (the
+    :class:`~privframe.accountant.Accountant` does).
+
+    Args:
+        path: the ledger file; its directory must exist.
+        budget: the budget the caller intends to enforce.
+
+    Raises:
+        LedgerError: missing directory, foreign or corrupted file, unknown
+            schema version, or a budget larger than the persisted one.
+
+    Example:
+        >>> import os, tempfile
+        >>> from privframe import zCDP
+        >>> from privframe.ledger import SQLiteLedger
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = os.path.join(d, "spend.ledger")
+        ...     with SQLiteLedger(path, zCDP(1.0)) as ledger:
+        ...         _ = ledger.append(0.25, label="q1")
+        ...     with SQLiteLedger(path, zCDP(1.0)) as ledger:
+        ...         print(len(ledger), ledger.budget)
+        1 zCDP(rho=1.0, delta=0.0)
+    """
+
+    def __init__(self, path: str | os.PathLike[str], budget: zCDP) -> None:
+        super().__init__()
+        if not isinstance(budget, zCDP):
+            raise TypeError(f"budget must be a zCDP, got {type(budget).__name__}")
+        self._path = Path(os.fspath(path))
+        self._conn: sqlite3.Connection | None = None
+        self._hashes: list[str] = []
+        self._genesis = ""
+        self._pending_hash = ""
+        try:
+            self._conn = self._open(budget)
+            self._budget = self._load_meta(budget)
+            self._refresh(full=True)
+        except BaseException:
+            self._close_connection()
+            raise
+
+    @property
+    def path(self) -> Path:
+        """The ledger file.
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe import zCDP
+            >>> from privframe.ledger import SQLiteLedger
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     with SQLiteLedger(os.path.join(d, "x.ledger"), zCDP(1.0)) as ledger:
+            ...         print(ledger.path.name)
+            x.ledger
+        """
+        return self._path
+
+    @property
+    def budget(self) -> zCDP:
+        """The budget the file was created with (the most any opener may enforce).
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe import zCDP
+            >>> from privframe.ledger import SQLiteLedger
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     with SQLiteLedger(os.path.join(d, "x.ledger"), zCDP(2.0)) as ledger:
+            ...         print(ledger.budget.rho)
+            2.0
+        """
+        return self._budget
+
+    def close(self) -> None:
+        """Close the database connection; later use raises LedgerError.
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe import zCDP
+            >>> from privframe.ledger import SQLiteLedger
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     ledger = SQLiteLedger(os.path.join(d, "x.ledger"), zCDP(1.0))
+            ...     ledger.close()
+        """
+        with self._lock:
+            self._closed = True
+            self._close_connection()
+
+    def __repr__(self) -> str:
+        return f"SQLiteLedger({str(self._path)!r}, entries={len(self._entries)})"
+
+    # -- opening ----------------------------------------------------------------
+
+    def _fail(self, what: str) -> LedgerError:
+        return LedgerError(f"ledger file {str(self._path)!r}: {what}")
+
+    def _corrupt(self, what: str) -> LedgerError:
+        return self._fail(
+            f"{what}. The file is damaged or was modified outside privframe; it was not "
+            "used. Restore it from a backup (or investigate) rather than starting a new "
+            "ledger, which would reset the budget."
+        )
+
+    def _open(self, budget: zCDP) -> sqlite3.Connection:
+        path = self._path
+        if not path.parent.is_dir():
+            raise self._fail(f"directory {str(path.parent)!r} does not exist; create it first")
+        if path.exists():
+            if not path.is_file():
+                raise self._fail("is not a regular file")
+            try:
+                with path.open("rb") as fh:
+                    header = fh.read(len(_SQLITE_HEADER))
+            except OSError as err:
+                raise self._fail(f"cannot be read ({err.strerror})") from None
+            if header and header != _SQLITE_HEADER:
+                raise self._fail(
+                    "is not a privframe ledger (not a SQLite database); "
+                    "choose another path for a new ledger"
+                )
+        try:
+            conn = sqlite3.connect(
+                path, timeout=_CONNECT_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as err:
+            raise self._fail(f"cannot be opened ({err})") from None
+        try:
+            state = self._classify(conn)
+            if state == "new":
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise self._fail(f"cannot switch to WAL journal mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous=FULL")
+            if state == "new":
+                self._initialise(conn, budget)
+            check = [row[0] for row in conn.execute("PRAGMA quick_check")]
+            if check != ["ok"]:
+                raise self._corrupt(f"PRAGMA quick_check failed ({'; '.join(map(str, check))})")
+        except sqlite3.DatabaseError as err:
+            conn.close()
+            raise self._corrupt(f"SQLite reports an error ({err})") from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _classify(self, conn: sqlite3.Connection) -> str:
+        """'new' for an empty database, 'ours' for a privframe ledger; raise otherwise."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        n_objects = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id == 0 and version == 0 and n_objects == 0:
+            return "new"
+        if app_id != APPLICATION_ID:
+            raise self._fail(
+                f"is a SQLite database of another application (application_id={app_id}), "
+                "not a privframe ledger; choose another path"
+            )
+        if version != SCHEMA_VERSION:
+            raise self._fail(
+                f"has ledger schema version {version}, which this privframe does not know "
+                f"(it reads version {SCHEMA_VERSION}); upgrade privframe"
+            )
+        return "ours"
+
+    def _initialise(self, conn: sqlite3.Connection, budget: zCDP) -> None:
+        """Create the schema, unless a concurrent opener did it first."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self._classify(conn) == "new":
+                # executescript() would COMMIT first: run the statements one by one.
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                meta = {
+                    "format": _FORMAT,
+                    "schema": str(SCHEMA_VERSION),
+                    "ledger_id": str(uuid.uuid4()),
+                    "created": _now(),
+                    "budget_rho": repr(budget.rho),
+                    "budget_delta": repr(budget.delta),
+                }
+                meta["genesis"] = _genesis(meta)
+                meta["head"] = meta["genesis"]
+                meta["count"] = "0"
+                conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    def _load_meta(self, requested: zCDP) -> zCDP:
+        conn = self._connection()
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as err:
+            raise self._corrupt(f"its meta table cannot be read ({err})") from None
+        try:
+            if meta.get("format") != _FORMAT or meta.get("schema") != str(SCHEMA_VERSION):
+                raise ValueError("format marker")
+            stored = zCDP(float(meta["budget_rho"]), float(meta["budget_delta"]))
+            genesis = _genesis(meta)
+        except (KeyError, ValueError, TypeError) as err:
+            raise self._corrupt(f"its meta table is malformed ({err})") from None
+        if meta.get("genesis") != genesis:
+            raise self._corrupt("its meta table does not match its recorded hash")
+        self._genesis = genesis
+        if requested.rho > stored.rho or requested.delta > stored.delta:
+            raise self._fail(
+                f"was created with budget {stored!r}; it cannot be reopened with the larger "
+                f"budget {requested!r} (a persisted ledger keeps its budget). Use a budget "
+                f"no larger than {stored!r}, or a new ledger file for a new privacy budget"
+            )
+        return stored
+
+    # -- reading and writing (lock held) -----------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise LedgerError("this ledger is closed; open a new one to keep spending")
+        return self._conn
+
+    def _close_connection(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    def _read_rows(self, conn: sqlite3.Connection, start: int) -> list[tuple[Any, ...]]:
+        return conn.execute(
+            "SELECT idx, time, label, rho, delta, description, seeded, hash "
+            "FROM entries WHERE idx >= ? ORDER BY idx",
+            (start,),
+        ).fetchall()
+
+    def _verify_rows(
+        self, rows: list[tuple[Any, ...]], start: int, prev_hash: str
+    ) -> tuple[list[LedgerEntry], list[str]]:
+        entries: list[LedgerEntry] = []
+        hashes: list[str] = []
+        for offset, row in enumerate(rows):
+            idx, time, label, rho, delta, description, seeded, stored_hash = row
+            expected = start + offset
+            if idx != expected:
+                raise self._corrupt(f"entry {expected} is missing (found entry {idx} instead)")
+            try:
+                if not isinstance(rho, float) or not isinstance(delta, float):
+                    raise TypeError("rho and delta must be stored as REAL")
+                if seeded not in (0, 1) or not isinstance(description, str):
+                    raise TypeError("malformed seeded flag or description")
+                entry = LedgerEntry(
+                    idx, time, label, rho, delta, json.loads(description), bool(seeded)
+                )
+            except (TypeError, ValueError) as err:
+                raise self._corrupt(f"entry {idx} is malformed ({err})") from None
+            if entry.description_json != description:
+                raise self._corrupt(f"entry {idx} has a non-canonical description")
+            link = _chain(prev_hash, entry)
+            if link != stored_hash:
+                raise self._corrupt(f"entry {idx} does not match its hash (the hash chain breaks)")
+            entries.append(entry)
+            hashes.append(link)
+            prev_hash = link
+        return entries, hashes
+
+    def _catch_up(self, conn: sqlite3.Connection, *, full: bool) -> None:
+        """Read (and verify) entries; incremental unless ``full``. Caller holds a transaction."""
+        if full or not self._entries:
+            start, prev = 0, self._genesis
+        else:
+            start, prev = len(self._entries), self._hashes[-1]
+            row = conn.execute("SELECT hash FROM entries WHERE idx = ?", (start - 1,)).fetchone()
+            if row is None or row[0] != prev:
+                raise self._corrupt(f"entry {start - 1} changed or disappeared after it was read")
+        entries, hashes = self._verify_rows(self._read_rows(conn, start), start, prev)
+        # The head (count and last hash) is updated with every append, in the same
+        # transaction: a removed (or added) last entry shows up here.
+        count = start + len(entries)
+        last = hashes[-1] if hashes else prev
+        head = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('count', 'head')"))
+        if head != {"count": str(count), "head": last}:
+            raise self._corrupt(
+                f"its entries ({count}) do not match its recorded head; "
+                "an entry was removed or added"
+            )
+        if start == 0:
+            if self._entries and entries[: len(self._entries)] != self._entries:
+                raise self._corrupt("entries changed after they were read")
+            self._entries, self._hashes = entries, hashes
+            self._rho = sum((Fraction(e.rho) for e in entries), Fraction(0))
+            self._delta = sum((Fraction(e.delta) for e in entries), Fraction(0))
+        else:
+            for entry, link in zip(entries, hashes, strict=True):
+                super()._remember(entry)
+                self._hashes.append(link)
+
+    def _refresh(self, *, full: bool) -> None:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN")
+            try:
+                self._catch_up(conn, full=full)
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.DatabaseError as err:
+            raise self._corrupt(f"SQLite reports an error ({err})") from None
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            raise self._fail(f"could not lock the ledger for writing ({err})") from None
+        try:
+            self._catch_up(conn, full=False)
+            yield
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise self._fail(f"the spend could not be recorded ({exc})") from None
+            raise
+
+    def _write(self, entry: LedgerEntry) -> None:
+        prev = self._hashes[-1] if self._hashes else self._genesis
+        link = _chain(prev, entry)
+        self._connection().execute(
+            "INSERT INTO entries(idx, time, label, rho, delta, description, seeded, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.index,
+                entry.time,
+                entry.label,
+                entry.rho,
+                entry.delta,
+                entry.description_json,
+                int(entry.seeded),
+                link,
+            ),
+        )
+        self._connection().executemany(
+            "UPDATE meta SET value = ? WHERE key = ?",
+            ((link, "head"), (str(entry.index + 1), "count")),
+        )
+        self._pending_hash = link
+
+    def _remember(self, entry: LedgerEntry) -> None:
+        super()._remember(entry)
+        self._hashes.append(self._pending_hash)

@@ -1,0 +1,424 @@
+"""Tests for privframe.accountant: atomic spends, exact limits, persistence, concurrency."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import privframe as pf
+from privframe import accounting
+from privframe.accountant import DEFAULT_REPORTING_DELTA, Accountant, BudgetReport
+from privframe.errors import (
+    BudgetExceededError,
+    InvalidBudgetError,
+    LedgerError,
+    SeededRandomnessWarning,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(params=["memory", "file"])
+def make(request: pytest.FixtureRequest, tmp_path: Path):
+    """Build an accountant on an in-memory or a file ledger."""
+
+    def build(budget: pf.Budget, **kw: object) -> Accountant:
+        ledger = None if request.param == "memory" else tmp_path / "spend.ledger"
+        return Accountant(budget, ledger, **kw)  # type: ignore[arg-type]
+
+    return build
+
+
+# --------------------------------------------------------------------------- basics
+
+
+def test_budget_conversion_and_reporting_delta() -> None:
+    assert Accountant(pf.zCDP(1.0)).budget == pf.zCDP(1.0)
+    assert Accountant(pf.zCDP(1.0)).delta == DEFAULT_REPORTING_DELTA == 1e-6
+    gdp = Accountant(pf.GDP(1.0))
+    assert gdp.budget == accounting.to_zcdp(pf.GDP(1.0))
+    assert gdp.delta == 1e-6
+    approx = Accountant(pf.ApproxDP(1.0, 1e-5))
+    assert approx.budget == accounting.to_zcdp(pf.ApproxDP(1.0, 1e-5))
+    assert approx.delta == 1e-5
+    assert Accountant(pf.ApproxDP(1.0, 1e-5), delta=1e-8).delta == 1e-8
+
+
+@pytest.mark.parametrize("budget", [1.0, "1.0", None, {"rho": 1.0}])
+def test_budget_must_be_a_budget(budget: object) -> None:
+    with pytest.raises(InvalidBudgetError):
+        Accountant(budget)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, -1e-6, float("nan"), True])
+def test_reporting_delta_validated(delta: float) -> None:
+    with pytest.raises(InvalidBudgetError):
+        Accountant(pf.zCDP(1.0), delta=delta)
+
+
+def test_ledger_argument_validated() -> None:
+    with pytest.raises(TypeError):
+        Accountant(pf.zCDP(1.0), 42)  # type: ignore[arg-type]
+
+
+def test_spend_records(make) -> None:
+    acct = make(pf.zCDP(1.0, 1e-6))
+    e = acct.spend(pf.zCDP(0.25), label="q1", description={"query": "count by x"})
+    assert (e.index, e.label, e.rho, e.delta, e.seeded) == (0, "q1", 0.25, 0.0, False)
+    assert e.description == {"query": "count by x"}
+    acct.spend(pf.zCDP(0.5, 1e-9), label="q2")
+    assert acct.entries[0] == e
+    assert [x.label for x in acct.entries] == ["q1", "q2"]
+    assert acct.spent == pf.zCDP(0.75, 1e-9)
+    assert acct.remaining.rho == 0.25
+    assert Fraction(acct.remaining.delta) <= Fraction(1e-6) - Fraction(1e-9)
+
+
+@pytest.mark.parametrize("cost", [pf.ApproxDP(0.1, 0.0), pf.GDP(0.1), 0.1, None])
+def test_cost_must_be_zcdp(make, cost: object) -> None:
+    acct = make(pf.zCDP(1.0))
+    with pytest.raises(InvalidBudgetError, match="zCDP"):
+        acct.spend(cost)
+    with pytest.raises(InvalidBudgetError, match="zCDP"):
+        acct.check(cost)
+    assert acct.entries == ()
+
+
+def test_bad_label_or_description_records_nothing(make) -> None:
+    acct = make(pf.zCDP(1.0))
+    with pytest.raises(TypeError):
+        acct.spend(pf.zCDP(0.1), label=3)
+    with pytest.raises(TypeError):
+        acct.spend(pf.zCDP(0.1), description={"x": float("nan")})
+    with pytest.raises(TypeError):
+        acct.spend(pf.zCDP(0.1), seeded="yes")
+    assert acct.entries == ()
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def test_overspend_refused_and_nothing_recorded(make) -> None:
+    acct = make(pf.zCDP(1.0))
+    acct.spend(pf.zCDP(0.75), label="q1")
+    with pytest.raises(BudgetExceededError) as err:
+        acct.spend(pf.zCDP(0.5), label="q2", description={"secret": "never shown"})
+    msg = str(err.value)
+    assert "q2" in msg
+    assert "requests rho=0.5" in msg
+    assert "rho=0.75 is spent" in msg
+    assert "rho=0.25 remains" in msg
+    assert "never shown" not in msg
+    assert len(acct.entries) == 1
+    assert acct.spent.rho == 0.75
+
+
+def test_check_never_spends(make) -> None:
+    acct = make(pf.zCDP(1.0))
+    acct.check(pf.zCDP(1.0))
+    with pytest.raises(BudgetExceededError):
+        acct.check(pf.zCDP(1.0000000000000002))
+    assert acct.entries == ()
+    assert acct.spent == pf.zCDP(0.0)
+
+
+def test_delta_is_a_budget_dimension(make) -> None:
+    acct = make(pf.zCDP(1.0, 1e-6))
+    acct.spend(pf.zCDP(0.1, 1e-6))
+    with pytest.raises(BudgetExceededError, match="delta"):
+        acct.spend(pf.zCDP(0.1, 1e-12))
+    acct.spend(pf.zCDP(0.1))
+    assert len(acct.entries) == 2
+    assert acct.remaining.delta == 0.0
+
+
+def test_exact_rational_boundary_tenths(make) -> None:
+    # The float 0.1 is 0.1000000000000000055...: ten of them exceed the float 1.0
+    # exactly, so the tenth is refused; sum(entries) <= budget holds exactly.
+    acct = make(pf.zCDP(1.0))
+    for _ in range(9):
+        acct.spend(pf.zCDP(0.1))
+    with pytest.raises(BudgetExceededError):
+        acct.spend(pf.zCDP(0.1))
+    left = acct.remaining
+    assert 0.0999 < left.rho < 0.1
+    acct.spend(left)  # spending exactly `remaining` always fits
+    total = sum(Fraction(e.rho) for e in acct.entries)
+    assert total <= Fraction(1.0)
+    assert len(acct.entries) == 10
+
+
+def test_exact_rational_boundary_dyadic(make) -> None:
+    acct = make(pf.zCDP(1.0))
+    for _ in range(8):
+        acct.spend(pf.zCDP(0.125))
+    assert acct.spent == pf.zCDP(1.0)
+    assert acct.remaining == pf.zCDP(0.0)
+    with pytest.raises(BudgetExceededError):
+        acct.spend(pf.zCDP(5e-324))  # the smallest positive float does not fit
+
+
+def test_point_one_plus_point_two(make) -> None:
+    acct = make(pf.zCDP(0.3))
+    acct.spend(pf.zCDP(0.1))
+    with pytest.raises(BudgetExceededError):
+        acct.spend(pf.zCDP(0.2))  # exactly 0.3000000000000000166... > 0.2999999999999999888...
+    acct.spend(acct.remaining)
+    assert sum(Fraction(e.rho) for e in acct.entries) <= Fraction(0.3)
+
+
+def test_zero_spend_always_recorded(make) -> None:
+    acct = make(pf.zCDP(0.5))
+    acct.spend(pf.zCDP(0.5))
+    e = acct.spend(pf.zCDP(0.0), label="public metadata")
+    assert e.rho == 0.0
+    assert len(acct.entries) == 2
+    acct.check(pf.zCDP(0.0))
+
+
+def test_spent_rounds_up_remaining_rounds_down() -> None:
+    acct = Accountant(pf.zCDP(1.0))
+    acct.spend(pf.zCDP(0.1))
+    acct.spend(pf.zCDP(0.2))
+    exact = Fraction(0.1) + Fraction(0.2)
+    assert Fraction(acct.spent.rho) >= exact
+    assert Fraction(acct.remaining.rho) <= 1 - exact
+    assert Fraction(acct.remaining.rho) + exact <= 1
+
+
+# --------------------------------------------------------------------------- seeded
+
+
+def test_seeded_spend_warns_and_flags(make) -> None:
+    acct = make(pf.zCDP(1.0))
+    with pytest.warns(SeededRandomnessWarning, match="demo"):
+        e = acct.spend(pf.zCDP(0.1), label="demo", seeded=True)
+    assert e.seeded is True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert acct.spend(pf.zCDP(0.1)).seeded is False
+    assert acct.report().n_seeded == 1
+    assert "seeded" in str(acct.report())
+
+
+def test_refused_seeded_spend_does_not_warn() -> None:
+    acct = Accountant(pf.zCDP(0.1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(BudgetExceededError):
+            acct.spend(pf.zCDP(1.0), seeded=True)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_report_matches_conversions(make) -> None:
+    acct = make(pf.zCDP(1.0), delta=1e-5)
+    acct.spend(pf.zCDP(0.25), label="a")
+    acct.spend(pf.zCDP(0.125), label="b")
+    r = acct.report()
+    assert isinstance(r, BudgetReport)
+    spent, left = pf.zCDP(0.375), pf.zCDP(0.625)
+    assert (r.budget_rho, r.spent_rho, r.remaining_rho) == (1.0, 0.375, 0.625)
+    assert r.delta == 1e-5
+    assert r.budget_epsilon == pf.zCDP(1.0).epsilon(1e-5)
+    assert r.spent_epsilon == spent.epsilon(1e-5)
+    assert r.remaining_epsilon == left.epsilon(1e-5)
+    assert r.spent_mu == spent.to_gdp().mu
+    assert r.remaining_mu == left.to_gdp().mu
+    assert r.budget_mu == pytest.approx(2**0.5)
+    assert r.n_entries == 2
+    assert 0 < r.spent_epsilon < r.budget_epsilon
+    text = str(r)
+    for needle in ("rho", "epsilon", "delta=1e-05", "mu", "0.375", "0.625", "2 ledger entries"):
+        assert needle in text
+    with pytest.raises(AttributeError):
+        r.spent_rho = 0.0  # type: ignore[misc]
+
+
+def test_report_of_approx_dp_budget_is_within_it() -> None:
+    acct = Accountant(pf.ApproxDP(1.0, 1e-6))
+    r = acct.report()
+    assert r.delta == 1e-6
+    assert r.budget_epsilon <= 1.0 + 1e-9
+
+
+# --------------------------------------------------------------------------- persistence
+
+
+def test_reopen_continues(tmp_path: Path) -> None:
+    path = tmp_path / "spend.ledger"
+    with Accountant(pf.zCDP(1.0), path) as acct:
+        acct.spend(pf.zCDP(0.25), label="q1")
+        first = acct.entries
+    with Accountant(pf.zCDP(1.0), str(path)) as acct:
+        assert acct.entries == first
+        assert acct.spent == pf.zCDP(0.25)
+        acct.spend(pf.zCDP(0.75), label="q2")
+        with pytest.raises(BudgetExceededError):
+            acct.spend(pf.zCDP(0.125))
+    with Accountant(pf.zCDP(1.0), path) as acct:
+        assert [e.label for e in acct.entries] == ["q1", "q2"]
+        assert acct.remaining == pf.zCDP(0.0)
+
+
+def test_reopen_with_larger_budget_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spend.ledger"
+    Accountant(pf.zCDP(1.0), path).close()
+    with pytest.raises(LedgerError, match="a persisted ledger keeps its budget") as err:
+        Accountant(pf.zCDP(2.0), path)
+    assert "zCDP(rho=1.0" in str(err.value)
+    assert "zCDP(rho=2.0" in str(err.value)
+
+
+def test_reopen_with_smaller_budget_enforces_it(tmp_path: Path) -> None:
+    path = tmp_path / "spend.ledger"
+    with Accountant(pf.zCDP(1.0), path) as acct:
+        acct.spend(pf.zCDP(0.5))
+    with Accountant(pf.zCDP(0.75), path) as acct:
+        assert acct.budget == pf.zCDP(0.75)
+        assert acct.remaining == pf.zCDP(0.25)
+        with pytest.raises(BudgetExceededError):
+            acct.spend(pf.zCDP(0.5))
+        acct.spend(pf.zCDP(0.25))
+    with Accountant(pf.zCDP(0.25), path) as acct:  # already over this cap
+        assert acct.spent == pf.zCDP(1.0) - pf.zCDP(0.25)
+        assert acct.remaining == pf.zCDP(0.0)
+        with pytest.raises(BudgetExceededError):
+            acct.spend(pf.zCDP(1e-9))
+        acct.spend(pf.zCDP(0.0))  # zero cost still fits and is recorded
+        assert acct.report().remaining_rho == 0.0
+
+
+def test_foreign_file_is_not_reset(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("my notes\n")
+    with pytest.raises(LedgerError, match="not a SQLite database"):
+        Accountant(pf.zCDP(1.0), path)
+    assert path.read_text() == "my notes\n"
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="does not exist"):
+        Accountant(pf.zCDP(1.0), tmp_path / "missing" / "spend.ledger")
+
+
+def test_closed_accountant(tmp_path: Path) -> None:
+    acct = Accountant(pf.zCDP(1.0), tmp_path / "spend.ledger")
+    acct.close()
+    with pytest.raises(LedgerError, match="closed"):
+        acct.spend(pf.zCDP(0.1))
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def _hammer(acct: Accountant, n: int, cost: float, successes: list[int]) -> None:
+    ok = 0
+    for _ in range(n):
+        try:
+            acct.spend(pf.zCDP(cost))
+            ok += 1
+        except BudgetExceededError:
+            pass
+    successes.append(ok)
+
+
+def test_threads_never_exceed_budget(make) -> None:
+    acct = make(pf.zCDP(1.0))
+    successes: list[int] = []
+    threads = [threading.Thread(target=_hammer, args=(acct, 25, 0.01, successes)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    entries = acct.entries
+    assert sum(successes) == len(entries) == 99  # 100 x float(0.01) > 1.0 exactly
+    assert sum(Fraction(e.rho) for e in entries) <= Fraction(1.0)
+    assert [e.index for e in entries] == list(range(99))
+
+
+def test_threads_with_separate_accountants_on_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "spend.ledger"
+    accts = [Accountant(pf.zCDP(0.5), path) for _ in range(4)]
+    successes: list[int] = []
+    threads = [threading.Thread(target=_hammer, args=(a, 30, 0.01, successes)) for a in accts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = sum(Fraction(e.rho) for e in accts[0].entries)
+    assert total <= Fraction(0.5)
+    assert sum(successes) == len(accts[0].entries) == 49
+    for a in accts:
+        a.close()
+
+
+def _process_worker(path: str, n: int, cost: float, queue: multiprocessing.Queue) -> None:
+    successes: list[int] = []
+    with Accountant(pf.zCDP(1.0), path) as acct:
+        _hammer(acct, n, cost, successes)
+    queue.put(successes[0])
+
+
+def test_processes_never_exceed_budget(tmp_path: Path) -> None:
+    # The processes also race to create the file: exactly one creates it.
+    path = str(tmp_path / "spend.ledger")
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_process_worker, args=(path, 40, 0.01, queue)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    with Accountant(pf.zCDP(1.0), path) as acct:
+        entries = acct.entries
+    assert sum(results) == len(entries) == 99
+    assert sum(Fraction(e.rho) for e in entries) <= Fraction(1.0)
+    assert [e.index for e in entries] == list(range(99))
+
+
+def test_crash_right_after_spend_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "spend.ledger"
+    code = textwrap.dedent(
+        f"""
+        import os
+        import privframe as pf
+        from privframe.accountant import Accountant
+        acct = Accountant(pf.zCDP(1.0), {str(path)!r})
+        acct.spend(pf.zCDP(0.25), label="before-crash")
+        os._exit(1)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr.decode()
+    with Accountant(pf.zCDP(1.0), path) as acct:
+        assert [(e.label, e.rho) for e in acct.entries] == [("before-crash", 0.25)]
+        assert acct.remaining == pf.zCDP(0.75)
+
+
+def test_report_with_delta_spent_outright() -> None:
+    acct = Accountant(pf.zCDP(1.0, 1e-6), delta=1e-5)
+    acct.spend(pf.zCDP(0.25, 1e-7), label="partition selection")
+    r = acct.report()
+    assert (r.budget_delta, r.spent_delta) == (1e-6, 1e-7)
+    assert r.remaining_delta == pytest.approx(9e-7)
+    # each row is (epsilon, delta + its own delta)-DP
+    assert r.spent_epsilon == pf.zCDP(0.25, 1e-7).epsilon(1e-5 + 1e-7)
+    assert r.budget_epsilon == pf.zCDP(1.0, 1e-6).epsilon(1e-5 + 1e-6)
+    assert "delta (total)" in str(r)
+
+
+def test_pure_dp_budget_refused() -> None:
+    with pytest.raises(InvalidBudgetError):
+        Accountant(pf.ApproxDP(1.0, 0.0))

@@ -1,0 +1,374 @@
+"""Tests for privframe.ledger: entries, the in-memory ledger and the SQLite ledger."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sqlite3
+import threading
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from privframe.accounting import zCDP
+from privframe.errors import InvalidBudgetError, LedgerError
+from privframe.ledger import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    Ledger,
+    LedgerEntry,
+    SQLiteLedger,
+)
+
+T0 = "2024-01-01T00:00:00.000000+00:00"
+
+
+def _entry(**kw: object) -> LedgerEntry:
+    base: dict[str, object] = {
+        "index": 0,
+        "time": T0,
+        "label": "q",
+        "rho": 0.1,
+        "delta": 0.0,
+        "description": {"query": "count", "bounds": [0, 1.5]},
+        "seeded": False,
+    }
+    base.update(kw)
+    return LedgerEntry(**base)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- LedgerEntry
+
+
+class TestLedgerEntry:
+    def test_is_immutable(self) -> None:
+        e = _entry()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            e.rho = 0.0  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            e.description["query"] = "sum"  # type: ignore[index]
+        assert e.description["bounds"] == (0, 1.5)
+
+    def test_description_is_copied(self) -> None:
+        d = {"query": "count", "keys": ["a"]}
+        e = _entry(description=d)
+        d["query"] = "changed"
+        d["keys"].append("b")
+        assert e.description == {"query": "count", "keys": ("a",)}
+
+    def test_roundtrip_dict_and_json(self) -> None:
+        e = _entry(rho=0.30000000000000004, delta=5e-324, seeded=True)
+        d = e.to_dict()
+        assert d["description"] == {"query": "count", "bounds": [0, 1.5]}
+        again = LedgerEntry.from_dict(json.loads(json.dumps(d)))
+        assert again == e
+        assert again.rho == 0.30000000000000004
+        assert again.delta == 5e-324
+        assert hash(again) == hash(e)
+
+    def test_string_description(self) -> None:
+        e = _entry(description="plain text")
+        assert e.description == "plain text"
+        assert e.description_json == '"plain text"'
+
+    @pytest.mark.parametrize(
+        "description", [{"x": math.nan}, {"x": {1, 2}}, {1: "a"}, 3, None, ["a"]]
+    )
+    def test_bad_description(self, description: object) -> None:
+        with pytest.raises(TypeError):
+            _entry(description=description)
+
+    @pytest.mark.parametrize(("rho", "delta"), [(-0.1, 0.0), (math.inf, 0.0), (0.1, 1.0)])
+    def test_bad_cost(self, rho: float, delta: float) -> None:
+        with pytest.raises(InvalidBudgetError):
+            _entry(rho=rho, delta=delta)
+
+    def test_from_dict_needs_exact_keys(self) -> None:
+        d = _entry().to_dict()
+        d["extra"] = 1
+        with pytest.raises(ValueError, match="exactly the keys"):
+            LedgerEntry.from_dict(d)
+
+    def test_canonical_json_is_deterministic(self) -> None:
+        a = _entry(description={"b": 1, "a": 2})
+        b = _entry(description={"a": 2, "b": 1})
+        assert a.canonical_json() == b.canonical_json()
+        assert json.loads(a.canonical_json())["rho"] == (0.1).hex()
+
+
+# --------------------------------------------------------------------------- in memory
+
+
+class TestMemoryLedger:
+    def test_append_and_totals_exact(self) -> None:
+        ledger = Ledger()
+        for i in range(10):
+            e = ledger.append(0.1, label=f"q{i}")
+            assert e.index == i
+        rho, delta = ledger.totals()
+        assert rho == 10 * Fraction(0.1)
+        assert delta == 0
+        assert len(ledger) == 10
+        assert [e.label for e in ledger.entries] == [f"q{i}" for i in range(10)]
+        assert ledger.path is None
+
+    def test_check_refusal_records_nothing(self) -> None:
+        ledger = Ledger()
+        seen: list[tuple[Fraction, Fraction]] = []
+
+        def refuse(rho: Fraction, delta: Fraction) -> None:
+            seen.append((rho, delta))
+            raise RuntimeError("no")
+
+        ledger.append(0.5, 1e-9)
+        with pytest.raises(RuntimeError):
+            ledger.append(0.25, check=refuse)
+        assert seen == [(Fraction(0.5), Fraction(1e-9))]
+        assert len(ledger) == 1
+
+    def test_closed(self) -> None:
+        ledger = Ledger()
+        ledger.close()
+        with pytest.raises(LedgerError, match="closed"):
+            ledger.append(0.1)
+
+    def test_negative_zero_normalised(self) -> None:
+        assert math.copysign(1.0, Ledger().append(-0.0).rho) == 1.0
+
+
+# --------------------------------------------------------------------------- SQLite
+
+
+def _ledger(path: Path, rho: float = 1.0, delta: float = 0.0) -> SQLiteLedger:
+    return SQLiteLedger(path, zCDP(rho, delta))
+
+
+def _raw(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+class TestSQLiteLedger:
+    def test_create_and_reopen(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        values = [0.1, 0.30000000000000004, 1e-300, 5e-324, 0.125]
+        with _ledger(path) as ledger:
+            written = [
+                ledger.append(v, label=f"q{i}", description={"i": i}) for i, v in enumerate(values)
+            ]
+            assert ledger.path == path
+        with _ledger(path) as ledger:
+            assert ledger.entries == tuple(written)
+            assert [e.rho for e in ledger.entries] == values
+            assert ledger.totals()[0] == sum(map(Fraction, values))
+            assert ledger.budget == zCDP(1.0)
+        conn = _raw(path)
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.close()
+
+    def test_entry_times_are_utc_iso(self, tmp_path: Path) -> None:
+        from datetime import datetime, timedelta
+
+        with _ledger(tmp_path / "a.ledger") as ledger:
+            e = ledger.append(0.1)
+        t = datetime.fromisoformat(e.time)
+        assert t.utcoffset() == timedelta(0)
+
+    def test_two_handles_see_each_other(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as a, _ledger(path) as b:
+            a.append(0.25)
+            b.append(0.25)
+            a.append(0.25)
+            assert a.totals()[0] == b.totals()[0] == Fraction(3, 4)
+            assert [e.index for e in b.entries] == [0, 1, 2]
+
+    def test_check_sees_other_handles_spends(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as a, _ledger(path) as b:
+            a.append(0.5)
+            seen = []
+            b.append(0.1, check=lambda r, d: seen.append(r))
+            assert seen == [Fraction(0.5)]
+
+    def test_refused_append_leaves_file_unchanged(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+            ledger.append(0.5)
+
+            def refuse(rho: Fraction, delta: Fraction) -> None:
+                raise RuntimeError("over")
+
+            with pytest.raises(RuntimeError):
+                ledger.append(0.6, check=refuse)
+            ledger.append(0.1)
+        with _ledger(path) as ledger:
+            assert [e.rho for e in ledger.entries] == [0.5, 0.1]
+
+    def test_larger_budget_refused(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        _ledger(path, 1.0, 1e-6).close()
+        with pytest.raises(LedgerError, match="a persisted ledger keeps its budget") as err:
+            _ledger(path, 1.5, 1e-6)
+        assert "rho=1.0" in str(err.value)
+        assert "rho=1.5" in str(err.value)
+        with pytest.raises(LedgerError, match="keeps its budget"):
+            _ledger(path, 1.0, 1e-5)
+        with _ledger(path, 0.5, 0.0) as ledger:  # smaller: allowed
+            assert ledger.budget == zCDP(1.0, 1e-6)
+
+    def test_missing_directory(self, tmp_path: Path) -> None:
+        with pytest.raises(LedgerError, match="does not exist"):
+            _ledger(tmp_path / "nope" / "a.ledger")
+
+    def test_directory_path(self, tmp_path: Path) -> None:
+        with pytest.raises(LedgerError, match="not a regular file"):
+            _ledger(tmp_path)
+
+    @pytest.mark.parametrize(
+        "content",
+        [os.urandom(4096), b"hello, this is a text file\n" * 10],
+        ids=["random-bytes", "text"],
+    )
+    def test_not_sqlite(self, tmp_path: Path, content: bytes) -> None:
+        path = tmp_path / "a.ledger"
+        path.write_bytes(content)
+        with pytest.raises(LedgerError, match="not a SQLite database"):
+            _ledger(path)
+        assert path.read_bytes() == content  # never reset
+
+    def test_other_application_db(self, tmp_path: Path) -> None:
+        path = tmp_path / "other.db"
+        conn = _raw(path)
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (1)")
+        conn.close()
+        before = path.read_bytes()
+        with pytest.raises(LedgerError, match="another application"):
+            _ledger(path)
+        assert path.read_bytes() == before
+
+    def test_other_application_id(self, tmp_path: Path) -> None:
+        path = tmp_path / "other.db"
+        conn = _raw(path)
+        conn.execute("PRAGMA application_id=1234")
+        conn.close()
+        with pytest.raises(LedgerError, match="application_id=1234"):
+            _ledger(path)
+
+    def test_unknown_schema_version(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        _ledger(path).close()
+        conn = _raw(path)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+        conn.close()
+        with pytest.raises(LedgerError, match="schema version"):
+            _ledger(path)
+
+    def _two_entries(self, path: Path) -> None:
+        with _ledger(path) as ledger:
+            ledger.append(0.5, label="a")
+            ledger.append(0.25, label="b")
+
+    @pytest.mark.parametrize(
+        "sql",
+        [
+            "UPDATE entries SET rho = 0.0 WHERE idx = 0",
+            "UPDATE entries SET rho = 0.0 WHERE idx = 1",
+            "UPDATE entries SET label = 'x' WHERE idx = 0",
+            "UPDATE entries SET seeded = 1 WHERE idx = 1",
+            "UPDATE entries SET description = '\"x\"' WHERE idx = 1",
+            "DELETE FROM entries WHERE idx = 0",
+            "DELETE FROM entries WHERE idx = 1",
+            "UPDATE meta SET value = '1' WHERE key = 'count'",
+            "UPDATE entries SET rho = 'abc' WHERE idx = 0",
+            "UPDATE meta SET value = '9.0' WHERE key = 'budget_rho'",
+        ],
+    )
+    def test_tampering_detected_on_open(self, tmp_path: Path, sql: str) -> None:
+        path = tmp_path / "a.ledger"
+        self._two_entries(path)
+        conn = _raw(path)
+        conn.execute(sql)
+        conn.close()
+        with pytest.raises(LedgerError, match="modified outside privframe"):
+            _ledger(path, 0.5)
+
+    def test_tampered_rho_names_hash_chain(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        self._two_entries(path)
+        conn = _raw(path)
+        conn.execute("UPDATE entries SET rho = 0.0625 WHERE idx = 0")
+        conn.close()
+        with pytest.raises(LedgerError, match="entry 0 does not match its hash"):
+            _ledger(path)
+
+    def test_deleting_last_entry_is_detected_while_open(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+            ledger.append(0.5)
+            conn = _raw(path)
+            conn.execute("DELETE FROM entries WHERE idx = 0")
+            conn.close()
+            with pytest.raises(LedgerError, match="changed or disappeared"):
+                ledger.append(0.1)
+            with pytest.raises(LedgerError):
+                ledger.totals()
+
+    def test_tampering_detected_when_reading(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+            ledger.append(0.5)
+            ledger.append(0.25)
+            conn = _raw(path)
+            conn.execute("UPDATE entries SET rho = 0.0 WHERE idx = 0")
+            conn.close()
+            with pytest.raises(LedgerError, match="hash"):
+                _ = ledger.entries
+            with pytest.raises(LedgerError, match="hash"):
+                ledger.verify()
+
+    def test_damaged_pages(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+            for i in range(200):
+                ledger.append(0.001, description={"text": "x" * 200, "i": i})
+        conn = _raw(path)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        data = bytearray(path.read_bytes())
+        page = 4096
+        assert len(data) > 4 * page
+        data[2 * page : 4 * page] = os.urandom(2 * page)
+        path.write_bytes(bytes(data))
+        with pytest.raises(LedgerError):
+            _ledger(path)
+
+    def test_closed(self, tmp_path: Path) -> None:
+        ledger = _ledger(tmp_path / "a.ledger")
+        ledger.close()
+        with pytest.raises(LedgerError, match="closed"):
+            ledger.append(0.1)
+        with pytest.raises(LedgerError, match="closed"):
+            ledger.totals()
+
+    def test_threads_share_one_handle(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+
+            def work() -> None:
+                for _ in range(20):
+                    ledger.append(0.001)
+
+            threads = [threading.Thread(target=work) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert len(ledger) == 80
+        with _ledger(path) as ledger:
+            assert [e.index for e in ledger.entries] == list(range(80))
