@@ -6,7 +6,8 @@ Example:
     0.5
 """
 
-from privframe import accounting
+from privframe import accounting, noise
+from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
 from privframe.errors import (
     BudgetExceededError,
@@ -16,17 +17,25 @@ from privframe.errors import (
     PrivframeError,
     SeededRandomnessWarning,
 )
+from privframe.ledger import LedgerEntry
+from privframe.noise import discrete_gaussian, gaussian_mechanism
 
 __all__ = [
     "GDP",
+    "Accountant",
     "ApproxDP",
     "Budget",
     "BudgetExceededError",
+    "BudgetReport",
     "CalibrationError",
     "InvalidBudgetError",
+    "LedgerEntry",
     "LedgerError",
     "PrivframeError",
     "SeededRandomnessWarning",
     "accounting",
+    "discrete_gaussian",
+    "gaussian_mechanism",
+    "noise",
     "zCDP",
 ]
