@@ -88,6 +88,12 @@ class BudgetReport:
         budget_mu: μ of the budget (rounded up).
         spent_mu: μ of what was spent (rounded up).
         remaining_mu: μ of what is left (rounded up).
+        spent_epsilon_gaussian: ε of the exact μ-GDP curve at ``delta`` for μ =
+            ``spent_mu`` (Dong, Roth & Su 2022, Cor. 2.13): what the spend
+            would give if every release had been a continuous Gaussian,
+            reported beside the general bound; None when δ was spent outright.
+            privframe's stated guarantee is ``spent_epsilon``: discrete
+            Gaussian releases are ρ-zCDP but not exactly μ-GDP.
         n_entries: number of ledger entries.
         n_seeded: how many of them used seeded (non-private) randomness.
 
@@ -114,6 +120,7 @@ class BudgetReport:
     budget_mu: float
     spent_mu: float
     remaining_mu: float
+    spent_epsilon_gaussian: float | None
     n_entries: int
     n_seeded: int
 
@@ -148,6 +155,12 @@ class BudgetReport:
             lines.append(
                 f"each row is (epsilon, delta (total))-DP: the reporting delta={self.delta:g} "
                 "plus the delta spent outright"
+            )
+        if self.spent_epsilon_gaussian is not None:
+            lines.append(
+                f"for comparison, the exact Gaussian (mu-GDP) curve gives epsilon="
+                f"{_fmt(self.spent_epsilon_gaussian)} for what was spent; it holds for continuous "
+                "Gaussian noise only, so the guarantee stated is the zCDP one above"
             )
         if self.n_seeded:
             lines.append(
@@ -443,6 +456,7 @@ class Accountant:
             budget_mu=budget.to_gdp().mu,
             spent_mu=spent.to_gdp().mu,
             remaining_mu=remaining.to_gdp().mu,
+            spent_epsilon_gaussian=spent.to_gdp().epsilon(self._delta) if not delta else None,
             n_entries=len(entries),
             n_seeded=sum(e.seeded for e in entries),
         )

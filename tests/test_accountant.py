@@ -237,8 +237,12 @@ def test_report_matches_conversions(make) -> None:
     assert r.budget_mu == pytest.approx(2**0.5)
     assert r.n_entries == 2
     assert 0 < r.spent_epsilon < r.budget_epsilon
+    # the exact Gaussian curve is reported beside, and is tighter than the general bound
+    assert r.spent_epsilon_gaussian == spent.to_gdp().epsilon(1e-5)
+    assert r.spent_epsilon_gaussian < r.spent_epsilon
     text = str(r)
-    for needle in ("rho", "epsilon", "delta=1e-05", "mu", "0.375", "0.625", "2 ledger entries"):
+    needles = ("rho", "epsilon", "delta=1e-05", "mu", "0.375", "0.625", "2 ledger entries", "GDP")
+    for needle in needles:
         assert needle in text
     with pytest.raises(AttributeError):
         r.spent_rho = 0.0  # type: ignore[misc]
@@ -416,6 +420,7 @@ def test_report_with_delta_spent_outright() -> None:
     # each row is (epsilon, delta + its own delta)-DP
     assert r.spent_epsilon == pf.zCDP(0.25, 1e-7).epsilon(1e-5 + 1e-7)
     assert r.budget_epsilon == pf.zCDP(1.0, 1e-6).epsilon(1e-5 + 1e-6)
+    assert r.spent_epsilon_gaussian is None  # the Gaussian curve says nothing about δ spent
     assert "delta (total)" in str(r)
 
 
