@@ -12,6 +12,7 @@ from privframe.accounting import GDP, ApproxDP, Budget, zCDP
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
+    InvalidArgumentError,
     InvalidBudgetError,
     LedgerError,
     PrivframeError,
@@ -28,6 +29,7 @@ __all__ = [
     "BudgetExceededError",
     "BudgetReport",
     "CalibrationError",
+    "InvalidArgumentError",
     "InvalidBudgetError",
     "LedgerEntry",
     "LedgerError",

@@ -21,6 +21,10 @@ class PrivframeError(Exception):
     """Base class of every error privframe raises deliberately."""
 
 
+class InvalidArgumentError(PrivframeError, TypeError):
+    """An argument has the wrong type (a string where a number belongs, and so on)."""
+
+
 class InvalidBudgetError(PrivframeError, ValueError):
     """A budget or privacy parameter is malformed (negative, NaN, inf, wrong type)."""
 
