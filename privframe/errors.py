@@ -25,15 +25,19 @@ class InvalidArgumentError(PrivframeError, TypeError):
     """An argument has the wrong type (a string where a number belongs, and so on)."""
 
 
-class InvalidBudgetError(PrivframeError, ValueError):
-    """A budget or privacy parameter is malformed (negative, NaN, inf, wrong type)."""
+class InvalidValueError(PrivframeError, ValueError):
+    """An argument or a data value is outside what the operation accepts (NaN, negative, huge)."""
+
+
+class InvalidBudgetError(InvalidValueError):
+    """A budget or privacy parameter is malformed (negative, NaN, inf)."""
 
 
 class BudgetExceededError(PrivframeError):
     """A spend would take the accountant past its budget; nothing was spent or released."""
 
 
-class CalibrationError(PrivframeError, ValueError):
+class CalibrationError(InvalidValueError):
     """A noise calibration was asked outside the range where its formula is proven."""
 
 
