@@ -31,14 +31,15 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtri
 
-from privframe.errors import CalibrationError, InvalidBudgetError
+from privframe.errors import CalibrationError, InvalidArgumentError, InvalidBudgetError
 
 __all__ = [
     "GDP",
@@ -107,6 +108,12 @@ def _sqrt_up(x: Fraction) -> float:
     return root
 
 
+def _sqrt_down(x: Fraction) -> float:
+    """Largest float whose exact square is <= the rational ``x >= 0``."""
+    root = _sqrt_up(x)
+    return math.nextafter(root, 0.0) if Fraction(root) ** 2 > x else root
+
+
 def _up(value: float, error: float) -> float:
     """A float >= every real within ``error`` of the computed ``value``."""
     return math.nextafter(value + error, math.inf)
@@ -122,23 +129,67 @@ def _down(value: float, error: float) -> float:
 # ---------------------------------------------------------------------------
 
 
+def _check_real(name: str, value: object) -> float:
+    """``value`` as a finite float, or an error naming the parameter ``name``.
+
+    Accepts every :class:`numbers.Real` except ``bool``: Python ints and floats,
+    :class:`fractions.Fraction` and numpy scalars. A value that no double
+    represents exactly (``Fraction(1, 3)``, ``10**17 + 1``) is refused rather
+    than rounded, since rounding to nearest could go in the unsafe direction.
+    ``-0.0`` becomes ``0.0``.
+
+    Raises:
+        InvalidArgumentError: ``value`` is not a real number (a str, None, a bool).
+        InvalidBudgetError: ``value`` is NaN, infinite, beyond the float range or
+            not exactly a float.
+
+    Example:
+        >>> import numpy as np
+        >>> _check_real("rho", np.float32(0.5))
+        0.5
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"{name} must be a real number, got {type(value).__name__}")
+    try:
+        v = float(value) + 0.0
+    except OverflowError:
+        raise InvalidBudgetError(
+            f"{name} is beyond the float range (about 1.8e308); give a finite float"
+        ) from None
+    if not math.isfinite(v):
+        raise InvalidBudgetError(f"{name} must be finite, got {v!r}")
+    # Python ints compare with floats exactly; numpy integers would not.
+    exact = int(value) if isinstance(value, numbers.Integral) else value
+    if v != exact:
+        raise InvalidBudgetError(
+            f"{name}={value!r} is not exactly a float; round it yourself in the "
+            f"direction that is safe for your use, e.g. {name}=float(...)"
+        )
+    return v
+
+
 def _check_nonnegative(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidBudgetError(f"{name} must be a real number, got {type(value).__name__}")
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        raise InvalidBudgetError(f"{name} must be finite and >= 0, got {v!r}")
+    """:func:`_check_real`, and ``value >= 0``."""
+    v = _check_real(name, value)
+    if v < 0:
+        raise InvalidBudgetError(f"{name} must be >= 0, got {v!r}")
     return v
 
 
 def _check_positive(name: str, value: object) -> float:
-    v = _check_nonnegative(name, value)
-    if v == 0:
+    """:func:`_check_real`, and ``value > 0``.
+
+    The positive-real check of the whole package (:mod:`privframe.noise` uses
+    it for σ): keep the signature ``(name, value) -> float``.
+    """
+    v = _check_real(name, value)
+    if v <= 0:
         raise InvalidBudgetError(f"{name} must be > 0, got {v!r}")
     return v
 
 
 def _check_delta(value: object) -> float:
+    """The δ of a budget: 0 <= δ < 1."""
     d = _check_nonnegative("delta", value)
     if d >= 1:
         raise InvalidBudgetError(f"delta must be < 1, got {d!r}")
@@ -146,7 +197,10 @@ def _check_delta(value: object) -> float:
 
 
 def _check_conversion_delta(value: object) -> float:
-    """δ for an (ε, δ) conversion: strictly inside (0, 1)."""
+    """δ for an (ε, δ) conversion: strictly inside (0, 1).
+
+    Also the check of an accountant's reporting δ; keep the signature.
+    """
     d = _check_delta(value)
     if d == 0:
         raise InvalidBudgetError(
@@ -156,17 +210,28 @@ def _check_conversion_delta(value: object) -> float:
     return d
 
 
-def _sum_up(a: float, b: float) -> float:
-    return _round_up(Fraction(a) + Fraction(b))
+def _sum_up(name: str, a: float, b: float) -> float:
+    """``a + b`` rounded up; a sum beyond the float range is a budget error."""
+    try:
+        return _round_up(Fraction(a) + Fraction(b))
+    except OverflowError:
+        raise InvalidBudgetError(
+            f"composed {name} of {a!r} and {b!r} exceeds the float range"
+        ) from None
 
 
-def _difference_down(name: str, a: float, b: float) -> float:
-    diff = Fraction(a) - Fraction(b)
-    if diff < 0:
+def _check_not_larger(name: str, a: float, b: float) -> None:
+    """Refuse taking ``b`` away from a smaller ``a``."""
+    if b > a:
         raise InvalidBudgetError(
             f"cannot subtract a larger {name} ({b!r}) from a smaller one ({a!r})"
         )
-    return _round_down(diff)
+
+
+def _difference_down(name: str, a: float, b: float) -> float:
+    """``a - b`` rounded down; refused if negative."""
+    _check_not_larger(name, a, b)
+    return _round_down(Fraction(a) - Fraction(b))
 
 
 def _solve(func: Callable[[float], float], lo: float, hi: float) -> float | None:
@@ -366,8 +431,51 @@ def _gdp_epsilon(mu: float, delta: float) -> float:
 # ---------------------------------------------------------------------------
 
 
+class _Ordered:
+    """The partial order of budgets of one type: ``a <= b`` when every field is.
+
+    Budgets are dataclasses whose fields are all privacy parameters, so
+    ``a <= b`` means ``a`` is at least as private as ``b`` in every one;
+    ``a < b`` means ``a <= b`` and ``a != b``. Budgets of different types do
+    not compare (``TypeError``), and some of one type are incomparable.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.ApproxDP(0.5, 1e-9) < pf.ApproxDP(1.0, 1e-9)
+        True
+        >>> a, b = pf.zCDP(1.0), pf.zCDP(0.5, delta=1e-9)
+        >>> a <= b or b <= a
+        False
+    """
+
+    __slots__ = ()
+
+    def _parameters(self) -> tuple[float, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return all(a <= b for a, b in zip(self._parameters(), other._parameters(), strict=True))
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return self <= other and self._parameters() != other._parameters()
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return other <= self
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return other < self
+
+
 @dataclass(frozen=True, slots=True)
-class zCDP:
+class zCDP(_Ordered):
     """A ρ-zCDP budget, optionally approximate: (ρ, δ)-zCDP.
 
     ``delta`` is nonzero only for sessions that spend δ outright, e.g. on
@@ -397,7 +505,7 @@ class zCDP:
         """Compose two zCDP budgets: ρ and δ add (Bun & Steinke 2016, Lemma 2.3)."""
         if not isinstance(other, zCDP):
             return NotImplemented
-        return zCDP(_sum_up(self.rho, other.rho), _sum_up(self.delta, other.delta))
+        return zCDP(_sum_up("rho", self.rho, other.rho), _sum_up("delta", self.delta, other.delta))
 
     def __sub__(self, other: zCDP) -> zCDP:
         """What is left of ``self`` after ``other``, rounded down."""
@@ -407,26 +515,6 @@ class zCDP:
             _difference_down("rho", self.rho, other.rho),
             _difference_down("delta", self.delta, other.delta),
         )
-
-    def __le__(self, other: zCDP) -> bool:
-        if not isinstance(other, zCDP):
-            return NotImplemented
-        return self.rho <= other.rho and self.delta <= other.delta
-
-    def __lt__(self, other: zCDP) -> bool:
-        if not isinstance(other, zCDP):
-            return NotImplemented
-        return self <= other and self != other
-
-    def __ge__(self, other: zCDP) -> bool:
-        if not isinstance(other, zCDP):
-            return NotImplemented
-        return other <= self
-
-    def __gt__(self, other: zCDP) -> bool:
-        if not isinstance(other, zCDP):
-            return NotImplemented
-        return other < self
 
     def epsilon(self, delta: float) -> float:
         """The ε for which every mechanism with this budget is (ε, ``delta``)-DP.
@@ -505,7 +593,7 @@ class zCDP:
         """
         eps = _check_nonnegative("epsilon", epsilon)
         base = 0.0 if self.rho == 0 else _exp_up(_zcdp_log_delta_cks(self.rho, eps))
-        return min(1.0, _sum_up(base, self.delta))
+        return min(1.0, _sum_up("delta", base, self.delta))
 
     def to_gdp(self) -> GDP:
         """The Gaussian-equivalent μ = sqrt(2ρ), rounded up.
@@ -619,10 +707,11 @@ def _cks_inverse_rho(epsilon: float, log_inv_delta: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class ApproxDP:
+class ApproxDP(_Ordered):
     """An (ε, δ)-DP budget (Dwork & Roth 2014, Def. 2.4).
 
-    Adding two composes them by basic composition (ε and δ add).
+    Adding two composes them by basic composition (ε and δ add);
+    subtracting gives what is left, rounded down.
 
     Args:
         epsilon: ε >= 0.
@@ -645,7 +734,10 @@ class ApproxDP:
         """Basic composition (Dwork & Roth 2014, Thm. 3.16)."""
         if not isinstance(other, ApproxDP):
             return NotImplemented
-        return ApproxDP(_sum_up(self.epsilon, other.epsilon), _sum_up(self.delta, other.delta))
+        return ApproxDP(
+            _sum_up("epsilon", self.epsilon, other.epsilon),
+            _sum_up("delta", self.delta, other.delta),
+        )
 
     def __sub__(self, other: ApproxDP) -> ApproxDP:
         """What is left of ``self`` after ``other`` under basic composition, rounded down."""
@@ -656,19 +748,9 @@ class ApproxDP:
             _difference_down("delta", self.delta, other.delta),
         )
 
-    def __le__(self, other: ApproxDP) -> bool:
-        if not isinstance(other, ApproxDP):
-            return NotImplemented
-        return self.epsilon <= other.epsilon and self.delta <= other.delta
-
-    def __ge__(self, other: ApproxDP) -> bool:
-        if not isinstance(other, ApproxDP):
-            return NotImplemented
-        return other <= self
-
 
 @dataclass(frozen=True, slots=True)
-class GDP:
+class GDP(_Ordered):
     """A μ-Gaussian-DP budget (Dong, Roth & Su 2022, Def. 2.6).
 
     μ-GDP composes as μ = sqrt(μ₁² + μ₂²) (their Cor. 3.3). A Gaussian
@@ -682,6 +764,8 @@ class GDP:
         >>> import privframe as pf
         >>> pf.GDP(3.0) + pf.GDP(4.0)
         GDP(mu=5.0)
+        >>> pf.GDP(5.0) - pf.GDP(4.0)
+        GDP(mu=3.0)
     """
 
     mu: float
@@ -700,15 +784,16 @@ class GDP:
                 f"composed mu of {self.mu!r} and {other.mu!r} exceeds the float range"
             ) from None
 
-    def __le__(self, other: GDP) -> bool:
-        if not isinstance(other, GDP):
-            return NotImplemented
-        return self.mu <= other.mu
+    def __sub__(self, other: GDP) -> GDP:
+        """What is left of ``self`` after ``other``: μ = sqrt(μ₁² − μ₂²), rounded down.
 
-    def __ge__(self, other: GDP) -> bool:
+        The inverse of composition (Dong, Roth & Su 2022, Cor. 3.3): spending
+        μ₂ out of μ₁ leaves every μ with μ₂² + μ² <= μ₁².
+        """
         if not isinstance(other, GDP):
             return NotImplemented
-        return other <= self
+        _check_not_larger("mu", self.mu, other.mu)
+        return GDP(_sqrt_down(Fraction(self.mu) ** 2 - Fraction(other.mu) ** 2))
 
     def delta(self, epsilon: float) -> float:
         """δ(ε) on the exact μ-GDP curve, rounded up.

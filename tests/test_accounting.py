@@ -11,11 +11,12 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pytest
 
 import privframe as pf
 from privframe import accounting as acc
-from privframe.errors import CalibrationError, InvalidBudgetError
+from privframe.errors import CalibrationError, InvalidArgumentError, InvalidBudgetError
 
 CLOSED = 1e-12  # meta.suggested_tolerances: closed forms
 SOLVED = 1e-9  # meta.suggested_tolerances: solved quantities
@@ -407,7 +408,7 @@ def test_budget_arithmetic_rounds_conservatively() -> None:
 NOT_FINITE = (math.nan, math.inf, -math.inf)
 
 
-@pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, 0.0, 1.0, 1.5, "0.1", None, True])
+@pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, 0.0, 1.0, 1.5, Fraction(1, 3)])
 def test_conversion_delta_validated(bad: object) -> None:
     calls = [
         lambda: pf.zCDP(0.5).epsilon(bad),  # type: ignore[arg-type]
@@ -421,7 +422,7 @@ def test_conversion_delta_validated(bad: object) -> None:
             call()
 
 
-@pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, -1e-300, "1", None, False])
+@pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, -1e-300, 10**400])
 def test_epsilon_validated(bad: object) -> None:
     calls = [
         lambda: pf.zCDP(0.5).delta_at(bad),  # type: ignore[arg-type]
@@ -440,7 +441,7 @@ def test_classical_epsilon_zero_is_invalid() -> None:
         acc.classical_gaussian_sigma(1.0, 0.0, 1e-6)
 
 
-@pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, 0.0, "2", None, True])
+@pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, 0.0, -(10**400)])
 def test_sensitivity_and_scale_validated(bad: object) -> None:
     checks = [
         ("l2_sensitivity", lambda: acc.gaussian_sigma(bad, 0.5)),  # type: ignore[arg-type]
@@ -474,3 +475,163 @@ def test_extreme_inputs_give_valid_bounds_not_tracebacks(rho: float, delta: floa
     assert budget.to_gdp().epsilon(delta) >= 0.0
     inverse = pf.zCDP.from_approx_dp(min(eps, 1e6), delta)
     assert inverse.epsilon(delta) <= min(eps, 1e6)
+
+
+# One validator for every number: numpy scalars in, wrong types out as
+# InvalidArgumentError, bad values as InvalidBudgetError, always naming the parameter.
+
+ENTRY_POINTS = [
+    ("rho", lambda v: pf.zCDP(v)),
+    ("delta", lambda v: pf.zCDP(0.5, delta=v)),
+    ("epsilon", lambda v: pf.ApproxDP(v, 1e-6)),
+    ("delta", lambda v: pf.ApproxDP(1.0, v)),
+    ("mu", lambda v: pf.GDP(v)),
+    ("delta", lambda v: pf.zCDP(0.5).epsilon(v)),
+    ("epsilon", lambda v: pf.zCDP(0.5).delta_at(v)),
+    ("delta", lambda v: pf.GDP(1.0).epsilon(v)),
+    ("epsilon", lambda v: pf.GDP(1.0).delta(v)),
+    ("epsilon", lambda v: pf.zCDP.from_approx_dp(v, 1e-6)),
+    ("delta", lambda v: pf.zCDP.from_approx_dp(1.0, v)),
+    ("l2_sensitivity", lambda v: acc.gaussian_sigma(v, 0.5)),
+    ("rho", lambda v: acc.gaussian_sigma(1.0, v)),
+    ("sigma", lambda v: acc.gaussian_rho(1.0, v)),
+    ("epsilon", lambda v: acc.analytic_gaussian_sigma(1.0, v, 1e-6)),
+    ("delta", lambda v: acc.classical_gaussian_sigma(1.0, 0.5, v)),
+]
+
+
+@pytest.mark.parametrize("bad", ["0.1", None, True, np.bool_(False), complex(1, 0), [0.5]])
+def test_wrong_types_are_argument_errors(bad: object) -> None:
+    for name, call in ENTRY_POINTS:
+        with pytest.raises(InvalidArgumentError, match=f"{name} must be a real number"):
+            call(bad)
+    with pytest.raises(TypeError):  # InvalidArgumentError is a TypeError ...
+        pf.zCDP(bad)  # type: ignore[arg-type]
+    with pytest.raises(pf.PrivframeError):  # ... and a PrivframeError
+        pf.zCDP(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "cast", [np.float64, np.float32, np.float16, np.longdouble, Fraction], ids=repr
+)
+def test_numpy_scalars_and_fractions_are_accepted(cast: Any) -> None:
+    half, tiny = cast(0.5), cast(1e-3)  # 1e-3 in float32/16 is another float
+    assert pf.zCDP(half, delta=tiny) == pf.zCDP(0.5, delta=float(tiny))
+    assert type(pf.zCDP(half).rho) is float
+    assert pf.ApproxDP(half, tiny) == pf.ApproxDP(0.5, float(tiny))
+    assert pf.GDP(half) == pf.GDP(0.5)
+    assert pf.zCDP(0.5).epsilon(tiny) == pf.zCDP(0.5).epsilon(float(tiny))
+    assert pf.GDP(1.0).delta(half) == pf.GDP(1.0).delta(0.5)
+    assert acc.gaussian_sigma(half, half) == acc.gaussian_sigma(0.5, 0.5)
+    assert acc.analytic_gaussian_sigma(half, half, tiny) == acc.analytic_gaussian_sigma(
+        0.5, 0.5, float(tiny)
+    )
+
+
+@pytest.mark.parametrize("cast", [int, np.int64, np.int32, np.uint8], ids=repr)
+def test_integers_are_accepted(cast: Any) -> None:
+    assert pf.zCDP(cast(2)) == pf.zCDP(2.0)
+    assert acc.gaussian_sigma(l2_sensitivity=cast(1), rho=cast(2)) == acc.gaussian_sigma(1.0, 2.0)
+    assert acc.gaussian_rho(cast(2), cast(4)) == 0.125
+    assert pf.zCDP(cast(0)).rho == 0.0
+
+
+def test_private_validators_for_other_modules() -> None:
+    assert acc._check_positive("sigma", np.float32(2.5)) == 2.5
+    assert type(acc._check_positive("sigma", np.int64(3))) is float
+    assert acc._check_conversion_delta(np.float64(1e-6)) == 1e-6
+    assert acc._check_real("shift", -2) == -2.0
+    with pytest.raises(InvalidBudgetError, match="sigma must be > 0"):
+        acc._check_positive("sigma", np.float64(0.0))
+    with pytest.raises(InvalidArgumentError, match="sigma"):
+        acc._check_positive("sigma", "1")
+    with pytest.raises(InvalidBudgetError, match="delta must be in"):
+        acc._check_conversion_delta(np.float32(0.0))
+
+
+def test_negative_zero_is_zero() -> None:
+    assert math.copysign(1.0, pf.zCDP(-0.0).rho) == 1.0
+    assert repr(pf.GDP(-0.0)) == "GDP(mu=0.0)"
+
+
+@pytest.mark.parametrize(
+    "inexact", [Fraction(1, 3), 2**53 + 1, -(2**60) - 1, np.int64(2**53 + 1), np.uint64(2**64 - 1)]
+)
+def test_values_that_no_float_represents_are_refused_not_rounded(inexact: object) -> None:
+    with pytest.raises(InvalidBudgetError, match="not exactly a float"):
+        acc._check_real("rho", inexact)
+    with pytest.raises(InvalidBudgetError, match="l2_sensitivity"):
+        acc.gaussian_sigma(inexact, 0.5)  # type: ignore[arg-type]
+
+
+def test_numbers_beyond_the_float_range_are_budget_errors() -> None:
+    for huge in (10**400, Fraction(10**400), -(10**400)):
+        with pytest.raises(InvalidBudgetError, match="rho is beyond the float range"):
+            pf.zCDP(huge)  # type: ignore[arg-type]
+        with pytest.raises(InvalidBudgetError, match="sigma is beyond the float range"):
+            acc.gaussian_rho(1.0, huge)  # type: ignore[arg-type]
+
+
+def test_sums_beyond_the_float_range_are_budget_errors() -> None:
+    with pytest.raises(InvalidBudgetError, match=r"composed rho of .* exceeds the float range"):
+        pf.zCDP(1e308) + pf.zCDP(1e308)
+    with pytest.raises(InvalidBudgetError, match=r"composed epsilon of .* exceeds the float range"):
+        pf.ApproxDP(1e308, 1e-6) + pf.ApproxDP(1e308, 1e-6)
+    with pytest.raises(InvalidBudgetError, match="mu"):
+        pf.GDP(1.5e308) + pf.GDP(1.5e308)
+    top = pf.zCDP(math.nextafter(math.inf, 0.0))
+    assert (top + pf.zCDP(0.0)) == top  # the largest float itself is fine
+
+
+# ---------------------------------------------------------------------------
+# Budget arithmetic and order, the same for the three types
+# ---------------------------------------------------------------------------
+
+
+def test_gdp_subtraction_inverts_composition_rounding_down() -> None:
+    assert pf.GDP(5.0) - pf.GDP(4.0) == pf.GDP(3.0)
+    assert pf.GDP(1.0) - pf.GDP(1.0) == pf.GDP(0.0)
+    assert pf.GDP(2.0) - pf.GDP(0.0) == pf.GDP(2.0)
+    for a, b in [(1.0, 0.3), (2.9, 1.7), (0.3, 0.1), (1e300, 1e299), (1e-300, 3e-301)]:
+        left = (pf.GDP(a) - pf.GDP(b)).mu
+        exact = Fraction(a) ** 2 - Fraction(b) ** 2
+        assert Fraction(left) ** 2 <= exact  # an allowance: rounded down ...
+        assert Fraction(math.nextafter(left, math.inf)) ** 2 > exact  # ... by less than an ulp
+        assert (pf.GDP(b) + pf.GDP(left)).mu <= math.nextafter(a, math.inf)
+    with pytest.raises(InvalidBudgetError, match="cannot subtract a larger mu"):
+        pf.GDP(0.3) - pf.GDP(0.4)
+    with pytest.raises(TypeError):
+        pf.GDP(1.0) - pf.zCDP(0.1)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("small", "large", "incomparable"),
+    [
+        (pf.zCDP(0.1, 1e-9), pf.zCDP(0.2, 1e-9), pf.zCDP(0.05, 1e-8)),
+        (pf.ApproxDP(0.5, 1e-9), pf.ApproxDP(1.0, 1e-8), pf.ApproxDP(2.0, 0.0)),
+        (pf.GDP(0.5), pf.GDP(1.0), None),
+    ],
+    ids=["zCDP", "ApproxDP", "GDP"],
+)
+def test_budgets_are_partially_ordered(small: Any, large: Any, incomparable: Any) -> None:
+    assert [small <= large, small < large, large >= small, large > small] == [True] * 4
+    assert [large <= small, large < small, small >= large, small > large] == [False] * 4
+    assert [small <= small, small >= small] == [True, True]
+    assert [small < small, small > small] == [False, False]
+    if incomparable is not None:  # bigger in one field, smaller in another
+        for a, b in [(small, incomparable), (incomparable, small)]:
+            assert [a <= b, a < b, a >= b, a > b] == [False] * 4
+    other = pf.GDP(0.1) if not isinstance(small, pf.GDP) else pf.zCDP(0.1)
+    for op in ("__lt__", "__le__", "__gt__", "__ge__"):
+        assert getattr(small, op)(other) is NotImplemented
+    with pytest.raises(TypeError):
+        small < other  # noqa: B015
+    with pytest.raises(TypeError):
+        small <= 1.0  # noqa: B015
+
+
+def test_subtracting_then_adding_back_never_exceeds_the_budget() -> None:
+    for a, b in [(1 / 3, 1 / 7), (0.7, 1e-17), (0.3, 0.1)]:
+        assert pf.zCDP(a) - pf.zCDP(b) + pf.zCDP(b) <= pf.zCDP(math.nextafter(a, math.inf))
+        left = pf.ApproxDP(a, 1e-6) - pf.ApproxDP(b, 1e-7)
+        assert left + pf.ApproxDP(b, 1e-7) <= pf.ApproxDP(math.nextafter(a, math.inf), 1.1e-6)
