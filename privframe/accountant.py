@@ -44,7 +44,12 @@ from privframe import accounting
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
 from privframe.accounting import _round_down as _round_down  # the one rounding rule
 from privframe.accounting import _round_up as _round_up
-from privframe.errors import BudgetExceededError, InvalidBudgetError, SeededRandomnessWarning
+from privframe.errors import (
+    BudgetExceededError,
+    InvalidArgumentError,
+    InvalidBudgetError,
+    SeededRandomnessWarning,
+)
 from privframe.ledger import Ledger, LedgerEntry, SQLiteLedger
 
 __all__ = ["DEFAULT_REPORTING_DELTA", "Accountant", "BudgetReport"]
@@ -188,6 +193,8 @@ class Accountant:
 
     Raises:
         InvalidBudgetError: ``budget`` is not a Budget, or ``delta`` is not in (0, 1).
+        InvalidArgumentError: ``delta`` is not a real number.
+        InvalidArgumentError: ``ledger`` is neither None nor a str or os.PathLike path.
         LedgerError: the ledger file cannot be used (see
             :class:`~privframe.ledger.SQLiteLedger`).
 
@@ -217,18 +224,14 @@ class Accountant:
                 delta = budget.delta
             else:
                 delta = DEFAULT_REPORTING_DELTA
-        if isinstance(delta, bool) or not isinstance(delta, int | float):
-            raise InvalidBudgetError(f"delta must be a float in (0, 1), got {delta!r}")
-        if not 0 < delta < 1:
-            raise InvalidBudgetError(f"delta must be in (0, 1), got {delta!r}")
-        self._delta = float(delta)
+        self._delta = accounting._check_conversion_delta(delta)
         self._ledger: Ledger
         if ledger is None:
             self._ledger = Ledger()
         elif isinstance(ledger, str | os.PathLike):
             self._ledger = SQLiteLedger(ledger, self._budget)
         else:
-            raise TypeError(
+            raise InvalidArgumentError(
                 f"ledger must be None or a file path (str or os.PathLike), "
                 f"got {type(ledger).__name__}"
             )
@@ -380,6 +383,9 @@ class Accountant:
 
         Raises:
             InvalidBudgetError: ``cost`` is not a zCDP.
+            InvalidValueError: ``description`` holds NaN or an infinity.
+            InvalidArgumentError: ``label`` is not a str, ``seeded`` not a bool, or
+                ``description`` not a str or a JSON-serialisable str-keyed mapping.
             BudgetExceededError: ``cost`` would exceed what remains; nothing recorded.
             LedgerError: the ledger file could not be written or is corrupted.
 

@@ -12,14 +12,21 @@ section as the write, and may refuse by raising. The
 :class:`~privframe.accountant.Accountant` uses it to make check-and-record one
 atomic step.
 
-:class:`SQLiteLedger` persists the record (stdlib :mod:`sqlite3`, WAL journal):
+:class:`SQLiteLedger` persists the record (stdlib :mod:`sqlite3`, rollback
+journal, ``synchronous=FULL``):
 
 * every append is one ``BEGIN IMMEDIATE`` transaction that reads the entries it
   has not seen yet, runs the check and inserts the new row, so appends from any
   number of threads, connections and processes are serialised and none can
   exceed a budget another one has already used;
 * the transaction commits (with ``synchronous=FULL``) before ``append`` returns,
-  so a crash right after a spend loses nothing;
+  so a crash right after a spend loses nothing; with a rollback journal
+  (``journal_mode=DELETE``, not WAL) a committed spend is in the main file
+  itself, so a copy of that one file holds every committed entry;
+* a new file is built under a temporary name and published with
+  :func:`os.link`, which fails if the path exists: a ledger path is never
+  visible uninitialised, and an existing file (even an empty one) is never
+  initialised, only opened as a ledger or refused;
 * the file remembers the budget it was created with, and refuses to be reopened
   with a larger one;
 * the file is recognised by ``PRAGMA application_id`` and ``user_version``, is
@@ -45,6 +52,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -58,7 +66,7 @@ from types import MappingProxyType
 from typing import Any
 
 from privframe.accounting import zCDP
-from privframe.errors import LedgerError
+from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Ledger", "LedgerEntry", "SQLiteLedger"]
 
@@ -103,22 +111,52 @@ def _thaw(value: Any) -> Any:
     return value
 
 
+def _check_json(value: object, where: str) -> None:
+    """Raise unless ``value`` is plain JSON: str-keyed mappings, lists, finite numbers."""
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidValueError(
+                f"{where} is not a finite number; a ledger entry description must hold "
+                "finite numbers only (no NaN or inf): record such a value as a string"
+            )
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidArgumentError(
+                    f"{where} has a key of type {type(key).__name__}; the mappings in a "
+                    "ledger entry description must have str keys only"
+                )
+            _check_json(item, f"{where}[{key!r}]")
+        return
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]")
+        return
+    raise InvalidArgumentError(
+        f"{where} is a {type(value).__name__}, which a ledger entry description cannot "
+        "hold; use str, int, float, bool, None, lists and str-keyed mappings"
+    )
+
+
 def _description_json(description: object) -> str:
-    """Canonical JSON text of a description (a string or a JSON-serialisable mapping)."""
+    """Canonical JSON text of a description (a string or a JSON-serialisable mapping).
+
+    Raises:
+        InvalidArgumentError: ``description`` (or a value in it) has a type JSON
+            cannot hold, or a mapping has a non-str key.
+        InvalidValueError: it holds NaN or an infinity.
+    """
     if isinstance(description, str):
         return _canonical_json(description)
-    if isinstance(description, Mapping):
-        if not all(isinstance(k, str) for k in description):
-            raise TypeError("a ledger entry description must have str keys only")
-        try:
-            return _canonical_json(_thaw(description))
-        except (TypeError, ValueError) as err:
-            raise TypeError(
-                f"a ledger entry description must be JSON-serialisable (no NaN/inf): {err}"
-            ) from None
-    raise TypeError(
-        f"a ledger entry description must be a str or a mapping, got {type(description).__name__}"
-    )
+    if not isinstance(description, Mapping):
+        raise InvalidArgumentError(
+            f"description must be a str or a mapping, got {type(description).__name__}"
+        )
+    _check_json(description, "description")
+    return _canonical_json(_thaw(description))
 
 
 def _cost(rho: object, delta: object) -> tuple[float, float]:
@@ -126,6 +164,13 @@ def _cost(rho: object, delta: object) -> tuple[float, float]:
     budget = zCDP(rho, delta)  # type: ignore[arg-type]
     # + 0.0 maps -0.0 to 0.0, which SQLite would not preserve (and the hash would break).
     return budget.rho + 0.0, budget.delta + 0.0
+
+
+def _check_label_and_seeded(label: object, seeded: object) -> None:
+    if not isinstance(label, str):
+        raise InvalidArgumentError(f"label must be a str, got {type(label).__name__}")
+    if not isinstance(seeded, bool):
+        raise InvalidArgumentError(f"seeded must be a bool, got {type(seeded).__name__}")
 
 
 def _now() -> str:
@@ -178,14 +223,15 @@ class LedgerEntry:
     _description_json: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.index, bool) or not isinstance(self.index, int) or self.index < 0:
-            raise TypeError(f"index must be an int >= 0, got {self.index!r}")
+        if isinstance(self.index, bool) or not isinstance(self.index, int):
+            raise InvalidArgumentError(f"index must be an int, got {type(self.index).__name__}")
+        if self.index < 0:
+            raise InvalidValueError(f"index must be >= 0, got {self.index!r}")
         if not isinstance(self.time, str):
-            raise TypeError(f"time must be an ISO-8601 str, got {type(self.time).__name__}")
-        if not isinstance(self.label, str):
-            raise TypeError(f"label must be a str, got {type(self.label).__name__}")
-        if not isinstance(self.seeded, bool):
-            raise TypeError(f"seeded must be a bool, got {type(self.seeded).__name__}")
+            raise InvalidArgumentError(
+                f"time must be an ISO-8601 str, got {type(self.time).__name__}"
+            )
+        _check_label_and_seeded(self.label, self.seeded)
         rho, delta = _cost(self.rho, self.delta)
         text = _description_json(self.description)
         object.__setattr__(self, "rho", rho)
@@ -250,8 +296,10 @@ class LedgerEntry:
             0.5
         """
         expected = {"index", "time", "label", "rho", "delta", "description", "seeded"}
-        if set(data) != expected:
-            raise ValueError(f"a ledger entry dict needs exactly the keys {sorted(expected)}")
+        if not isinstance(data, Mapping) or set(data) != expected:
+            raise InvalidArgumentError(
+                f"data must be a ledger entry dict with exactly the keys {sorted(expected)}"
+            )
         return cls(**data)
 
     def canonical_json(self) -> str:
@@ -388,10 +436,7 @@ class Ledger:
             1
         """
         rho, delta = _cost(rho, delta)
-        if not isinstance(label, str):
-            raise TypeError(f"label must be a str, got {type(label).__name__}")
-        if not isinstance(seeded, bool):
-            raise TypeError(f"seeded must be a bool, got {type(seeded).__name__}")
+        _check_label_and_seeded(label, seeded)
         text = _description_json(description)
         with self._lock:
             self._ensure_open()
@@ -489,6 +534,19 @@ CREATE TABLE entries (
 """
 
 
+def _fsync_directory(directory: Path) -> None:
+    """Make a new directory entry durable (POSIX; a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _genesis(meta: Mapping[str, str]) -> str:
     """Root of the hash chain: binds the chain to the ledger's identity and budget."""
     keys = ("format", "schema", "ledger_id", "created", "budget_rho", "budget_delta")
@@ -499,7 +557,10 @@ def _genesis(meta: Mapping[str, str]) -> str:
 class SQLiteLedger(Ledger):
     """A ledger persisted in a SQLite file, safe across threads, processes and crashes.
 
-    Opening a file that does not exist creates a ledger bound to ``budget``.
+    Opening a path that does not exist creates a ledger bound to ``budget``
+    (race-free: of several processes creating it at once, exactly one
+    ledger results and all of them open it). An existing file is never
+    initialised, even an empty one: it must already be a privframe ledger.
     Opening an existing ledger checks that it is a privframe ledger of a known
     schema, runs ``PRAGMA quick_check`` and verifies the hash chain; it
     refuses a ``budget`` larger (in ρ or δ) than the one the file was created
@@ -511,8 +572,10 @@ class SQLiteLedger(Ledger):
         budget: the budget the caller intends to enforce.
 
     Raises:
-        LedgerError: missing directory, foreign or corrupted file, unknown
-            schema version, or a budget larger than the persisted one.
+        LedgerError: missing directory; an existing file that is not a
+            privframe ledger (including an empty or truncated file); a
+            corrupted file; unknown schema version; or a budget larger than
+            the persisted one.
 
     Example:
         >>> import os, tempfile
@@ -530,7 +593,11 @@ class SQLiteLedger(Ledger):
     def __init__(self, path: str | os.PathLike[str], budget: zCDP) -> None:
         super().__init__()
         if not isinstance(budget, zCDP):
-            raise TypeError(f"budget must be a zCDP, got {type(budget).__name__}")
+            raise InvalidArgumentError(f"budget must be a zCDP, got {type(budget).__name__}")
+        if not isinstance(path, str | os.PathLike):
+            raise InvalidArgumentError(
+                f"path must be a str or os.PathLike, got {type(path).__name__}"
+            )
         self._path = Path(os.fspath(path))
         self._conn: sqlite3.Connection | None = None
         self._hashes: list[str] = []
@@ -604,38 +671,39 @@ class SQLiteLedger(Ledger):
             "ledger, which would reset the budget."
         )
 
+    def _not_a_ledger(self, what: str) -> LedgerError:
+        return self._fail(
+            f"exists but is not a privframe ledger ({what}). privframe only initialises "
+            "a file it has just created itself: a truncated or partially copied ledger is a "
+            "corrupted ledger, not a new one, and starting afresh would reset the budget. "
+            "Restore the ledger from a backup, or choose a path that does not exist yet "
+            "for a new ledger (a new privacy budget)"
+        )
+
     def _open(self, budget: zCDP) -> sqlite3.Connection:
         path = self._path
         if not path.parent.is_dir():
             raise self._fail(f"directory {str(path.parent)!r} does not exist; create it first")
-        if path.exists():
-            if not path.is_file():
-                raise self._fail("is not a regular file")
-            try:
-                with path.open("rb") as fh:
-                    header = fh.read(len(_SQLITE_HEADER))
-            except OSError as err:
-                raise self._fail(f"cannot be read ({err.strerror})") from None
-            if header and header != _SQLITE_HEADER:
-                raise self._fail(
-                    "is not a privframe ledger (not a SQLite database); "
-                    "choose another path for a new ledger"
-                )
+        if not os.path.lexists(path):
+            self._create(budget)
+        if not path.is_file():
+            raise self._fail("is not a regular file")
         try:
-            conn = sqlite3.connect(
-                path, timeout=_CONNECT_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            with path.open("rb") as fh:
+                header = fh.read(len(_SQLITE_HEADER))
+        except OSError as err:
+            raise self._fail(f"cannot be read ({err.strerror})") from None
+        if not header:
+            raise self._not_a_ledger("it is empty: 0 bytes")
+        if header != _SQLITE_HEADER:
+            raise self._fail(
+                "exists but is not a privframe ledger (not a SQLite database); "
+                "choose another path for a new ledger"
             )
-        except sqlite3.Error as err:
-            raise self._fail(f"cannot be opened ({err})") from None
+        conn = self._connect(path)
         try:
-            state = self._classify(conn)
-            if state == "new":
-                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-                if str(mode).lower() != "wal":
-                    raise self._fail(f"cannot switch to WAL journal mode (got {mode!r})")
-            conn.execute("PRAGMA synchronous=FULL")
-            if state == "new":
-                self._initialise(conn, budget)
+            self._set_pragmas(conn)
+            self._check_identity(conn)
             check = [row[0] for row in conn.execute("PRAGMA quick_check")]
             if check != ["ok"]:
                 raise self._corrupt(f"PRAGMA quick_check failed ({'; '.join(map(str, check))})")
@@ -647,13 +715,39 @@ class SQLiteLedger(Ledger):
             raise
         return conn
 
-    def _classify(self, conn: sqlite3.Connection) -> str:
-        """'new' for an empty database, 'ours' for a privframe ledger; raise otherwise."""
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        try:
+            return sqlite3.connect(
+                path, timeout=_CONNECT_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as err:
+            raise self._fail(f"cannot be opened ({err})") from None
+
+    def _set_pragmas(self, conn: sqlite3.Connection) -> None:
+        """Rollback journal and fsync at every commit: the main file holds every commit.
+
+        Not WAL: in WAL mode committed rows live in the ``-wal`` file until a
+        checkpoint, so a copy of the main file alone (a backup taken while the
+        ledger is open, or after a crash) would lose them.
+        """
+        mode = str(conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower()
+        if mode != "delete":
+            raise self._fail(
+                f"cannot switch to the rollback journal (journal_mode is {mode!r}); another "
+                "program has it open in WAL mode. Close it and open the ledger again"
+            )
+        conn.execute("PRAGMA synchronous=FULL")
+
+    def _check_identity(self, conn: sqlite3.Connection) -> None:
+        """Raise unless the database is a privframe ledger of the known schema."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         n_objects = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if app_id == 0 and version == 0 and n_objects == 0:
-            return "new"
+            raise self._not_a_ledger(
+                "it is a SQLite database with no tables, as the main file of a ledger "
+                "copied without its journal can be"
+            )
         if app_id != APPLICATION_ID:
             raise self._fail(
                 f"is a SQLite database of another application (application_id={app_id}), "
@@ -664,31 +758,70 @@ class SQLiteLedger(Ledger):
                 f"has ledger schema version {version}, which this privframe does not know "
                 f"(it reads version {SCHEMA_VERSION}); upgrade privframe"
             )
-        return "ours"
+
+    def _create(self, budget: zCDP) -> None:
+        """Create the ledger file, unless another opener creates it first.
+
+        The ledger is built in a temporary file of this call's own, created
+        with ``O_CREAT | O_EXCL``, and published with :func:`os.link`, which
+        fails if the path exists. So the path never shows an uninitialised
+        file, exactly one of several concurrent creators publishes its ledger
+        (the others open that one), and nothing but a file this call created
+        is ever initialised.
+        """
+        path = self._path
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.creating")
+        try:
+            fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except OSError as err:
+            raise self._fail(f"cannot be created ({err.strerror})") from None
+        os.close(fd)
+        try:
+            conn = self._connect(tmp)
+            try:
+                self._set_pragmas(conn)
+                self._initialise(conn, budget)
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return  # a concurrent opener created it first: open theirs
+            except OSError as err:
+                raise self._fail(
+                    f"cannot be created: the filesystem refused a hard link ({err.strerror}); "
+                    "put the ledger on a local filesystem"
+                ) from None
+            _fsync_directory(path.parent)
+        except sqlite3.Error as err:
+            raise self._fail(f"cannot be created ({err})") from None
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-journal")):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
 
     def _initialise(self, conn: sqlite3.Connection, budget: zCDP) -> None:
-        """Create the schema, unless a concurrent opener did it first."""
+        """Write the schema and meta rows into the new, private database ``conn``."""
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if self._classify(conn) == "new":
-                # executescript() would COMMIT first: run the statements one by one.
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                meta = {
-                    "format": _FORMAT,
-                    "schema": str(SCHEMA_VERSION),
-                    "ledger_id": str(uuid.uuid4()),
-                    "created": _now(),
-                    "budget_rho": repr(budget.rho),
-                    "budget_delta": repr(budget.delta),
-                }
-                meta["genesis"] = _genesis(meta)
-                meta["head"] = meta["genesis"]
-                meta["count"] = "0"
-                conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
+            # executescript() would COMMIT first: run the statements one by one.
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            meta = {
+                "format": _FORMAT,
+                "schema": str(SCHEMA_VERSION),
+                "ledger_id": str(uuid.uuid4()),
+                "created": _now(),
+                "budget_rho": repr(budget.rho),
+                "budget_delta": repr(budget.delta),
+            }
+            meta["genesis"] = _genesis(meta)
+            meta["head"] = meta["genesis"]
+            meta["count"] = "0"
+            conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):

@@ -18,7 +18,9 @@ from privframe import accounting
 from privframe.accountant import DEFAULT_REPORTING_DELTA, Accountant, BudgetReport
 from privframe.errors import (
     BudgetExceededError,
+    InvalidArgumentError,
     InvalidBudgetError,
+    InvalidValueError,
     LedgerError,
     SeededRandomnessWarning,
 )
@@ -58,15 +60,36 @@ def test_budget_must_be_a_budget(budget: object) -> None:
         Accountant(budget)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("delta", [0.0, 1.0, -1e-6, float("nan"), True])
+@pytest.mark.parametrize("delta", [0.0, 1.0, -1e-6, float("nan")])
 def test_reporting_delta_validated(delta: float) -> None:
-    with pytest.raises(InvalidBudgetError):
+    with pytest.raises(InvalidBudgetError, match="delta"):
         Accountant(pf.zCDP(1.0), delta=delta)
 
 
-def test_ledger_argument_validated() -> None:
-    with pytest.raises(TypeError):
-        Accountant(pf.zCDP(1.0), 42)  # type: ignore[arg-type]
+@pytest.mark.parametrize("delta", [True, "1e-6"])
+def test_reporting_delta_type_validated(delta: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="delta"):
+        Accountant(pf.zCDP(1.0), delta=delta)  # type: ignore[arg-type]
+
+
+def test_reporting_delta_uses_the_shared_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One validation rule for a conversion δ: accounting's, not a copy of it.
+    seen: list[object] = []
+    real = accounting._check_conversion_delta
+
+    def spy(value: object) -> float:
+        seen.append(value)
+        return real(value)
+
+    monkeypatch.setattr(accounting, "_check_conversion_delta", spy)
+    assert Accountant(pf.zCDP(1.0), delta=1e-5).delta == 1e-5
+    assert seen == [1e-5]
+
+
+@pytest.mark.parametrize("ledger", [42, b"spend.ledger", ["spend.ledger"]])
+def test_ledger_argument_validated(ledger: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="ledger"):
+        Accountant(pf.zCDP(1.0), ledger)  # type: ignore[arg-type]
 
 
 def test_spend_records(make) -> None:
@@ -94,11 +117,15 @@ def test_cost_must_be_zcdp(make, cost: object) -> None:
 
 def test_bad_label_or_description_records_nothing(make) -> None:
     acct = make(pf.zCDP(1.0))
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidArgumentError, match="label"):
         acct.spend(pf.zCDP(0.1), label=3)
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidArgumentError, match="description"):
+        acct.spend(pf.zCDP(0.1), description={1: "a"})
+    with pytest.raises(InvalidArgumentError, match="description"):
+        acct.spend(pf.zCDP(0.1), description=3)
+    with pytest.raises(InvalidValueError, match="description"):
         acct.spend(pf.zCDP(0.1), description={"x": float("nan")})
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidArgumentError, match="seeded"):
         acct.spend(pf.zCDP(0.1), seeded="yes")
     assert acct.entries == ()
 
@@ -308,6 +335,27 @@ def test_foreign_file_is_not_reset(tmp_path: Path) -> None:
     with pytest.raises(LedgerError, match="not a SQLite database"):
         Accountant(pf.zCDP(1.0), path)
     assert path.read_text() == "my notes\n"
+
+
+def test_truncated_ledger_keeps_no_fresh_budget(tmp_path: Path) -> None:
+    path = tmp_path / "spend.ledger"
+    with Accountant(pf.zCDP(1.0), path) as acct:
+        acct.spend(pf.zCDP(0.9))
+    with open(path, "r+b") as fh:
+        fh.truncate(0)
+    with pytest.raises(LedgerError, match="not a privframe ledger"):
+        Accountant(pf.zCDP(1.0), path)
+
+
+def test_copy_of_open_ledger_keeps_its_spends(tmp_path: Path) -> None:
+    path = tmp_path / "spend.ledger"
+    copy = tmp_path / "copy.ledger"
+    with Accountant(pf.zCDP(1.0), path) as acct:
+        acct.spend(pf.zCDP(0.9), label="q1")
+        copy.write_bytes(path.read_bytes())  # only the main file
+    with Accountant(pf.zCDP(1.0), copy) as again:
+        assert [e.label for e in again.entries] == ["q1"]
+        assert again.remaining.rho <= 0.1
 
 
 def test_missing_directory(tmp_path: Path) -> None:

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from privframe.accounting import zCDP
-from privframe.errors import InvalidBudgetError, LedgerError
+from privframe.errors import (
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    LedgerError,
+)
 from privframe.ledger import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -75,21 +80,41 @@ class TestLedgerEntry:
         assert e.description_json == '"plain text"'
 
     @pytest.mark.parametrize(
-        "description", [{"x": math.nan}, {"x": {1, 2}}, {1: "a"}, 3, None, ["a"]]
+        "description",
+        [{"x": {1, 2}}, {1: "a"}, {"a": {2: "b"}}, {"a": [object()]}, 3, None, ["a"]],
     )
-    def test_bad_description(self, description: object) -> None:
-        with pytest.raises(TypeError):
+    def test_description_of_wrong_type(self, description: object) -> None:
+        with pytest.raises(InvalidArgumentError, match="description"):
             _entry(description=description)
+
+    @pytest.mark.parametrize(
+        "description", [{"x": math.nan}, {"x": [1.0, -math.inf]}, {"a": {"b": math.inf}}]
+    )
+    def test_description_with_non_finite_number(self, description: object) -> None:
+        with pytest.raises(InvalidValueError, match=r"description.* finite numbers only"):
+            _entry(description=description)
+
+    @pytest.mark.parametrize(
+        ("field", "value"),
+        [("index", "0"), ("index", True), ("time", 0), ("label", 3), ("seeded", "yes")],
+    )
+    def test_fields_of_wrong_type(self, field: str, value: object) -> None:
+        with pytest.raises(InvalidArgumentError, match=field):
+            _entry(**{field: value})
 
     @pytest.mark.parametrize(("rho", "delta"), [(-0.1, 0.0), (math.inf, 0.0), (0.1, 1.0)])
     def test_bad_cost(self, rho: float, delta: float) -> None:
         with pytest.raises(InvalidBudgetError):
             _entry(rho=rho, delta=delta)
 
+    def test_negative_index(self) -> None:
+        with pytest.raises(InvalidValueError, match="index"):
+            _entry(index=-1)
+
     def test_from_dict_needs_exact_keys(self) -> None:
         d = _entry().to_dict()
         d["extra"] = 1
-        with pytest.raises(ValueError, match="exactly the keys"):
+        with pytest.raises(InvalidArgumentError, match="exactly the keys"):
             LedgerEntry.from_dict(d)
 
     def test_canonical_json_is_deterministic(self) -> None:
@@ -138,6 +163,18 @@ class TestMemoryLedger:
     def test_negative_zero_normalised(self) -> None:
         assert math.copysign(1.0, Ledger().append(-0.0).rho) == 1.0
 
+    def test_bad_arguments_record_nothing(self) -> None:
+        ledger = Ledger()
+        with pytest.raises(InvalidArgumentError, match="label"):
+            ledger.append(0.1, label=3)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError, match="seeded"):
+            ledger.append(0.1, seeded="yes")  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError, match="description"):
+            ledger.append(0.1, description={1: "a"})  # type: ignore[dict-item]
+        with pytest.raises(InvalidValueError, match="description"):
+            ledger.append(0.1, description={"x": math.nan})
+        assert len(ledger) == 0
+
 
 # --------------------------------------------------------------------------- SQLite
 
@@ -167,8 +204,99 @@ class TestSQLiteLedger:
         conn = _raw(path)
         assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         conn.close()
+
+    def test_durability_pragmas(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+            ledger.append(0.1)
+            conn = ledger._conn
+            assert conn is not None
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+            # a rollback-journal (not WAL) database: file format bytes 18-19 are 1, 1
+            assert path.read_bytes()[18:20] == b"\x01\x01"
+            assert not Path(f"{path}-wal").exists()
+
+    def test_main_file_alone_holds_every_entry(self, tmp_path: Path) -> None:
+        # A backup made while the ledger is open (or a copy after a crash) that
+        # takes only the main file must still hold every committed spend.
+        path = tmp_path / "a.ledger"
+        copy = tmp_path / "copy.ledger"
+        with _ledger(path) as ledger:
+            written = [ledger.append(0.3, label=f"q{i}") for i in range(3)]
+            copy.write_bytes(path.read_bytes())
+        with _ledger(copy) as again:
+            assert again.entries == tuple(written)
+            assert again.totals()[0] == 3 * Fraction(0.3)
+
+    def test_reopen_converts_a_wal_ledger(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+            ledger.append(0.25)
+        conn = _raw(path)
+        assert conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+        conn.close()
+        with _ledger(path) as ledger:
+            ledger.append(0.25)
+            assert ledger._conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # type: ignore[union-attr]
+        assert path.read_bytes()[18:20] == b"\x01\x01"
+
+    def test_truncated_ledger_is_not_a_new_one(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+            ledger.append(0.9)
+        path.write_bytes(b"")
+        with pytest.raises(LedgerError, match="exists but is not a privframe ledger"):
+            _ledger(path)
+        assert path.read_bytes() == b""  # never initialised
+
+    def test_existing_empty_file_is_not_initialised(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        path.touch()
+        with pytest.raises(LedgerError, match="exists but is not a privframe ledger"):
+            _ledger(path)
+        assert path.read_bytes() == b""
+
+    def test_sqlite_file_without_tables_is_refused(self, tmp_path: Path) -> None:
+        # e.g. a copy of the main file of a WAL-mode ledger whose data was in the -wal file
+        path = tmp_path / "a.ledger"
+        conn = _raw(path)
+        conn.execute("VACUUM")
+        conn.close()
+        before = path.read_bytes()
+        assert before.startswith(b"SQLite format 3\x00")
+        with pytest.raises(LedgerError, match="exists but is not a privframe ledger"):
+            _ledger(path)
+        assert path.read_bytes() == before
+
+    def test_concurrent_creation(self, tmp_path: Path) -> None:
+        # Many handles race to create one file: exactly one ledger results.
+        path = tmp_path / "a.ledger"
+        n = 8
+        barrier = threading.Barrier(n)
+        opened: list[SQLiteLedger] = []
+        errors: list[BaseException] = []
+
+        def open_it() -> None:
+            barrier.wait()
+            try:
+                opened.append(_ledger(path))
+            except BaseException as err:  # pragma: no cover - reported below
+                errors.append(err)
+
+        threads = [threading.Thread(target=open_it) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert len(opened) == n
+        opened[0].append(0.5)
+        for ledger in opened:
+            assert ledger.totals()[0] == Fraction(1, 2)
+            ledger.close()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a.ledger"]
 
     def test_entry_times_are_utc_iso(self, tmp_path: Path) -> None:
         from datetime import datetime, timedelta
@@ -224,6 +352,13 @@ class TestSQLiteLedger:
     def test_missing_directory(self, tmp_path: Path) -> None:
         with pytest.raises(LedgerError, match="does not exist"):
             _ledger(tmp_path / "nope" / "a.ledger")
+
+    def test_argument_types(self, tmp_path: Path) -> None:
+        with pytest.raises(InvalidArgumentError, match="budget"):
+            SQLiteLedger(tmp_path / "a.ledger", 1.0)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError, match="path"):
+            SQLiteLedger(b"a.ledger", zCDP(1.0))  # type: ignore[arg-type]
+        assert list(tmp_path.iterdir()) == []
 
     def test_directory_path(self, tmp_path: Path) -> None:
         with pytest.raises(LedgerError, match="not a regular file"):
@@ -337,9 +472,6 @@ class TestSQLiteLedger:
         with _ledger(path) as ledger:
             for i in range(200):
                 ledger.append(0.001, description={"text": "x" * 200, "i": i})
-        conn = _raw(path)
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.close()
         data = bytearray(path.read_bytes())
         page = 4096
         assert len(data) > 4 * page
