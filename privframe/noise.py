@@ -10,7 +10,7 @@ Discrete Gaussian for Differential Privacy" (NeurIPS 2020, Algorithms 2 and 3).
 Every coin it flips compares a uniform U (revealed 53 bits at a time) with a
 probability exp(-x). A vectorized float fast path decides the coin only when U
 is farther from exp(-x) than a proven bound on the float error; otherwise
-(probability about 2^-40 per coin) the coin is decided exactly with integer
+(probability below 2^-28 per coin) the coin is decided exactly with integer
 arithmetic and more random bits. The output distribution is therefore exactly
 N_Z(0, σ²); ``docs/privacy.md`` gives the argument and its constants.
 
@@ -26,18 +26,31 @@ from __future__ import annotations
 import abc
 import hashlib
 import math
+import operator
 import os
 import warnings
+from collections.abc import Callable, Mapping
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from privframe.accounting import _round_up, _sqrt_up, gaussian_sigma
-from privframe.errors import InvalidBudgetError, PrivframeError, SeededRandomnessWarning
+from privframe.accounting import _check_positive, _round_up, _sqrt_up, gaussian_sigma, zCDP
+from privframe.errors import (
+    CalibrationError,
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    SeededRandomnessWarning,
+)
+
+if TYPE_CHECKING:
+    from privframe.accountant import Accountant
 
 __all__ = [
     "MAX_SIGMA",
+    "MIN_SIGMA",
     "Randomness",
     "SeededRandomness",
     "SystemRandomness",
@@ -50,12 +63,17 @@ __all__ = [
 MAX_SIGMA = 2.0**40
 """Largest σ the sampler accepts (about 1.1e12): keeps every candidate below 2^52."""
 
+MIN_SIGMA = 2.0**-20
+"""Smallest σ the sampler accepts (about 1e-6); below σ = 0.1 N_Z is already a point mass
+at 0 up to probability 2e-22."""
+
 _CHUNK = 1 << 16  # candidates per vectorized pass: large enough to amortize, small enough for L2
 _U_BITS = 53  # bits of U the fast path uses; they make an exactly representable float
 _TWO_M53 = 2.0**-53
-# Relative slack the fast path leaves around exp(-x): tol = exp(-x̂)·2^-44·(1 + x̂).
-# The proven float error is below 2^-45·(1 + x) (docs/privacy.md, "Exactness").
-_SLACK = 2.0**-44
+# Relative slack the fast path leaves around exp(-x): tol = exp(-x̂)·2^-30·(1 + x̂).
+# The float error is below 2^-31·(1 + x) even if numpy's exp were off by 2^-32
+# relative, a million ulps (docs/privacy.md, "Exactness").
+_SLACK = 2.0**-30
 _X_CLAMP = 700.0  # exp(-700) is a normal float far below 2^-53; see _fast_coin
 _MAX_EXACT_INT = 2**52  # |candidates| below this are exact in float64
 
@@ -117,10 +135,13 @@ class SeededRandomness(Randomness):
 
     def __init__(self, seed: int | bytes) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int | bytes):
-            raise TypeError(f"seed must be an int or bytes, got {type(seed).__name__}")
+            raise InvalidArgumentError(f"seed must be an int or bytes, got {type(seed).__name__}")
+        # The type tag keeps int and bytes seeds apart: SeededRandomness(0) != (b"\x00").
         if isinstance(seed, int):
-            seed = seed.to_bytes((seed.bit_length() + 8) // 8, "little", signed=True)
-        self._key = hashlib.sha256(b"privframe-seeded-v1" + seed).digest()
+            material = b"int:" + seed.to_bytes((seed.bit_length() + 8) // 8, "little", signed=True)
+        else:
+            material = b"bytes:" + seed
+        self._key = hashlib.sha256(b"privframe-seeded-v1/" + material).digest()
         self._block = 0
         self._buffer = b""
 
@@ -140,7 +161,15 @@ class SeededRandomness(Randomness):
         return np.frombuffer(data[:need], dtype=np.uint64)
 
 
-def _warn_if_seeded(rng: Randomness) -> None:
+def _randomness(rng: Randomness | None) -> Randomness:
+    """The caller's source, or the OS CSPRNG; warns loudly when it is seeded."""
+    if rng is None:
+        return SystemRandomness()
+    if not isinstance(rng, Randomness):
+        raise InvalidArgumentError(
+            f"rng must be a privframe.noise.Randomness (SystemRandomness or SeededRandomness), "
+            f"got {type(rng).__name__}"
+        )
     if rng.seeded:
         warnings.warn(
             "privframe is drawing noise from a SEEDED stream: the output is reproducible "
@@ -148,6 +177,7 @@ def _warn_if_seeded(rng: Randomness) -> None:
             SeededRandomnessWarning,
             stacklevel=3,
         )
+    return rng
 
 
 # --------------------------------------------------------------------------- exact path
@@ -257,14 +287,23 @@ def _resolve(
     decided_true: npt.NDArray[np.bool_],
     decided_false: npt.NDArray[np.bool_],
     k: npt.NDArray[np.uint64],
-    exact_x: object,
+    exact_x: Callable[[int], Fraction],
     rng: Randomness,
 ) -> npt.NDArray[np.bool_]:
     """Combine fast decisions with exact ones for the undecided positions."""
     result = decided_true.copy()
     for i in np.flatnonzero(~(decided_true | decided_false)):
-        result[i] = _exact_coin(int(k[i]), exact_x(i), rng)  # type: ignore[operator]
+        result[i] = _exact_coin(int(k[i]), exact_x(i), rng)
     return result
+
+
+def _uniform_below(words: npt.NDArray[np.uint64], t: int) -> npt.NDArray[np.int64]:
+    """Exactly uniform integers in {0, ..., t-1} from the words below the largest multiple of t.
+
+    The words at or above it are dropped, not folded: folding would favour small values.
+    """
+    limit = np.uint64(((1 << 64) // t) * t - 1)
+    return (words[words <= limit] % np.uint64(t)).astype(np.int64)
 
 
 class _Sampler:
@@ -278,16 +317,13 @@ class _Sampler:
         # Correctly rounded constants (int/int and Fraction division round correctly).
         self.c = float(self.sigma2 / self.t)
         self.inv_two_sigma2 = float(1 / (2 * self.sigma2))
-        self.range_limit = np.uint64(((1 << 64) // self.t) * self.t - 1)
 
     def _laplace(self, n: int) -> npt.NDArray[np.int64]:
         """Up to n candidates from the discrete Laplace with scale t (CKS Algorithm 2)."""
         t = self.t
         rng = self.rng
         if t > 1:
-            w = rng.words(n)
-            ok = w <= self.range_limit  # rejection keeps U0 exactly uniform on {0..t-1}
-            u0 = (w[ok] % np.uint64(t)).astype(np.int64)
+            u0 = _uniform_below(rng.words(n), t)
             # Bernoulli(exp(-U0/t)): x̂ = fl(U0/t) is within 2^-53·x of x.
             kd = _prefix(rng.words(u0.size))
             x_hat = u0 / float(t)
@@ -314,23 +350,27 @@ class _Sampler:
         keep = ~(negative & (x == 0))
         return np.where(negative, -x, x)[keep]
 
+    def acceptance_x_hat(self, y: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """Float x̂ of the acceptance coin; within 8·2^-53·(1 + x) of x when |y| < 2^52."""
+        d = np.abs(y).astype(np.float64) - self.c
+        return (d * d) * self.inv_two_sigma2
+
+    def acceptance_x(self, y: int) -> Fraction:
+        """Exact x = (|y| - σ²/t)² / (2σ²) of the acceptance coin exp(-x)."""
+        diff = abs(y) - self.sigma2 / self.t
+        return diff * diff / (2 * self.sigma2)
+
     def candidates(self, n: int) -> npt.NDArray[np.int64]:
         """Accepted discrete Gaussian samples out of n Laplace proposals (CKS Algorithm 3)."""
         y = self._laplace(n)
         big = np.abs(y) >= _MAX_EXACT_INT
         kc = _prefix(self.rng.words(y.size))
-        d = np.abs(y).astype(np.float64) - self.c
-        x_hat = (d * d) * self.inv_two_sigma2
+        x_hat = self.acceptance_x_hat(y)
         x_hat[big] = 0.0  # forced to the exact path below
         yes, no = _fast_coin(kc, x_hat)
         no &= ~big
         yes &= ~big
-
-        def exact_x(i: int) -> Fraction:
-            diff = abs(int(y[i])) - self.sigma2 / self.t
-            return diff * diff / (2 * self.sigma2)
-
-        return y[_resolve(yes, no, kc, exact_x, self.rng)]
+        return y[_resolve(yes, no, kc, lambda i: self.acceptance_x(int(y[i])), self.rng)]
 
     def sample(self, size: int) -> npt.NDArray[np.int64]:
         out = np.empty(size, dtype=np.int64)
@@ -347,23 +387,25 @@ class _Sampler:
 
 
 def _check_sigma(sigma: float) -> float:
-    if isinstance(sigma, bool) or not isinstance(sigma, int | float | np.floating | np.integer):
-        raise InvalidBudgetError(f"sigma must be a real number, got {type(sigma).__name__}")
-    s = float(sigma)
-    if not math.isfinite(s) or s <= 0:
-        raise InvalidBudgetError(f"sigma must be finite and > 0, got {s!r}")
-    if s > MAX_SIGMA:
-        raise InvalidBudgetError(f"sigma must be <= {MAX_SIGMA:.4g}, got {s!r}")
+    s = _check_positive("sigma", sigma)
+    if not MIN_SIGMA <= s <= MAX_SIGMA:
+        raise InvalidBudgetError(f"sigma must be in [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}], got {s!r}")
     return s
 
 
 def _shape(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
     if size is None:
         return ()
-    shape = (size,) if isinstance(size, int | np.integer) else tuple(size)
-    if any(int(d) < 0 for d in shape):
-        raise ValueError(f"size must be non-negative, got {size!r}")
-    return tuple(int(d) for d in shape)
+    dims = (size,) if not isinstance(size, tuple | list) else size
+    try:
+        shape = tuple(operator.index(d) for d in dims)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidArgumentError(
+            f"size must be an int or a tuple of ints, got {size!r}"
+        ) from None
+    if any(d < 0 for d in shape):
+        raise InvalidValueError(f"size must be non-negative, got {size!r}")
+    return shape
 
 
 def discrete_gaussian(
@@ -394,9 +436,7 @@ def discrete_gaussian(
     """
     s = _check_sigma(sigma)
     shape = _shape(size)
-    rng = rng or SystemRandomness()
-    _warn_if_seeded(rng)
-    return _Sampler(s, rng).sample(math.prod(shape)).reshape(shape)
+    return _Sampler(s, _randomness(rng)).sample(math.prod(shape)).reshape(shape)
 
 
 def grid_exponent(sigma: float, l2_sensitivity: float, n: int) -> int:
@@ -409,12 +449,24 @@ def grid_exponent(sigma: float, l2_sensitivity: float, n: int) -> int:
     at most 0.05% more variance than continuous noise. Only public parameters
     (σ, Δ, n) choose j, never the data.
 
+    Raises:
+        CalibrationError: the grid would leave the float range (σ or Δ/sqrt(n)
+            beyond 2^±1000).
+
     Example:
         >>> from privframe.noise import grid_exponent
         >>> grid_exponent(sigma=1.0, l2_sensitivity=1.0, n=1)
         12
     """
-    scale = min(sigma, l2_sensitivity / math.sqrt(max(n, 1)))
+    scale = min(
+        _check_positive("sigma", sigma),
+        _check_positive("l2_sensitivity", l2_sensitivity) / math.sqrt(max(n, 1)),
+    )
+    if not 2.0**-1000 <= scale <= 2.0**1000:
+        raise CalibrationError(
+            f"min(sigma, l2_sensitivity/sqrt(n)) = {scale!r} is outside [2^-1000, 2^1000]: "
+            "rescale the values so the noise grid stays within float range"
+        )
     return 12 - math.floor(math.log2(scale))
 
 
@@ -422,22 +474,52 @@ def snap_to_grid(values: npt.ArrayLike, j: int) -> npt.NDArray[np.int64]:
     """Round real values to the nearest multiple of 2^-j, as int64 grid units.
 
     Raises:
-        PrivframeError: a value is not finite or too large for int64 grid units.
+        InvalidValueError: a value is not finite or too large for int64 grid units.
 
     Example:
         >>> from privframe.noise import snap_to_grid
         >>> snap_to_grid([0.3, -1.0], 2).tolist()
         [1, -4]
     """
-    scaled = np.ldexp(np.asarray(values, dtype=np.float64), j)  # exact: a power-of-two scaling
-    if not np.isfinite(scaled).all():
-        raise PrivframeError("values must be finite (no NaN or inf) to be noised")
-    if scaled.size and np.abs(scaled).max() >= 2.0**62:
-        raise PrivframeError(
+    arr = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(arr).all():
+        raise InvalidValueError("values must be finite (no NaN or inf) to be noised")
+    scaled = np.ldexp(arr, j)  # exact unless it overflows, which the bound below catches
+    if scaled.size and not np.abs(scaled).max() < 2.0**62:
+        raise InvalidValueError(
             f"values are too large for the noise grid 2^-{j}: |value| must be < 2^{62 - j}; "
             "rescale them or pass integers"
         )
     return np.rint(scaled).astype(np.int64)
+
+
+def _as_numeric_array(values: npt.ArrayLike) -> npt.NDArray[Any]:
+    if isinstance(values, np.ma.MaskedArray):
+        raise InvalidArgumentError(
+            "masked arrays are not supported: their hidden values would be released; "
+            "fill or drop the masked entries first"
+        )
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as err:
+        raise InvalidValueError(f"values must form a rectangular numeric array: {err}") from None
+    if arr.dtype.kind not in "iuf":
+        raise InvalidArgumentError(f"values must be an int or float array, got dtype {arr.dtype}")
+    return arr
+
+
+def _calibrated_sampler(
+    l2_sensitivity: float, rho: float, n: int, j: int, rng: Randomness
+) -> _Sampler:
+    """The sampler at σ = Δ/sqrt(2ρ) (rounded up), in units of the grid 2^-j."""
+    sigma = math.ldexp(gaussian_sigma(l2_sensitivity, rho), j)
+    if not MIN_SIGMA <= sigma <= MAX_SIGMA:
+        raise CalibrationError(
+            f"l2_sensitivity={l2_sensitivity!r}, rho={rho!r} over n={n} values call for noise "
+            f"of scale {sigma:.4g} grid units, outside [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}]; "
+            "use a larger rho or rescale the values"
+        )
+    return _Sampler(sigma, rng)
 
 
 def gaussian_mechanism(
@@ -446,6 +528,9 @@ def gaussian_mechanism(
     rho: float,
     *,
     rng: Randomness | None = None,
+    accountant: Accountant | None = None,
+    label: str = "",
+    description: Mapping[str, Any] | str = "",
 ) -> npt.NDArray[np.int64] | npt.NDArray[np.float64]:
     """Release ``values`` with discrete Gaussian noise calibrated to ρ-zCDP.
 
@@ -457,41 +542,49 @@ def gaussian_mechanism(
     output is a grid point and no floating-point noise is ever sampled
     (Mironov 2012).
 
+    With an ``accountant``, ρ is charged to it (with ``label``, ``description``
+    and the ``seeded`` flag of ``rng``) after the input is validated and
+    before any noise is drawn: a release that does not fit raises
+    :class:`~privframe.errors.BudgetExceededError` and produces nothing.
+
     Args:
         values: an int or float array: the exact query answer.
         l2_sensitivity: Δ > 0, the L2 sensitivity of the query under add/remove
             of one privacy unit.
-        rho: ρ > 0 spent by this release. The caller charges it to an accountant.
+        rho: ρ > 0 spent by this release.
         rng: the random source; the OS CSPRNG by default.
+        accountant: charge ρ here first; without it the caller must charge it.
+        label: the ledger label, with ``accountant``.
+        description: the ledger description, with ``accountant``.
 
     Returns:
-        A noisy copy: int64 for integer input, float64 for real input.
+        A noisy copy of the same shape: int64 for integer input, float64 for real input.
 
     Example:
         >>> import numpy as np
         >>> import privframe as pf
-        >>> noisy = pf.gaussian_mechanism(np.array([10, 20, 30]), l2_sensitivity=1.0, rho=0.5)
-        >>> noisy.dtype.name, noisy.shape
-        ('int64', (3,))
+        >>> acct = pf.Accountant(pf.zCDP(1.0))
+        >>> noisy = pf.gaussian_mechanism(
+        ...     np.array([10, 20, 30]), l2_sensitivity=1.0, rho=0.5, accountant=acct, label="q1"
+        ... )
+        >>> noisy.dtype.name, noisy.shape, acct.remaining.rho
+        ('int64', (3,), 0.5)
     """
-    arr = np.asarray(values)
-    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
-        raise PrivframeError(f"values must be an int or float array, got dtype {arr.dtype}")
-    rng = rng or SystemRandomness()
+    arr = _as_numeric_array(values)
     if arr.dtype.kind in "iu":
-        if arr.size and np.abs(arr.astype(np.float64)).max() >= 2.0**62:
-            raise PrivframeError("integer values must satisfy |value| < 2^62 to be noised")
-        sigma = gaussian_sigma(l2_sensitivity, rho)
-        _warn_if_seeded(rng)
-        return arr.astype(np.int64) + _Sampler(_check_sigma(sigma), rng).sample(arr.size).reshape(
-            arr.shape
-        )
-    sigma0 = gaussian_sigma(l2_sensitivity, rho)
-    j = grid_exponent(sigma0, l2_sensitivity, arr.size)
-    grid = snap_to_grid(arr, j)
-    # Δ + g·sqrt(n), rounded up: the sensitivity after snapping (see grid_exponent).
-    inflated = _round_up(Fraction(l2_sensitivity) + Fraction(_sqrt_up(Fraction(arr.size))) / 2**j)
-    sigma_units = math.ldexp(gaussian_sigma(inflated, rho), j)
-    _warn_if_seeded(rng)
-    noisy = grid + _Sampler(_check_sigma(sigma_units), rng).sample(arr.size).reshape(arr.shape)
-    return np.ldexp(noisy.astype(np.float64), -j)
+        if arr.size and not np.abs(arr.astype(np.float64)).max() < 2.0**62:
+            raise InvalidValueError("integer values must satisfy |value| < 2^62 to be noised")
+        j = 0
+        units = arr.astype(np.int64)
+        sensitivity = l2_sensitivity
+    else:
+        j = grid_exponent(gaussian_sigma(l2_sensitivity, rho), l2_sensitivity, arr.size)
+        units = snap_to_grid(arr, j)
+        # Δ + g·sqrt(n), rounded up: the sensitivity after snapping (see grid_exponent).
+        root_n = Fraction(_sqrt_up(Fraction(arr.size)))
+        sensitivity = _round_up(Fraction(l2_sensitivity) + root_n * Fraction(2) ** -j)
+    sampler = _calibrated_sampler(sensitivity, rho, arr.size, j, _randomness(rng))
+    if accountant is not None:
+        accountant.spend(zCDP(rho), label=label, description=description, seeded=sampler.rng.seeded)
+    noisy = units + sampler.sample(arr.size).reshape(arr.shape)
+    return np.asarray(noisy if arr.dtype.kind in "iu" else np.ldexp(noisy.astype(np.float64), -j))

@@ -8,6 +8,7 @@ import random
 import warnings
 from fractions import Fraction
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -91,14 +92,20 @@ def test_exact_geometric_counts_thresholds() -> None:
     assert noise._exact_geometric(2**53 - 1, _Bits([])) == 0
 
 
+U53 = 2.0**-53
+
+
 def test_fast_coin_never_contradicts_exact_arithmetic() -> None:
     rng = np.random.default_rng(1)
-    k = rng.integers(0, 2**53, size=4_000, dtype=np.uint64)
+    n = 4_000
+    x = rng.uniform(0, 40, size=n)
+    k = rng.integers(0, 2**53, size=n, dtype=np.uint64)
     # Put U right next to p = exp(-x) for half of the cases, to stress the boundary.
-    x = rng.uniform(0, 40, size=k.size)
-    near = (np.exp(-x[:2000]) * 2.0**53).astype(np.uint64)
-    k[:2000] = near + rng.integers(-3, 4, size=2000).astype(np.uint64)
-    yes, no = noise._fast_coin(k, x)
+    near = np.floor(np.exp(-x[: n // 2]) * 2.0**53) + rng.integers(-3, 4, size=n // 2)
+    k[: n // 2] = np.clip(near, 0, 2**53 - 1).astype(np.uint64)
+    # The fast path is handed x̂ off by the largest error the docs allow: 8u(1 + x).
+    x_hat = x + rng.choice([-1.0, 1.0], size=n) * 8 * U53 * (1 + x)
+    yes, no = noise._fast_coin(k, x_hat)
     assert not (yes & no).any()
     for i in np.flatnonzero(yes | no):
         lo, hi = exp_neg_interval(Fraction(float(x[i])))
@@ -107,7 +114,50 @@ def test_fast_coin_never_contradicts_exact_arithmetic() -> None:
             assert u_hi <= lo
         else:
             assert u_lo >= hi
-    assert (yes | no)[2000:].all()  # away from the boundary the fast path decides
+    assert (yes | no)[n // 2 :].all()  # away from the boundary the fast path decides
+
+
+def test_fast_coin_slack_is_needed() -> None:
+    # U two grid steps below exp(-x̂): were x̂ too small by its allowed error, p could sit
+    # below U. The fast path must leave this coin undecided; a slack of 2^-53 would not.
+    x = np.array([2.0**-20])
+    k = np.array([math.floor(math.exp(-(2.0**-20)) * 2**53) - 2], dtype=np.uint64)
+    yes, no = noise._fast_coin(k, x)
+    assert not yes[0]
+    assert not no[0]
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.5, 1.0, 3.7, 1e3, 123456.789, 1e9, 2.0**40])
+def test_acceptance_x_hat_meets_the_documented_error_bound(sigma: float) -> None:
+    sampler = noise._Sampler(sigma, SystemRandomness())
+    centre = int(sampler.c)
+    ys = np.unique(
+        np.concatenate(
+            [
+                np.arange(0, 40),
+                centre + np.arange(-40, 41),
+                (np.linspace(0, 40, 200) * max(sigma, 1)).astype(np.int64),
+            ]
+        )
+    )
+    ys = ys[(ys >= 0) & (ys < 2**52)]
+    x_hat = sampler.acceptance_x_hat(ys)
+    for y, xh in zip(ys.tolist(), x_hat.tolist(), strict=True):
+        exact = sampler.acceptance_x(y)
+        assert abs(Fraction(xh) - exact) <= 8 * Fraction(U53) * (1 + exact), (sigma, y)
+
+
+def test_out_of_range_words_are_rejected_not_folded() -> None:
+    # 2^64 mod 3 = 1, so the word 2^64 - 1 must be dropped: folding it would make 0
+    # slightly more likely than 1 and 2.
+    words = np.array([2**64 - 1, 2**64 - 2, 5, 0], dtype=np.uint64)
+    assert noise._uniform_below(words, 3).tolist() == [(2**64 - 2) % 3, 2, 0]
+    assert noise._uniform_below(words, 1 << 40).tolist() == [
+        (2**64 - 1) % (1 << 40),
+        (2**64 - 2) % (1 << 40),
+        5,
+        0,
+    ]
 
 
 # ----------------------------------------------------------------- sampler API
@@ -121,10 +171,41 @@ def test_shapes_and_dtype() -> None:
     assert discrete_gaussian(2.0, 5).dtype == np.int64
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, 2.0**41, "3", True])
-def test_invalid_sigma_is_refused(bad: object) -> None:
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, 2.0**41, 1e-300])
+def test_invalid_sigma_is_refused(bad: float) -> None:
     with pytest.raises(pf.InvalidBudgetError, match="sigma"):
+        discrete_gaussian(bad, 3)
+
+
+@pytest.mark.parametrize("bad", ["3", True, None])
+def test_sigma_of_the_wrong_type_is_refused(bad: object) -> None:
+    with pytest.raises(pf.InvalidArgumentError, match="sigma"):
         discrete_gaussian(bad, 3)  # type: ignore[arg-type]
+
+
+def test_numpy_scalars_are_accepted() -> None:
+    assert discrete_gaussian(np.float32(2.0), np.int64(3)).shape == (3,)
+    assert gaussian_mechanism(np.arange(2), np.int64(1), np.float64(0.5)).shape == (2,)
+
+
+@pytest.mark.parametrize(
+    ("size", "error"),
+    [
+        (-1, pf.InvalidValueError),
+        ((2, -1), pf.InvalidValueError),
+        (2.5, pf.InvalidArgumentError),
+        ("12", pf.InvalidArgumentError),
+        ([2.7], pf.InvalidArgumentError),
+    ],
+)
+def test_bad_sizes_are_refused(size: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match="size"):
+        discrete_gaussian(1.0, size)  # type: ignore[arg-type]
+
+
+def test_rng_of_the_wrong_type_is_refused() -> None:
+    with pytest.raises(pf.InvalidArgumentError, match="rng"):
+        discrete_gaussian(1.0, 3, rng=42)  # type: ignore[arg-type]
 
 
 def test_sigma_one_billion_is_supported() -> None:
@@ -151,6 +232,11 @@ def test_seeded_randomness_is_reproducible_and_warns() -> None:
 
 
 @seeded_ok
+def test_int_and_bytes_seeds_give_different_streams() -> None:
+    assert not np.array_equal(SeededRandomness(0).words(4), SeededRandomness(b"\x00").words(4))
+
+
+@seeded_ok
 def test_seeded_stream_is_independent_of_request_sizes() -> None:
     a = SeededRandomness(b"k")
     whole = a.words(10)
@@ -167,7 +253,7 @@ def test_system_randomness_does_not_warn() -> None:
 
 
 def test_seed_type_is_checked() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(pf.InvalidArgumentError):
         SeededRandomness(1.5)  # type: ignore[arg-type]
 
 
@@ -178,6 +264,87 @@ def test_integer_mechanism_keeps_dtype_and_shape() -> None:
     out = gaussian_mechanism(np.array([[1, 2], [3, 4]], dtype=np.int32), 1.0, 0.5)
     assert out.dtype == np.int64
     assert out.shape == (2, 2)
+
+
+@pytest.mark.parametrize("value", [7, 7.5])
+def test_zero_d_input_gives_a_zero_d_array(value: float) -> None:
+    out = gaussian_mechanism(np.array(value), 1.0, 0.5)
+    assert isinstance(out, np.ndarray)
+    assert out.shape == ()
+    assert isinstance(discrete_gaussian(1.0), np.ndarray)
+
+
+class _RecordingSampler(noise._Sampler):
+    sigmas: ClassVar[list[float]] = []
+
+    def __init__(self, sigma: float, rng: noise.Randomness) -> None:
+        type(self).sigmas.append(sigma)
+        super().__init__(sigma, rng)
+
+
+def test_real_mechanism_charges_the_rounding_to_the_sensitivity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(noise, "_Sampler", _RecordingSampler)
+    _RecordingSampler.sigmas = []
+    for delta_2, n in [(1.0, 100), (3e5, 7), (1e-3, 10**4)]:  # j > 0, j < 0, tiny Δ
+        rho = 0.3
+        _RecordingSampler.sigmas.clear()
+        gaussian_mechanism(np.zeros(n), delta_2, rho)
+        j = grid_exponent(pf.accounting.gaussian_sigma(delta_2, rho), delta_2, n)
+        inflated = Fraction(delta_2) + Fraction(2) ** -j * Fraction(math.sqrt(n))
+        (sigma_units,) = _RecordingSampler.sigmas
+        # Exactly: the ρ charged covers the inflated sensitivity in grid units.
+        rho_actual = (inflated * Fraction(2) ** j) ** 2 / (2 * Fraction(sigma_units) ** 2)
+        assert rho_actual <= Fraction(rho)
+        assert sigma_units > math.ldexp(pf.accounting.gaussian_sigma(delta_2, rho), j)
+
+
+def test_integer_mechanism_noise_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(noise, "_Sampler", _RecordingSampler)
+    _RecordingSampler.sigmas = []
+    gaussian_mechanism(np.arange(5), 2.0, 0.125)
+    assert _RecordingSampler.sigmas == [pf.accounting.gaussian_sigma(2.0, 0.125)]
+
+
+class _CountingRandomness(noise.Randomness):
+    def __init__(self, seeded: bool = False) -> None:
+        self.seeded = seeded
+        self.drawn = 0
+        self._inner = SystemRandomness()
+
+    def words(self, n: int) -> np.ndarray:
+        self.drawn += n
+        return self._inner.words(n)
+
+
+def test_release_with_accountant_charges_before_drawing() -> None:
+    acct = pf.Accountant(pf.zCDP(0.5))
+    rng = _CountingRandomness()
+    gaussian_mechanism(np.arange(4), 1.0, 0.375, rng=rng, accountant=acct, label="q1")
+    assert [(e.label, e.rho, e.seeded) for e in acct.entries] == [("q1", 0.375, False)]
+    drawn = rng.drawn
+    with pytest.raises(pf.BudgetExceededError):
+        gaussian_mechanism(np.arange(4), 1.0, 0.25, rng=rng, accountant=acct, label="q2")
+    assert rng.drawn == drawn  # no noise was drawn for the refused release
+    assert len(acct.entries) == 1
+
+
+def test_release_with_bad_input_charges_nothing() -> None:
+    acct = pf.Accountant(pf.zCDP(1.0))
+    with pytest.raises(pf.InvalidValueError):
+        gaussian_mechanism(np.array([1.0, math.nan]), 1.0, 0.5, accountant=acct)
+    with pytest.raises(pf.CalibrationError):
+        gaussian_mechanism(np.zeros(3, dtype=np.int64), 1.0, 1e-30, accountant=acct)
+    assert acct.entries == ()
+
+
+@seeded_ok
+def test_seeded_release_is_flagged_on_the_ledger() -> None:
+    acct = pf.Accountant(pf.zCDP(1.0))
+    with pytest.warns(pf.SeededRandomnessWarning):
+        gaussian_mechanism(np.arange(3), 1.0, 0.5, rng=SeededRandomness(1), accountant=acct)
+    assert acct.entries[0].seeded
 
 
 def test_real_mechanism_outputs_grid_points() -> None:
@@ -204,19 +371,37 @@ def test_grid_is_fine_enough_to_cost_little(sigma: float, delta_2: float, n: int
 
 def test_snap_to_grid_rounds_to_nearest() -> None:
     assert snap_to_grid(np.array([0.374, 0.376, -0.126]), 2).tolist() == [1, 2, -1]
-    with pytest.raises(pf.PrivframeError, match="finite"):
+    with pytest.raises(pf.InvalidValueError, match="finite"):
         snap_to_grid([1.0, math.nan], 3)
-    with pytest.raises(pf.PrivframeError, match="too large"):
+    with pytest.raises(pf.InvalidValueError, match="too large"):
         snap_to_grid([2.0**60], 3)
 
 
 @pytest.mark.parametrize(
-    "values",
-    [np.array([True, False]), np.array(["a"]), np.array([1.0, math.inf]), np.array([math.nan])],
+    ("values", "error"),
+    [
+        (np.array([True, False]), pf.InvalidArgumentError),
+        (np.array(["a"]), pf.InvalidArgumentError),
+        (np.ma.masked_array([1, 2], mask=[0, 1]), pf.InvalidArgumentError),
+        ([[1, 2], [3]], pf.InvalidValueError),
+        (np.array([1.0, math.inf]), pf.InvalidValueError),
+        (np.array([math.nan]), pf.InvalidValueError),
+    ],
 )
-def test_mechanism_refuses_bad_values(values: np.ndarray) -> None:
-    with pytest.raises(pf.PrivframeError):
-        gaussian_mechanism(values, 1.0, 0.5)
+def test_mechanism_refuses_bad_values(values: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        gaussian_mechanism(values, 1.0, 0.5)  # type: ignore[arg-type]
+
+
+def test_noise_out_of_the_sampler_range_names_the_parameters() -> None:
+    with pytest.raises(pf.CalibrationError, match="rho=1e-12"):
+        gaussian_mechanism(np.zeros(10**6), 1.0, 1e-12)
+
+
+@pytest.mark.parametrize(("sigma", "delta_2"), [(0.0, 1.0), (math.nan, 1.0), (1.0, 1e-310)])
+def test_grid_exponent_refuses_degenerate_scales(sigma: float, delta_2: float) -> None:
+    with pytest.raises(pf.InvalidValueError):
+        grid_exponent(sigma, delta_2, 1)
 
 
 @pytest.mark.parametrize(("delta_2", "rho"), [(0.0, 0.5), (-1.0, 0.5), (1.0, 0.0), (1.0, math.nan)])
