@@ -6,9 +6,10 @@ Example:
     0.5
 """
 
-from privframe import accounting, noise
+from privframe import accounting, keys, noise
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
+from privframe.aggregates import count, mean, sum
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
@@ -21,6 +22,7 @@ from privframe.errors import (
 )
 from privframe.ledger import LedgerEntry
 from privframe.noise import discrete_gaussian, gaussian_mechanism
+from privframe.session import Session
 
 __all__ = [
     "GDP",
@@ -37,9 +39,14 @@ __all__ = [
     "LedgerError",
     "PrivframeError",
     "SeededRandomnessWarning",
+    "Session",
     "accounting",
+    "count",
     "discrete_gaussian",
     "gaussian_mechanism",
+    "keys",
+    "mean",
     "noise",
+    "sum",
     "zCDP",
 ]

@@ -1,0 +1,168 @@
+"""Aggregates a query can release: count, sum and mean, as immutable value objects.
+
+An aggregate says *what* to compute and with which public bounds; the planner
+derives its sensitivity and noise, and the engine computes it exactly.
+
+Missing values: a null or NaN in a summed column counts as 0 in a sum (SQL's
+SUM skips it) and as the midpoint of the bounds in a mean (it adds nothing to
+the centred sum, and its row counts in the denominator). Filter such rows out
+first (``.filter(pl.col("x").is_not_null() & pl.col("x").is_not_nan())``) for
+SQL's AVG semantics. Infinities are clipped to the bounds like any other value.
+
+Example:
+    >>> import privframe as pf
+    >>> pf.sum("amount", bounds=(0, 1000)).output_name
+    'amount_sum'
+    >>> pf.mean("amount", bounds=(0, 1000)).alias("avg").output_name
+    'avg'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Self
+
+from privframe.accounting import _check_real
+from privframe.errors import InvalidArgumentError, InvalidValueError
+
+__all__ = ["Aggregate", "Count", "Mean", "Sum", "count", "mean", "sum"]
+
+
+def _check_bounds(column: str, bounds: object) -> tuple[float, float]:
+    if not isinstance(bounds, tuple | list) or len(bounds) != 2:
+        raise InvalidArgumentError(
+            f"bounds for column {column!r} must be a (lower, upper) pair, got {bounds!r}"
+        )
+    lower = _check_real(f"lower bound of {column!r}", bounds[0])
+    upper = _check_real(f"upper bound of {column!r}", bounds[1])
+    if not lower < upper:
+        raise InvalidValueError(
+            f"bounds for column {column!r} must satisfy lower < upper, got ({lower!r}, {upper!r})"
+        )
+    return lower, upper
+
+
+def _check_column(column: object) -> str:
+    if not isinstance(column, str) or not column:
+        raise InvalidArgumentError(f"column must be a non-empty string, got {column!r}")
+    return column
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Base class of the aggregates; use :func:`count`, :func:`sum` and :func:`mean`."""
+
+    name: str | None = None
+
+    def alias(self, name: str) -> Self:
+        """Return a copy whose output column is called ``name``.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.count().alias("n").output_name
+            'n'
+        """
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"alias must be a non-empty string, got {name!r}")
+        return dataclasses.replace(self, name=name)
+
+    @property
+    def output_name(self) -> str:
+        """The output column's name: the alias, or a default derived from the aggregate."""
+        return self.name or self._default_name()
+
+    def _default_name(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Count(Aggregate):
+    """The number of rows per group (after filtering and contribution bounding)."""
+
+    def _default_name(self) -> str:
+        return "count"
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Bounded(Aggregate):
+    column: str
+    lower: float
+    upper: float
+
+    @property
+    def midpoint(self) -> Fraction:
+        """(L + U)/2, exactly."""
+        return (Fraction(self.lower) + Fraction(self.upper)) / 2
+
+    @property
+    def magnitude(self) -> float:
+        """max(|L|, |U|): the largest change one row can make to a sum."""
+        return max(abs(self.lower), abs(self.upper))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sum(_Bounded):
+    """The sum of a column's values, each clipped to [lower, upper], per group."""
+
+    def _default_name(self) -> str:
+        return f"{self.column}_sum"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mean(_Bounded):
+    """The mean of a column's values, each clipped to [lower, upper], per group.
+
+    Released as a noisy centred sum over a noisy count, shared with a
+    ``count()`` in the same query.
+    """
+
+    def _default_name(self) -> str:
+        return f"{self.column}_mean"
+
+
+def count() -> Count:
+    """Count rows per group; the output column is ``count``.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.count()
+        Count(name=None)
+    """
+    return Count()
+
+
+def sum(column: str, bounds: tuple[float, float]) -> Sum:
+    """Sum ``column`` per group, each value clipped to ``bounds`` first.
+
+    Args:
+        column: a numeric column.
+        bounds: public (lower, upper) clipping bounds, lower < upper. They must
+            come from knowledge of the domain, never from the private data.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.sum("amount", bounds=(0, 1000)).magnitude
+        1000.0
+    """
+    column = _check_column(column)
+    lower, upper = _check_bounds(column, bounds)
+    return Sum(column=column, lower=lower, upper=upper)
+
+
+def mean(column: str, bounds: tuple[float, float]) -> Mean:
+    """Average ``column`` per group, each value clipped to ``bounds`` first.
+
+    Args:
+        column: a numeric column.
+        bounds: public (lower, upper) clipping bounds, lower < upper.
+
+    Example:
+        >>> import privframe as pf
+        >>> float(pf.mean("age", bounds=(18, 90)).midpoint)
+        54.0
+    """
+    column = _check_column(column)
+    lower, upper = _check_bounds(column, bounds)
+    return Mean(column=column, lower=lower, upper=upper)

@@ -1,0 +1,79 @@
+"""The narrow interface between the planner and an engine: what to aggregate, exactly.
+
+Example:
+    >>> from privframe.engines.spec import ValueSpec
+    >>> v = ValueSpec("amount_sum", "amount", 0.0, 1000.0, 10, 0, 1024000, 0, 0.0)
+    >>> v.upper_units
+    1024000
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import polars as pl
+
+__all__ = ["COUNT", "AggregationSpec", "Engine", "ValueSpec"]
+
+COUNT = "__count"
+"""Name of the bounded row-count column every engine returns."""
+
+
+@dataclass(frozen=True)
+class ValueSpec:
+    """One summed column: clip to [lower, upper], snap to the grid 2^-j, subtract a centre.
+
+    Each row contributes ``clip(round(clip(x, lower, upper)·2^j), lower_units,
+    upper_units) − centre_units`` grid units; a null or NaN ``x`` is replaced by
+    ``fill`` first. The second clip makes the planner's integer bounds hold
+    whatever rounding mode the engine uses.
+    """
+
+    name: str
+    column: str
+    lower: float
+    upper: float
+    grid_exponent: int
+    lower_units: int
+    upper_units: int
+    centre_units: int
+    fill: float
+
+
+@dataclass(frozen=True, eq=False)
+class AggregationSpec:
+    """What the engine computes, with every privacy decision already made.
+
+    Attributes:
+        filters: polars predicates applied to the rows first.
+        unit: the privacy unit column, or None when each row is a unit.
+        group_by: key columns (empty for one global group).
+        keys: the public key rows (None for a global aggregate); rows with
+            other keys are dropped, keys without rows get zeros, output
+            follows this order.
+        max_groups: per unit, keep this many of its groups (chosen at random);
+            None when no unit can exceed it.
+        max_rows_per_group: per unit and group, at most this many rows' worth.
+        max_rows: per unit overall, at most this many rows' worth (or None).
+        values: the summed columns.
+        seed: fresh secret randomness for choosing groups.
+    """
+
+    filters: tuple[pl.Expr, ...]
+    unit: str | None
+    group_by: tuple[str, ...]
+    keys: pl.DataFrame | None
+    max_groups: int | None
+    max_rows_per_group: int
+    max_rows: int | None
+    values: tuple[ValueSpec, ...]
+    seed: int
+
+
+class Engine(Protocol):
+    """The interface every engine implements."""
+
+    def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
+        """One row per public key (in order): key columns, ``COUNT``, and one column per value."""
+        ...

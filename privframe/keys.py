@@ -1,0 +1,153 @@
+"""Public group keys: the groups a release reports, fixed before the data is looked at.
+
+A key set is public: it comes from the analyst (a list, a DataFrame of key
+rows, a product of per-column lists), never from the private data. Every key
+in it gets a row in the output, with a noisy zero when no data has that key;
+rows whose key is not in it are dropped before contribution bounding.
+
+Example:
+    >>> import privframe as pf
+    >>> keys = pf.keys.product(region=["north", "south"], month=[1, 2])
+    >>> keys.columns, len(keys)
+    (('region', 'month'), 4)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import polars as pl
+
+from privframe.errors import InvalidArgumentError, InvalidValueError
+
+__all__ = ["KeySet", "from_dataframe", "from_list", "product"]
+
+
+class KeySet:
+    """An ordered set of distinct public key rows over one or more columns.
+
+    Build one with :func:`from_list`, :func:`from_dataframe` or
+    :func:`product`; ``group_by(..., keys=...)`` also accepts a list or a
+    DataFrame directly.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.keys.from_list("region", ["north", "south"]).to_polars().height
+        2
+    """
+
+    __slots__ = ("_frame",)
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        if frame.width == 0:
+            raise InvalidValueError("a key set needs at least one column")
+        for name in frame.columns:
+            if frame[name].null_count():
+                raise InvalidValueError(
+                    f"public keys of column {name!r} contain null; nulls cannot be public keys "
+                    "(rows with a null key are dropped). Fill them with a value first."
+                )
+        if frame.is_duplicated().any():
+            raise InvalidValueError(f"public keys over {frame.columns} contain duplicate rows")
+        self._frame = frame
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The key columns, in order."""
+        return tuple(self._frame.columns)
+
+    def __len__(self) -> int:
+        return self._frame.height
+
+    def to_polars(self) -> pl.DataFrame:
+        """The key rows as a polars DataFrame, in the order releases report them."""
+        return self._frame
+
+    def __repr__(self) -> str:
+        return f"KeySet(columns={self.columns!r}, size={len(self)})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeySet) and self._frame.equals(other._frame)
+
+    def __hash__(self) -> int:
+        return hash((self.columns, len(self)))
+
+
+def from_list(column: str, values: Iterable[Any]) -> KeySet:
+    """Public keys of one column.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.keys.from_list("region", ["north", "south"]).columns
+        ('region',)
+    """
+    if not isinstance(column, str):
+        raise InvalidArgumentError(f"key column must be a string, got {column!r}")
+    if isinstance(values, str | bytes):
+        raise InvalidArgumentError(
+            f"keys for {column!r} must be a list of values, not a single string"
+        )
+    try:
+        return KeySet(pl.DataFrame({column: list(values)}, strict=False))
+    except (TypeError, pl.exceptions.PolarsError) as err:
+        raise InvalidArgumentError(f"keys for {column!r} must share one type: {err}") from None
+
+
+def from_dataframe(frame: pl.DataFrame | pd.DataFrame) -> KeySet:
+    """Public keys given as the rows of a (pandas or polars) DataFrame.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> len(pf.keys.from_dataframe(pl.DataFrame({"a": [1, 2], "b": ["x", "y"]})))
+        2
+    """
+    if isinstance(frame, pd.DataFrame):
+        frame = pl.from_pandas(frame)
+    if not isinstance(frame, pl.DataFrame):
+        raise InvalidArgumentError(
+            f"keys must be a list or a pandas/polars DataFrame, got {type(frame).__name__}"
+        )
+    return KeySet(frame)
+
+
+def product(**columns: Sequence[Any]) -> KeySet:
+    """Every combination of per-column public values (the cross product).
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.keys.product(region=["n", "s"], month=[1, 2, 3]).to_polars().height
+        6
+    """
+    if not columns:
+        raise InvalidValueError("product() needs at least one column of keys")
+    names = list(columns)
+    for name, values in columns.items():
+        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+            raise InvalidArgumentError(f"keys for {name!r} must be a list of values")
+    rows = list(itertools.product(*(list(v) for v in columns.values())))
+    data: Mapping[str, list[Any]] = {n: [r[i] for r in rows] for i, n in enumerate(names)}
+    return KeySet(pl.DataFrame(data, strict=False))
+
+
+def as_keyset(keys: object, columns: Sequence[str]) -> KeySet:
+    """Coerce what ``group_by(..., keys=...)`` accepts into a KeySet over ``columns``."""
+    if isinstance(keys, KeySet):
+        keyset = keys
+    elif isinstance(keys, pl.DataFrame | pd.DataFrame):
+        keyset = from_dataframe(keys)
+    elif len(columns) == 1 and isinstance(keys, Iterable) and not isinstance(keys, str | bytes):
+        keyset = from_list(columns[0], keys)
+    else:
+        raise InvalidArgumentError(
+            "keys must be a KeySet, a DataFrame of key rows, or (for one column) a list; "
+            f"got {type(keys).__name__}"
+        )
+    if set(keyset.columns) != set(columns):
+        raise InvalidValueError(
+            f"keys cover columns {list(keyset.columns)} but group_by names {list(columns)}"
+        )
+    return KeySet(keyset.to_polars().select(list(columns)))

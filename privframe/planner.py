@@ -1,0 +1,348 @@
+"""The planner: from a query plan and ρ to measurements with derived sensitivity and noise.
+
+This is where privacy is decided, and only here. The planner never sees data:
+its inputs are the plan's public parameters (bounds, contribution limits,
+keys) and the budget.
+
+Sensitivity (``docs/sensitivity.md``; DP primer section 2): a privacy unit
+contributes at most ``w_g <= m`` rows to each of at most ``k`` groups, and at
+most ``M`` rows overall. Over all groups, ``sum_g w_g² <= S`` with
+``S = q·m² + r²``, ``q = min(k, floor(M/m))`` full groups and ``r = M − q·m``
+rows left (``r = 0`` when ``q = k``), or ``S = k·m²`` without ``M``. So the
+L2 sensitivity of a grouped count vector is ``sqrt(S)``, and of a grouped sum
+of values clipped to ``[L, U]`` it is ``sqrt(S)·max(|L|, |U|)``, or
+``sqrt(S)·(U − L)/2`` for values centred on the midpoint.
+
+Example:
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> sess = pf.Session(pl.DataFrame({"u": [1], "r": ["a"]}), "u", pf.zCDP(1.0))
+    >>> q = sess.query().bound(max_groups=3, max_rows_per_group=5).group_by(
+    ...     "r", keys=["a", "b", "c", "d"]).agg(pf.count())
+    >>> round(q.explain(rho=0.5).measurements[0].l2_sensitivity, 4)
+    8.6603
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from privframe.accounting import (
+    _check_positive,
+    _round_down,
+    _round_up,
+    _sqrt_up,
+    gaussian_sigma,
+    zCDP,
+)
+from privframe.aggregates import Aggregate, Count, Mean, Sum, _Bounded
+from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.noise import discrete_gaussian_halfwidth
+from privframe.query import Plan
+
+__all__ = ["Explanation", "Limits", "Measurement", "Output", "ReleasePlan", "plan_release"]
+
+# Grid for sums: a row's clipped value is at most 2^32 grid units (so int64 sums
+# of up to 2^31 rows cannot overflow), and the noise is at most 2^39 units (the
+# sampler takes up to 2^40), so rounding each row costs at most σ·2^-40.
+_ROW_UNITS_BITS = 32
+_NOISE_UNITS_BITS = 39
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resolved contribution limits and the sum-of-squares bound S they imply."""
+
+    max_groups: int
+    max_rows_per_group: int
+    max_rows: int | None
+    squares: int  # S = max over contributions of sum_g w_g²
+
+    def describe(self) -> str:
+        """How S was derived, for ``explain``."""
+        k, m, big_m = self.max_groups, self.max_rows_per_group, self.max_rows
+        if big_m is None or big_m >= k * m:
+            return f"k={k} groups × m={m} rows: S = k·m² = {self.squares}"
+        q = min(k, big_m // m)
+        r = big_m - q * m if q < k else 0
+        return (
+            f"k={k}, m={m}, M={big_m}: q={q} full groups + r={r} rows: "
+            f"S = q·m² + r² = {self.squares}"
+        )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One noisy vector a release draws: a count, a sum, or a centred sum, per key."""
+
+    key: str
+    kind: Literal["count", "sum", "centred_sum"]
+    column: str | None
+    lower: float | None
+    upper: float | None
+    grid_exponent: int  # values are integers in units of 2^-j (0 for counts)
+    lower_units: int
+    upper_units: int
+    centre_units: int
+    row_units: int  # the most one row changes this measurement, in grid units
+    l2_units: float  # sqrt(S)·row_units, rounded up
+    rho: float
+    sigma_units: float
+    derivation: str
+
+    @property
+    def scale(self) -> float:
+        """The grid width 2^-j: value units per grid unit."""
+        return math.ldexp(1.0, -self.grid_exponent)
+
+    @property
+    def l2_sensitivity(self) -> float:
+        """L2 sensitivity in value units."""
+        return self.l2_units * self.scale
+
+    @property
+    def sigma(self) -> float:
+        """Noise scale in value units (the std is at most this)."""
+        return self.sigma_units * self.scale
+
+    @property
+    def ci95(self) -> float:
+        """Half-width of the exact 95% interval of the noise, in value units."""
+        return discrete_gaussian_halfwidth(self.sigma_units, 0.95) * self.scale
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output column and the measurements it is computed from."""
+
+    name: str
+    aggregate: Aggregate
+    measurements: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Everything a release needs except the data: limits, measurements, outputs, cost."""
+
+    limits: Limits
+    measurements: tuple[Measurement, ...]
+    outputs: tuple[Output, ...]
+    cost: zCDP
+
+    def measurement(self, key: str) -> Measurement:
+        """The measurement with this key."""
+        return next(m for m in self.measurements if m.key == key)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What a release would do, from public parameters only; ``str()`` prints a table.
+
+    Attributes:
+        plan: the release plan (sensitivities, ρ split, σ).
+        rows: per output: name, measurements, ρ, std and 95% half-width.
+    """
+
+    plan: ReleasePlan
+    rows: tuple[dict[str, object], ...]
+
+    @property
+    def measurements(self) -> tuple[Measurement, ...]:
+        """The measurements of the plan."""
+        return self.plan.measurements
+
+    def __str__(self) -> str:
+        lines = [
+            f"release costs rho = {self.plan.cost.rho:.6g} (zCDP)",
+            f"contribution bound: {self.plan.limits.describe()}",
+            "",
+            "measurements:",
+        ]
+        for m in self.plan.measurements:
+            lines.append(
+                f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, "
+                f"sigma = {m.sigma:.6g}, 95% ± {m.ci95:.6g}"
+            )
+        lines += ["", "outputs:"]
+        for row in self.rows:
+            lines.append(f"  {row['output']}: std {row['std']}, 95% ± {row['ci95']}")
+        return "\n".join(lines)
+
+
+def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
+    """Contribution limits from the plan (each row is its own unit without a unit column)."""
+    n_groups = len(plan.keys) if plan.keys is not None else 1
+    if not has_unit:
+        return Limits(1, 1, None, 1)
+    bound = plan.bound
+    if bound is None or (bound.max_rows_per_group is None and bound.max_rows is None):
+        raise InvalidValueError(
+            "a query over a privacy unit needs contribution limits: call "
+            ".bound(max_groups=..., max_rows_per_group=...) (and optionally max_rows=...)"
+        )
+    m = bound.max_rows_per_group or bound.max_rows
+    assert m is not None
+    big_m = bound.max_rows
+    if big_m is not None:
+        m = min(m, big_m)
+    k = min(bound.max_groups or n_groups, n_groups)
+    if big_m is None or big_m >= k * m:
+        return Limits(k, m, big_m, k * m * m)
+    q = min(k, big_m // m)
+    r = big_m - q * m if q < k else 0
+    return Limits(k, m, big_m, q * m * m + r * r)
+
+
+def _measurements_of(agg: Aggregate) -> tuple[str, ...]:
+    if isinstance(agg, Count):
+        return ("count",)
+    if isinstance(agg, Sum):
+        return (_value_key("sum", agg),)
+    if isinstance(agg, Mean):
+        return (_value_key("centred_sum", agg), "count")
+    raise InvalidArgumentError(f"unknown aggregate {agg!r}")
+
+
+def _value_key(kind: Literal["sum", "centred_sum"], agg: _Bounded) -> str:
+    return f"{kind}({agg.column}, [{agg.lower:g}, {agg.upper:g}])"
+
+
+def _weights(outputs: Sequence[Output], weights: Mapping[str, float] | None) -> dict[str, Fraction]:
+    """Each output's weight, spread evenly over the measurements it uses."""
+    given = dict(weights or {})
+    names = {o.name for o in outputs}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise InvalidValueError(f"weights name unknown outputs {unknown}; outputs: {sorted(names)}")
+    per_measurement: dict[str, Fraction] = {}
+    for out in outputs:
+        w = Fraction(_check_positive(f"weight of {out.name!r}", given.get(out.name, 1.0)))
+        for key in out.measurements:
+            per_measurement[key] = per_measurement.get(key, Fraction(0)) + w / len(out.measurements)
+    return per_measurement
+
+
+def _grid_exponent(row_magnitude: float, sigma_estimate: float) -> int:
+    """J with 2^-j the smallest power of two >= max(B·2^-32, σ·2^-39)."""
+    target = max(
+        math.ldexp(row_magnitude, -_ROW_UNITS_BITS), math.ldexp(sigma_estimate, -_NOISE_UNITS_BITS)
+    )
+    return -math.ceil(math.log2(target))
+
+
+def _count_measurement(limits: Limits, rho: float) -> Measurement:
+    l2 = _sqrt_up(Fraction(limits.squares))
+    sigma = gaussian_sigma(l2, rho)
+    return Measurement(
+        key="count",
+        kind="count",
+        column=None,
+        lower=None,
+        upper=None,
+        grid_exponent=0,
+        lower_units=0,
+        upper_units=1,
+        centre_units=0,
+        row_units=1,
+        l2_units=l2,
+        rho=rho,
+        sigma_units=sigma,
+        derivation=f"sensitivity sqrt(S) = sqrt({limits.squares}) = {l2:.6g}",
+    )
+
+
+def _value_measurement(
+    key: str, kind: Literal["sum", "centred_sum"], agg: _Bounded, limits: Limits, rho: float
+) -> Measurement:
+    half_width = (agg.upper - agg.lower) / 2
+    magnitude = agg.magnitude if kind == "sum" else half_width
+    estimate = math.sqrt(limits.squares) * magnitude / math.sqrt(2 * rho)
+    j = _grid_exponent(agg.magnitude, estimate)
+    lo = round(math.ldexp(agg.lower, j))
+    hi = round(math.ldexp(agg.upper, j))
+    if kind == "sum":
+        centre, row_units = 0, max(abs(lo), abs(hi))
+        formula = f"sqrt(S)·max(|L|,|U|) = sqrt({limits.squares})·{agg.magnitude:g}"
+    else:
+        centre = (lo + hi) // 2
+        row_units = max(centre - lo, hi - centre)
+        formula = f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half_width:g}"
+    l2 = _sqrt_up(Fraction(limits.squares) * row_units * row_units)
+    sigma = gaussian_sigma(l2, rho)
+    return Measurement(
+        key=key,
+        kind=kind,
+        column=agg.column,
+        lower=agg.lower,
+        upper=agg.upper,
+        grid_exponent=j,
+        lower_units=lo,
+        upper_units=hi,
+        centre_units=centre,
+        row_units=row_units,
+        l2_units=l2,
+        rho=rho,
+        sigma_units=sigma,
+        derivation=(
+            f"sensitivity {formula} = {math.ldexp(l2, -j):.6g} (values on the grid 2^{-j})"
+        ),
+    )
+
+
+def plan_release(
+    plan: Plan, has_unit: bool, rho: float, weights: Mapping[str, float] | None = None
+) -> ReleasePlan:
+    """Derive limits, measurements, the ρ split and σ for releasing ``plan`` at ``rho``."""
+    rho = _check_positive("rho", rho)
+    if not plan.aggregates:
+        raise InvalidValueError("the query has no aggregates: add .agg(pf.count(), ...)")
+    limits = resolve_limits(plan, has_unit)
+    outputs = tuple(Output(a.output_name, a, _measurements_of(a)) for a in plan.aggregates)
+    shares = _weights(outputs, weights)
+    total = sum(shares.values(), Fraction(0))
+    values: dict[str, tuple[Literal["sum", "centred_sum"], _Bounded]] = {}
+    for out in outputs:
+        agg = out.aggregate
+        if isinstance(agg, Sum):
+            values[out.measurements[0]] = ("sum", agg)
+        elif isinstance(agg, Mean):
+            values[out.measurements[0]] = ("centred_sum", agg)
+    measurements = []
+    for key, share in shares.items():
+        rho_i = _round_down(Fraction(rho) * share / total)
+        if key == "count":
+            measurements.append(_count_measurement(limits, rho_i))
+        else:
+            kind, agg = values[key]
+            measurements.append(_value_measurement(key, kind, agg, limits, rho_i))
+    cost = zCDP(_round_up(sum((Fraction(m.rho) for m in measurements), Fraction(0))))
+    return ReleasePlan(limits, tuple(measurements), outputs, cost)
+
+
+def explain(
+    plan: Plan, has_unit: bool, rho: float, weights: Mapping[str, float] | None
+) -> Explanation:
+    """The explanation of a release: every number comes from public parameters."""
+    release = plan_release(plan, has_unit, rho, weights)
+    rows = []
+    for out in release.outputs:
+        first = release.measurement(out.measurements[0])
+        if isinstance(out.aggregate, Mean):
+            std = f"≈ {first.sigma:.6g} / count"
+            ci = f"≈ {first.ci95:.6g} / count"
+        else:
+            std, ci = f"{first.sigma:.6g}", f"{first.ci95:.6g}"
+        rows.append(
+            {
+                "output": out.name,
+                "measurements": ", ".join(out.measurements),
+                "rho": sum(release.measurement(k).rho for k in out.measurements),
+                "std": std,
+                "ci95": ci,
+            }
+        )
+    return Explanation(release, tuple(rows))

@@ -1,0 +1,219 @@
+"""The immutable query builder: each call returns a new query; nothing runs until release.
+
+Example:
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> df = pl.DataFrame({"user": [1, 1, 2], "region": ["n", "s", "n"], "amount": [5.0, 7.0, 1.0]})
+    >>> sess = pf.Session(df, privacy_unit="user", budget=pf.zCDP(1.0))
+    >>> q = (
+    ...     sess.query()
+    ...     .bound(max_groups=2, max_rows_per_group=1)
+    ...     .group_by("region", keys=["n", "s"])
+    ...     .agg(pf.count(), pf.sum("amount", bounds=(0, 10)))
+    ... )
+    >>> q.release(rho=0.5).columns
+    ['region', 'count', 'amount_sum']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from privframe.aggregates import Aggregate
+from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.keys import KeySet, as_keyset
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from privframe.planner import Explanation
+    from privframe.session import Session
+
+__all__ = ["Bound", "Plan", "Query"]
+
+
+def _positive_int(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
+    try:
+        v = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}") from None
+    if v < 1:
+        raise InvalidValueError(f"{name} must be >= 1, got {v}")
+    return v
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Per-privacy-unit contribution limits.
+
+    Attributes:
+        max_groups: k, the most groups one unit contributes to.
+        max_rows_per_group: m, the most rows one unit contributes to one group.
+        max_rows: M, the most rows one unit contributes overall.
+    """
+
+    max_groups: int | None = None
+    max_rows_per_group: int | None = None
+    max_rows: int | None = None
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            object.__setattr__(
+                self, field.name, _positive_int(field.name, getattr(self, field.name))
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """What a query asks, with no data and no budget: the planner's input."""
+
+    filters: tuple[pl.Expr, ...] = ()
+    bound: Bound | None = None
+    group_by: tuple[str, ...] = ()
+    keys: KeySet | None = None
+    aggregates: tuple[Aggregate, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Query:
+    """A private query over a session's data; build it by chaining, then release it.
+
+    Every method returns a new Query: the same query can be explained,
+    released several times (charged each time) or extended.
+    """
+
+    session: Session
+    plan: Plan = Plan()
+
+    def _with(self, **changes: Any) -> Query:
+        return Query(self.session, dataclasses.replace(self.plan, **changes))
+
+    def filter(self, predicate: pl.Expr) -> Query:
+        """Keep the rows where a polars boolean expression holds (before bounding).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"age": [20, 15]}), None, pf.zCDP(1.0))
+            >>> len(sess.query().filter(pl.col("age") >= 18).plan.filters)
+            1
+        """
+        if not isinstance(predicate, pl.Expr):
+            raise InvalidArgumentError(
+                f"filter takes a polars expression such as pl.col('age') >= 18, "
+                f"got {type(predicate).__name__}"
+            )
+        return self._with(filters=(*self.plan.filters, predicate))
+
+    def bound(
+        self,
+        max_groups: int | None = None,
+        max_rows_per_group: int | None = None,
+        max_rows: int | None = None,
+    ) -> Query:
+        """Limit what one privacy unit contributes: k groups, m rows per group, M rows.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"u": [1]}), "u", pf.zCDP(1.0))
+            >>> sess.query().bound(max_groups=3, max_rows_per_group=5).plan.bound
+            Bound(max_groups=3, max_rows_per_group=5, max_rows=None)
+        """
+        return self._with(bound=Bound(max_groups, max_rows_per_group, max_rows))
+
+    def group_by(
+        self,
+        columns: str | Sequence[str],
+        keys: KeySet | Sequence[Any] | pl.DataFrame | pd.DataFrame | None = None,
+    ) -> Query:
+        """Group by one column or several, over public ``keys``.
+
+        Args:
+            columns: a column name or a list of them.
+            keys: the public keys: a list (one column), a DataFrame of key
+                rows, or a :class:`~privframe.keys.KeySet` such as
+                ``pf.keys.product(region=[...], month=[...])``.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"r": ["a"]}), None, pf.zCDP(1.0))
+            >>> sess.query().group_by("r", keys=["a", "b"]).plan.group_by
+            ('r',)
+        """
+        cols = (columns,) if isinstance(columns, str) else tuple(columns)
+        if not cols or not all(isinstance(c, str) for c in cols):
+            raise InvalidArgumentError(f"group_by takes column names, got {columns!r}")
+        if len(set(cols)) != len(cols):
+            raise InvalidValueError(f"group_by names a column twice: {list(cols)}")
+        if keys is None:
+            raise InvalidValueError(
+                f"group_by({list(cols)}) needs public keys: pass keys=[...] (the groups to "
+                "report, chosen without looking at the data)"
+            )
+        return self._with(group_by=cols, keys=as_keyset(keys, cols))
+
+    def agg(self, *aggregates: Aggregate) -> Query:
+        """Choose the aggregates to release (count, sum, mean).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+            >>> [a.output_name for a in sess.query().agg(pf.count()).plan.aggregates]
+            ['count']
+        """
+        for agg in aggregates:
+            if not isinstance(agg, Aggregate):
+                raise InvalidArgumentError(
+                    f"agg takes pf.count(), pf.sum(...) or pf.mean(...), got {type(agg).__name__}"
+                )
+        combined = (*self.plan.aggregates, *aggregates)
+        names = [a.output_name for a in combined]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise InvalidValueError(
+                f"two aggregates would both be called {duplicates}; give one an .alias(...)"
+            )
+        return self._with(aggregates=combined)
+
+    def explain(self, rho: float, weights: Mapping[str, float] | None = None) -> Explanation:
+        """Sensitivities, budget split, σ and 95% error per output; spends nothing.
+
+        Only public parameters (bounds, limits, keys, ρ) appear: nothing is
+        computed from the data.
+        """
+        return self.session._explain(self, rho, weights)
+
+    def release(
+        self,
+        rho: float,
+        *,
+        with_error: bool = False,
+        weights: Mapping[str, float] | None = None,
+        label: str = "",
+    ) -> pl.DataFrame | pd.DataFrame:
+        """Spend ``rho`` and return the noisy result, in the input's kind of DataFrame.
+
+        Args:
+            rho: the zCDP budget this release spends.
+            with_error: add ``<name>_std`` and ``<name>_ci95`` columns per aggregate.
+            weights: relative budget weights by output name (default: equal).
+            label: a label for the ledger entry.
+
+        Raises:
+            BudgetExceededError: ``rho`` does not fit in what remains; nothing
+                is released and nothing is charged.
+        """
+        return self.session._release(self, rho, with_error=with_error, weights=weights, label=label)

@@ -1,0 +1,322 @@
+"""The Session: the private data, its privacy unit, and the budget: the only door to the data.
+
+Example:
+    >>> import pandas as pd
+    >>> import privframe as pf
+    >>> df = pd.DataFrame({"user_id": [1, 1, 2, 3], "region": ["n", "s", "n", "e"],
+    ...                    "amount": [10.0, 20.0, 5.0, 7.5]})
+    >>> sess = pf.Session(df, privacy_unit="user_id", budget=pf.zCDP(rho=1.0))
+    >>> result = (
+    ...     sess.query()
+    ...     .bound(max_groups=2, max_rows_per_group=1)
+    ...     .group_by("region", keys=["n", "s", "e", "w"])
+    ...     .agg(pf.count(), pf.mean("amount", bounds=(0, 50)).alias("avg"))
+    ...     .release(rho=0.5)
+    ... )
+    >>> type(result).__name__, list(result.columns), sess.remaining.rho
+    ('DataFrame', ['region', 'count', 'avg'], 0.5)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from privframe.accountant import Accountant, BudgetReport
+from privframe.accounting import Budget, zCDP
+from privframe.aggregates import Mean, _Bounded
+from privframe.engines.polars import PolarsEngine
+from privframe.engines.spec import COUNT, AggregationSpec, ValueSpec
+from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.ledger import LedgerEntry
+from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
+from privframe.planner import Explanation, Output, ReleasePlan, explain, plan_release
+from privframe.query import Plan, Query
+
+__all__ = ["Session"]
+
+_Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+
+DataSource = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
+
+
+def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool]:
+    """(frame, kind of DataFrame to return, whether to stream) for a supported input."""
+    if isinstance(data, pd.DataFrame):
+        try:
+            return pl.from_pandas(data).lazy(), "pandas", False
+        except (TypeError, ValueError, pl.exceptions.PolarsError) as err:
+            raise InvalidArgumentError(f"could not convert the pandas DataFrame: {err}") from None
+    if isinstance(data, pl.DataFrame):
+        return data.lazy(), "polars", False
+    if isinstance(data, pl.LazyFrame):
+        return data, "polars", True
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        if not path.exists():
+            raise InvalidValueError(f"no data file at {str(path)!r}")
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            return pl.scan_parquet(path), "polars", True
+        if suffix == ".csv":
+            return pl.scan_csv(path), "polars", True
+        raise InvalidValueError(f"data files must be .parquet or .csv, got {path.name!r}")
+    raise InvalidArgumentError(
+        "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
+        f"path; got {type(data).__name__}"
+    )
+
+
+def _family(dtype: pl.DataType) -> str:
+    if dtype.is_numeric():
+        return "numeric"
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
+        return "string"
+    if dtype.is_temporal():
+        return "temporal"
+    return str(dtype)
+
+
+def _key_dtype(key: pl.DataType, column: pl.DataType) -> pl.DataType:
+    """The dtype both the keys and the data column are cast to before matching them."""
+    if _family(key) != _family(column):
+        raise InvalidArgumentError(f"keys of type {key} cannot match a column of type {column}")
+    if _family(key) == "numeric":
+        return pl.Float64 if key.is_float() or column.is_float() else pl.Int64
+    if _family(key) == "string":
+        return pl.String
+    if key != column:
+        raise InvalidArgumentError(f"keys of type {key} cannot match a column of type {column}")
+    return key
+
+
+class Session:
+    """Private data with a privacy unit and a budget; every release goes through it.
+
+    Args:
+        data: a pandas or polars DataFrame, a polars LazyFrame, or the path of
+            a ``.parquet`` or ``.csv`` file.
+        privacy_unit: the column identifying a person; None if each row is a
+            different person.
+        budget: the total budget, e.g. ``pf.zCDP(rho=1.0)``,
+            ``pf.ApproxDP(epsilon=2.0, delta=1e-6)`` or ``pf.GDP(mu=1.0)``.
+        ledger: optional path of a SQLite ledger that persists spending.
+        rng: the noise source; the OS CSPRNG by default. A seeded source
+            makes releases reproducible and NOT private: for tests and demos.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> sess = pf.Session(pl.DataFrame({"u": [1, 2]}), "u", pf.zCDP(1.0))
+        >>> sess.remaining
+        zCDP(rho=1.0, delta=0.0)
+    """
+
+    def __init__(
+        self,
+        data: DataSource,
+        privacy_unit: str | None,
+        budget: Budget,
+        ledger: str | os.PathLike[str] | None = None,
+        *,
+        rng: Randomness | None = None,
+    ) -> None:
+        self._frame, self._kind, streaming = _load(data)
+        self._schema = self._frame.collect_schema()
+        if privacy_unit is not None and privacy_unit not in self._schema:
+            raise InvalidValueError(
+                f"privacy unit column {privacy_unit!r} is not in the data; "
+                f"columns: {list(self._schema)}"
+            )
+        self._unit = privacy_unit
+        self._engine = PolarsEngine(self._frame, streaming=streaming)
+        if rng is not None and not isinstance(rng, Randomness):
+            raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
+        self._rng = rng
+        self._accountant = Accountant(budget, ledger)
+
+    @property
+    def privacy_unit(self) -> str | None:
+        """The privacy unit column (None: each row is a unit)."""
+        return self._unit
+
+    @property
+    def accountant(self) -> Accountant:
+        """The accountant charging this session's releases."""
+        return self._accountant
+
+    @property
+    def spent(self) -> zCDP:
+        """The budget spent so far."""
+        return self._accountant.spent
+
+    @property
+    def remaining(self) -> zCDP:
+        """The budget left."""
+        return self._accountant.remaining
+
+    @property
+    def ledger(self) -> tuple[LedgerEntry, ...]:
+        """Every release charged to this session's budget, in order."""
+        return self._accountant.entries
+
+    def report(self) -> BudgetReport:
+        """The budget, spent and remaining, in ρ, (ε, δ) and μ."""
+        return self._accountant.report()
+
+    def query(self) -> Query:
+        """Start a query: chain ``filter``, ``bound``, ``group_by``, ``agg``, then release."""
+        return Query(self)
+
+    # -- used by Query ------------------------------------------------------------------
+
+    def _validate(self, plan: Plan) -> None:
+        schema = self._schema
+        for agg in plan.aggregates:
+            if isinstance(agg, _Bounded):
+                if agg.column not in schema:
+                    raise InvalidValueError(
+                        f"{type(agg).__name__.lower()} column {agg.column!r} is not in the data; "
+                        f"columns: {list(schema)}"
+                    )
+                if not schema[agg.column].is_numeric():
+                    raise InvalidArgumentError(
+                        f"{type(agg).__name__.lower()} needs a numeric column; {agg.column!r} "
+                        f"has type {schema[agg.column]}"
+                    )
+        for column in plan.group_by:
+            if column not in schema:
+                raise InvalidValueError(
+                    f"group_by column {column!r} is not in the data; columns: {list(schema)}"
+                )
+        if plan.keys is not None:
+            frame = plan.keys.to_polars()
+            for column in plan.group_by:
+                try:
+                    _key_dtype(frame.schema[column], schema[column])
+                except InvalidArgumentError as err:
+                    raise InvalidArgumentError(f"group_by column {column!r}: {err}") from None
+
+    def _explain(
+        self, query: Query, rho: float, weights: Mapping[str, float] | None
+    ) -> Explanation:
+        self._validate(query.plan)
+        return explain(query.plan, self._unit is not None, rho, weights)
+
+    def _spec(self, plan: Plan, release: ReleasePlan) -> AggregationSpec:
+        keys = None
+        if plan.keys is not None:
+            frame = plan.keys.to_polars()
+            keys = frame.with_columns(
+                pl.col(c).cast(_key_dtype(frame.schema[c], self._schema[c])) for c in frame.columns
+            )
+        values = tuple(
+            ValueSpec(
+                name=m.key,
+                column=str(m.column),
+                lower=float(m.lower),  # type: ignore[arg-type]
+                upper=float(m.upper),  # type: ignore[arg-type]
+                grid_exponent=m.grid_exponent,
+                lower_units=m.lower_units,
+                upper_units=m.upper_units,
+                centre_units=m.centre_units,
+                # Nulls count as 0 in a sum and as the midpoint in a mean (then clipped).
+                fill=0.0 if m.kind == "sum" else (float(m.lower) + float(m.upper)) / 2,  # type: ignore[arg-type]
+            )
+            for m in release.measurements
+            if m.kind != "count"
+        )
+        limits = release.limits
+        n_groups = len(plan.keys) if plan.keys is not None else 1
+        return AggregationSpec(
+            filters=plan.filters,
+            unit=self._unit,
+            group_by=plan.group_by,
+            keys=keys,
+            max_groups=limits.max_groups if limits.max_groups < n_groups else None,
+            max_rows_per_group=limits.max_rows_per_group,
+            max_rows=limits.max_rows,
+            values=values,
+            seed=int((self._rng or SystemRandomness()).words(1)[0]),
+        )
+
+    def _release(
+        self,
+        query: Query,
+        rho: float,
+        *,
+        with_error: bool,
+        weights: Mapping[str, float] | None,
+        label: str,
+    ) -> pl.DataFrame | pd.DataFrame:
+        plan = query.plan
+        self._validate(plan)
+        release = plan_release(plan, self._unit is not None, rho, weights)
+        # Budget before bytes: refuse early, compute exactly, then charge atomically,
+        # and only then draw noise.
+        self._accountant.check(release.cost)
+        exact = self._engine.aggregate(self._spec(plan, release))
+        seeded = self._rng is not None and self._rng.seeded
+        self._accountant.spend(
+            release.cost, label=label, description=_describe(plan, release), seeded=seeded
+        )
+        noisy = {
+            m.key: exact[COUNT if m.kind == "count" else m.key].to_numpy().astype(np.int64)
+            + discrete_gaussian(m.sigma_units, exact.height, rng=self._rng)
+            for m in release.measurements
+        }
+        columns: dict[str, Any] = {c: exact[c] for c in plan.group_by}
+        for out in release.outputs:
+            columns.update(_output_columns(out, release, noisy, with_error))
+        result = pl.DataFrame(columns)
+        return result.to_pandas() if self._kind == "pandas" else result
+
+
+def _output_columns(
+    out: Output, release: ReleasePlan, noisy: dict[str, np.ndarray], with_error: bool
+) -> dict[str, np.ndarray]:
+    """One output's values (and error columns) from the noisy measurements: post-processing."""
+    m = release.measurement(out.measurements[0])
+    agg = out.aggregate
+    values: np.ndarray
+    if isinstance(agg, Mean):
+        count_m = release.measurement(out.measurements[1])
+        denominator = np.maximum(noisy[count_m.key], 1).astype(np.float64)
+        centred = np.ldexp(noisy[m.key].astype(np.float64), -m.grid_exponent)
+        midpoint = math.ldexp(m.centre_units, -m.grid_exponent)
+        values = np.clip(midpoint + centred / denominator, agg.lower, agg.upper)
+        # Delta method for a ratio of independent noisy terms: a documented approximation.
+        std = np.sqrt(m.sigma**2 + ((values - midpoint) * count_m.sigma) ** 2) / denominator
+        ci = _Z95 * std
+    else:
+        values = noisy[m.key]
+        if m.kind == "sum":
+            values = np.ldexp(values.astype(np.float64), -m.grid_exponent)
+        std = np.full(values.shape, m.sigma)
+        ci = np.full(values.shape, m.ci95)
+    columns = {out.name: values}
+    if with_error:
+        columns[f"{out.name}_std"] = std
+        columns[f"{out.name}_ci95"] = ci
+    return columns
+
+
+def _describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
+    """A ledger description made of public parameters only."""
+    return {
+        "group_by": list(plan.group_by),
+        "n_keys": len(plan.keys) if plan.keys is not None else 1,
+        "filters": len(plan.filters),
+        "outputs": [out.name for out in release.outputs],
+        "limits": release.limits.describe(),
+        "measurements": [
+            {"key": m.key, "rho": m.rho, "sigma": m.sigma} for m in release.measurements
+        ],
+    }
