@@ -4,8 +4,9 @@ An aggregate says *what* to compute and with which public bounds; the planner
 derives its sensitivity and noise, and the engine computes it exactly.
 
 Missing values: a null or NaN in a summed column counts as 0 in a sum (SQL's
-SUM skips it) and as the midpoint of the bounds in a mean (it adds nothing to
-the centred sum, and its row counts in the denominator). Filter such rows out
+SUM skips it), clipped to the bounds like any value (so with bounds (10, 20) it
+adds 10), and as the midpoint of the bounds in a mean (it adds nothing to the
+centred sum, and its row counts in the denominator). Filter such rows out
 first (``.filter(pl.col("x").is_not_null() & pl.col("x").is_not_nan())``) for
 SQL's AVG semantics. Infinities are clipped to the bounds like any other value.
 

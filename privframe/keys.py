@@ -44,6 +44,10 @@ class KeySet:
     def __init__(self, frame: pl.DataFrame) -> None:
         if frame.width == 0:
             raise InvalidValueError("a key set needs at least one column")
+        if frame.height == 0:
+            raise InvalidValueError(
+                f"public keys over {frame.columns} are empty; list at least one key to report"
+            )
         for name in frame.columns:
             if frame[name].null_count():
                 raise InvalidValueError(

@@ -40,17 +40,22 @@ from privframe.accounting import (
     zCDP,
 )
 from privframe.aggregates import Aggregate, Count, Mean, Sum, _Bounded
-from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.noise import discrete_gaussian_halfwidth
+from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
+from privframe.noise import MAX_SIGMA, MIN_SIGMA, discrete_gaussian_halfwidth
 from privframe.query import Plan
 
 __all__ = ["Explanation", "Limits", "Measurement", "Output", "ReleasePlan", "plan_release"]
 
+Z95 = 1.959963984540054
+"""The standard normal's 97.5% quantile, for the approximate intervals of means."""
+
 # Grid for sums: a row's clipped value is at most 2^32 grid units (so int64 sums
-# of up to 2^31 rows cannot overflow), and the noise is at most 2^39 units (the
+# of fewer than 2^31 rows cannot overflow), and the noise is at most 2^39 units (the
 # sampler takes up to 2^40), so rounding each row costs at most σ·2^-40.
 _ROW_UNITS_BITS = 32
 _NOISE_UNITS_BITS = 39
+# Grid widths stay at least 2^-1000: normal floats, and 2^j does not overflow.
+_MAX_GRID_BITS = 1000
 
 
 @dataclass(frozen=True)
@@ -258,9 +263,15 @@ def _count_measurement(limits: Limits, rho: float) -> Measurement:
 def _value_measurement(
     key: str, kind: Literal["sum", "centred_sum"], agg: _Bounded, limits: Limits, rho: float
 ) -> Measurement:
-    half_width = (agg.upper - agg.lower) / 2
+    half_width = agg.upper / 2 - agg.lower / 2  # no overflow near the float range
     magnitude = agg.magnitude if kind == "sum" else half_width
     estimate = math.sqrt(limits.squares) * magnitude / math.sqrt(2 * rho)
+    if not math.isfinite(estimate) or _grid_exponent(agg.magnitude, estimate) > _MAX_GRID_BITS:
+        raise InvalidValueError(
+            f"bounds ({agg.lower:g}, {agg.upper:g}) of column {agg.column!r} are too extreme "
+            "for exact arithmetic at this rho; rescale the column and its bounds (e.g. to "
+            "thousands or millionths) or use a larger rho"
+        )
     j = _grid_exponent(agg.magnitude, estimate)
     lo = round(math.ldexp(agg.lower, j))
     hi = round(math.ldexp(agg.upper, j))
@@ -271,6 +282,11 @@ def _value_measurement(
         centre = (lo + hi) // 2
         row_units = max(centre - lo, hi - centre)
         formula = f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half_width:g}"
+    if row_units == 0:
+        raise InvalidBudgetError(
+            f"the rho share {rho:.3g} of {key} is too small for the bounds of column "
+            f"{agg.column!r}: the noise would exceed them 2^39 times over; use a larger rho"
+        )
     l2 = _sqrt_up(Fraction(limits.squares) * row_units * row_units)
     sigma = gaussian_sigma(l2, rho)
     return Measurement(
@@ -319,6 +335,14 @@ def plan_release(
         else:
             kind, agg = values[key]
             measurements.append(_value_measurement(key, kind, agg, limits, rho_i))
+    for m in measurements:
+        # Refuse here, before anything is charged, what the sampler would refuse later.
+        if not MIN_SIGMA <= m.sigma_units <= MAX_SIGMA:
+            raise InvalidBudgetError(
+                f"rho={rho!r} gives {m.key} a noise scale of {m.sigma_units:.6g} grid units, "
+                f"outside the sampler's range [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}]; "
+                f"use a {'larger' if m.sigma_units > MAX_SIGMA else 'smaller'} rho"
+            )
     cost = zCDP(_round_up(sum((Fraction(m.rho) for m in measurements), Fraction(0))))
     return ReleasePlan(limits, tuple(measurements), outputs, cost)
 
@@ -331,16 +355,21 @@ def explain(
     rows = []
     for out in release.outputs:
         first = release.measurement(out.measurements[0])
-        if isinstance(out.aggregate, Mean):
-            std = f"≈ {first.sigma:.6g} / count"
-            ci = f"≈ {first.ci95:.6g} / count"
+        agg = out.aggregate
+        if isinstance(agg, Mean):
+            # Delta method, at the worst case |mean − midpoint| = (U − L)/2: the
+            # release's own <name>_std uses the released mean instead.
+            count = release.measurement(out.measurements[1])
+            half = (agg.upper - agg.lower) / 2
+            bound = math.hypot(first.sigma, half * count.sigma)
+            std = f"≤ {bound:.6g} / count"
+            ci = f"≈ ≤ {Z95 * bound:.6g} / count"
         else:
             std, ci = f"{first.sigma:.6g}", f"{first.ci95:.6g}"
         rows.append(
             {
                 "output": out.name,
                 "measurements": ", ".join(out.measurements),
-                "rho": sum(release.measurement(k).rho for k in out.measurements),
                 "std": std,
                 "ci95": ci,
             }

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import polars as pl
+from pyarrow import ArrowException
 
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
@@ -37,12 +38,10 @@ from privframe.engines.spec import COUNT, AggregationSpec, ValueSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.ledger import LedgerEntry
 from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
-from privframe.planner import Explanation, Output, ReleasePlan, explain, plan_release
+from privframe.planner import Z95, Explanation, Output, ReleasePlan, explain, plan_release
 from privframe.query import Plan, Query
 
 __all__ = ["Session"]
-
-_Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 
 DataSource = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
 
@@ -52,8 +51,13 @@ def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool
     if isinstance(data, pd.DataFrame):
         try:
             return pl.from_pandas(data).lazy(), "pandas", False
-        except (TypeError, ValueError, pl.exceptions.PolarsError) as err:
-            raise InvalidArgumentError(f"could not convert the pandas DataFrame: {err}") from None
+        except (TypeError, ValueError, pl.exceptions.PolarsError, ArrowException):
+            # The converter's message can quote a data value: name the columns instead.
+            bad = [str(c) for c in data.columns if not _converts(data[[c]])]
+            raise InvalidArgumentError(
+                f"could not convert the pandas DataFrame: columns {bad} hold values of mixed "
+                "or unsupported types; give each column one type (e.g. .astype(str))"
+            ) from None
     if isinstance(data, pl.DataFrame):
         return data.lazy(), "polars", False
     if isinstance(data, pl.LazyFrame):
@@ -72,6 +76,14 @@ def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool
         "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
         f"path; got {type(data).__name__}"
     )
+
+
+def _converts(frame: pd.DataFrame) -> bool:
+    try:
+        pl.from_pandas(frame)
+    except (TypeError, ValueError, pl.exceptions.PolarsError, ArrowException):
+        return False
+    return True
 
 
 def _family(dtype: pl.DataType) -> str:
@@ -95,6 +107,22 @@ def _key_dtype(key: pl.DataType, column: pl.DataType) -> pl.DataType:
     if key != column:
         raise InvalidArgumentError(f"keys of type {key} cannot match a column of type {column}")
     return key
+
+
+def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
+    """Refuse null or NaN privacy-unit IDs: rows that identify nobody cannot be bounded.
+
+    The check reads the whole unit column once, before any query, so its
+    outcome is one fixed fact about the input that no filter can steer.
+    Merging such rows into one unit, or dropping them silently, would be wrong.
+    """
+    column = pl.col(unit)
+    missing = column.is_null() | column.is_nan() if dtype.is_float() else column.is_null()
+    if frame.select(missing.any()).collect().item():
+        raise InvalidValueError(
+            f"the privacy unit column {unit!r} contains nulls or NaN: rows without a unit "
+            "cannot be bounded. Drop them or give each its own unit before the session."
+        )
 
 
 class Session:
@@ -135,6 +163,8 @@ class Session:
                 f"privacy unit column {privacy_unit!r} is not in the data; "
                 f"columns: {list(self._schema)}"
             )
+        if privacy_unit is not None:
+            _check_units(self._frame, privacy_unit, self._schema[privacy_unit])
         self._unit = privacy_unit
         self._engine = PolarsEngine(self._frame, streaming=streaming)
         if rng is not None and not isinstance(rng, Randomness):
@@ -196,6 +226,27 @@ class Session:
                 raise InvalidValueError(
                     f"group_by column {column!r} is not in the data; columns: {list(schema)}"
                 )
+            if column == self._unit:
+                raise InvalidValueError(
+                    f"group_by column {column!r} is the privacy unit column; group by another "
+                    "column (per-unit results are not what a private group-by releases)"
+                )
+        for agg in plan.aggregates:
+            if agg.output_name in plan.group_by:
+                raise InvalidValueError(
+                    f"aggregate output {agg.output_name!r} has the name of a group_by column; "
+                    "give it another .alias(...)"
+                )
+        for i, predicate in enumerate(plan.filters):
+            # Schema resolution only: no data is read, so the message holds no data values.
+            try:
+                self._frame.filter(predicate).collect_schema()
+            except pl.exceptions.PolarsError as err:
+                first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+                raise InvalidValueError(
+                    f"filter #{i + 1} ({predicate}) does not fit the data's columns: "
+                    f"{type(err).__name__}: {first}"
+                ) from None
         if plan.keys is not None:
             frame = plan.keys.to_polars()
             for column in plan.group_by:
@@ -259,10 +310,28 @@ class Session:
         plan = query.plan
         self._validate(plan)
         release = plan_release(plan, self._unit is not None, rho, weights)
+        if with_error:
+            names = [out.name for out in release.outputs]
+            extra = {f"{n}{suffix}" for n in names for suffix in ("_std", "_ci95")}
+            clash = sorted(extra & {*names, *plan.group_by})
+            if clash:
+                raise InvalidValueError(
+                    f"with_error=True would add columns {clash} that already name an output "
+                    "or a group_by column; rename the aggregate with .alias(...)"
+                )
         # Budget before bytes: refuse early, compute exactly, then charge atomically,
         # and only then draw noise.
         self._accountant.check(release.cost)
-        exact = self._engine.aggregate(self._spec(plan, release))
+        try:
+            exact = self._engine.aggregate(self._spec(plan, release))
+        except pl.exceptions.PolarsError as err:
+            # polars' message may quote private values: withhold it. Nothing was charged.
+            raise InvalidValueError(
+                f"the query failed while running on the data (polars raised "
+                f"{type(err).__name__}; its message is withheld because it may contain "
+                "private values). Check that filters are boolean expressions that keep "
+                "one value per row. Nothing was charged."
+            ) from None
         seeded = self._rng is not None and self._rng.seeded
         self._accountant.spend(
             release.cost, label=label, description=_describe(plan, release), seeded=seeded
@@ -294,7 +363,7 @@ def _output_columns(
         values = np.clip(midpoint + centred / denominator, agg.lower, agg.upper)
         # Delta method for a ratio of independent noisy terms: a documented approximation.
         std = np.sqrt(m.sigma**2 + ((values - midpoint) * count_m.sigma) ** 2) / denominator
-        ci = _Z95 * std
+        ci = Z95 * std
     else:
         values = noisy[m.key]
         if m.kind == "sum":

@@ -8,15 +8,25 @@ instead of sampling rows, which is both cheaper and more accurate:
   ``round(s·w/n)`` to a sum whose row total is ``s``, the *expected* sum of
   a random ``m``-row subset, clipped to ``[w·lo, w·hi]`` so the bound holds
   exactly in grid units.
-* With an overall cap ``M``, a unit whose weights add up to ``T > M`` keeps
-  ``floor(w·M/T)`` rows' worth in each group (integer arithmetic), and its
-  sums are scaled the same way, so its weights still add up to at most ``M``.
+* With an overall cap ``M``, a unit whose weights add up to ``T > M`` has
+  them rescaled to integers in ``[0, w]`` that add up to exactly ``M``
+  (largest remainders, see :func:`_cap_rows`), and its sums are scaled the
+  same way.
 * A unit in more than ``k`` groups keeps the ``k`` whose keyed hash (with a
   fresh secret seed per release) ranks lowest: a uniformly random subset,
   chosen from the unit's own groups and fresh randomness only.
 
 Every step touches one unit's rows at a time, so adding or removing a unit
-changes the output only through that unit's bounded contribution.
+changes the output only through that unit's bounded contribution. That
+includes the filters: each predicate is evaluated within one unit's rows
+(``predicate.over(unit)``, or within each row without a unit), so a filter
+such as ``pl.col("x") > pl.col("x").mean()`` compares with the unit's own
+rows, never with other people's data. A predicate that an allow-list shows
+to be row-wise (``pl.col("age") >= 18``) means the same either way and runs
+without the window, which is faster.
+The privacy unit column must hold no null or NaN (the Session checks this on
+the whole input, before any filter, so the check cannot be steered by a
+query).
 
 Example:
     >>> import polars as pl
@@ -31,17 +41,19 @@ Example:
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import polars as pl
 
 from privframe.engines.spec import COUNT, AggregationSpec, ValueSpec
-from privframe.errors import InvalidValueError
 
 __all__ = ["PolarsEngine"]
 
 _N = "__rows"
 _W = "__weight"
-_NULL_UNIT = "__null_unit"
 _GLOBAL = "__all"
+_ROW = "__row"
 
 
 def _row_units(v: ValueSpec) -> pl.Expr:
@@ -49,6 +61,67 @@ def _row_units(v: ValueSpec) -> pl.Expr:
     x = x.fill_nan(v.fill).fill_null(v.fill).clip(v.lower, v.upper)
     units = (x * 2.0**v.grid_exponent).round().cast(pl.Int64)
     return units.clip(v.lower_units, v.upper_units) - v.centre_units
+
+
+# Functions known to map each row to one value from that row alone.
+_ROW_WISE_FUNCTIONS = frozenset(
+    {
+        '"Abs"',
+        '{"Boolean": "IsNull"}',
+        '{"Boolean": "IsNotNull"}',
+        '{"Boolean": "IsNan"}',
+        '{"Boolean": "IsNotNan"}',
+        '{"Boolean": "IsFinite"}',
+        '{"Boolean": "IsInfinite"}',
+        '{"Boolean": "Not"}',
+        '{"StringExpr": "StartsWith"}',
+        '{"StringExpr": "EndsWith"}',
+    }
+)
+
+
+def _is_row_wise(node: Any) -> bool:
+    """Whether a serialized polars expression certainly computes each row from that row only.
+
+    A conservative allow-list (columns, scalar literals, arithmetic and
+    comparisons, casts, when/then, a few boolean and string tests): anything
+    else, or an unknown serialization, is treated as not row-wise.
+    """
+    if not isinstance(node, dict) or len(node) != 1:
+        return False
+    ((kind, body),) = node.items()
+    if kind == "Column":
+        return isinstance(body, str)
+    if kind == "Literal":
+        return isinstance(body, dict) and len(body) == 1 and ("Dyn" in body or "Scalar" in body)
+    if kind == "BinaryExpr":
+        return _is_row_wise(body.get("left")) and _is_row_wise(body.get("right"))
+    if kind == "Cast":
+        return _is_row_wise(body.get("expr"))
+    if kind == "Alias":
+        return isinstance(body, list) and bool(body) and _is_row_wise(body[0])
+    if kind == "Ternary":
+        return all(_is_row_wise(body.get(k)) for k in ("predicate", "truthy", "falsy"))
+    if kind == "Function":
+        inputs, function = body.get("input"), body.get("function")
+        if not isinstance(inputs, list) or not all(_is_row_wise(i) for i in inputs):
+            return False
+        if isinstance(function, dict) and isinstance(function.get("Boolean"), dict):
+            names = set(function["Boolean"])
+            # is_in tests membership in its second input: a literal only, never a column.
+            in_literal = names == {"IsIn"} and len(inputs) == 2 and "Literal" in inputs[1]
+            return names == {"IsBetween"} or in_literal
+        if isinstance(function, dict) and isinstance(function.get("StringExpr"), dict):
+            return set(function["StringExpr"]) == {"Contains"}
+        return json.dumps(function) in _ROW_WISE_FUNCTIONS
+    return False
+
+
+def _row_wise(predicate: pl.Expr) -> bool:
+    try:
+        return _is_row_wise(json.loads(predicate.meta.serialize(format="json")))
+    except Exception:  # any serialization problem: take the safe path
+        return False
 
 
 class PolarsEngine:
@@ -67,14 +140,25 @@ class PolarsEngine:
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
         """Exact bounded aggregates, one row per public key, in key order."""
         frame = self._frame
-        for predicate in spec.filters:
-            frame = frame.filter(predicate)
+        # Each predicate sees one unit's rows (one row without a unit): a filter that
+        # aggregates must not let one person's rows decide another's. A predicate
+        # known to be row-wise means the same either way and skips the window.
+        row_wise = [_row_wise(p) for p in spec.filters]
+        if not all(row_wise) and spec.unit is None:
+            frame = frame.with_row_index(_ROW)
+        window = spec.unit if spec.unit is not None else _ROW
+        for predicate, plain in zip(spec.filters, row_wise, strict=True):
+            frame = frame.filter(predicate if plain else predicate.over(window))
+        if not all(row_wise) and spec.unit is None:
+            frame = frame.drop(_ROW)
         keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})
         by = list(keys.columns)
         if spec.keys is None:
             frame = frame.with_columns(pl.lit(0).alias(_GLOBAL))
         else:
-            frame = frame.with_columns(pl.col(c).cast(keys.schema[c]) for c in by)
+            # Non-strict: a value the key type cannot hold matches no key (and a
+            # strict cast's error would quote the private value).
+            frame = frame.with_columns(pl.col(c).cast(keys.schema[c], strict=False) for c in by)
             frame = frame.join(keys.lazy(), on=by, how="semi")
         frame = frame.with_columns(_row_units(v).alias(v.name) for v in spec.values)
         names = [v.name for v in spec.values]
@@ -82,19 +166,13 @@ class PolarsEngine:
             per_key = frame.group_by(by).agg(
                 pl.len().cast(pl.Int64).alias(COUNT),
                 *(pl.col(n).sum() for n in names),
-                pl.lit(False).alias(_NULL_UNIT),
             )
         else:
             per_key = self._bounded(frame, spec, by, names)
         result = per_key.collect(engine="streaming" if self._streaming else "auto")
-        if result[_NULL_UNIT].any():
-            raise InvalidValueError(
-                f"the privacy unit column {spec.unit!r} contains nulls: rows without a unit "
-                "cannot be bounded. Drop them or give each its own unit before the session."
-            )
         out = (
             keys.with_row_index("__order")
-            .join(result.drop(_NULL_UNIT), on=by, how="left")
+            .join(result, on=by, how="left")
             .sort("__order")
             .drop("__order")
             .with_columns(pl.col(COUNT, *names).fill_null(0))
@@ -113,12 +191,11 @@ class PolarsEngine:
         if spec.max_groups is not None:
             rank = pl.struct(unit, *by).hash(spec.seed).rank("ordinal").over(unit)
             partial = partial.filter(rank <= spec.max_groups)
-        weight = pl.min_horizontal(pl.col(_N), pl.lit(spec.max_rows_per_group, pl.Int64))
+        partial = partial.with_columns(
+            pl.min_horizontal(pl.col(_N), pl.lit(spec.max_rows_per_group, pl.Int64)).alias(_W)
+        )
         if spec.max_rows is not None:
-            total = weight.sum().over(unit)
-            weight = pl.when(total > spec.max_rows).then(weight * spec.max_rows // total)
-            weight = weight.otherwise(weight)
-        partial = partial.with_columns(weight.alias(_W))
+            partial = _cap_rows(partial, unit, by, spec.max_rows, spec.seed)
         w, n = pl.col(_W), pl.col(_N)
         scaled = []
         for v in spec.values:
@@ -134,6 +211,36 @@ class PolarsEngine:
             .agg(
                 pl.col(_W).sum().alias(COUNT),
                 *(pl.col(nm).sum() for nm in names),
-                pl.col(unit).is_null().any().alias(_NULL_UNIT),
             )
         )
+
+
+def _cap_rows(partial: pl.LazyFrame, unit: str, by: list[str], cap: int, seed: int) -> pl.LazyFrame:
+    """Scale a unit's weights w_g (total T > M) to integers summing to exactly M.
+
+    Largest remainders: each group keeps floor(w_g·M/T), and the M − Σ floor
+    rows left go one each to the groups with the largest remainders (ties by a
+    keyed hash). Every new weight stays within [0, w_g] and depends only on the
+    unit's own groups and the seed.
+    """
+    total, base, rem, deficit, order = "__total", "__base", "__rem", "__deficit", "__order"
+    w = pl.col(_W)
+    tie = pl.struct(unit, *by).hash(seed ^ 0x5DEECE66D).cast(pl.Float64) * 2.0**-64
+    return (
+        partial.with_columns(w.sum().over(unit).alias(total))
+        .with_columns((w * cap // pl.col(total)).alias(base), (w * cap % pl.col(total)).alias(rem))
+        .with_columns(
+            (cap - pl.col(base).sum().over(unit)).alias(deficit),
+            (pl.col(rem).cast(pl.Float64) + tie)
+            .rank("ordinal", descending=True)
+            .over(unit)
+            .alias(order),
+        )
+        .with_columns(
+            pl.when(pl.col(total) > cap)
+            .then(pl.col(base) + (pl.col(order) <= pl.col(deficit)).cast(pl.Int64))
+            .otherwise(w)
+            .alias(_W)
+        )
+        .drop(total, base, rem, deficit, order)
+    )

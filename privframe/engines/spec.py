@@ -46,7 +46,8 @@ class AggregationSpec:
     """What the engine computes, with every privacy decision already made.
 
     Attributes:
-        filters: polars predicates applied to the rows first.
+        filters: polars predicates applied to the rows first, each evaluated
+            within one unit's rows (within one row when ``unit`` is None).
         unit: the privacy unit column, or None when each row is a unit.
         group_by: key columns (empty for one global group).
         keys: the public key rows (None for a global aggregate); rows with
