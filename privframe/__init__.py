@@ -6,7 +6,7 @@ Example:
     0.5
 """
 
-from privframe import accounting, keys, noise
+from privframe import accounting, datasets, keys, noise
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
 from privframe.aggregates import count, mean, sum
@@ -42,6 +42,7 @@ __all__ = [
     "Session",
     "accounting",
     "count",
+    "datasets",
     "discrete_gaussian",
     "gaussian_mechanism",
     "keys",

@@ -1,0 +1,7 @@
+"""``python -m privframe``: the same command line as the ``privframe`` script."""
+
+import sys
+
+from privframe.cli import main
+
+sys.exit(main())
