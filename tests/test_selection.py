@@ -1,0 +1,98 @@
+"""Partition-selection thresholds: reference values, exact discrete tails, and frequency.
+
+The statistical test at the end uses the fixed level ALPHA = 1e-3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import privframe as pf
+from privframe.noise import SeededRandomness, discrete_gaussian
+from privframe.selection import (
+    discrete_selection_delta,
+    discrete_tail,
+    discrete_threshold,
+    gaussian_threshold,
+    gaussian_threshold_union_bound,
+)
+
+ALPHA = 1e-3
+
+
+def test_continuous_thresholds_match_reference(reference_values: dict) -> None:
+    for ref in reference_values["partition_selection_gaussian_threshold"]["values"]:
+        sigma, k, delta = ref["sigma"], ref["k"], ref["delta_threshold"]
+        assert gaussian_threshold(sigma, k, delta) == pytest.approx(
+            ref["T_exact_independent"], rel=1e-9
+        )
+        assert gaussian_threshold_union_bound(sigma, k, delta) == pytest.approx(
+            ref["T_union_bound"], rel=1e-9
+        )
+        # The exact-independent threshold is never above the union bound's.
+        assert gaussian_threshold(sigma, k, delta) <= gaussian_threshold_union_bound(
+            sigma, k, delta
+        ) * (1 + 1e-12)
+
+
+def test_discrete_tail_matches_reference(reference_values: dict) -> None:
+    for ref in reference_values["discrete_gaussian"]["values"]:
+        for tail in ref["tails"]:
+            got = 2 * discrete_tail(float(ref["sigma"]), tail["t"])
+            assert got == pytest.approx(tail["P_abs_X_ge_t"], rel=1e-10)
+
+
+def test_large_sigma_tail_is_an_upper_bound() -> None:
+    sigma = 1e4
+    for t in (1, 10_000, 30_000, 50_000):
+        exact = discrete_tail(sigma, t)
+        bound = discrete_tail(math.nextafter(sigma, math.inf), t)  # takes the bound branch
+        assert bound >= exact
+
+
+@pytest.mark.parametrize(("sigma", "k", "delta"), [(1.0, 1, 1e-6), (3.0, 4, 1e-8), (10, 5, 1e-6)])
+def test_discrete_threshold_is_the_smallest_valid(sigma: float, k: int, delta: float) -> None:
+    tau = discrete_threshold(sigma, k, delta)
+    assert discrete_selection_delta(sigma, k, tau) <= delta
+    assert discrete_selection_delta(sigma, k, tau - 1) > delta
+    # Charging the mass at the threshold: keeping only noisy counts > tau - 1 would be
+    # the same rule; keeping counts > tau is a stricter, wasteful one.
+    assert discrete_selection_delta(sigma, k, tau + 1) < discrete_selection_delta(sigma, k, tau)
+
+
+def test_the_atom_at_the_threshold_is_charged() -> None:
+    # P[1 + Z >= tau] includes P[Z = tau - 1]; dropping that atom undercounts delta.
+    sigma, tau = 2.0, 6
+    with_atom = discrete_selection_delta(sigma, 1, tau)
+    without_atom = discrete_tail(sigma, tau)  # P[1 + Z > tau]
+    assert with_atom > without_atom
+    assert with_atom == pytest.approx(discrete_tail(sigma, tau - 1), rel=1e-12)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -1e-6, math.nan])
+def test_bad_delta_is_refused(bad: float) -> None:
+    with pytest.raises(pf.InvalidBudgetError, match="delta"):
+        discrete_threshold(1.0, 1, bad)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True])
+def test_bad_k_is_refused(bad: object) -> None:
+    with pytest.raises(pf.InvalidArgumentError, match="k"):
+        discrete_threshold(1.0, bad, 1e-6)  # type: ignore[arg-type]
+
+
+@pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
+def test_single_unit_group_survives_at_the_computed_rate() -> None:
+    # A group held by one unit has true count 1. With a loose delta the survival rate
+    # is measurable: it must match P[1 + Z >= tau] and stay within delta's share.
+    sigma, k, delta, n = 2.0, 3, 0.05, 400_000
+    tau = discrete_threshold(sigma, k, delta)
+    p = discrete_tail(sigma, tau - 1)
+    noisy = 1 + discrete_gaussian(sigma, n, rng=SeededRandomness(99))
+    survived = int(np.count_nonzero(noisy >= tau))
+    assert stats.binomtest(survived, n, p).pvalue > ALPHA
+    assert -math.expm1(k * math.log1p(-p)) <= delta
