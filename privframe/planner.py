@@ -31,7 +31,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from scipy import special
+
 from privframe.accounting import (
+    _check_conversion_delta,
     _check_positive,
     _round_down,
     _round_up,
@@ -43,8 +46,17 @@ from privframe.aggregates import Aggregate, Count, Mean, Sum, _Bounded
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.noise import MAX_SIGMA, MIN_SIGMA, discrete_gaussian_halfwidth
 from privframe.query import Plan
+from privframe.selection import discrete_threshold
 
-__all__ = ["Explanation", "Limits", "Measurement", "Output", "ReleasePlan", "plan_release"]
+__all__ = [
+    "Explanation",
+    "Limits",
+    "Measurement",
+    "Output",
+    "ReleasePlan",
+    "Selection",
+    "plan_release",
+]
 
 Z95 = 1.959963984540054
 """The standard normal's 97.5% quantile, for the approximate intervals of means."""
@@ -130,6 +142,26 @@ class Output:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """Private key selection: keep a group iff its noisy distinct-unit count is >= threshold.
+
+    The counts have L2 sensitivity sqrt(k) (a unit adds 1 to at most k
+    groups); a group that only one unit holds has count 1 and survives with
+    probability P[1 + Z >= threshold], so some group of that unit survives
+    with probability at most ``delta`` (:mod:`privframe.selection`).
+    """
+
+    measurement: Measurement
+    threshold: int
+    delta: float
+
+    def survival_count(self, probability: float) -> int:
+        """The distinct-unit count at which a group is kept with at least ``probability``."""
+        sigma = self.measurement.sigma_units
+        return max(1, math.ceil(self.threshold + float(special.ndtri(probability)) * sigma))
+
+
+@dataclass(frozen=True)
 class ReleasePlan:
     """Everything a release needs except the data: limits, measurements, outputs, cost."""
 
@@ -137,6 +169,7 @@ class ReleasePlan:
     measurements: tuple[Measurement, ...]
     outputs: tuple[Output, ...]
     cost: zCDP
+    selection: Selection | None = None
 
     def measurement(self, key: str) -> Measurement:
         """The measurement with this key."""
@@ -161,12 +194,23 @@ class Explanation:
         return self.plan.measurements
 
     def __str__(self) -> str:
+        cost = self.plan.cost
+        delta = f", delta = {cost.delta:.3g}" if cost.delta else ""
         lines = [
-            f"release costs rho = {self.plan.cost.rho:.6g} (zCDP)",
+            f"release costs rho = {cost.rho:.6g}{delta} (zCDP)",
             f"contribution bound: {self.plan.limits.describe()}",
             "",
             "measurements:",
         ]
+        selection = self.plan.selection
+        if selection is not None:
+            m = selection.measurement
+            lines.append(
+                f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, sigma = {m.sigma:.6g}; "
+                f"a group is kept iff its noisy count >= {selection.threshold} "
+                f"(delta = {selection.delta:.3g}); kept with 50% at "
+                f"{selection.survival_count(0.5)} units, 95% at {selection.survival_count(0.95)}"
+            )
         for m in self.plan.measurements:
             lines.append(
                 f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, "
@@ -184,6 +228,13 @@ def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
     if not has_unit:
         return Limits(1, 1, None, 1)
     bound = plan.bound
+    if _selects(plan) and (bound is None or bound.max_groups is None):
+        raise InvalidValueError(
+            "choosing groups privately (group_by without keys) needs .bound(max_groups=...): "
+            "with no public key list there is no other bound on a unit's groups"
+        )
+    if _selects(plan):
+        n_groups = bound.max_groups  # type: ignore[union-attr]
     if bound is None or (bound.max_rows_per_group is None and bound.max_rows is None):
         raise InvalidValueError(
             "a query over a privacy unit needs contribution limits: call "
@@ -237,6 +288,30 @@ def _grid_exponent(row_magnitude: float, sigma_estimate: float) -> int:
         math.ldexp(row_magnitude, -_ROW_UNITS_BITS), math.ldexp(sigma_estimate, -_NOISE_UNITS_BITS)
     )
     return -math.ceil(math.log2(target))
+
+
+_SELECTION = "distinct units (selection)"
+
+
+def _selection_measurement(limits: Limits, rho: float) -> Measurement:
+    """Noisy distinct-unit counts per observed group: each unit adds 1 to at most k groups."""
+    l2 = _sqrt_up(Fraction(limits.max_groups))
+    return Measurement(
+        key=_SELECTION,
+        kind="count",
+        column=None,
+        lower=None,
+        upper=None,
+        grid_exponent=0,
+        lower_units=0,
+        upper_units=1,
+        centre_units=0,
+        row_units=1,
+        l2_units=l2,
+        rho=rho,
+        sigma_units=gaussian_sigma(l2, rho),
+        derivation=f"sensitivity sqrt(k) = sqrt({limits.max_groups}) = {l2:.6g}",
+    )
 
 
 def _count_measurement(limits: Limits, rho: float) -> Measurement:
@@ -309,16 +384,36 @@ def _value_measurement(
     )
 
 
+def _selects(plan: Plan) -> bool:
+    return bool(plan.group_by) and plan.keys is None
+
+
 def plan_release(
-    plan: Plan, has_unit: bool, rho: float, weights: Mapping[str, float] | None = None
+    plan: Plan,
+    has_unit: bool,
+    rho: float,
+    weights: Mapping[str, float] | None = None,
+    delta: float | None = None,
 ) -> ReleasePlan:
-    """Derive limits, measurements, the ρ split and σ for releasing ``plan`` at ``rho``."""
+    """Derive limits, measurements, the ρ split and σ for releasing ``plan`` at ``rho``.
+
+    A plan that groups without public keys also gets a :class:`Selection`,
+    which needs ``delta`` and takes an equal share of ρ as one more output.
+    """
     rho = _check_positive("rho", rho)
     if not plan.aggregates:
         raise InvalidValueError("the query has no aggregates: add .agg(pf.count(), ...)")
+    selecting = _selects(plan)
+    if selecting and not delta:
+        raise InvalidBudgetError(
+            "choosing groups privately needs a delta > 0 (give the session a budget such as "
+            "pf.zCDP(rho=1.0, delta=1e-7), or pass public keys: group_by(..., keys=[...]))"
+        )
     limits = resolve_limits(plan, has_unit)
     outputs = tuple(Output(a.output_name, a, _measurements_of(a)) for a in plan.aggregates)
     shares = _weights(outputs, weights)
+    if selecting:
+        shares[_SELECTION] = Fraction(1)
     total = sum(shares.values(), Fraction(0))
     values: dict[str, tuple[Literal["sum", "centred_sum"], _Bounded]] = {}
     for out in outputs:
@@ -330,7 +425,9 @@ def plan_release(
     measurements = []
     for key, share in shares.items():
         rho_i = _round_down(Fraction(rho) * share / total)
-        if key == "count":
+        if key == _SELECTION:
+            measurements.append(_selection_measurement(limits, rho_i))
+        elif key == "count":
             measurements.append(_count_measurement(limits, rho_i))
         else:
             kind, agg = values[key]
@@ -343,15 +440,27 @@ def plan_release(
                 f"outside the sampler's range [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}]; "
                 f"use a {'larger' if m.sigma_units > MAX_SIGMA else 'smaller'} rho"
             )
-    cost = zCDP(_round_up(sum((Fraction(m.rho) for m in measurements), Fraction(0))))
-    return ReleasePlan(limits, tuple(measurements), outputs, cost)
+    rho_spent = _round_up(sum((Fraction(m.rho) for m in measurements), Fraction(0)))
+    if not selecting:
+        return ReleasePlan(limits, tuple(measurements), outputs, zCDP(rho_spent))
+    delta = _check_conversion_delta(delta)
+    chosen = next(m for m in measurements if m.key == _SELECTION)
+    selection = Selection(
+        chosen, discrete_threshold(chosen.sigma_units, limits.max_groups, delta), delta
+    )
+    kept = tuple(m for m in measurements if m.key != _SELECTION)
+    return ReleasePlan(limits, kept, outputs, zCDP(rho_spent, delta), selection)
 
 
 def explain(
-    plan: Plan, has_unit: bool, rho: float, weights: Mapping[str, float] | None
+    plan: Plan,
+    has_unit: bool,
+    rho: float,
+    weights: Mapping[str, float] | None,
+    delta: float | None = None,
 ) -> Explanation:
     """The explanation of a release: every number comes from public parameters."""
-    release = plan_release(plan, has_unit, rho, weights)
+    release = plan_release(plan, has_unit, rho, weights, delta)
     rows = []
     for out in release.outputs:
         first = release.measurement(out.measurements[0])

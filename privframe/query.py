@@ -143,7 +143,10 @@ class Query:
             columns: a column name or a list of them.
             keys: the public keys: a list (one column), a DataFrame of key
                 rows, or a :class:`~privframe.keys.KeySet` such as
-                ``pf.keys.product(region=[...], month=[...])``.
+                ``pf.keys.product(region=[...], month=[...])``. Without keys
+                the groups are chosen privately from the data, which spends
+                δ as well as ρ (see :meth:`release`) and needs
+                ``bound(max_groups=...)``.
 
         Example:
             >>> import polars as pl
@@ -158,10 +161,7 @@ class Query:
         if len(set(cols)) != len(cols):
             raise InvalidValueError(f"group_by names a column twice: {list(cols)}")
         if keys is None:
-            raise InvalidValueError(
-                f"group_by({list(cols)}) needs public keys: pass keys=[...] (the groups to "
-                "report, chosen without looking at the data)"
-            )
+            return self._with(group_by=cols, keys=None)
         return self._with(group_by=cols, keys=as_keyset(keys, cols))
 
     def agg(self, *aggregates: Aggregate) -> Query:
@@ -188,13 +188,19 @@ class Query:
             )
         return self._with(aggregates=combined)
 
-    def explain(self, rho: float, weights: Mapping[str, float] | None = None) -> Explanation:
+    def explain(
+        self,
+        rho: float,
+        weights: Mapping[str, float] | None = None,
+        delta: float | None = None,
+    ) -> Explanation:
         """Sensitivities, budget split, σ and 95% error per output; spends nothing.
 
-        Only public parameters (bounds, limits, keys, ρ) appear: nothing is
-        computed from the data.
+        Only public parameters (bounds, limits, keys, ρ, δ) appear: nothing is
+        computed from the data. For private key selection it also shows the
+        threshold and the group sizes kept with 50% and 95% probability.
         """
-        return self.session._explain(self, rho, weights)
+        return self.session._explain(self, rho, weights, delta)
 
     def release(
         self,
@@ -203,6 +209,7 @@ class Query:
         with_error: bool = False,
         weights: Mapping[str, float] | None = None,
         label: str = "",
+        delta: float | None = None,
     ) -> pl.DataFrame | pd.DataFrame:
         """Spend ``rho`` and return the noisy result, in the input's kind of DataFrame.
 
@@ -211,9 +218,14 @@ class Query:
             with_error: add ``<name>_std`` and ``<name>_ci95`` columns per aggregate.
             weights: relative budget weights by output name (default: equal).
             label: a label for the ledger entry.
+            delta: for a query that chooses its groups privately (group_by
+                without keys), the δ spent on that choice; by default all the
+                δ the session has left. Other queries spend no δ.
 
         Raises:
             BudgetExceededError: ``rho`` does not fit in what remains; nothing
                 is released and nothing is charged.
         """
-        return self.session._release(self, rho, with_error=with_error, weights=weights, label=label)
+        return self.session._release(
+            self, rho, with_error=with_error, weights=weights, label=label, delta=delta
+        )

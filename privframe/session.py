@@ -34,11 +34,19 @@ from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
 from privframe.aggregates import Mean, _Bounded
 from privframe.engines.polars import PolarsEngine
-from privframe.engines.spec import COUNT, AggregationSpec, ValueSpec
-from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec
+from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.ledger import LedgerEntry
 from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
-from privframe.planner import Z95, Explanation, Output, ReleasePlan, explain, plan_release
+from privframe.planner import (
+    Z95,
+    Explanation,
+    Output,
+    ReleasePlan,
+    Selection,
+    explain,
+    plan_release,
+)
 from privframe.query import Plan, Query
 
 __all__ = ["Session"]
@@ -255,11 +263,35 @@ class Session:
                 except InvalidArgumentError as err:
                     raise InvalidArgumentError(f"group_by column {column!r}: {err}") from None
 
+    def _selection_delta(self, plan: Plan, delta: float | None) -> float | None:
+        """The δ a release spends on choosing its groups: given, or what the session has left."""
+        if not plan.group_by or plan.keys is not None:
+            if delta:
+                raise InvalidValueError(
+                    "delta is only spent by queries that choose groups privately "
+                    "(group_by without keys); this query spends rho alone"
+                )
+            return None
+        if delta is None:
+            delta = self._accountant.remaining.delta
+        if not delta:
+            raise InvalidBudgetError(
+                "choosing groups privately (group_by without keys) spends delta, and this "
+                "session has none left: open the session with a budget such as "
+                "pf.zCDP(rho=1.0, delta=1e-7), or pass public keys: group_by(..., keys=[...])"
+            )
+        return delta
+
     def _explain(
-        self, query: Query, rho: float, weights: Mapping[str, float] | None
+        self,
+        query: Query,
+        rho: float,
+        weights: Mapping[str, float] | None,
+        delta: float | None = None,
     ) -> Explanation:
         self._validate(query.plan)
-        return explain(query.plan, self._unit is not None, rho, weights)
+        delta = self._selection_delta(query.plan, delta)
+        return explain(query.plan, self._unit is not None, rho, weights, delta)
 
     def _spec(self, plan: Plan, release: ReleasePlan) -> AggregationSpec:
         keys = None
@@ -285,13 +317,16 @@ class Session:
             if m.kind != "count"
         )
         limits = release.limits
-        n_groups = len(plan.keys) if plan.keys is not None else 1
+        # Without public keys a unit may be in any number of groups: always bound them.
+        n_groups = len(plan.keys) if plan.keys is not None else 1 if not plan.group_by else None
         return AggregationSpec(
             filters=plan.filters,
             unit=self._unit,
             group_by=plan.group_by,
             keys=keys,
-            max_groups=limits.max_groups if limits.max_groups < n_groups else None,
+            max_groups=None
+            if n_groups is not None and limits.max_groups >= n_groups
+            else limits.max_groups,
             max_rows_per_group=limits.max_rows_per_group,
             max_rows=limits.max_rows,
             values=values,
@@ -306,10 +341,12 @@ class Session:
         with_error: bool,
         weights: Mapping[str, float] | None,
         label: str,
+        delta: float | None = None,
     ) -> pl.DataFrame | pd.DataFrame:
         plan = query.plan
         self._validate(plan)
-        release = plan_release(plan, self._unit is not None, rho, weights)
+        delta = self._selection_delta(plan, delta)
+        release = plan_release(plan, self._unit is not None, rho, weights, delta)
         if with_error:
             names = [out.name for out in release.outputs]
             extra = {f"{n}{suffix}" for n in names for suffix in ("_std", "_ci95")}
@@ -336,6 +373,8 @@ class Session:
         self._accountant.spend(
             release.cost, label=label, description=_describe(plan, release), seeded=seeded
         )
+        if release.selection is not None:
+            exact = exact.filter(self._selected(exact, release.selection))
         noisy = {
             m.key: exact[COUNT if m.kind == "count" else m.key].to_numpy().astype(np.int64)
             + discrete_gaussian(m.sigma_units, exact.height, rng=self._rng)
@@ -346,6 +385,17 @@ class Session:
             columns.update(_output_columns(out, release, noisy, with_error))
         result = pl.DataFrame(columns)
         return result.to_pandas() if self._kind == "pandas" else result
+
+    def _selected(self, exact: pl.DataFrame, selection: Selection) -> np.ndarray:
+        """Keep a group iff its noisy distinct-unit count reaches the threshold.
+
+        Only the kept groups' aggregates get noise and leave the session; the
+        noisy distinct counts themselves are not released.
+        """
+        distinct = exact[DISTINCT].to_numpy().astype(np.int64)
+        sigma = selection.measurement.sigma_units
+        noisy = distinct + discrete_gaussian(sigma, distinct.size, rng=self._rng)
+        return noisy >= selection.threshold
 
 
 def _output_columns(
@@ -379,9 +429,13 @@ def _output_columns(
 
 def _describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
     """A ledger description made of public parameters only."""
+    selection = release.selection
     return {
         "group_by": list(plan.group_by),
-        "n_keys": len(plan.keys) if plan.keys is not None else 1,
+        "n_keys": len(plan.keys) if plan.keys is not None else 1 if not plan.group_by else None,
+        "selection": None
+        if selection is None
+        else {"threshold": selection.threshold, "delta": selection.delta},
         "filters": len(plan.filters),
         "outputs": [out.name for out in release.outputs],
         "limits": release.limits.describe(),

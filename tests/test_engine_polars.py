@@ -10,7 +10,7 @@ import pytest
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine, _row_wise
-from privframe.engines.spec import COUNT, AggregationSpec, ValueSpec
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec
 
 KEYS = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
 
@@ -131,7 +131,7 @@ def test_exact_without_unit_counts_every_row():
 def test_global_aggregate_is_one_row():
     df = small_data(2)
     out = run(df, spec(keys=None, m=10, values=(vspec("sum", "x", 0, 10, j=4),)))
-    assert out.columns == [COUNT, "sum"]
+    assert out.columns == [COUNT, DISTINCT, "sum"]
     assert out.height == 1
     assert out[COUNT][0] == df.height
     assert out["sum"][0] == int((df["x"] * 16).sum())
@@ -366,7 +366,7 @@ def test_aggregating_filter_without_unit_is_per_row():
     mixed = (pl.col("x") > 1, pl.col("x") >= pl.col("x").max())
     out = run(df, spec(unit=None, keys=["a", "b"], m=1, filters=mixed))
     assert out[COUNT].to_list() == [1, 1]
-    assert out.columns == ["g", COUNT]
+    assert out.columns == ["g", COUNT, DISTINCT]
 
 
 # -- nulls, NaN, infinities, empty input ---------------------------------------------------

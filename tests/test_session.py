@@ -615,9 +615,9 @@ BAD_QUERIES = {
         pf.InvalidValueError,
         "n_std",
     ),
-    "group_by without keys": (
-        lambda s: _bounded(s).group_by("region"),
-        pf.InvalidValueError,
+    "group_by without keys and no delta in the budget": (
+        lambda s: _bounded(s).group_by("region").agg(pf.count()).release(rho=0.1),
+        pf.InvalidBudgetError,
         "keys",
     ),
     "empty keys": (

@@ -46,7 +46,7 @@ from typing import Any
 
 import polars as pl
 
-from privframe.engines.spec import COUNT, AggregationSpec, ValueSpec
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec
 
 __all__ = ["PolarsEngine"]
 
@@ -138,7 +138,11 @@ class PolarsEngine:
         self._streaming = streaming
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
-        """Exact bounded aggregates, one row per public key, in key order."""
+        """Exact bounded aggregates, one row per public key, in key order.
+
+        Without public keys but with ``group_by`` (private key selection), one
+        row per observed non-null key, sorted by key, with ``DISTINCT`` units.
+        """
         frame = self._frame
         # Each predicate sees one unit's rows (one row without a unit): a filter that
         # aggregates must not let one person's rows decide another's. A predicate
@@ -151,9 +155,12 @@ class PolarsEngine:
             frame = frame.filter(predicate if plain else predicate.over(window))
         if not all(row_wise) and spec.unit is None:
             frame = frame.drop(_ROW)
+        observed = spec.keys is None and bool(spec.group_by)
         keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})
-        by = list(keys.columns)
-        if spec.keys is None:
+        by = list(spec.group_by) if observed else list(keys.columns)
+        if observed:
+            frame = frame.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in by))
+        elif spec.keys is None:
             frame = frame.with_columns(pl.lit(0).alias(_GLOBAL))
         else:
             # Non-strict: a value the key type cannot hold matches no key (and a
@@ -165,17 +172,20 @@ class PolarsEngine:
         if spec.unit is None:
             per_key = frame.group_by(by).agg(
                 pl.len().cast(pl.Int64).alias(COUNT),
+                pl.len().cast(pl.Int64).alias(DISTINCT),
                 *(pl.col(n).sum() for n in names),
             )
         else:
             per_key = self._bounded(frame, spec, by, names)
         result = per_key.collect(engine="streaming" if self._streaming else "auto")
+        if observed:
+            return result.sort(by)
         out = (
             keys.with_row_index("__order")
             .join(result, on=by, how="left")
             .sort("__order")
             .drop("__order")
-            .with_columns(pl.col(COUNT, *names).fill_null(0))
+            .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
         )
         return out.drop(_GLOBAL) if spec.keys is None else out
 
@@ -210,6 +220,7 @@ class PolarsEngine:
             .group_by(by)
             .agg(
                 pl.col(_W).sum().alias(COUNT),
+                pl.len().cast(pl.Int64).alias(DISTINCT),
                 *(pl.col(nm).sum() for nm in names),
             )
         )

@@ -14,10 +14,13 @@ from typing import Protocol
 
 import polars as pl
 
-__all__ = ["COUNT", "AggregationSpec", "Engine", "ValueSpec"]
+__all__ = ["COUNT", "DISTINCT", "AggregationSpec", "Engine", "ValueSpec"]
 
 COUNT = "__count"
 """Name of the bounded row-count column every engine returns."""
+
+DISTINCT = "__distinct"
+"""Name of the column of distinct units per key (after group bounding) every engine returns."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,10 @@ class AggregationSpec:
             within one unit's rows (within one row when ``unit`` is None).
         unit: the privacy unit column, or None when each row is a unit.
         group_by: key columns (empty for one global group).
-        keys: the public key rows (None for a global aggregate); rows with
-            other keys are dropped, keys without rows get zeros, output
-            follows this order.
+        keys: the public key rows; rows with other keys are dropped, keys
+            without rows get zeros, output follows this order. None with an
+            empty ``group_by``: one global group. None with ``group_by``:
+            the observed keys (for private key selection).
         max_groups: per unit, keep this many of its groups (chosen at random);
             None when no unit can exceed it.
         max_rows_per_group: per unit and group, at most this many rows' worth.

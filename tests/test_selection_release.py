@@ -1,0 +1,117 @@
+"""Private key selection through Session.release: δ accounting, refusals, survival rates.
+
+The statistical test uses the fixed level ALPHA = 1e-3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+from scipy import stats
+
+import privframe as pf
+from privframe.noise import SeededRandomness
+from privframe.selection import discrete_tail
+
+pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
+
+ALPHA = 1e-3
+
+
+def _data(n_lonely: int = 0, big: int = 200) -> pl.DataFrame:
+    """Two big groups (a, b) of `big` units each, plus `n_lonely` groups of one unit each."""
+    units = list(range(2 * big)) + list(range(10_000, 10_000 + n_lonely))
+    groups = ["a"] * big + ["b"] * big + [f"lonely{i:05d}" for i in range(n_lonely)]
+    return pl.DataFrame({"u": units, "g": groups, "x": [1.0] * len(units)})
+
+
+def _query(sess: pf.Session, k: int = 1) -> pf.query.Query:
+    return sess.query().bound(max_groups=k, max_rows_per_group=1).group_by("g").agg(pf.count())
+
+
+def test_single_unit_groups_survive_at_most_at_the_threshold_rate() -> None:
+    # 20,000 groups held by one unit each: every one is a Bernoulli trial of the rule.
+    n, delta = 20_000, 0.05
+    sess = pf.Session(_data(n), "u", pf.zCDP(1.0, delta=0.5), rng=SeededRandomness(3))
+    query = _query(sess)
+    selection = query.explain(rho=0.5, delta=delta).plan.selection
+    assert selection is not None
+    p = discrete_tail(selection.measurement.sigma_units, selection.threshold - 1)
+    assert p <= delta  # k = 1: the whole δ goes to one group
+    result = query.release(rho=0.5, delta=delta)
+    kept_lonely = int(result["g"].str.starts_with("lonely").sum())
+    assert stats.binomtest(kept_lonely, n, p).pvalue > ALPHA
+    assert {"a", "b"} <= set(result["g"].to_list())  # 200 units is far above the threshold
+
+
+def test_selection_spends_delta_and_refuses_when_none_is_left() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=1e-6))
+    out = _query(sess).release(rho=0.25, delta=4e-7)
+    assert out["g"].to_list() == ["a", "b"]  # sorted observed keys
+    assert sess.ledger[-1].delta == 4e-7
+    assert sess.ledger[-1].description["selection"]["delta"] == 4e-7
+    _query(sess).release(rho=0.25)  # the default spends what is left
+    assert sess.remaining.delta == 0
+    with pytest.raises(pf.InvalidBudgetError, match="public keys"):
+        _query(sess).release(rho=0.25)
+    assert len(sess.ledger) == 2
+
+
+def test_selection_without_delta_in_the_budget_suggests_public_keys() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    with pytest.raises(pf.InvalidBudgetError, match=r"keys=\[\.\.\.\]"):
+        _query(sess).release(rho=0.5)
+    with pytest.raises(pf.InvalidBudgetError, match="delta"):
+        _query(sess).explain(rho=0.5)
+    assert sess.ledger == ()
+
+
+def test_selection_needs_max_groups() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=1e-6))
+    query = sess.query().bound(max_rows_per_group=1).group_by("g").agg(pf.count())
+    with pytest.raises(pf.InvalidValueError, match="max_groups"):
+        query.release(rho=0.5)
+
+
+def test_delta_on_a_public_keys_query_is_refused() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=1e-6))
+    query = sess.query().bound(max_rows_per_group=1).group_by("g", keys=["a"]).agg(pf.count())
+    with pytest.raises(pf.InvalidValueError, match="delta"):
+        query.release(rho=0.5, delta=1e-7)
+
+
+def test_max_groups_bounds_units_without_public_keys() -> None:
+    # One unit in 50 groups with k = 2: with a loose threshold, at most its 2 chosen
+    # groups can carry it; its other 48 groups have no other units and vanish exactly.
+    df = pl.DataFrame({"u": [1] * 50, "g": [f"g{i:02d}" for i in range(50)]})
+    sess = pf.Session(df, "u", pf.zCDP(1e6, delta=0.9), rng=SeededRandomness(1))
+    exact = sess._engine.aggregate(sess._spec(_query(sess, k=2).plan, _plan(sess, k=2)))
+    assert exact.height == 2
+
+
+def _plan(sess: pf.Session, k: int) -> pf.planner.ReleasePlan:
+    return pf.planner.plan_release(_query(sess, k).plan, True, 1.0, None, 0.5)
+
+
+def test_explain_for_selection_reveals_nothing_about_the_data() -> None:
+    one = pf.Session(_data(10), "u", pf.zCDP(1.0, delta=1e-6))
+    two = pf.Session(_data(0, big=3), "u", pf.zCDP(1.0, delta=1e-6))
+    text = str(_query(one, k=3).explain(rho=0.3))
+    assert text == str(_query(two, k=3).explain(rho=0.3))
+    assert "noisy count >=" in text
+    assert "95% at" in text
+
+
+def test_threshold_grows_with_k_and_shrinks_with_delta() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=1e-3))
+
+    def tau(k: int, delta: float) -> int:
+        selection = _query(sess, k).explain(rho=0.5, delta=delta).plan.selection
+        assert selection is not None
+        return selection.threshold
+
+    assert tau(1, 1e-6) <= tau(1, 1e-9)
+    assert math.isfinite(tau(5, 1e-6))
+    assert tau(1, 1e-6) < tau(5, 1e-6)
