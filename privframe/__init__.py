@@ -9,7 +9,7 @@ Example:
 from privframe import accounting, datasets, keys, noise
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
-from privframe.aggregates import count, mean, sum
+from privframe.aggregates import count, count_distinct, mean, sum
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
@@ -42,6 +42,7 @@ __all__ = [
     "Session",
     "accounting",
     "count",
+    "count_distinct",
     "datasets",
     "discrete_gaussian",
     "gaussian_mechanism",

@@ -28,7 +28,17 @@ from typing import Self
 from privframe.accounting import _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
-__all__ = ["Aggregate", "Count", "Mean", "Sum", "count", "mean", "sum"]
+__all__ = [
+    "Aggregate",
+    "Count",
+    "CountDistinct",
+    "Mean",
+    "Sum",
+    "count",
+    "count_distinct",
+    "mean",
+    "sum",
+]
 
 
 def _check_bounds(column: str, bounds: object) -> tuple[float, float]:
@@ -86,6 +96,19 @@ class Count(Aggregate):
         return "count"
 
 
+@dataclass(frozen=True)
+class CountDistinct(Aggregate):
+    """The number of distinct privacy units per group (after contribution bounding).
+
+    Each unit adds 1 to at most ``max_groups`` groups, so the grouped vector
+    has L2 sensitivity sqrt(k), whatever ``max_rows_per_group`` is. Without a
+    privacy unit every row is a unit, and this equals :func:`count`.
+    """
+
+    def _default_name(self) -> str:
+        return "count_distinct"
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Bounded(Aggregate):
     column: str
@@ -132,6 +155,17 @@ def count() -> Count:
         Count(name=None)
     """
     return Count()
+
+
+def count_distinct() -> CountDistinct:
+    """Count distinct privacy units per group; the output column is ``count_distinct``.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.count_distinct().output_name
+        'count_distinct'
+    """
+    return CountDistinct()
 
 
 def sum(column: str, bounds: tuple[float, float]) -> Sum:

@@ -42,7 +42,7 @@ from privframe.accounting import (
     gaussian_sigma,
     zCDP,
 )
-from privframe.aggregates import Aggregate, Count, Mean, Sum, _Bounded
+from privframe.aggregates import Aggregate, Count, CountDistinct, Mean, Sum, _Bounded
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.noise import MAX_SIGMA, MIN_SIGMA, discrete_gaussian_halfwidth
 from privframe.query import Plan
@@ -97,7 +97,7 @@ class Measurement:
     """One noisy vector a release draws: a count, a sum, or a centred sum, per key."""
 
     key: str
-    kind: Literal["count", "sum", "centred_sum"]
+    kind: Literal["count", "distinct", "sum", "centred_sum"]
     column: str | None
     lower: float | None
     upper: float | None
@@ -256,6 +256,8 @@ def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
 def _measurements_of(agg: Aggregate) -> tuple[str, ...]:
     if isinstance(agg, Count):
         return ("count",)
+    if isinstance(agg, CountDistinct):
+        return (_DISTINCT,)
     if isinstance(agg, Sum):
         return (_value_key("sum", agg),)
     if isinstance(agg, Mean):
@@ -291,14 +293,15 @@ def _grid_exponent(row_magnitude: float, sigma_estimate: float) -> int:
 
 
 _SELECTION = "distinct units (selection)"
+_DISTINCT = "distinct units"
 
 
-def _selection_measurement(limits: Limits, rho: float) -> Measurement:
-    """Noisy distinct-unit counts per observed group: each unit adds 1 to at most k groups."""
+def _distinct_measurement(key: str, limits: Limits, rho: float) -> Measurement:
+    """Noisy distinct-unit counts per group: each unit adds 1 to at most k groups."""
     l2 = _sqrt_up(Fraction(limits.max_groups))
     return Measurement(
-        key=_SELECTION,
-        kind="count",
+        key=key,
+        kind="distinct",
         column=None,
         lower=None,
         upper=None,
@@ -425,8 +428,8 @@ def plan_release(
     measurements = []
     for key, share in shares.items():
         rho_i = _round_down(Fraction(rho) * share / total)
-        if key == _SELECTION:
-            measurements.append(_selection_measurement(limits, rho_i))
+        if key in (_SELECTION, _DISTINCT):
+            measurements.append(_distinct_measurement(key, limits, rho_i))
         elif key == "count":
             measurements.append(_count_measurement(limits, rho_i))
         else:

@@ -133,6 +133,10 @@ def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
         )
 
 
+# The engine column each measurement kind noises; value measurements use their own key.
+_EXACT_COLUMN = {"count": COUNT, "distinct": DISTINCT}
+
+
 class Session:
     """Private data with a privacy unit and a budget; every release goes through it.
 
@@ -314,7 +318,7 @@ class Session:
                 fill=0.0 if m.kind == "sum" else (float(m.lower) + float(m.upper)) / 2,  # type: ignore[arg-type]
             )
             for m in release.measurements
-            if m.kind != "count"
+            if m.kind in ("sum", "centred_sum")
         )
         limits = release.limits
         # Without public keys a unit may be in any number of groups: always bound them.
@@ -376,7 +380,7 @@ class Session:
         if release.selection is not None:
             exact = exact.filter(self._selected(exact, release.selection))
         noisy = {
-            m.key: exact[COUNT if m.kind == "count" else m.key].to_numpy().astype(np.int64)
+            m.key: exact[_EXACT_COLUMN.get(m.kind, m.key)].to_numpy().astype(np.int64)
             + discrete_gaussian(m.sigma_units, exact.height, rng=self._rng)
             for m in release.measurements
         }

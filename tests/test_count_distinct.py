@@ -1,0 +1,88 @@
+"""pf.count_distinct(): distinct privacy units per group.
+
+The statistical test uses the fixed level ALPHA = 1e-3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+import privframe as pf
+from privframe.engines.polars import PolarsEngine
+from privframe.engines.spec import DISTINCT, AggregationSpec
+from privframe.noise import SeededRandomness
+
+pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
+
+ALPHA = 1e-3
+KEYS = ["a", "b", "c", "d"]
+
+
+def _data() -> pl.DataFrame:
+    rng = np.random.default_rng(4)
+    n = 3_000
+    return pl.DataFrame(
+        {"u": rng.integers(0, 400, n), "g": rng.choice(KEYS, n), "x": rng.uniform(0, 1, n)}
+    )
+
+
+def _query(sess: pf.Session, k: int = 4, m: int = 1_000) -> pf.query.Query:
+    return (
+        sess.query()
+        .bound(max_groups=k, max_rows_per_group=m)
+        .group_by("g", keys=KEYS)
+        .agg(pf.count_distinct())
+    )
+
+
+def test_sensitivity_is_sqrt_k_whatever_m() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    for k, m in [(1, 1), (3, 50), (4, 7)]:
+        (measurement,) = _query(sess, k, m).explain(rho=0.5).measurements
+        assert measurement.l2_sensitivity == pytest.approx(math.sqrt(k))
+    rows = pf.Session(_data(), None, pf.zCDP(1.0))
+    (measurement,) = (
+        rows.query().group_by("g", keys=KEYS).agg(pf.count_distinct()).explain(rho=0.5).measurements
+    )
+    assert measurement.l2_sensitivity == 1
+
+
+def test_exact_distinct_counts_match_polars_when_bounds_do_not_bind() -> None:
+    df = _data()
+    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": KEYS}), None, 10**6, None, (), 1)
+    exact = PolarsEngine(df.lazy()).aggregate(spec)
+    truth = df.group_by("g").agg(pl.col("u").n_unique()).sort("g")
+    assert exact[DISTINCT].to_list() == truth["u"].to_list()
+
+
+def test_a_heavy_unit_adds_at_most_one_to_at_most_k_groups() -> None:
+    df = _data()
+    heavy = pl.DataFrame({"u": [10**6] * 5_000, "g": KEYS * 1_250, "x": [0.5] * 5_000})
+    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": KEYS}), 2, 3, None, (), 9)
+    without = PolarsEngine(df.lazy()).aggregate(spec)[DISTINCT].to_numpy()
+    with_heavy = PolarsEngine(pl.concat([df, heavy]).lazy()).aggregate(spec)[DISTINCT].to_numpy()
+    diff = with_heavy - without
+    assert set(diff.tolist()) <= {0, 1}
+    assert diff.sum() == 2
+
+
+def test_noise_matches_the_explained_sigma() -> None:
+    df = _data()
+    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": KEYS}), None, 10**6, None, (), 1)
+    exact = PolarsEngine(df.lazy()).aggregate(spec)[DISTINCT].to_numpy()
+    sess = pf.Session(df, "u", pf.zCDP(1e9), rng=SeededRandomness(12))
+    query = _query(sess)
+    (measurement,) = query.explain(rho=0.05).measurements
+    errors = np.concatenate(
+        [query.release(rho=0.05)["count_distinct"].to_numpy() - exact for _ in range(300)]
+    )
+    # Chi-square test of the variance (the discrete Gaussian's variance is σ² to 1e-7 here).
+    n = errors.size
+    statistic = float(np.sum(errors.astype(np.float64) ** 2)) / measurement.sigma**2
+    p = 2 * min(stats.chi2.cdf(statistic, n), stats.chi2.sf(statistic, n))
+    assert p > ALPHA
