@@ -27,6 +27,7 @@ import polars as pl
 
 from privframe.aggregates import Aggregate
 from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.expressions import check_filter
 from privframe.keys import KeySet, as_keyset
 
 if TYPE_CHECKING:
@@ -101,6 +102,9 @@ class Query:
     def filter(self, predicate: pl.Expr) -> Query:
         """Keep the rows where a polars boolean expression holds (before bounding).
 
+        The expression must be row-wise and unable to fail on any value; see
+        :mod:`privframe.expressions` for what is accepted and why.
+
         Example:
             >>> import polars as pl
             >>> import privframe as pf
@@ -108,12 +112,7 @@ class Query:
             >>> len(sess.query().filter(pl.col("age") >= 18).plan.filters)
             1
         """
-        if not isinstance(predicate, pl.Expr):
-            raise InvalidArgumentError(
-                f"filter takes a polars expression such as pl.col('age') >= 18, "
-                f"got {type(predicate).__name__}"
-            )
-        return self._with(filters=(*self.plan.filters, predicate))
+        return self._with(filters=(*self.plan.filters, check_filter(predicate)))
 
     def bound(
         self,

@@ -17,16 +17,12 @@ instead of sampling rows, which is both cheaper and more accurate:
   chosen from the unit's own groups and fresh randomness only.
 
 Every step touches one unit's rows at a time, so adding or removing a unit
-changes the output only through that unit's bounded contribution. That
-includes the filters: each predicate is evaluated within one unit's rows
-(``predicate.over(unit)``, or within each row without a unit), so a filter
-such as ``pl.col("x") > pl.col("x").mean()`` compares with the unit's own
-rows, never with other people's data. A predicate that an allow-list shows
-to be row-wise (``pl.col("age") >= 18``) means the same either way and runs
-without the window, which is faster.
-The privacy unit column must hold no null or NaN (the Session checks this on
-the whole input, before any filter, so the check cannot be steered by a
-query).
+changes the output only through that unit's bounded contribution. Filters
+are row-wise by construction (the front end admits nothing else), so they
+keep that locality. Rows whose privacy unit is null or NaN are dropped on
+every run: the Session refuses such data when it opens, and dropping them
+here keeps the guarantee even if a file is rewritten after that check (they
+must never be merged into one unit).
 
 Example:
     >>> import polars as pl
@@ -41,9 +37,6 @@ Example:
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import polars as pl
 
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec
@@ -53,7 +46,6 @@ __all__ = ["PolarsEngine"]
 _N = "__rows"
 _W = "__weight"
 _GLOBAL = "__all"
-_ROW = "__row"
 
 
 def _row_units(v: ValueSpec) -> pl.Expr:
@@ -61,67 +53,6 @@ def _row_units(v: ValueSpec) -> pl.Expr:
     x = x.fill_nan(v.fill).fill_null(v.fill).clip(v.lower, v.upper)
     units = (x * 2.0**v.grid_exponent).round().cast(pl.Int64)
     return units.clip(v.lower_units, v.upper_units) - v.centre_units
-
-
-# Functions known to map each row to one value from that row alone.
-_ROW_WISE_FUNCTIONS = frozenset(
-    {
-        '"Abs"',
-        '{"Boolean": "IsNull"}',
-        '{"Boolean": "IsNotNull"}',
-        '{"Boolean": "IsNan"}',
-        '{"Boolean": "IsNotNan"}',
-        '{"Boolean": "IsFinite"}',
-        '{"Boolean": "IsInfinite"}',
-        '{"Boolean": "Not"}',
-        '{"StringExpr": "StartsWith"}',
-        '{"StringExpr": "EndsWith"}',
-    }
-)
-
-
-def _is_row_wise(node: Any) -> bool:
-    """Whether a serialized polars expression certainly computes each row from that row only.
-
-    A conservative allow-list (columns, scalar literals, arithmetic and
-    comparisons, casts, when/then, a few boolean and string tests): anything
-    else, or an unknown serialization, is treated as not row-wise.
-    """
-    if not isinstance(node, dict) or len(node) != 1:
-        return False
-    ((kind, body),) = node.items()
-    if kind == "Column":
-        return isinstance(body, str)
-    if kind == "Literal":
-        return isinstance(body, dict) and len(body) == 1 and ("Dyn" in body or "Scalar" in body)
-    if kind == "BinaryExpr":
-        return _is_row_wise(body.get("left")) and _is_row_wise(body.get("right"))
-    if kind == "Cast":
-        return _is_row_wise(body.get("expr"))
-    if kind == "Alias":
-        return isinstance(body, list) and bool(body) and _is_row_wise(body[0])
-    if kind == "Ternary":
-        return all(_is_row_wise(body.get(k)) for k in ("predicate", "truthy", "falsy"))
-    if kind == "Function":
-        inputs, function = body.get("input"), body.get("function")
-        if not isinstance(inputs, list) or not all(_is_row_wise(i) for i in inputs):
-            return False
-        if isinstance(function, dict) and isinstance(function.get("Boolean"), dict):
-            names = set(function["Boolean"])
-            # is_in tests membership in its second input: a literal only, never a column.
-            in_literal = names == {"IsIn"} and len(inputs) == 2 and "Literal" in inputs[1]
-            return names == {"IsBetween"} or in_literal
-        if isinstance(function, dict) and isinstance(function.get("StringExpr"), dict):
-            return set(function["StringExpr"]) == {"Contains"}
-        return json.dumps(function) in _ROW_WISE_FUNCTIONS
-    return False
-
-
-def _row_wise(predicate: pl.Expr) -> bool:
-    try:
-        return _is_row_wise(json.loads(predicate.meta.serialize(format="json")))
-    except Exception:  # any serialization problem: take the safe path
-        return False
 
 
 class PolarsEngine:
@@ -144,17 +75,10 @@ class PolarsEngine:
         row per observed non-null key, sorted by key, with ``DISTINCT`` units.
         """
         frame = self._frame
-        # Each predicate sees one unit's rows (one row without a unit): a filter that
-        # aggregates must not let one person's rows decide another's. A predicate
-        # known to be row-wise means the same either way and skips the window.
-        row_wise = [_row_wise(p) for p in spec.filters]
-        if not all(row_wise) and spec.unit is None:
-            frame = frame.with_row_index(_ROW)
-        window = spec.unit if spec.unit is not None else _ROW
-        for predicate, plain in zip(spec.filters, row_wise, strict=True):
-            frame = frame.filter(predicate if plain else predicate.over(window))
-        if not all(row_wise) and spec.unit is None:
-            frame = frame.drop(_ROW)
+        # The front end admits only row-wise filters that cannot fail on any value
+        # (privframe.expressions), so a row's fate depends on that row alone.
+        for predicate in spec.filters:
+            frame = frame.filter(predicate)
         observed = spec.keys is None and bool(spec.group_by)
         keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})
         by = list(spec.group_by) if observed else list(keys.columns)
@@ -195,6 +119,11 @@ class PolarsEngine:
     ) -> pl.LazyFrame:
         unit = spec.unit
         assert unit is not None
+        column = pl.col(unit)
+        if frame.collect_schema()[unit].is_float():
+            frame = frame.filter(column.is_not_null() & column.is_not_nan())
+        else:
+            frame = frame.filter(column.is_not_null())
         partial = frame.group_by([unit, *by]).agg(
             pl.len().cast(pl.Int64).alias(_N), *(pl.col(n).sum() for n in names)
         )
