@@ -90,12 +90,13 @@ def from_list(column: str, values: Iterable[Any]) -> KeySet:
     """
     if not isinstance(column, str):
         raise InvalidArgumentError(f"key column must be a string, got {column!r}")
-    if isinstance(values, str | bytes):
+    if isinstance(values, str | bytes | set | frozenset | Mapping):
         raise InvalidArgumentError(
-            f"keys for {column!r} must be a list of values, not a single string"
+            f"keys for {column!r} must be an ordered list of values (the output follows "
+            f"its order), got {type(values).__name__}"
         )
     try:
-        return KeySet(pl.DataFrame({column: list(values)}, strict=False))
+        return KeySet(pl.DataFrame({column: list(values)}, strict=True))
     except (TypeError, pl.exceptions.PolarsError) as err:
         raise InvalidArgumentError(f"keys for {column!r} must share one type: {err}") from None
 

@@ -266,11 +266,22 @@ def _measurements_of(agg: Aggregate) -> tuple[str, ...]:
 
 
 def _value_key(kind: Literal["sum", "centred_sum"], agg: _Bounded) -> str:
-    return f"{kind}({agg.column}, [{agg.lower:g}, {agg.upper:g}])"
+    """A measurement's key: two aggregates share a measurement iff their keys are equal."""
+    return f"{kind}({agg.column}, [{_exact(agg.lower)}, {_exact(agg.upper)}])"
+
+
+def _exact(x: float) -> str:
+    """Short when that is exact (1000, not 1000.0), else the float's full repr."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
 
 
 def _weights(outputs: Sequence[Output], weights: Mapping[str, float] | None) -> dict[str, Fraction]:
     """Each output's weight, spread evenly over the measurements it uses."""
+    if weights is not None and not isinstance(weights, Mapping):
+        raise InvalidArgumentError(
+            f"weights must map output names to numbers, got {type(weights).__name__}"
+        )
     given = dict(weights or {})
     names = {o.name for o in outputs}
     unknown = sorted(set(given) - names)
@@ -469,13 +480,13 @@ def explain(
         first = release.measurement(out.measurements[0])
         agg = out.aggregate
         if isinstance(agg, Mean):
-            # Delta method, at the worst case |mean − midpoint| = (U − L)/2: the
-            # release's own <name>_std uses the released mean instead.
+            # Delta method (an approximation) at the largest |mean − midpoint|,
+            # (U − L)/2; the release's own <name>_std uses the released mean.
             count = release.measurement(out.measurements[1])
             half = (agg.upper - agg.lower) / 2
             bound = math.hypot(first.sigma, half * count.sigma)
-            std = f"≤ {bound:.6g} / count"
-            ci = f"≈ ≤ {Z95 * bound:.6g} / count"
+            std = f"≈ {bound:.6g} / count"
+            ci = f"≈ {Z95 * bound:.6g} / count"
         else:
             std, ci = f"{first.sigma:.6g}", f"{first.ci95:.6g}"
         rows.append(

@@ -154,7 +154,14 @@ class Query:
             >>> sess.query().group_by("r", keys=["a", "b"]).plan.group_by
             ('r',)
         """
-        cols = (columns,) if isinstance(columns, str) else tuple(columns)
+        if isinstance(columns, str):
+            cols: tuple[str, ...] = (columns,)
+        elif isinstance(columns, list | tuple):
+            cols = tuple(columns)
+        else:
+            raise InvalidArgumentError(
+                f"group_by takes a column name or a list of them, got {type(columns).__name__}"
+            )
         if not cols or not all(isinstance(c, str) for c in cols):
             raise InvalidArgumentError(f"group_by takes column names, got {columns!r}")
         if len(set(cols)) != len(cols):

@@ -109,7 +109,8 @@ def _key_dtype(key: pl.DataType, column: pl.DataType) -> pl.DataType:
     if _family(key) != _family(column):
         raise InvalidArgumentError(f"keys of type {key} cannot match a column of type {column}")
     if _family(key) == "numeric":
-        return pl.Float64 if key.is_float() or column.is_float() else pl.Int64
+        exact_ints = key.is_integer() and column.is_integer()
+        return pl.Int64 if exact_ints else pl.Float64
     if _family(key) == "string":
         return pl.String
     if key != column:
@@ -263,9 +264,15 @@ class Session:
             frame = plan.keys.to_polars()
             for column in plan.group_by:
                 try:
-                    _key_dtype(frame.schema[column], schema[column])
+                    frame[column].cast(_key_dtype(frame.schema[column], schema[column]))
                 except InvalidArgumentError as err:
                     raise InvalidArgumentError(f"group_by column {column!r}: {err}") from None
+                except pl.exceptions.PolarsError:
+                    # The keys are public, so naming the problem is safe.
+                    raise InvalidArgumentError(
+                        f"group_by column {column!r}: a public key does not fit the type "
+                        f"{schema[column]} of the column"
+                    ) from None
 
     def _selection_delta(self, plan: Plan, delta: float | None) -> float | None:
         """The δ a release spends on choosing its groups: given, or what the session has left."""
