@@ -307,12 +307,14 @@ _SELECTION = "distinct units (selection)"
 _DISTINCT = "distinct units"
 
 
-def _distinct_measurement(key: str, limits: Limits, rho: float) -> Measurement:
-    """Noisy distinct-unit counts per group: each unit adds 1 to at most k groups."""
-    l2 = _sqrt_up(Fraction(limits.max_groups))
+def _integer_measurement(
+    key: str, kind: Literal["count", "distinct"], squares: int, symbol: str, rho: float
+) -> Measurement:
+    """A per-group integer count whose L2 sensitivity is sqrt(squares)."""
+    l2 = _sqrt_up(Fraction(squares))
     return Measurement(
         key=key,
-        kind="distinct",
+        kind=kind,
         column=None,
         lower=None,
         upper=None,
@@ -324,29 +326,18 @@ def _distinct_measurement(key: str, limits: Limits, rho: float) -> Measurement:
         l2_units=l2,
         rho=rho,
         sigma_units=gaussian_sigma(l2, rho),
-        derivation=f"sensitivity sqrt(k) = sqrt({limits.max_groups}) = {l2:.6g}",
+        derivation=f"sensitivity sqrt({symbol}) = sqrt({squares}) = {l2:.6g}",
     )
+
+
+def _distinct_measurement(key: str, limits: Limits, rho: float) -> Measurement:
+    """Distinct units per group: each unit adds 1 to at most k groups."""
+    return _integer_measurement(key, "distinct", limits.max_groups, "k", rho)
 
 
 def _count_measurement(limits: Limits, rho: float) -> Measurement:
-    l2 = _sqrt_up(Fraction(limits.squares))
-    sigma = gaussian_sigma(l2, rho)
-    return Measurement(
-        key="count",
-        kind="count",
-        column=None,
-        lower=None,
-        upper=None,
-        grid_exponent=0,
-        lower_units=0,
-        upper_units=1,
-        centre_units=0,
-        row_units=1,
-        l2_units=l2,
-        rho=rho,
-        sigma_units=sigma,
-        derivation=f"sensitivity sqrt(S) = sqrt({limits.squares}) = {l2:.6g}",
-    )
+    """Rows per group: a unit's weights w_g satisfy sum_g w_g² <= S."""
+    return _integer_measurement("count", "count", limits.squares, "S", rho)
 
 
 def _value_measurement(
