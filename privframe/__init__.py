@@ -20,6 +20,7 @@ from privframe.errors import (
     PrivframeError,
     SeededRandomnessWarning,
 )
+from privframe.expressions import bin
 from privframe.ledger import LedgerEntry
 from privframe.noise import discrete_gaussian, gaussian_mechanism
 from privframe.session import Session
@@ -41,6 +42,7 @@ __all__ = [
     "SeededRandomnessWarning",
     "Session",
     "accounting",
+    "bin",
     "count",
     "count_distinct",
     "datasets",

@@ -28,14 +28,18 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from privframe.errors import InvalidArgumentError
+from privframe.accounting import _check_real
+from privframe.errors import InvalidArgumentError, InvalidValueError
 
-__all__ = ["check_filter", "is_safe_filter"]
+__all__ = ["Bin", "bin", "check_expression", "check_filter", "is_safe_filter"]
 
 # Functions known to map each row to one value from that row alone, without failing.
 _SAFE_FUNCTIONS = frozenset(
@@ -112,6 +116,28 @@ def is_safe_filter(predicate: pl.Expr) -> bool:
         return False
 
 
+_ALLOWED = (
+    "Use columns, literals, arithmetic, comparisons, & | ~, when/then, abs, "
+    "is_null/is_nan/is_finite, is_between, is_in([...literal list...]), "
+    "cast(..., strict=False), and str.starts_with/ends_with/contains(..., literal=True) "
+    "with a literal argument. Aggregations, windows, sorts, strict casts, regular "
+    "expressions and Python functions are refused."
+)
+
+
+def _check(expr: object, what: str, example: str) -> pl.Expr:
+    if not isinstance(expr, pl.Expr):
+        raise InvalidArgumentError(
+            f"{what} takes a polars expression such as {example}, got {type(expr).__name__}"
+        )
+    if not is_safe_filter(expr):
+        raise InvalidArgumentError(
+            f"this {what} expression is not one privframe can run privately: it must compute "
+            f"each row from that row alone and must not be able to fail on any value. {_ALLOWED}"
+        )
+    return expr
+
+
 def check_filter(predicate: object) -> pl.Expr:
     """``predicate`` if privframe can use it as a row filter, else a clear error.
 
@@ -121,19 +147,86 @@ def check_filter(predicate: object) -> pl.Expr:
         >>> check_filter(pl.col("age").is_between(18, 65)) is not None
         True
     """
-    if not isinstance(predicate, pl.Expr):
-        raise InvalidArgumentError(
-            f"filter takes a polars expression such as pl.col('age') >= 18, "
-            f"got {type(predicate).__name__}"
+    return _check(predicate, "filter", "pl.col('age') >= 18")
+
+
+def check_expression(expr: object) -> pl.Expr:
+    """``expr`` if privframe can use it as a derived column, else a clear error.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.expressions import check_expression
+        >>> check_expression(pl.col("price") * pl.col("qty")) is not None
+        True
+    """
+    return _check(expr, "with_columns", "pl.col('price') * pl.col('qty')")
+
+
+@dataclass(frozen=True, eq=False)
+class Bin:
+    """Public bins of a numeric column: a derived key column and its public keys.
+
+    Attributes:
+        column: the binned column.
+        edges: strictly increasing public edges e_0 < ... < e_n.
+        labels: one label per bin, in order: the public keys.
+    """
+
+    column: str
+    edges: tuple[float, ...]
+    labels: tuple[str, ...]
+
+    @property
+    def expr(self) -> pl.Expr:
+        """The label of each row's bin: [e_i, e_i+1), the last closed; null outside."""
+        x = pl.col(self.column)
+        pairs = list(itertools.pairwise(self.edges))
+        last = len(pairs) - 1
+        chain: Any = pl
+        for i, (lo, hi) in enumerate(pairs):
+            inside = (x >= lo) & ((x <= hi) if i == last else (x < hi))
+            chain = chain.when(inside).then(pl.lit(self.labels[i]))
+        return chain.otherwise(pl.lit(None, dtype=pl.String)).alias(self.column)
+
+    @property
+    def keys(self) -> list[str]:
+        """The bin labels, to pass as ``keys=`` (every bin is reported, empty or not)."""
+        return list(self.labels)
+
+
+def bin(column: str, edges: Sequence[float], labels: Sequence[str] | None = None) -> Bin:
+    """Bin a numeric column by public edges, for a histogram over public keys.
+
+    Use it as a derived column and pass its labels as the keys::
+
+        ages = pf.bin("age", [18, 30, 50, 65, 120])
+        query.with_columns(age_band=ages).group_by("age_band", keys=ages.keys)
+
+    Values outside [e_0, e_n], nulls and NaN get a null label, so they match
+    no key and are dropped before bounding.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.bin("age", [0, 18, 65]).keys
+        ['[0, 18)', '[18, 65]']
+    """
+    if not isinstance(column, str) or not column:
+        raise InvalidArgumentError(f"bin needs a column name, got {column!r}")
+    points = tuple(_check_real(f"bin edge of {column!r}", e) for e in edges)
+    if len(points) < 2 or any(a >= b for a, b in itertools.pairwise(points)):
+        raise InvalidValueError(
+            f"bin edges of {column!r} must be at least two strictly increasing numbers"
         )
-    if not is_safe_filter(predicate):
-        raise InvalidArgumentError(
-            "this filter is not one privframe can run privately: filters must decide each "
-            "row from that row alone and must not be able to fail on any value. Use "
-            "columns, literals, arithmetic, comparisons, & | ~, when/then, abs, "
-            "is_null/is_nan/is_finite, is_between, is_in([...literal list...]), "
-            "cast(..., strict=False), and str.starts_with/ends_with/contains(..., "
-            "literal=True) with a literal argument. Aggregations, windows, sorts, strict "
-            "casts, regular expressions and Python functions are refused."
+    if labels is None:
+        n = len(points) - 1
+        names = tuple(
+            f"[{a:g}, {b:g}{']' if i == n - 1 else ')'}"
+            for i, (a, b) in enumerate(itertools.pairwise(points))
         )
-    return predicate
+    else:
+        names = tuple(str(label) for label in labels)
+        if len(names) != len(points) - 1 or len(set(names)) != len(names):
+            raise InvalidValueError(
+                f"bin labels of {column!r} must be {len(points) - 1} distinct names"
+            )
+    return Bin(column, points, names)

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from privframe.aggregates import Aggregate
+from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.expressions import check_filter
+from privframe.expressions import Bin, check_expression, check_filter
 from privframe.keys import KeySet, as_keyset
 
 if TYPE_CHECKING:
@@ -78,11 +79,20 @@ class Bound:
 class Plan:
     """What a query asks, with no data and no budget: the planner's input."""
 
-    filters: tuple[pl.Expr, ...] = ()
+    steps: tuple[RowStep, ...] = ()
     bound: Bound | None = None
     group_by: tuple[str, ...] = ()
     keys: KeySet | None = None
     aggregates: tuple[Aggregate, ...] = ()
+
+    @property
+    def filters(self) -> tuple[pl.Expr, ...]:
+        """The filter predicates among the row steps."""
+        return tuple(e for step in self.steps if step.kind == "filter" for e in step.exprs)
+
+
+def _as_expr(value: pl.Expr | Bin) -> pl.Expr:
+    return value.expr if isinstance(value, Bin) else value
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,7 +122,31 @@ class Query:
             >>> len(sess.query().filter(pl.col("age") >= 18).plan.filters)
             1
         """
-        return self._with(filters=(*self.plan.filters, check_filter(predicate)))
+        step = RowStep("filter", (check_filter(predicate),))
+        return self._with(steps=(*self.plan.steps, step))
+
+    def with_columns(self, *exprs: pl.Expr | Bin, **named: pl.Expr | Bin) -> Query:
+        """Add or replace columns with row-wise polars expressions (or :func:`~privframe.bin`).
+
+        Derived columns can be filtered on, grouped by and aggregated; bounding
+        applies to the rows as they reach the aggregation, so a rewritten key
+        column is bounded as rewritten. The privacy unit column cannot be
+        rewritten (splitting a unit would unbind its contribution).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"age": [20, 15]}), None, pf.zCDP(1.0))
+            >>> q = sess.query().with_columns(adult=pl.col("age") >= 18)
+            >>> q.plan.steps[0].kind
+            'with_columns'
+        """
+        derived = [check_expression(_as_expr(e)) for e in exprs]
+        derived += [check_expression(_as_expr(e)).alias(name) for name, e in named.items()]
+        if not derived:
+            raise InvalidValueError("with_columns needs at least one expression")
+        step = RowStep("with_columns", tuple(derived))
+        return self._with(steps=(*self.plan.steps, step))
 
     def bound(
         self,

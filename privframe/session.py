@@ -34,7 +34,7 @@ from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
 from privframe.aggregates import Mean, _Bounded
 from privframe.engines.polars import PolarsEngine
-from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec, apply_steps
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.ledger import LedgerEntry
 from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
@@ -220,8 +220,29 @@ class Session:
 
     # -- used by Query ------------------------------------------------------------------
 
-    def _validate(self, plan: Plan) -> None:
-        schema = self._schema
+    def _schema_after(self, plan: Plan) -> pl.Schema:
+        """The columns and types the aggregation sees, from the schema alone (no data is read)."""
+        for step in plan.steps:
+            if step.kind == "with_columns" and self._unit is not None:
+                for expr in step.exprs:
+                    if expr.meta.output_name(raise_if_undetermined=False) == self._unit:
+                        raise InvalidValueError(
+                            f"with_columns may not rewrite the privacy unit column "
+                            f"{self._unit!r}: bounding is per unit, and a rewritten unit could "
+                            "split one person into many"
+                        )
+        try:
+            return apply_steps(self._frame, plan.steps).collect_schema()
+        except pl.exceptions.PolarsError as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            raise InvalidValueError(
+                f"the query's filters or derived columns do not fit the data's columns: "
+                f"{type(err).__name__}: {first}"
+            ) from None
+
+    def _validate(self, plan: Plan) -> pl.Schema:
+        """Check the plan against the columns it will see; return that schema."""
+        schema = self._schema_after(plan)
         for agg in plan.aggregates:
             if isinstance(agg, _Bounded):
                 if agg.column not in schema:
@@ -250,16 +271,6 @@ class Session:
                     f"aggregate output {agg.output_name!r} has the name of a group_by column; "
                     "give it another .alias(...)"
                 )
-        for i, predicate in enumerate(plan.filters):
-            # Schema resolution only: no data is read, so the message holds no data values.
-            try:
-                self._frame.filter(predicate).collect_schema()
-            except pl.exceptions.PolarsError as err:
-                first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-                raise InvalidValueError(
-                    f"filter #{i + 1} ({predicate}) does not fit the data's columns: "
-                    f"{type(err).__name__}: {first}"
-                ) from None
         if plan.keys is not None:
             frame = plan.keys.to_polars()
             for column in plan.group_by:
@@ -273,6 +284,7 @@ class Session:
                         f"group_by column {column!r}: a public key does not fit the type "
                         f"{schema[column]} of the column"
                     ) from None
+        return schema
 
     def _selection_delta(self, plan: Plan, delta: float | None) -> float | None:
         """The δ a release spends on choosing its groups: given, or what the session has left."""
@@ -307,9 +319,10 @@ class Session:
     def _spec(self, plan: Plan, release: ReleasePlan) -> AggregationSpec:
         keys = None
         if plan.keys is not None:
+            schema = self._schema_after(plan)
             frame = plan.keys.to_polars()
             keys = frame.with_columns(
-                pl.col(c).cast(_key_dtype(frame.schema[c], self._schema[c])) for c in frame.columns
+                pl.col(c).cast(_key_dtype(frame.schema[c], schema[c])) for c in frame.columns
             )
         values = tuple(
             ValueSpec(
@@ -331,7 +344,7 @@ class Session:
         # Without public keys a unit may be in any number of groups: always bound them.
         n_groups = len(plan.keys) if plan.keys is not None else 1 if not plan.group_by else None
         return AggregationSpec(
-            filters=plan.filters,
+            steps=plan.steps,
             unit=self._unit,
             group_by=plan.group_by,
             keys=keys,

@@ -10,7 +10,7 @@ import pytest
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
-from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, RowStep, ValueSpec
 
 KEYS = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
 
@@ -49,7 +49,8 @@ def spec(
         key_frame, group_by = keys, tuple(keys.columns)
     else:
         key_frame, group_by = pl.DataFrame({"g": keys}), ("g",)
-    return AggregationSpec(filters, unit, group_by, key_frame, k, m, big_m, values, seed)
+    steps = tuple(RowStep("filter", (f,)) for f in filters)
+    return AggregationSpec(steps, unit, group_by, key_frame, k, m, big_m, values, seed)
 
 
 def run(df: pl.DataFrame, s: AggregationSpec, *, streaming: bool = False) -> pl.DataFrame:

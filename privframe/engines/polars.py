@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec, apply_steps
 
 __all__ = ["PolarsEngine"]
 
@@ -77,8 +77,7 @@ class PolarsEngine:
         frame = self._frame
         # The front end admits only row-wise filters that cannot fail on any value
         # (privframe.expressions), so a row's fate depends on that row alone.
-        for predicate in spec.filters:
-            frame = frame.filter(predicate)
+        frame = apply_steps(frame, spec.steps)
         observed = spec.keys is None and bool(spec.group_by)
         keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})
         by = list(spec.group_by) if observed else list(keys.columns)

@@ -10,17 +10,40 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 import polars as pl
 
-__all__ = ["COUNT", "DISTINCT", "AggregationSpec", "Engine", "ValueSpec"]
+__all__ = ["COUNT", "DISTINCT", "AggregationSpec", "Engine", "RowStep", "ValueSpec", "apply_steps"]
 
 COUNT = "__count"
 """Name of the bounded row-count column every engine returns."""
 
 DISTINCT = "__distinct"
 """Name of the column of distinct units per key (after group bounding) every engine returns."""
+
+
+@dataclass(frozen=True, eq=False)
+class RowStep:
+    """One row-wise step before aggregation, in query order.
+
+    ``filter`` keeps the rows where every expression holds; ``with_columns``
+    adds or replaces columns. The front end admits only row-wise expressions
+    that cannot fail (:mod:`privframe.expressions`).
+    """
+
+    kind: Literal["filter", "with_columns"]
+    exprs: tuple[pl.Expr, ...]
+
+
+def apply_steps(frame: pl.LazyFrame, steps: tuple[RowStep, ...]) -> pl.LazyFrame:
+    """The frame after the row steps, in order (lazy: nothing runs)."""
+    for step in steps:
+        if step.kind == "filter":
+            frame = frame.filter(*step.exprs)
+        else:
+            frame = frame.with_columns(*step.exprs)
+    return frame
 
 
 @dataclass(frozen=True)
@@ -49,8 +72,7 @@ class AggregationSpec:
     """What the engine computes, with every privacy decision already made.
 
     Attributes:
-        filters: polars predicates applied to the rows first, each evaluated
-            within one unit's rows (within one row when ``unit`` is None).
+        steps: row-wise filters and derived columns, applied first, in order.
         unit: the privacy unit column, or None when each row is a unit.
         group_by: key columns (empty for one global group).
         keys: the public key rows; rows with other keys are dropped, keys
@@ -65,7 +87,7 @@ class AggregationSpec:
         seed: fresh secret randomness for choosing groups.
     """
 
-    filters: tuple[pl.Expr, ...]
+    steps: tuple[RowStep, ...]
     unit: str | None
     group_by: tuple[str, ...]
     keys: pl.DataFrame | None

@@ -1,0 +1,145 @@
+"""Derived columns (with_columns) and public bins (pf.bin) before aggregation."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import privframe as pf
+from privframe.engines.polars import PolarsEngine
+from privframe.engines.spec import COUNT
+from privframe.planner import plan_release
+
+
+def _data() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "u": [1, 1, 2, 3, 4, 5],
+            "region": ["n", "s", "n", "e", "w", "n"],
+            "price": [2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+            "qty": [1, 2, 3, 1, 1, 2],
+            "age": [15, 15, 30, 45, 70, 200],
+        }
+    )
+
+
+def _exact(sess: pf.Session, query: pf.query.Query) -> pl.DataFrame:
+    """The exact (pre-noise) aggregates of a query, through the session's own plan."""
+    release = plan_release(query.plan, True, 1.0)
+    return PolarsEngine(sess._frame).aggregate(sess._spec(query.plan, release))
+
+
+def test_a_derived_value_column_is_aggregated() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1e6))
+    query = (
+        sess.query()
+        .with_columns(revenue=pl.col("price") * pl.col("qty"))
+        .bound(max_groups=4, max_rows_per_group=10)
+        .group_by("region", keys=["n", "s", "e", "w"])
+        .agg(pf.sum("revenue", bounds=(0, 100)))
+    )
+    exact = _exact(sess, query)
+    sums = exact[query.explain(rho=1.0).measurements[0].key].to_list()
+    scale = 2.0 ** -query.explain(rho=1.0).measurements[0].grid_exponent
+    assert [s * scale for s in sums] == [2.0 + 12.0 + 14.0, 6.0, 5.0, 6.0]
+
+
+def test_a_filter_can_use_a_derived_column_and_order_is_kept() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1e6))
+    query = (
+        sess.query()
+        .with_columns(adult=pl.col("age") >= 18)
+        .filter(pl.col("adult"))
+        .bound(max_groups=4, max_rows_per_group=10)
+        .group_by("region", keys=["n", "s", "e", "w"])
+        .agg(pf.count())
+    )
+    assert _exact(sess, query)[COUNT].to_list() == [2, 0, 1, 1]
+    assert [s.kind for s in query.plan.steps] == ["with_columns", "filter"]
+
+
+def test_a_rewritten_key_column_is_bounded_as_rewritten() -> None:
+    # Every row moved into one group: a unit with rows in two regions now has two
+    # rows in "n", and m = 1 must bound it there (no stale bound from before).
+    sess = pf.Session(_data(), "u", pf.zCDP(1e6))
+    query = (
+        sess.query()
+        .with_columns(region=pl.lit("n"))
+        .bound(max_groups=1, max_rows_per_group=1)
+        .group_by("region", keys=["n"])
+        .agg(pf.count())
+    )
+    assert _exact(sess, query)[COUNT].to_list() == [5]  # 5 units, 1 row each
+
+
+def test_the_privacy_unit_column_cannot_be_rewritten() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    for rewrite in (pl.col("u") * 10 + pl.col("qty"), pl.lit(1).alias("u")):
+        query = sess.query().with_columns(rewrite).bound(max_rows_per_group=1).agg(pf.count())
+        with pytest.raises(pf.InvalidValueError, match="privacy unit"):
+            query.release(rho=0.5)
+    query = sess.query().with_columns(u=pl.col("qty")).bound(max_rows_per_group=1).agg(pf.count())
+    with pytest.raises(pf.InvalidValueError, match="privacy unit"):
+        query.explain(rho=0.5)
+    assert sess.ledger == ()
+
+
+def test_unsafe_derived_columns_are_refused() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    with pytest.raises(pf.InvalidArgumentError, match="row"):
+        sess.query().with_columns(z=pl.col("price") - pl.col("price").mean())
+    with pytest.raises(pf.InvalidArgumentError, match="strict"):
+        sess.query().with_columns(z=pl.col("region").cast(pl.Int64))
+    with pytest.raises(pf.InvalidValueError, match="at least one"):
+        sess.query().with_columns()
+
+
+def test_a_derived_column_that_does_not_fit_the_schema_is_a_clear_error() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    query = (
+        sess.query()
+        .with_columns(z=pl.col("nope") + 1)
+        .bound(max_rows_per_group=1)
+        .agg(pf.sum("z", (0, 1)))
+    )
+    with pytest.raises(pf.InvalidValueError, match="nope"):
+        query.release(rho=0.5)
+    assert sess.ledger == ()
+
+
+def test_bins_make_a_public_histogram() -> None:
+    ages = pf.bin("age", [0, 18, 65, 120])
+    assert ages.keys == ["[0, 18)", "[18, 65)", "[65, 120]"]
+    sess = pf.Session(_data(), "u", pf.zCDP(1e6))
+    query = (
+        sess.query()
+        .with_columns(band=ages)
+        .bound(max_groups=3, max_rows_per_group=10)
+        .group_by("band", keys=ages.keys)
+        .agg(pf.count())
+    )
+    # 15, 15 | 30, 45 | 70; age 200 is outside the edges and dropped.
+    assert _exact(sess, query)[COUNT].to_list() == [2, 2, 1]
+    released = query.release(rho=1.0)
+    assert released["band"].to_list() == ages.keys
+
+
+@pytest.mark.parametrize(
+    ("edges", "labels", "error"),
+    [
+        ([1], None, pf.InvalidValueError),
+        ([1, 1], None, pf.InvalidValueError),
+        ([2, 1], None, pf.InvalidValueError),
+        ([0, float("inf")], None, pf.InvalidValueError),
+        ([0, 1, 2], ["a"], pf.InvalidValueError),
+        ([0, 1, 2], ["a", "a"], pf.InvalidValueError),
+        (["0", 1], None, pf.InvalidArgumentError),
+    ],
+)
+def test_bad_bins_are_refused(edges: list, labels: list | None, error: type) -> None:
+    with pytest.raises(error):
+        pf.bin("age", edges, labels)
+
+
+def test_bin_labels_can_be_named() -> None:
+    assert pf.bin("age", [0, 18, 120], ["minor", "adult"]).keys == ["minor", "adult"]
