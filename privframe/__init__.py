@@ -9,7 +9,7 @@ Example:
 from privframe import accounting, datasets, keys, noise
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
-from privframe.aggregates import count, count_distinct, mean, sum
+from privframe.aggregates import count, count_distinct, mean, std, sum, var
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
@@ -51,6 +51,8 @@ __all__ = [
     "keys",
     "mean",
     "noise",
+    "std",
     "sum",
+    "var",
     "zCDP",
 ]

@@ -33,11 +33,15 @@ __all__ = [
     "Count",
     "CountDistinct",
     "Mean",
+    "Std",
     "Sum",
+    "Var",
     "count",
     "count_distinct",
     "mean",
+    "std",
     "sum",
+    "var",
 ]
 
 
@@ -146,6 +150,28 @@ class Mean(_Bounded):
         return f"{self.column}_mean"
 
 
+@dataclass(frozen=True, kw_only=True)
+class Var(_Bounded):
+    """The variance of a column's values, each clipped to [lower, upper], per group.
+
+    Computed from three noisy measurements: the count (shared), the centred
+    sum (shared with a mean of the same column and bounds) and the sum of
+    squares about the midpoint. The plug-in estimate has the centred sum's
+    noise bias removed (E[C²] = C² + σ_C²) and is clamped to [0, ((U − L)/2)²].
+    """
+
+    def _default_name(self) -> str:
+        return f"{self.column}_var"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Std(Var):
+    """The standard deviation: the square root of :class:`Var`'s estimate."""
+
+    def _default_name(self) -> str:
+        return f"{self.column}_std"
+
+
 def count() -> Count:
     """Count rows per group; the output column is ``count``.
 
@@ -184,6 +210,32 @@ def sum(column: str, bounds: tuple[float, float]) -> Sum:
     column = _check_column(column)
     lower, upper = _check_bounds(column, bounds)
     return Sum(column=column, lower=lower, upper=upper)
+
+
+def var(column: str, bounds: tuple[float, float]) -> Var:
+    """Variance of ``column`` per group, each value clipped to ``bounds`` first.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.var("age", bounds=(18, 90)).output_name
+        'age_var'
+    """
+    column = _check_column(column)
+    lower, upper = _check_bounds(column, bounds)
+    return Var(column=column, lower=lower, upper=upper)
+
+
+def std(column: str, bounds: tuple[float, float]) -> Std:
+    """Standard deviation of ``column`` per group, each value clipped to ``bounds`` first.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.std("age", bounds=(18, 90)).output_name
+        'age_std'
+    """
+    column = _check_column(column)
+    lower, upper = _check_bounds(column, bounds)
+    return Std(column=column, lower=lower, upper=upper)
 
 
 def mean(column: str, bounds: tuple[float, float]) -> Mean:

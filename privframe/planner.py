@@ -42,7 +42,7 @@ from privframe.accounting import (
     gaussian_sigma,
     zCDP,
 )
-from privframe.aggregates import Aggregate, Count, CountDistinct, Mean, Sum, _Bounded
+from privframe.aggregates import Aggregate, Count, CountDistinct, Mean, Sum, Var, _Bounded
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.noise import MAX_SIGMA, MIN_SIGMA, discrete_gaussian_halfwidth
 from privframe.query import Plan
@@ -97,7 +97,7 @@ class Measurement:
     """One noisy vector a release draws: a count, a sum, or a centred sum, per key."""
 
     key: str
-    kind: Literal["count", "distinct", "sum", "centred_sum"]
+    kind: Literal["count", "distinct", "sum", "centred_sum", "centred_sum_sq"]
     column: str | None
     lower: float | None
     upper: float | None
@@ -262,10 +262,15 @@ def _measurements_of(agg: Aggregate) -> tuple[str, ...]:
         return (_value_key("sum", agg),)
     if isinstance(agg, Mean):
         return (_value_key("centred_sum", agg), "count")
+    if isinstance(agg, Var):  # and Std
+        return (_value_key("centred_sum_sq", agg), _value_key("centred_sum", agg), "count")
     raise InvalidArgumentError(f"unknown aggregate {agg!r}")
 
 
-def _value_key(kind: Literal["sum", "centred_sum"], agg: _Bounded) -> str:
+ValueKind = Literal["sum", "centred_sum", "centred_sum_sq"]
+
+
+def _value_key(kind: ValueKind, agg: _Bounded) -> str:
     """A measurement's key: two aggregates share a measurement iff their keys are equal."""
     return f"{kind}({agg.column}, [{_exact(agg.lower)}, {_exact(agg.upper)}])"
 
@@ -340,10 +345,54 @@ def _count_measurement(limits: Limits, rho: float) -> Measurement:
     return _integer_measurement("count", "count", limits.squares, "S", rho)
 
 
+def _squares_measurement(
+    key: str, agg: _Bounded, half_width: float, limits: Limits, rho: float
+) -> Measurement:
+    """Σ (x − midpoint)² over clipped x: each row adds a value in [0, ((U − L)/2)²].
+
+    Summed about the middle c of that range (as a centred sum), the grouped
+    vector's L2 sensitivity is sqrt(S)·max(c − 0, hi − c) in grid units.
+    """
+    top = half_width * half_width
+    estimate = math.sqrt(limits.squares) * top / 2 / math.sqrt(2 * rho)
+    if not math.isfinite(estimate) or _grid_exponent(top, estimate) > _MAX_GRID_BITS:
+        raise InvalidValueError(
+            f"bounds ({agg.lower:g}, {agg.upper:g}) of column {agg.column!r} are too extreme "
+            "for a variance at this rho; rescale the column and its bounds or use a larger rho"
+        )
+    j = _grid_exponent(top, estimate)
+    hi = math.ceil(math.ldexp(top, j))
+    centre = hi // 2
+    row_units = max(centre, hi - centre)
+    l2 = _sqrt_up(Fraction(limits.squares) * row_units * row_units)
+    return Measurement(
+        key=key,
+        kind="centred_sum_sq",
+        column=agg.column,
+        lower=agg.lower,
+        upper=agg.upper,
+        grid_exponent=j,
+        lower_units=0,
+        upper_units=hi,
+        centre_units=centre,
+        row_units=row_units,
+        l2_units=l2,
+        rho=rho,
+        sigma_units=gaussian_sigma(l2, rho),
+        derivation=(
+            f"sensitivity sqrt(S)·((U−L)/2)²/2 = sqrt({limits.squares})·{top / 2:g} = "
+            f"{math.ldexp(l2, -j):.6g} (squares on the grid 2^{-j})"
+        ),
+    )
+
+
 def _value_measurement(
-    key: str, kind: Literal["sum", "centred_sum"], agg: _Bounded, limits: Limits, rho: float
+    key: str, kind: ValueKind, agg: _Bounded, limits: Limits, rho: float
 ) -> Measurement:
     half_width = agg.upper / 2 - agg.lower / 2  # no overflow near the float range
+    if kind == "centred_sum_sq":
+        # Row values are (x − midpoint)² in [0, half_width²], summed about their middle.
+        return _squares_measurement(key, agg, half_width, limits, rho)
     magnitude = agg.magnitude if kind == "sum" else half_width
     estimate = math.sqrt(limits.squares) * magnitude / math.sqrt(2 * rho)
     if not math.isfinite(estimate) or _grid_exponent(agg.magnitude, estimate) > _MAX_GRID_BITS:
@@ -420,13 +469,16 @@ def plan_release(
     if selecting:
         shares[_SELECTION] = Fraction(1)
     total = sum(shares.values(), Fraction(0))
-    values: dict[str, tuple[Literal["sum", "centred_sum"], _Bounded]] = {}
+    values: dict[str, tuple[ValueKind, _Bounded]] = {}
     for out in outputs:
         agg = out.aggregate
         if isinstance(agg, Sum):
             values[out.measurements[0]] = ("sum", agg)
         elif isinstance(agg, Mean):
             values[out.measurements[0]] = ("centred_sum", agg)
+        elif isinstance(agg, Var):
+            values[out.measurements[0]] = ("centred_sum_sq", agg)
+            values[out.measurements[1]] = ("centred_sum", agg)
     measurements = []
     for key, share in shares.items():
         rho_i = _round_down(Fraction(rho) * share / total)
@@ -470,7 +522,11 @@ def explain(
     for out in release.outputs:
         first = release.measurement(out.measurements[0])
         agg = out.aggregate
-        if isinstance(agg, Mean):
+        if isinstance(agg, Var):
+            # First order: the squares' noise over the count (of the variance).
+            std = f"≈ {first.sigma:.6g} / count (of the variance)"
+            ci = f"≈ {Z95 * first.sigma:.6g} / count (of the variance)"
+        elif isinstance(agg, Mean):
             # Delta method (an approximation) at the largest |mean − midpoint|,
             # (U − L)/2; the release's own <name>_std uses the released mean.
             count = release.measurement(out.measurements[1])

@@ -32,7 +32,7 @@ from pyarrow import ArrowException
 
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
-from privframe.aggregates import Mean, _Bounded
+from privframe.aggregates import Mean, Std, Var, _Bounded
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec, apply_steps
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
@@ -41,6 +41,7 @@ from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
 from privframe.planner import (
     Z95,
     Explanation,
+    Measurement,
     Output,
     ReleasePlan,
     Selection,
@@ -334,11 +335,12 @@ class Session:
                 lower_units=m.lower_units,
                 upper_units=m.upper_units,
                 centre_units=m.centre_units,
-                # Nulls count as 0 in a sum and as the midpoint in a mean (then clipped).
-                fill=0.0 if m.kind == "sum" else (float(m.lower) + float(m.upper)) / 2,  # type: ignore[arg-type]
+                # Nulls count as 0 in a sum and as the midpoint in a mean or variance.
+                fill=0.0 if m.kind == "sum" else _midpoint(m),
+                square_around=_midpoint(m) if m.kind == "centred_sum_sq" else None,
             )
             for m in release.measurements
-            if m.kind in ("sum", "centred_sum")
+            if m.kind in ("sum", "centred_sum", "centred_sum_sq")
         )
         limits = release.limits
         # Without public keys a unit may be in any number of groups: always bound them.
@@ -422,6 +424,45 @@ class Session:
         return noisy >= selection.threshold
 
 
+def _midpoint(m: Measurement) -> float:
+    """(L + U)/2 of a value measurement, without overflow near the float range."""
+    assert m.lower is not None
+    assert m.upper is not None
+    return m.lower / 2 + m.upper / 2
+
+
+def _variance(
+    out: Output, release: ReleasePlan, noisy: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Variance estimate and its approximate std, from noisy Σ(x − a)², Σ(x − c) and count.
+
+    With a the midpoint, c the centred sum's grid centre, N the count:
+    C_a = C + N·(c − a) is the sum of x − a, and var = Q/N − (C_a² − σ_C²)/N²,
+    the plug-in estimate with the noise's bias E[C²] = C² + σ_C² removed,
+    clamped to [0, ((U − L)/2)²]. The std is the delta method's (an approximation).
+    """
+    squares, centred, count = (release.measurement(k) for k in out.measurements)
+    n = np.maximum(noisy[count.key], 1).astype(np.float64)
+    a = _midpoint(squares)
+    q = np.ldexp(
+        noisy[squares.key].astype(np.float64) + squares.centre_units * noisy[count.key],
+        -squares.grid_exponent,
+    )
+    c_units = noisy[centred.key].astype(np.float64)
+    c_a = np.ldexp(c_units, -centred.grid_exponent) + noisy[count.key] * (
+        math.ldexp(centred.centre_units, -centred.grid_exponent) - a
+    )
+    top = (squares.upper / 2 - squares.lower / 2) ** 2  # type: ignore[operator]
+    var = np.clip(q / n - (c_a**2 - centred.sigma**2) / n**2, 0.0, top)
+    slope_n = -q / n**2 + 2 * c_a**2 / n**3
+    std = np.sqrt(
+        (squares.sigma / n) ** 2
+        + (2 * c_a * centred.sigma / n**2) ** 2
+        + (slope_n * count.sigma) ** 2
+    )
+    return var, std
+
+
 def _output_columns(
     out: Output, release: ReleasePlan, noisy: dict[str, np.ndarray], with_error: bool
 ) -> dict[str, np.ndarray]:
@@ -429,7 +470,16 @@ def _output_columns(
     m = release.measurement(out.measurements[0])
     agg = out.aggregate
     values: np.ndarray
-    if isinstance(agg, Mean):
+    if isinstance(agg, Var):
+        values, std = _variance(out, release, noisy)
+        if isinstance(agg, Std):
+            values = np.sqrt(values)
+            # Delta method for the square root, capped where it breaks down (near 0,
+            # sqrt of a term with spread s has spread about sqrt(s)).
+            with np.errstate(divide="ignore"):
+                std = np.minimum(std / (2 * values), np.sqrt(std))
+        ci = Z95 * std
+    elif isinstance(agg, Mean):
         count_m = release.measurement(out.measurements[1])
         denominator = np.maximum(noisy[count_m.key], 1).astype(np.float64)
         centred = np.ldexp(noisy[m.key].astype(np.float64), -m.grid_exponent)

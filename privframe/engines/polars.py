@@ -51,6 +51,8 @@ _GLOBAL = "__all"
 def _row_units(v: ValueSpec) -> pl.Expr:
     x = pl.col(v.column).cast(pl.Float64)
     x = x.fill_nan(v.fill).fill_null(v.fill).clip(v.lower, v.upper)
+    if v.square_around is not None:
+        x = (x - v.square_around) ** 2
     units = (x * 2.0**v.grid_exponent).round().cast(pl.Int64)
     return units.clip(v.lower_units, v.upper_units) - v.centre_units
 

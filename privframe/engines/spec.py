@@ -52,8 +52,9 @@ class ValueSpec:
 
     Each row contributes ``clip(round(clip(x, lower, upper)·2^j), lower_units,
     upper_units) − centre_units`` grid units; a null or NaN ``x`` is replaced by
-    ``fill`` first. The second clip makes the planner's integer bounds hold
-    whatever rounding mode the engine uses.
+    ``fill`` first. With ``square_around = a`` the clipped value is replaced by
+    ``(x − a)²`` before the grid step (for variances). The second clip makes the
+    planner's integer bounds hold whatever the rounding mode or float error.
     """
 
     name: str
@@ -65,6 +66,7 @@ class ValueSpec:
     upper_units: int
     centre_units: int
     fill: float
+    square_around: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
