@@ -224,7 +224,7 @@ class Explanation:
 
 def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
     """Contribution limits from the plan (each row is its own unit without a unit column)."""
-    n_groups = len(plan.keys) if plan.keys is not None else 1
+    n_groups = plan.n_groups or 1
     if not has_unit:
         return Limits(1, 1, None, 1)
     bound = plan.bound

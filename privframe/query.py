@@ -21,7 +21,7 @@ import dataclasses
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -84,11 +84,34 @@ class Plan:
     group_by: tuple[str, ...] = ()
     keys: KeySet | None = None
     aggregates: tuple[Aggregate, ...] = ()
+    other: str | None = None
+
+    @property
+    def n_groups(self) -> int | None:
+        """How many groups the output has (None when they are chosen privately).
+
+        The public keys and ``other``, or 1 without group_by.
+        """
+        if self.keys is not None:
+            return len(self.keys) + (self.other is not None)
+        return None if self.group_by else 1
 
     @property
     def filters(self) -> tuple[pl.Expr, ...]:
         """The filter predicates among the row steps."""
         return tuple(e for step in self.steps if step.kind == "filter" for e in step.exprs)
+
+
+def _public_table(table: object) -> pl.DataFrame:
+    if isinstance(table, pl.DataFrame):
+        return table
+    import pandas as pd
+
+    if isinstance(table, pd.DataFrame):
+        return pl.from_pandas(table)
+    raise InvalidArgumentError(
+        f"join takes a public pandas or polars DataFrame, got {type(table).__name__}"
+    )
 
 
 def _as_expr(value: pl.Expr | Bin) -> pl.Expr:
@@ -123,6 +146,44 @@ class Query:
             1
         """
         step = RowStep("filter", (check_filter(predicate),))
+        return self._with(steps=(*self.plan.steps, step))
+
+    def join(
+        self,
+        table: pl.DataFrame | pd.DataFrame,
+        on: str | Sequence[str],
+        how: Literal["left", "inner"] = "left",
+    ) -> Query:
+        """Add the columns of a public (non-private) table, matched on ``on``.
+
+        The table must be unique on ``on``, so each private row gets at most
+        one match and the join is a row-wise step: bounding applies to the
+        rows as they reach the aggregation. ``how="inner"`` drops rows
+        without a match; ``"left"`` keeps them with nulls.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"u": [1], "zip": ["02139"]}), "u", pf.zCDP(1.0))
+            >>> states = pl.DataFrame({"zip": ["02139"], "state": ["MA"]})
+            >>> sess.query().join(states, on="zip").plan.steps[0].kind
+            'join'
+        """
+        frame = _public_table(table)
+        keys = (on,) if isinstance(on, str) else tuple(on)
+        if not keys or not all(isinstance(c, str) for c in keys):
+            raise InvalidArgumentError(f"join on= takes column names, got {on!r}")
+        missing = [c for c in keys if c not in frame.columns]
+        if missing:
+            raise InvalidValueError(f"the public table has no column {missing[0]!r} to join on")
+        if frame.select(keys).is_duplicated().any():
+            raise InvalidValueError(
+                f"the public table repeats values of {list(keys)}: it must be unique on the "
+                "join columns, so that each private row matches at most once"
+            )
+        if how not in ("left", "inner"):
+            raise InvalidArgumentError(f"join how= must be 'left' or 'inner', got {how!r}")
+        step = RowStep("join", table=frame, on=keys, how=how)
         return self._with(steps=(*self.plan.steps, step))
 
     def with_columns(self, *exprs: pl.Expr | Bin, **named: pl.Expr | Bin) -> Query:
@@ -169,6 +230,7 @@ class Query:
         self,
         columns: str | Sequence[str],
         keys: KeySet | Sequence[Any] | pl.DataFrame | pd.DataFrame | None = None,
+        other: str | None = None,
     ) -> Query:
         """Group by one column or several, over public ``keys``.
 
@@ -180,6 +242,10 @@ class Query:
                 the groups are chosen privately from the data, which spends
                 δ as well as ρ (see :meth:`release`) and needs
                 ``bound(max_groups=...)``.
+            other: with ``keys`` over one string column, the label of one
+                extra group that collects the rows whose key is not public
+                (and null keys) instead of dropping them. It is a public key
+                like the others, and bounding applies to it.
 
         Example:
             >>> import polars as pl
@@ -201,8 +267,18 @@ class Query:
         if len(set(cols)) != len(cols):
             raise InvalidValueError(f"group_by names a column twice: {list(cols)}")
         if keys is None:
-            return self._with(group_by=cols, keys=None)
-        return self._with(group_by=cols, keys=as_keyset(keys, cols))
+            if other is not None:
+                raise InvalidValueError("other= needs public keys: group_by(..., keys=[...])")
+            return self._with(group_by=cols, keys=None, other=None)
+        keyset = as_keyset(keys, cols)
+        if other is not None:
+            if not isinstance(other, str) or len(cols) != 1:
+                raise InvalidArgumentError(
+                    "other= takes a string label, with keys over a single string column"
+                )
+            if other in keyset.to_polars()[cols[0]].cast(pl.String).to_list():
+                raise InvalidValueError(f"other={other!r} is already one of the public keys")
+        return self._with(group_by=cols, keys=keyset, other=other)
 
     def agg(self, *aggregates: Aggregate) -> Query:
         """Choose the aggregates to release (count, sum, mean).

@@ -34,7 +34,14 @@ from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
 from privframe.aggregates import Mean, Std, Var, _Bounded
 from privframe.engines.polars import PolarsEngine
-from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec, apply_steps
+from privframe.engines.spec import (
+    COUNT,
+    DISTINCT,
+    AggregationSpec,
+    RowStep,
+    ValueSpec,
+    apply_steps,
+)
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.ledger import LedgerEntry
 from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
@@ -223,7 +230,18 @@ class Session:
 
     def _schema_after(self, plan: Plan) -> pl.Schema:
         """The columns and types the aggregation sees, from the schema alone (no data is read)."""
+        columns = set(self._schema)
         for step in plan.steps:
+            if step.kind == "join" and step.table is not None:
+                clash = sorted((set(step.table.columns) - set(step.on)) & columns)
+                if clash:
+                    raise InvalidValueError(
+                        f"the public table's columns {clash} already exist in the data; "
+                        "rename them before joining"
+                    )
+                columns |= set(step.table.columns)
+            if step.kind == "with_columns":
+                columns |= {e.meta.output_name(raise_if_undetermined=False) for e in step.exprs}
             if step.kind == "with_columns" and self._unit is not None:
                 for expr in step.exprs:
                     if expr.meta.output_name(raise_if_undetermined=False) == self._unit:
@@ -244,6 +262,11 @@ class Session:
     def _validate(self, plan: Plan) -> pl.Schema:
         """Check the plan against the columns it will see; return that schema."""
         schema = self._schema_after(plan)
+        if plan.other is not None and _family(schema[plan.group_by[0]]) != "string":
+            raise InvalidArgumentError(
+                f"other= needs a string key column; {plan.group_by[0]!r} has type "
+                f"{schema[plan.group_by[0]]}"
+            )
         for agg in plan.aggregates:
             if isinstance(agg, _Bounded):
                 if agg.column not in schema:
@@ -319,12 +342,15 @@ class Session:
 
     def _spec(self, plan: Plan, release: ReleasePlan) -> AggregationSpec:
         keys = None
+        steps = plan.steps
         if plan.keys is not None:
             schema = self._schema_after(plan)
             frame = plan.keys.to_polars()
             keys = frame.with_columns(
                 pl.col(c).cast(_key_dtype(frame.schema[c], schema[c])) for c in frame.columns
             )
+            if plan.other is not None:
+                keys, steps = _with_other(keys, steps, plan.other)
         values = tuple(
             ValueSpec(
                 name=m.key,
@@ -344,9 +370,9 @@ class Session:
         )
         limits = release.limits
         # Without public keys a unit may be in any number of groups: always bound them.
-        n_groups = len(plan.keys) if plan.keys is not None else 1 if not plan.group_by else None
+        n_groups = plan.n_groups
         return AggregationSpec(
-            steps=plan.steps,
+            steps=steps,
             unit=self._unit,
             group_by=plan.group_by,
             keys=keys,
@@ -422,6 +448,18 @@ class Session:
         sigma = selection.measurement.sigma_units
         noisy = distinct + discrete_gaussian(sigma, distinct.size, rng=self._rng)
         return noisy >= selection.threshold
+
+
+def _with_other(
+    keys: pl.DataFrame, steps: tuple[RowStep, ...], other: str
+) -> tuple[pl.DataFrame, tuple[RowStep, ...]]:
+    """Route rows with a non-public (or null) key to the public ``other`` group, last."""
+    (column,) = keys.columns
+    labels = keys[column].cast(pl.String).to_list()
+    value = pl.col(column).cast(pl.String, strict=False)
+    route = pl.when(value.is_in(labels)).then(value).otherwise(pl.lit(other)).alias(column)
+    keys = pl.concat([keys.cast({column: pl.String}), pl.DataFrame({column: [other]})])
+    return keys, (*steps, RowStep("with_columns", (route,)))
 
 
 def _midpoint(m: Measurement) -> float:
@@ -506,7 +544,7 @@ def _describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
     selection = release.selection
     return {
         "group_by": list(plan.group_by),
-        "n_keys": len(plan.keys) if plan.keys is not None else 1 if not plan.group_by else None,
+        "n_keys": plan.n_groups,
         "selection": None
         if selection is None
         else {"threshold": selection.threshold, "delta": selection.delta},

@@ -143,3 +143,71 @@ def test_bad_bins_are_refused(edges: list, labels: list | None, error: type) -> 
 
 def test_bin_labels_can_be_named() -> None:
     assert pf.bin("age", [0, 18, 120], ["minor", "adult"]).keys == ["minor", "adult"]
+
+
+def test_a_public_table_is_joined_row_wise() -> None:
+    regions = pl.DataFrame({"region": ["n", "s", "e"], "zone": ["cold", "cold", "warm"]})
+    sess = pf.Session(_data(), "u", pf.zCDP(1e6))
+    query = (
+        sess.query()
+        .join(regions, on="region", how="inner")  # drops region "w": no match
+        .bound(max_groups=2, max_rows_per_group=10)
+        .group_by("zone", keys=["cold", "warm"])
+        .agg(pf.count())
+    )
+    assert _exact(sess, query)[COUNT].to_list() == [4, 1]
+    left = (
+        sess.query()
+        .join(regions, on="region")
+        .bound(max_groups=1, max_rows_per_group=10)
+        .agg(pf.count())
+    )
+    assert _exact(sess, left)[COUNT].to_list() == [6]  # a left join keeps every row
+
+
+def test_a_public_table_must_be_unique_on_the_join_columns() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    twice = pl.DataFrame({"region": ["n", "n"], "zone": ["a", "b"]})
+    with pytest.raises(pf.InvalidValueError, match="unique"):
+        sess.query().join(twice, on="region")
+    with pytest.raises(pf.InvalidValueError, match="no column"):
+        sess.query().join(twice, on="nope")
+    with pytest.raises(pf.InvalidArgumentError, match="DataFrame"):
+        sess.query().join([1, 2], on="region")  # type: ignore[arg-type]
+
+
+def test_a_public_table_may_not_shadow_private_columns() -> None:
+    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    clash = pl.DataFrame({"region": ["n"], "u": [7]})
+    query = sess.query().join(clash, on="region").bound(max_rows_per_group=1).agg(pf.count())
+    with pytest.raises(pf.InvalidValueError, match="already exist"):
+        query.release(rho=0.5)
+    assert sess.ledger == ()
+
+
+def test_other_collects_non_public_and_null_keys() -> None:
+    df = pl.DataFrame({"u": [1, 2, 3, 4, 5, 6], "g": ["a", "b", "zz", "yy", None, "a"]})
+    sess = pf.Session(df, "u", pf.zCDP(1e6))
+    query = (
+        sess.query()
+        .bound(max_rows_per_group=1)
+        .group_by("g", keys=["a", "b"], other="other")
+        .agg(pf.count())
+    )
+    assert _exact(sess, query)[COUNT].to_list() == [2, 1, 3]
+    assert query.release(rho=1.0)["g"].to_list() == ["a", "b", "other"]
+    # "other" is one more public group: it counts toward the groups a unit can reach.
+    assert query.explain(rho=1.0).plan.limits.max_groups == 3
+
+
+def test_bad_other_labels_are_refused() -> None:
+    sess = pf.Session(pl.DataFrame({"u": [1], "g": ["a"], "n": [1]}), "u", pf.zCDP(1.0))
+    with pytest.raises(pf.InvalidValueError, match="already"):
+        sess.query().group_by("g", keys=["a", "b"], other="a")
+    with pytest.raises(pf.InvalidValueError, match="public keys"):
+        sess.query().group_by("g", other="other")
+    with pytest.raises(pf.InvalidArgumentError, match="string"):
+        sess.query().group_by("g", keys=["a"], other=3)  # type: ignore[arg-type]
+    numeric = sess.query().bound(max_rows_per_group=1).group_by("n", keys=[1], other="x")
+    with pytest.raises(pf.InvalidArgumentError, match="string key column"):
+        numeric.agg(pf.count()).release(rho=0.5)

@@ -28,12 +28,17 @@ class RowStep:
     """One row-wise step before aggregation, in query order.
 
     ``filter`` keeps the rows where every expression holds; ``with_columns``
-    adds or replaces columns. The front end admits only row-wise expressions
-    that cannot fail (:mod:`privframe.expressions`).
+    adds or replaces columns; ``join`` adds the columns of a public ``table``
+    (unique on ``on``, so each row gets at most one match) with a left or
+    inner join. The front end admits only row-wise expressions that cannot
+    fail (:mod:`privframe.expressions`).
     """
 
-    kind: Literal["filter", "with_columns"]
-    exprs: tuple[pl.Expr, ...]
+    kind: Literal["filter", "with_columns", "join"]
+    exprs: tuple[pl.Expr, ...] = ()
+    table: pl.DataFrame | None = None
+    on: tuple[str, ...] = ()
+    how: Literal["left", "inner"] = "left"
 
 
 def apply_steps(frame: pl.LazyFrame, steps: tuple[RowStep, ...]) -> pl.LazyFrame:
@@ -41,8 +46,11 @@ def apply_steps(frame: pl.LazyFrame, steps: tuple[RowStep, ...]) -> pl.LazyFrame
     for step in steps:
         if step.kind == "filter":
             frame = frame.filter(*step.exprs)
-        else:
+        elif step.kind == "with_columns":
             frame = frame.with_columns(*step.exprs)
+        else:
+            assert step.table is not None
+            frame = frame.join(step.table.lazy(), on=list(step.on), how=step.how)
     return frame
 
 
