@@ -80,7 +80,7 @@ from scipy import special, stats
 import privframe as pf
 import privframe.session
 from privframe.accounting import zCDP
-from privframe.engines.spec import COUNT
+from privframe.engines.spec import COUNT, DISTINCT
 from privframe.noise import SeededRandomness, discrete_gaussian
 from privframe.planner import ReleasePlan, plan_release
 from privframe.query import Query
@@ -144,12 +144,22 @@ def datasets() -> tuple[pl.DataFrame, pl.DataFrame]:
     return d, d_prime
 
 
-def _query(sess: pf.Session, m: int = M) -> Query:
+def _basic_aggregates() -> tuple[Any, ...]:
+    return (pf.count(), pf.sum("amount", bounds=BOUNDS))
+
+
+def _newer_aggregates() -> tuple[Any, ...]:
+    # Distinct units and a standard deviation: four measurements (distinct, squares,
+    # centred sum, count) with three different sensitivities.
+    return (pf.count_distinct(), pf.std("amount", bounds=BOUNDS))
+
+
+def _query(sess: pf.Session, m: int = M, aggregates: tuple[Any, ...] | None = None) -> Query:
     return (
         sess.query()
         .bound(max_groups=K, max_rows_per_group=m)
         .group_by("region", keys=KEYS)
-        .agg(pf.count(), pf.sum("amount", bounds=BOUNDS))
+        .agg(*(aggregates or _basic_aggregates()))
     )
 
 
@@ -241,18 +251,19 @@ class EngineOutputs:
     d_prime: IntArray
 
 
-def _engine_outputs(df: pl.DataFrame, seeds: list[int], **spec_changes: Any) -> IntArray:
+def _engine_outputs(
+    df: pl.DataFrame, seeds: list[int], aggregates: tuple[Any, ...] | None, **spec_changes: Any
+) -> IntArray:
     sess = _session(df, 0)
-    query = _query(sess)
+    query = _query(sess, aggregates=aggregates)
     release = plan_release(query.plan, True, RHO)
     spec = dataclasses.replace(sess._spec(query.plan, release), **spec_changes)
     rows = []
     for seed in seeds:
         exact = sess._engine.aggregate(dataclasses.replace(spec, seed=seed))
         assert exact["region"].to_list() == KEYS
-        rows.append(
-            [exact[COUNT if m.kind == "count" else m.key].to_numpy() for m in release.measurements]
-        )
+        column = {"count": COUNT, "distinct": DISTINCT}
+        rows.append([exact[column.get(m.kind, m.key)].to_numpy() for m in release.measurements])
     return np.asarray(rows, dtype=np.int64)
 
 
@@ -260,13 +271,17 @@ def _engine_seeds(stream: int) -> list[int]:
     return [int(w) for w in SeededRandomness(stream).words(N_ENGINE_SEEDS)]
 
 
-def _outputs(datasets: tuple[pl.DataFrame, pl.DataFrame], **spec_changes: Any) -> EngineOutputs:
+def _outputs(
+    datasets: tuple[pl.DataFrame, pl.DataFrame],
+    aggregates: tuple[Any, ...] | None = None,
+    **spec_changes: Any,
+) -> EngineOutputs:
     d, d_prime = datasets
-    release = plan_release(_query(_session(d, 0)).plan, True, RHO)
+    release = plan_release(_query(_session(d, 0), aggregates=aggregates).plan, True, RHO)
     return EngineOutputs(
         release,
-        _engine_outputs(d, _engine_seeds(1), **spec_changes),
-        _engine_outputs(d_prime, _engine_seeds(2), **spec_changes),
+        _engine_outputs(d, _engine_seeds(1), aggregates, **spec_changes),
+        _engine_outputs(d_prime, _engine_seeds(2), aggregates, **spec_changes),
     )
 
 
@@ -512,3 +527,24 @@ def test_end_to_end_audit_flags_an_under_noised_session(
     claimed = _claimed(bounded.release)
     _report(f"Session.release with σ/25 ({N_E2E} per dataset)", claimed, result)
     assert result.epsilon_lb > claimed + 0.5
+
+
+@pytest.fixture(scope="module")
+def newer(datasets: tuple[pl.DataFrame, pl.DataFrame]) -> EngineOutputs:
+    return _outputs(datasets, _newer_aggregates())
+
+
+def test_audit_covers_count_distinct_and_std(
+    datasets: tuple[pl.DataFrame, pl.DataFrame], newer: EngineOutputs
+) -> None:
+    kinds = sorted(m.kind for m in newer.release.measurements)
+    assert kinds == ["centred_sum", "centred_sum_sq", "count", "distinct"]
+    claimed = _claimed(newer.release)
+    result, _, _ = _engine_audit(newer, newer.release, seed=404)
+    _report("count_distinct + std (engine + noise)", claimed, result)
+    assert result.epsilon_lb <= claimed
+    # The same audit flags these measurements noised for 25ρ while ρ is charged.
+    plan = _query(_session(datasets[0], 0), aggregates=_newer_aggregates()).plan
+    broken, _, _ = _engine_audit(newer, plan_release(plan, True, 25 * RHO), seed=405)
+    _report("count_distinct + std, noise for 25ρ", claimed, broken)
+    assert broken.epsilon_lb > claimed + 0.5
