@@ -8,7 +8,11 @@ no noise covers: a query that raises only when some value exceeds t is a free
 yes/no question about the data).
 
 privframe therefore admits a conservative allow-list, checked on the
-expression's serialized form before any data is read: columns, scalar or
+expression's serialized form before any data is read, and then checks types
+against the data's schema (:func:`check_types`; no data is read): decimal
+values, and casts or arithmetic that can fail on some values, are refused;
+the session also runs the steps on zero rows to catch what fails for every
+input. The allow-list: columns, scalar or
 list literals, arithmetic and comparisons, boolean logic, ``when/then``,
 ``abs``, null/NaN/finite tests, ``is_between``, ``is_in`` against a literal
 list, non-strict casts (``cast(..., strict=False)``), and string
@@ -28,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 from collections.abc import Sequence
@@ -39,7 +44,7 @@ import polars as pl
 from privframe.accounting import _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
-__all__ = ["Bin", "bin", "check_expression", "check_filter", "is_safe_filter"]
+__all__ = ["Bin", "bin", "check_expression", "check_filter", "check_types", "is_safe_filter"]
 
 # Functions known to map each row to one value from that row alone, without failing.
 _SAFE_FUNCTIONS = frozenset(
@@ -114,6 +119,92 @@ def is_safe_filter(predicate: pl.Expr) -> bool:
         return _is_safe(json.loads(predicate.meta.serialize(format="json")))
     except Exception:  # any serialization problem: refuse rather than guess
         return False
+
+
+_ARITHMETIC = frozenset(
+    {"Plus", "Minus", "Multiply", "Divide", "TrueDivide", "FloorDivide", "Modulus"}
+)
+
+
+def _node_expr(node: Any) -> pl.Expr:
+    return pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
+
+
+def _dtype(node: Any, schema: pl.Schema) -> pl.DataType:
+    """The type a serialized sub-expression has over ``schema`` (no data is read)."""
+    probe = _node_expr(node).alias("__probe")
+    return pl.LazyFrame(schema=schema).select(probe).collect_schema()["__probe"]
+
+
+def _number(dtype: pl.DataType) -> bool:
+    return dtype.is_numeric() and not isinstance(dtype, pl.Decimal)
+
+
+def _plain_number(dtype: pl.DataType) -> bool:
+    return _number(dtype) or dtype == pl.Boolean
+
+
+def _cast_source_ok(dtype: pl.DataType) -> bool:
+    return _plain_number(dtype) or dtype == pl.String or dtype.is_temporal()
+
+
+def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
+    """Why a (structurally allowed) expression could still fail on some value, or None.
+
+    Value-dependent failures come from types, not shapes: decimal arithmetic
+    overflows or divides by zero, and casts between some types raise on the
+    values they cannot convert even when non-strict. So casts go only from
+    plain numbers, booleans, strings and temporals to plain numbers or
+    strings; arithmetic only between plain numbers (or string + string); and
+    no decimal literal appears. Everything else fails, if at all, for every
+    input, which the session detects before any data is read.
+    """
+    if isinstance(node, dict):
+        if "Literal" in node and "Decimal" in json.dumps(node["Literal"]):
+            return "decimal literals are not supported (their arithmetic can overflow)"
+        if "Cast" in node:
+            source = _dtype(node["Cast"]["expr"], schema)
+            target = _dtype(node, schema)
+            if not _cast_source_ok(source) or not (_number(target) or target == pl.String):
+                return (
+                    f"cast from {source} to {target} is not supported: cast only from "
+                    "numbers, booleans, strings and dates/times, to numbers or strings"
+                )
+        if "BinaryExpr" in node and node["BinaryExpr"].get("op") in _ARITHMETIC:
+            left = _dtype(node["BinaryExpr"]["left"], schema)
+            right = _dtype(node["BinaryExpr"]["right"], schema)
+            strings = left == right == pl.String and node["BinaryExpr"]["op"] == "Plus"
+            if not strings and not (_plain_number(left) and _plain_number(right)):
+                return (
+                    f"arithmetic between {left} and {right} is not supported: use plain "
+                    "numbers (decimal and date arithmetic can fail on some values)"
+                )
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        problem = _typed_problem(child, schema)
+        if problem:
+            return problem
+    return None
+
+
+def check_types(expr: pl.Expr, schema: pl.Schema) -> None:
+    """Refuse an allow-listed expression that could still fail on some value of ``schema``.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.expressions import check_types
+        >>> check_types(pl.col("age") * 2 > 40, pl.Schema({"age": pl.Int64}))
+    """
+    try:
+        problem = _typed_problem(json.loads(expr.meta.serialize(format="json")), schema)
+    except pl.exceptions.PolarsError:
+        return  # a schema error: the session reports it, data-independently
+    if problem:
+        raise InvalidArgumentError(f"expression {expr} cannot run privately: {problem}")
 
 
 _ALLOWED = (

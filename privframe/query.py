@@ -108,7 +108,10 @@ def _public_table(table: object) -> pl.DataFrame:
     import pandas as pd
 
     if isinstance(table, pd.DataFrame):
-        return pl.from_pandas(table)
+        try:
+            return pl.from_pandas(table)
+        except Exception as err:  # the table is public: its converter's message is fine
+            raise InvalidArgumentError(f"could not convert the public table: {err}") from None
     raise InvalidArgumentError(
         f"join takes a public pandas or polars DataFrame, got {type(table).__name__}"
     )

@@ -43,6 +43,7 @@ from privframe.engines.spec import (
     apply_steps,
 )
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
+from privframe.expressions import check_types
 from privframe.ledger import LedgerEntry
 from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
 from privframe.planner import (
@@ -178,6 +179,11 @@ class Session:
         rng: Randomness | None = None,
     ) -> None:
         self._frame, self._kind, streaming = _load(data)
+        # Decimal arithmetic can fail on some values (overflow, division by zero): the
+        # session works on float copies of decimal columns, which cannot.
+        decimals = [c for c, t in self._frame.collect_schema().items() if isinstance(t, pl.Decimal)]
+        if decimals:
+            self._frame = self._frame.with_columns(pl.col(decimals).cast(pl.Float64))
         self._schema = self._frame.collect_schema()
         if privacy_unit is not None and privacy_unit not in self._schema:
             raise InvalidValueError(
@@ -251,13 +257,29 @@ class Session:
                             "split one person into many"
                         )
         try:
-            return apply_steps(self._frame, plan.steps).collect_schema()
+            schema = self._schema
+            for i, step in enumerate(plan.steps):
+                for expr in step.exprs:
+                    check_types(expr, schema)
+                schema = apply_steps(pl.LazyFrame(schema=schema), plan.steps[i : i + 1])
+                schema = schema.collect_schema()
+            # Run the steps on no rows: whatever fails for every input fails here, before
+            # any data is read (what could fail for some values only is refused above).
+            apply_steps(pl.LazyFrame(schema=self._schema), plan.steps).collect()
         except pl.exceptions.PolarsError as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else ""
             raise InvalidValueError(
-                f"the query's filters or derived columns do not fit the data's columns: "
-                f"{type(err).__name__}: {first}"
+                f"the query's filters, derived columns or joins do not fit the data's "
+                f"columns: {type(err).__name__}: {first}"
             ) from None
+        used = (*plan.group_by, *(a.column for a in plan.aggregates if isinstance(a, _Bounded)))
+        internal = sorted({c for c in (*used, self._unit or "") if c.startswith("__")})
+        if internal:
+            raise InvalidValueError(
+                f"columns {internal} start with '__', which privframe reserves for its own "
+                "working columns; rename them"
+            )
+        return schema
 
     def _validate(self, plan: Plan) -> pl.Schema:
         """Check the plan against the columns it will see; return that schema."""
@@ -322,9 +344,11 @@ class Session:
         if delta is None:
             delta = self._accountant.remaining.delta
         if not delta:
+            had = "has none left" if self._accountant.budget.delta else "has no delta"
             raise InvalidBudgetError(
-                "choosing groups privately (group_by without keys) spends delta, and this "
-                "session has none left: open the session with a budget such as "
+                f"choosing groups privately (group_by without keys) spends delta, and this "
+                f"session's budget {had} (an ApproxDP budget is converted to rho entirely): "
+                "open the session with a budget such as "
                 "pf.zCDP(rho=1.0, delta=1e-7), or pass public keys: group_by(..., keys=[...])"
             )
         return delta
@@ -353,7 +377,7 @@ class Session:
                 keys, steps = _with_other(keys, steps, plan.other)
         values = tuple(
             ValueSpec(
-                name=m.key,
+                name=_value_column(release, m),
                 column=str(m.column),
                 lower=float(m.lower),  # type: ignore[arg-type]
                 upper=float(m.upper),  # type: ignore[arg-type]
@@ -428,7 +452,9 @@ class Session:
         if release.selection is not None:
             exact = exact.filter(self._selected(exact, release.selection))
         noisy = {
-            m.key: exact[_EXACT_COLUMN.get(m.kind, m.key)].to_numpy().astype(np.int64)
+            m.key: exact[_EXACT_COLUMN.get(m.kind) or _value_column(release, m)]
+            .to_numpy()
+            .astype(np.int64)
             + discrete_gaussian(m.sigma_units, exact.height, rng=self._rng)
             for m in release.measurements
         }
@@ -460,6 +486,11 @@ def _with_other(
     route = pl.when(value.is_in(labels)).then(value).otherwise(pl.lit(other)).alias(column)
     keys = pl.concat([keys.cast({column: pl.String}), pl.DataFrame({column: [other]})])
     return keys, (*steps, RowStep("with_columns", (route,)))
+
+
+def _value_column(release: ReleasePlan, m: Measurement) -> str:
+    """The engine's working column for a value measurement ('__' names are reserved)."""
+    return f"__value{release.measurements.index(m)}"
 
 
 def _midpoint(m: Measurement) -> float:

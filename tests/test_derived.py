@@ -9,6 +9,7 @@ import privframe as pf
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import COUNT
 from privframe.planner import plan_release
+from privframe.session import _value_column
 
 
 def _data() -> pl.DataFrame:
@@ -39,8 +40,9 @@ def test_a_derived_value_column_is_aggregated() -> None:
         .agg(pf.sum("revenue", bounds=(0, 100)))
     )
     exact = _exact(sess, query)
-    sums = exact[query.explain(rho=1.0).measurements[0].key].to_list()
-    scale = 2.0 ** -query.explain(rho=1.0).measurements[0].grid_exponent
+    release = query.explain(rho=1.0).plan
+    sums = exact[_value_column(release, release.measurements[0])].to_list()
+    scale = 2.0 ** -release.measurements[0].grid_exponent
     assert [s * scale for s in sums] == [2.0 + 12.0 + 14.0, 6.0, 5.0, 6.0]
 
 

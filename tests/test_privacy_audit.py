@@ -84,6 +84,7 @@ from privframe.engines.spec import COUNT, DISTINCT
 from privframe.noise import SeededRandomness, discrete_gaussian
 from privframe.planner import ReleasePlan, plan_release
 from privframe.query import Query
+from privframe.session import _value_column
 
 pytestmark = [
     pytest.mark.statistical,
@@ -263,7 +264,12 @@ def _engine_outputs(
         exact = sess._engine.aggregate(dataclasses.replace(spec, seed=seed))
         assert exact["region"].to_list() == KEYS
         column = {"count": COUNT, "distinct": DISTINCT}
-        rows.append([exact[column.get(m.kind, m.key)].to_numpy() for m in release.measurements])
+        rows.append(
+            [
+                exact[column.get(m.kind) or _value_column(release, m)].to_numpy()
+                for m in release.measurements
+            ]
+        )
     return np.asarray(rows, dtype=np.int64)
 
 

@@ -92,7 +92,10 @@ class PolarsEngine:
             # strict cast's error would quote the private value).
             frame = frame.with_columns(pl.col(c).cast(keys.schema[c], strict=False) for c in by)
             frame = frame.join(keys.lazy(), on=by, how="semi")
-        frame = frame.with_columns(_row_units(v).alias(v.name) for v in spec.values)
+        # Keep only what the aggregation reads, so no other column can collide with the
+        # engine's working columns.
+        unit = [spec.unit] if spec.unit is not None else []
+        frame = frame.select(*unit, *by, *(_row_units(v).alias(v.name) for v in spec.values))
         names = [v.name for v in spec.values]
         if spec.unit is None:
             per_key = frame.group_by(by).agg(
