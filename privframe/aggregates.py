@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Self
+from typing import Self, TypeVar
 
 from privframe.accounting import _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -172,6 +172,16 @@ class Std(Var):
         return f"{self.column}_std"
 
 
+_B = TypeVar("_B", bound=_Bounded)
+
+
+def _bounded(cls: type[_B], column: object, bounds: object) -> _B:
+    """A bounded aggregate of ``column`` after checking the column name and the bounds."""
+    name = _check_column(column)
+    lower, upper = _check_bounds(name, bounds)
+    return cls(column=name, lower=lower, upper=upper)
+
+
 def count() -> Count:
     """Count rows per group; the output column is ``count``.
 
@@ -207,9 +217,7 @@ def sum(column: str, bounds: tuple[float, float]) -> Sum:
         >>> pf.sum("amount", bounds=(0, 1000)).magnitude
         1000.0
     """
-    column = _check_column(column)
-    lower, upper = _check_bounds(column, bounds)
-    return Sum(column=column, lower=lower, upper=upper)
+    return _bounded(Sum, column, bounds)
 
 
 def var(column: str, bounds: tuple[float, float]) -> Var:
@@ -220,9 +228,7 @@ def var(column: str, bounds: tuple[float, float]) -> Var:
         >>> pf.var("age", bounds=(18, 90)).output_name
         'age_var'
     """
-    column = _check_column(column)
-    lower, upper = _check_bounds(column, bounds)
-    return Var(column=column, lower=lower, upper=upper)
+    return _bounded(Var, column, bounds)
 
 
 def std(column: str, bounds: tuple[float, float]) -> Std:
@@ -233,9 +239,7 @@ def std(column: str, bounds: tuple[float, float]) -> Std:
         >>> pf.std("age", bounds=(18, 90)).output_name
         'age_std'
     """
-    column = _check_column(column)
-    lower, upper = _check_bounds(column, bounds)
-    return Std(column=column, lower=lower, upper=upper)
+    return _bounded(Std, column, bounds)
 
 
 def mean(column: str, bounds: tuple[float, float]) -> Mean:
@@ -250,6 +254,4 @@ def mean(column: str, bounds: tuple[float, float]) -> Mean:
         >>> float(pf.mean("age", bounds=(18, 90)).midpoint)
         54.0
     """
-    column = _check_column(column)
-    lower, upper = _check_bounds(column, bounds)
-    return Mean(column=column, lower=lower, upper=upper)
+    return _bounded(Mean, column, bounds)
