@@ -44,7 +44,15 @@ import polars as pl
 from privframe.accounting import _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
-__all__ = ["Bin", "bin", "check_expression", "check_filter", "check_types", "is_safe_filter"]
+__all__ = [
+    "Bin",
+    "bin",
+    "check_expression",
+    "check_filter",
+    "check_types",
+    "is_safe_filter",
+    "plain_types",
+]
 
 # Functions known to map each row to one value from that row alone, without failing.
 _SAFE_FUNCTIONS = frozenset(
@@ -136,59 +144,114 @@ def _dtype(node: Any, schema: pl.Schema) -> pl.DataType:
     return pl.LazyFrame(schema=schema).select(probe).collect_schema()["__probe"]
 
 
+# Types whose values can make an operation fail (decimal overflow, out-of-range
+# temporal or 64/128-bit casts, unknown categories, giant strings): never inside a step.
+_BANNED_KINDS = (pl.Decimal, pl.Enum, pl.Categorical, pl.List, pl.Array, pl.Struct, pl.Object)
+_BANNED_TYPES = (pl.UInt64, pl.Int128, pl.UInt128, pl.Duration, pl.Time, pl.Null)
+_COMPARISONS = frozenset({"Eq", "NotEq", "Lt", "LtEq", "Gt", "GtEq", "EqValidity", "NotEqValidity"})
+
+
+def _banned(dtype: pl.DataType) -> bool:
+    return isinstance(dtype, _BANNED_KINDS) or any(dtype == t for t in _BANNED_TYPES)
+
+
 def _number(dtype: pl.DataType) -> bool:
-    return dtype.is_numeric() and not isinstance(dtype, pl.Decimal)
+    return dtype.is_numeric() and not _banned(dtype)
 
 
 def _plain_number(dtype: pl.DataType) -> bool:
     return _number(dtype) or dtype == pl.Boolean
 
 
-def _cast_source_ok(dtype: pl.DataType) -> bool:
-    return _plain_number(dtype) or dtype == pl.String or dtype.is_temporal()
+def _compatible(dtypes: list[pl.DataType]) -> bool:
+    """Operands polars can bring to one type without a cast that could fail."""
+    return all(_plain_number(d) for d in dtypes) or all(d == dtypes[0] for d in dtypes)
 
 
 def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
     """Why a (structurally allowed) expression could still fail on some value, or None.
 
-    Value-dependent failures come from types, not shapes: decimal arithmetic
-    overflows or divides by zero, and casts between some types raise on the
-    values they cannot convert even when non-strict. So casts go only from
-    plain numbers, booleans, strings and temporals to plain numbers or
-    strings; arithmetic only between plain numbers (or string + string); and
-    no decimal literal appears. Everything else fails, if at all, for every
-    input, which the session detects before any data is read.
+    Failures that depend on values come from types: decimal arithmetic overflows,
+    casts from temporals to strings panic on extreme dates, 64/128-bit and
+    unsigned supertype casts, enum comparisons and string concatenation can all
+    raise for some values only. So no sub-expression may have a decimal,
+    categorical, enum, nested, duration, time or 64/128-bit unsigned type; casts go
+    from plain numbers, booleans and strings to numbers or strings (temporals to
+    numbers only); arithmetic is between plain numbers; and comparisons,
+    ``is_between`` and ``when/then`` combine plain numbers or identical types.
+    Whatever else fails, fails for every input, which the session detects on
+    zero rows before any data is read.
     """
-    if isinstance(node, dict):
-        if "Literal" in node and "Decimal" in json.dumps(node["Literal"]):
-            return "decimal literals are not supported (their arithmetic can overflow)"
-        if "Cast" in node:
-            source = _dtype(node["Cast"]["expr"], schema)
-            target = _dtype(node, schema)
-            if not _cast_source_ok(source) or not (_number(target) or target == pl.String):
-                return (
-                    f"cast from {source} to {target} is not supported: cast only from "
-                    "numbers, booleans, strings and dates/times, to numbers or strings"
-                )
-        if "BinaryExpr" in node and node["BinaryExpr"].get("op") in _ARITHMETIC:
-            left = _dtype(node["BinaryExpr"]["left"], schema)
-            right = _dtype(node["BinaryExpr"]["right"], schema)
-            strings = left == right == pl.String and node["BinaryExpr"]["op"] == "Plus"
-            if not strings and not (_plain_number(left) and _plain_number(right)):
-                return (
-                    f"arithmetic between {left} and {right} is not supported: use plain "
-                    "numbers (decimal and date arithmetic can fail on some values)"
-                )
-        children = node.values()
-    elif isinstance(node, list):
-        children = node
-    else:
+    if isinstance(node, list):
+        return next((p for p in (_typed_problem(c, schema) for c in node) if p), None)
+    if not isinstance(node, dict) or len(node) != 1:
         return None
-    for child in children:
-        problem = _typed_problem(child, schema)
-        if problem:
-            return problem
-    return None
+    ((kind, body),) = node.items()
+    if kind in ("Column", "Literal", "Cast", "Ternary"):
+        dtype = _dtype(node, schema)
+        if _banned(dtype):
+            return f"values of type {dtype} are not supported in filters or derived columns"
+    if kind == "Cast":
+        source = _dtype(body["expr"], schema)
+        target = _dtype(node, schema)
+        temporal_ok = source.is_temporal() and _number(target)
+        plain_ok = (_plain_number(source) or source == pl.String) and (
+            _number(target) or target == pl.String
+        )
+        if not (temporal_ok or plain_ok):
+            return (
+                f"cast from {source} to {target} is not supported: cast numbers, booleans "
+                "and strings to numbers or strings, and dates/times to numbers"
+            )
+    if kind == "BinaryExpr":
+        left, right = _dtype(body["left"], schema), _dtype(body["right"], schema)
+        op = body.get("op")
+        if op in _ARITHMETIC and not (_plain_number(left) and _plain_number(right)):
+            return f"arithmetic between {left} and {right} is not supported: use plain numbers"
+        if op in _COMPARISONS and not _compatible([left, right]):
+            return f"comparing {left} with {right} is not supported: cast one side first"
+    if kind == "Ternary":
+        branches = [_dtype(body["truthy"], schema), _dtype(body["falsy"], schema)]
+        if not _compatible(branches):
+            return (
+                f"when/then branches of types {branches[0]} and {branches[1]} are not "
+                "supported: make them the same type"
+            )
+    if kind == "Function" and isinstance(body.get("function"), dict):
+        names = body["function"].get("Boolean")
+        if isinstance(names, dict) and "IsIn" in names:
+            # The allow-list made the second input a literal list; check the tested value.
+            return _typed_problem(body.get("input", [None])[0], schema)
+        if isinstance(names, dict) and "IsBetween" in names:
+            types = [_dtype(i, schema) for i in body.get("input", [])]
+            if not _compatible(types):
+                return f"is_between over types {types} is not supported: use one type"
+    return _typed_problem(list(body.values()) if isinstance(body, dict) else body, schema)
+
+
+def plain_types(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Decimal columns as floats and categorical/enum columns as strings (lazily).
+
+    Those types can make an operation fail on some values (decimal overflow,
+    unknown categories); their plain twins cannot, and mean the same to a
+    query. Applied to the private data and to public join tables.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.expressions import plain_types
+        >>> df = pl.DataFrame({"c": ["a"]}, schema={"c": pl.Categorical})
+        >>> plain_types(df.lazy()).collect_schema()["c"]
+        String
+    """
+    schema = frame.collect_schema()
+    decimals = [c for c, t in schema.items() if isinstance(t, pl.Decimal)]
+    labels = [c for c, t in schema.items() if isinstance(t, pl.Categorical | pl.Enum)]
+    if decimals or labels:
+        frame = frame.with_columns(
+            *(pl.col(c).cast(pl.Float64) for c in decimals),
+            *(pl.col(c).cast(pl.String) for c in labels),
+        )
+    return frame
 
 
 def check_types(expr: pl.Expr, schema: pl.Schema) -> None:

@@ -355,7 +355,7 @@ def _squares_measurement(
     """
     top = half_width * half_width
     estimate = math.sqrt(limits.squares) * top / 2 / math.sqrt(2 * rho)
-    if not math.isfinite(estimate) or _grid_exponent(top, estimate) > _MAX_GRID_BITS:
+    if not (top > 0 and math.isfinite(estimate)) or _grid_exponent(top, estimate) > _MAX_GRID_BITS:
         raise InvalidValueError(
             f"bounds ({agg.lower:g}, {agg.upper:g}) of column {agg.column!r} are too extreme "
             "for a variance at this rho; rescale the column and its bounds or use a larger rho"
@@ -490,6 +490,13 @@ def plan_release(
             kind, agg = values[key]
             measurements.append(_value_measurement(key, kind, agg, limits, rho_i))
     for m in measurements:
+        # Post-processing squares σ (mean and variance errors): refuse, before anything
+        # is charged, a scale whose square would overflow.
+        if not m.sigma < 1e150:
+            raise InvalidValueError(
+                f"{m.key} would need noise of scale {m.sigma:.3g}: the bounds are too extreme; "
+                "rescale the column and its bounds"
+            )
         # Refuse here, before anything is charged, what the sampler would refuse later.
         if not MIN_SIGMA <= m.sigma_units <= MAX_SIGMA:
             raise InvalidBudgetError(

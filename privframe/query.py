@@ -28,7 +28,7 @@ import polars as pl
 from privframe.aggregates import Aggregate
 from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.expressions import Bin, check_expression, check_filter
+from privframe.expressions import Bin, check_expression, check_filter, plain_types
 from privframe.keys import KeySet, as_keyset
 
 if TYPE_CHECKING:
@@ -104,12 +104,12 @@ class Plan:
 
 def _public_table(table: object) -> pl.DataFrame:
     if isinstance(table, pl.DataFrame):
-        return table
+        return plain_types(table.lazy()).collect()
     import pandas as pd
 
     if isinstance(table, pd.DataFrame):
         try:
-            return pl.from_pandas(table)
+            return plain_types(pl.from_pandas(table).lazy()).collect()
         except Exception as err:  # the table is public: its converter's message is fine
             raise InvalidArgumentError(f"could not convert the public table: {err}") from None
     raise InvalidArgumentError(

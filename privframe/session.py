@@ -43,7 +43,7 @@ from privframe.engines.spec import (
     apply_steps,
 )
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
-from privframe.expressions import check_types
+from privframe.expressions import check_types, plain_types
 from privframe.ledger import LedgerEntry
 from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
 from privframe.planner import (
@@ -59,6 +59,11 @@ from privframe.planner import (
 from privframe.query import Plan, Query
 
 __all__ = ["Session"]
+
+# polars' Rust panics surface as this BaseException subclass; catch it too.
+_PanicException: type[BaseException] = getattr(
+    pl.exceptions, "PanicException", pl.exceptions.PolarsError
+)
 
 DataSource = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
 
@@ -179,11 +184,7 @@ class Session:
         rng: Randomness | None = None,
     ) -> None:
         self._frame, self._kind, streaming = _load(data)
-        # Decimal arithmetic can fail on some values (overflow, division by zero): the
-        # session works on float copies of decimal columns, which cannot.
-        decimals = [c for c, t in self._frame.collect_schema().items() if isinstance(t, pl.Decimal)]
-        if decimals:
-            self._frame = self._frame.with_columns(pl.col(decimals).cast(pl.Float64))
+        self._frame = plain_types(self._frame)
         self._schema = self._frame.collect_schema()
         if privacy_unit is not None and privacy_unit not in self._schema:
             raise InvalidValueError(
@@ -437,7 +438,7 @@ class Session:
         self._accountant.check(release.cost)
         try:
             exact = self._engine.aggregate(self._spec(plan, release))
-        except pl.exceptions.PolarsError as err:
+        except (pl.exceptions.PolarsError, _PanicException) as err:
             # polars' message may quote private values: withhold it. Nothing was charged.
             raise InvalidValueError(
                 f"the query failed while running on the data (polars raised "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from decimal import Decimal
 
 import numpy as np
@@ -72,8 +73,10 @@ def test_casts_that_can_fail_on_some_values_are_refused(target: pl.DataType) -> 
 
 def test_a_type_error_for_every_input_is_found_before_any_data_is_read() -> None:
     sess = pf.Session(_people(), "u", pf.zCDP(10.0))
-    with pytest.raises(pf.InvalidValueError, match="do not fit"):
+    with pytest.raises(pf.InvalidArgumentError, match="comparing String"):
         _release(sess, sess.query().filter(pl.col("name") > 3))
+    with pytest.raises(pf.InvalidValueError, match="do not fit"):
+        _release(sess, sess.query().filter(pl.col("missing") > 3))
     assert sess.ledger == ()
 
 
@@ -156,3 +159,88 @@ def test_the_variance_corrects_for_the_centred_sums_noise() -> None:
     expected = q_value / n - (c_a_value**2 - centred.sigma**2) / n**2
     assert var[0] == pytest.approx(expected, rel=1e-9)
     assert var[0] != pytest.approx(q_value / n - c_a_value**2 / n**2, rel=1e-9)
+
+
+# -- third review: failures that polars' own casts and panics could still cause ---------
+
+
+def _typed_data() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "age": [40],
+            "d": [pl.Series([1], dtype=pl.Int32).cast(pl.Date)[0]],
+            "dur": pl.Series([1], dtype=pl.Duration("us")),
+            "s": ["a"],
+            "u64": pl.Series([1], dtype=pl.UInt64),
+            "cat": pl.Series(["a"], dtype=pl.Categorical),
+            "g": ["x"],
+        }
+    )
+
+
+ENUM = pl.Enum(["a", "b"])
+REFUSED_STEPS = {
+    "duration to string": pl.col("dur").cast(pl.String, strict=False) == "x",
+    "date to string": pl.col("d").cast(pl.String, strict=False) == "x",
+    "date between datetime literals": pl.col("d").is_between(
+        pl.lit(datetime(2000, 1, 1), dtype=pl.Datetime("ns")),
+        pl.lit(datetime(2001, 1, 1), dtype=pl.Datetime("ns")),
+    ),
+    "when/then date vs datetime": pl.when(pl.col("age") > 1)
+    .then(pl.lit(datetime(2000, 1, 1), dtype=pl.Datetime("ns")))
+    .otherwise(pl.col("d"))
+    .is_null(),
+    "when/then string vs date": pl.when(pl.col("age") > 1)
+    .then(pl.lit("s"))
+    .otherwise(pl.col("d"))
+    .is_null(),
+    "string vs enum literal": pl.col("s") > pl.lit("a", dtype=ENUM),
+    "string between enum literals": pl.col("s").is_between(
+        pl.lit("a", dtype=ENUM), pl.lit("b", dtype=ENUM)
+    ),
+    "when/then unsigned 64 vs signed": pl.when(pl.col("u64") > 0)
+    .then(pl.col("u64"))
+    .otherwise(pl.lit(-1))
+    > 0,
+    "string concatenation": (pl.col("s") + pl.col("s")) == "aa",
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED_STEPS))
+def test_steps_that_could_fail_for_some_values_are_refused(name: str) -> None:
+    sess = pf.Session(_typed_data(), None, pf.zCDP(1.0))
+    with pytest.raises(pf.InvalidArgumentError, match="not supported"):
+        _release(sess, sess.query().filter(REFUSED_STEPS[name]))
+    assert sess.ledger == ()
+
+
+def test_categorical_and_decimal_columns_are_used_as_strings_and_floats() -> None:
+    sess = pf.Session(_typed_data(), None, pf.zCDP(1.0))
+    _release(sess, sess.query().filter(pl.col("cat") == "a"))  # a string comparison now
+    assert len(sess.ledger) == 1
+
+
+def test_a_public_tables_decimal_columns_are_used_as_floats() -> None:
+    sess = pf.Session(pl.DataFrame({"k": [1], "x": [10**12]}), None, pf.zCDP(1.0))
+    table = pl.DataFrame(
+        {"k": [1], "dec": [Decimal("1.5")]}, schema={"k": pl.Int64, "dec": pl.Decimal(38, 30)}
+    )
+    query = (
+        sess.query()
+        .join(table, on="k")
+        .filter(pl.col("x").is_between(pl.col("dec"), pl.col("dec")))
+    )
+    _release(sess, query)  # floats: no decimal overflow is possible
+    assert len(sess.ledger) == 1
+
+
+@pytest.mark.parametrize(
+    "aggregate",
+    [pf.mean("x", (0, 1e300)), pf.var("x", (0, 1e-300)), pf.std("x", (0, 1e200))],
+    ids=["mean huge", "var tiny", "std huge"],
+)
+def test_extreme_bounds_are_refused_before_any_charge(aggregate: object) -> None:
+    sess = pf.Session(pl.DataFrame({"u": [1], "x": [1.0]}), "u", pf.zCDP(10.0))
+    with pytest.raises(pf.InvalidValueError, match="extreme"):
+        sess.query().bound(max_rows_per_group=1).agg(aggregate).release(rho=0.5)
+    assert sess.ledger == ()
