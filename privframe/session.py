@@ -365,11 +365,13 @@ class Session:
         delta = self._selection_delta(query.plan, delta)
         return explain(query.plan, self._unit is not None, rho, weights, delta)
 
-    def _spec(self, plan: Plan, release: ReleasePlan) -> AggregationSpec:
+    def _spec(
+        self, plan: Plan, release: ReleasePlan, schema: pl.Schema | None = None
+    ) -> AggregationSpec:
         keys = None
         steps = plan.steps
         if plan.keys is not None:
-            schema = self._schema_after(plan)
+            schema = schema if schema is not None else self._schema_after(plan)
             frame = plan.keys.to_polars()
             keys = frame.with_columns(
                 pl.col(c).cast(_key_dtype(frame.schema[c], schema[c])) for c in frame.columns
@@ -421,7 +423,7 @@ class Session:
         delta: float | None = None,
     ) -> pl.DataFrame | pd.DataFrame:
         plan = query.plan
-        self._validate(plan)
+        schema = self._validate(plan)
         delta = self._selection_delta(plan, delta)
         release = plan_release(plan, self._unit is not None, rho, weights, delta)
         if with_error:
@@ -437,7 +439,7 @@ class Session:
         # and only then draw noise.
         self._accountant.check(release.cost)
         try:
-            exact = self._engine.aggregate(self._spec(plan, release))
+            exact = self._engine.aggregate(self._spec(plan, release, schema))
         except (pl.exceptions.PolarsError, _PanicException) as err:
             # polars' message may quote private values: withhold it. Nothing was charged.
             raise InvalidValueError(
