@@ -12,10 +12,15 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from privframe.errors import PrivframeError
+
+if TYPE_CHECKING:
+    from privframe.query import Query
+    from privframe.session import Session
 
 __all__ = ["build_parser", "main"]
 
@@ -68,17 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _demo(rows: int, rho: float, seed: int) -> None:
-    import privframe as pf
-    from privframe.datasets import synthetic_transactions
+def readme_query(sess: Session) -> Query:
+    """The README's example query on a session over ``synthetic_transactions`` columns.
 
-    df = synthetic_transactions(n_rows=rows, seed=seed)
-    print(
-        f"data: {rows:,} synthetic transactions (seed {seed}); privacy unit user_id; "
-        "budget rho = 1 (zCDP)\n"
-    )
-    sess = pf.Session(df, privacy_unit="user_id", budget=pf.zCDP(rho=1.0))
-    query = (
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.cli import readme_query
+        >>> sess = pf.Session(pf.datasets.synthetic_transactions(1_000), "user_id", pf.zCDP(1.0))
+        >>> [a.output_name for a in readme_query(sess).plan.aggregates]
+        ['count', 'amount_sum', 'avg_amount']
+    """
+    import privframe as pf
+
+    return (
         sess.query()
         .filter(pl.col("age") >= 18)
         .bound(max_groups=3, max_rows_per_group=5)
@@ -89,6 +96,19 @@ def _demo(rows: int, rho: float, seed: int) -> None:
             pf.mean("amount", bounds=(0, 1000)).alias("avg_amount"),
         )
     )
+
+
+def _demo(rows: int, rho: float, seed: int) -> None:
+    import privframe as pf
+    from privframe.datasets import synthetic_transactions
+
+    df = synthetic_transactions(n_rows=rows, seed=seed)
+    print(
+        f"data: {rows:,} synthetic transactions (seed {seed}); privacy unit user_id; "
+        "budget rho = 1 (zCDP)\n"
+    )
+    sess = pf.Session(df, privacy_unit="user_id", budget=pf.zCDP(rho=1.0))
+    query = readme_query(sess)
     print("== explain (spends nothing) ==")
     print(query.explain(rho=rho))
     result = query.release(rho=rho, with_error=True, label="privframe demo")

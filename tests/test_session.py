@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.cli import readme_query
 from privframe.noise import SeededRandomness
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
@@ -30,20 +31,6 @@ def make_data(n: int = 300, seed: int = 0) -> pl.DataFrame:
             "age": rng.integers(10, 80, n),
             "amount": rng.uniform(0, 1000, n).round(2),
         }
-    )
-
-
-def readme_query(sess: pf.Session) -> pf.Session:
-    return (
-        sess.query()
-        .filter(pl.col("age") >= 18)
-        .bound(max_groups=3, max_rows_per_group=5)
-        .group_by("region", keys=REGIONS)
-        .agg(
-            pf.count(),
-            pf.sum("amount", bounds=(0, 1000)),
-            pf.mean("amount", bounds=(0, 1000)).alias("avg_amount"),
-        )
     )
 
 
