@@ -345,79 +345,55 @@ def _count_measurement(limits: Limits, rho: float) -> Measurement:
     return _integer_measurement("count", "count", limits.squares, "S", rho)
 
 
-def _squares_measurement(
-    key: str, agg: _Bounded, half_width: float, limits: Limits, rho: float
-) -> Measurement:
-    """Σ (x − midpoint)² over clipped x: each row adds a value in [0, ((U − L)/2)²].
-
-    Summed about the middle c of that range (as a centred sum), the grouped
-    vector's L2 sensitivity is sqrt(S)·max(c − 0, hi − c) in grid units.
-    """
-    top = half_width * half_width
-    estimate = math.sqrt(limits.squares) * top / 2 / math.sqrt(2 * rho)
-    if not (top > 0 and math.isfinite(estimate)) or _grid_exponent(top, estimate) > _MAX_GRID_BITS:
-        raise InvalidValueError(
-            f"bounds ({agg.lower:g}, {agg.upper:g}) of column {agg.column!r} are too extreme "
-            "for a variance at this rho; rescale the column and its bounds or use a larger rho"
-        )
-    j = _grid_exponent(top, estimate)
-    hi = math.ceil(math.ldexp(top, j))
-    centre = hi // 2
-    row_units = max(centre, hi - centre)
-    l2 = _sqrt_up(Fraction(limits.squares) * row_units * row_units)
-    return Measurement(
-        key=key,
-        kind="centred_sum_sq",
-        column=agg.column,
-        lower=agg.lower,
-        upper=agg.upper,
-        grid_exponent=j,
-        lower_units=0,
-        upper_units=hi,
-        centre_units=centre,
-        row_units=row_units,
-        l2_units=l2,
-        rho=rho,
-        sigma_units=gaussian_sigma(l2, rho),
-        derivation=(
-            f"sensitivity sqrt(S)·((U−L)/2)²/2 = sqrt({limits.squares})·{top / 2:g} = "
-            f"{math.ldexp(l2, -j):.6g} (squares on the grid 2^{-j})"
-        ),
-    )
-
-
 def _value_measurement(
     key: str, kind: ValueKind, agg: _Bounded, limits: Limits, rho: float
 ) -> Measurement:
+    """A sum of per-row values in [low, high], snapped to a grid chosen from public numbers.
+
+    Sums add the clipped values; centred sums add them about the midpoint of
+    their grid range; sums of squares add (x − midpoint)² ∈ [0, ((U − L)/2)²],
+    also about the middle of that range. With the per-row bound R in grid
+    units, the grouped vector's L2 sensitivity is sqrt(S)·R.
+    """
     half_width = agg.upper / 2 - agg.lower / 2  # no overflow near the float range
-    if kind == "centred_sum_sq":
-        # Row values are (x − midpoint)² in [0, half_width²], summed about their middle.
-        return _squares_measurement(key, agg, half_width, limits, rho)
-    magnitude = agg.magnitude if kind == "sum" else half_width
-    estimate = math.sqrt(limits.squares) * magnitude / math.sqrt(2 * rho)
-    if not math.isfinite(estimate) or _grid_exponent(agg.magnitude, estimate) > _MAX_GRID_BITS:
+    squares = kind == "centred_sum_sq"
+    if squares:
+        low, high = 0.0, half_width * half_width
+        spread, formula = high / 2, f"sqrt(S)·((U−L)/2)²/2 = sqrt({limits.squares})·{high / 2:g}"
+    elif kind == "sum":
+        low, high = agg.lower, agg.upper
+        spread = agg.magnitude
+        formula = f"sqrt(S)·max(|L|,|U|) = sqrt({limits.squares})·{agg.magnitude:g}"
+    else:
+        low, high = agg.lower, agg.upper
+        spread, formula = half_width, f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half_width:g}"
+    scale = max(abs(low), abs(high))
+    estimate = math.sqrt(limits.squares) * spread / math.sqrt(2 * rho)
+    if (
+        not (high > low and math.isfinite(estimate))
+        or _grid_exponent(scale, estimate) > _MAX_GRID_BITS
+    ):
         raise InvalidValueError(
             f"bounds ({agg.lower:g}, {agg.upper:g}) of column {agg.column!r} are too extreme "
-            "for exact arithmetic at this rho; rescale the column and its bounds (e.g. to "
-            "thousands or millionths) or use a larger rho"
+            f"for {'a variance' if squares else 'exact arithmetic'} at this rho; rescale the "
+            "column and its bounds (e.g. to thousands or millionths) or use a larger rho"
         )
-    j = _grid_exponent(agg.magnitude, estimate)
-    lo = round(math.ldexp(agg.lower, j))
-    hi = round(math.ldexp(agg.upper, j))
+    j = _grid_exponent(scale, estimate)
+    lo = round(math.ldexp(low, j))
+    # Squares: the range's top rounded up, so no square is cut by the integer clip.
+    hi = math.ceil(math.ldexp(high, j)) if squares else round(math.ldexp(high, j))
     if kind == "sum":
         centre, row_units = 0, max(abs(lo), abs(hi))
-        formula = f"sqrt(S)·max(|L|,|U|) = sqrt({limits.squares})·{agg.magnitude:g}"
     else:
         centre = (lo + hi) // 2
         row_units = max(centre - lo, hi - centre)
-        formula = f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half_width:g}"
     if row_units == 0:
         raise InvalidBudgetError(
             f"the rho share {rho:.3g} of {key} is too small for the bounds of column "
             f"{agg.column!r}: the noise would exceed them 2^39 times over; use a larger rho"
         )
     l2 = _sqrt_up(Fraction(limits.squares) * row_units * row_units)
-    sigma = gaussian_sigma(l2, rho)
+    noun = "squares" if squares else "values"
     return Measurement(
         key=key,
         kind=kind,
@@ -431,9 +407,9 @@ def _value_measurement(
         row_units=row_units,
         l2_units=l2,
         rho=rho,
-        sigma_units=sigma,
+        sigma_units=gaussian_sigma(l2, rho),
         derivation=(
-            f"sensitivity {formula} = {math.ldexp(l2, -j):.6g} (values on the grid 2^{-j})"
+            f"sensitivity {formula} = {math.ldexp(l2, -j):.6g} ({noun} on the grid 2^{-j})"
         ),
     )
 
