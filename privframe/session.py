@@ -148,7 +148,7 @@ def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
         )
 
 
-# The engine column each measurement kind noises; value measurements use their own key.
+# The engine column each count kind noises; value measurements use _value_column.
 _EXACT_COLUMN = {"count": COUNT, "distinct": DISTINCT}
 
 
@@ -248,15 +248,14 @@ class Session:
                     )
                 columns |= set(step.table.columns)
             if step.kind == "with_columns":
-                columns |= {e.meta.output_name(raise_if_undetermined=False) for e in step.exprs}
-            if step.kind == "with_columns" and self._unit is not None:
-                for expr in step.exprs:
-                    if expr.meta.output_name(raise_if_undetermined=False) == self._unit:
-                        raise InvalidValueError(
-                            f"with_columns may not rewrite the privacy unit column "
-                            f"{self._unit!r}: bounding is per unit, and a rewritten unit could "
-                            "split one person into many"
-                        )
+                names = {e.meta.output_name(raise_if_undetermined=False) for e in step.exprs}
+                if self._unit is not None and self._unit in names:
+                    raise InvalidValueError(
+                        f"with_columns may not rewrite the privacy unit column "
+                        f"{self._unit!r}: bounding is per unit, and a rewritten unit could "
+                        "split one person into many"
+                    )
+                columns |= names
         try:
             schema = self._schema
             for i, step in enumerate(plan.steps):
@@ -273,6 +272,11 @@ class Session:
                 f"the query's filters, derived columns or joins do not fit the data's "
                 f"columns: {type(err).__name__}: {first}"
             ) from None
+        return schema
+
+    def _validate(self, plan: Plan) -> pl.Schema:
+        """Check the plan against the columns it will see; return that schema."""
+        schema = self._schema_after(plan)
         used = (*plan.group_by, *(a.column for a in plan.aggregates if isinstance(a, _Bounded)))
         internal = sorted({c for c in (*used, self._unit or "") if c.startswith("__")})
         if internal:
@@ -280,11 +284,6 @@ class Session:
                 f"columns {internal} start with '__', which privframe reserves for its own "
                 "working columns; rename them"
             )
-        return schema
-
-    def _validate(self, plan: Plan) -> pl.Schema:
-        """Check the plan against the columns it will see; return that schema."""
-        schema = self._schema_after(plan)
         if plan.other is not None and _family(schema[plan.group_by[0]]) != "string":
             raise InvalidArgumentError(
                 f"other= needs a string key column; {plan.group_by[0]!r} has type "
