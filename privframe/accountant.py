@@ -81,6 +81,9 @@ class BudgetReport:
 
     Attributes:
         delta: the reporting δ: the slack of the zCDP to (ε, δ) conversion.
+            For a budget ``ApproxDP(ε, δ).to_zcdp(selection_delta=δ_s)`` it
+            defaults to δ − δ_s (rounded down), so the budget row, and the
+            spent row once everything is spent, read (ε' <= ε, δ).
         budget_rho: ρ of the budget.
         spent_rho: ρ spent (exact sum, rounded up).
         remaining_rho: ρ left (rounded down, >= 0).
@@ -187,9 +190,15 @@ class Accountant:
             raises :class:`~privframe.errors.LedgerError`; reopening it with a
             smaller one is allowed, and this accountant then enforces the
             smaller budget against everything the file has recorded.
-        delta: the δ at which (ε, δ) is reported. Default: the budget's δ
-            when the budget is an :class:`~privframe.accounting.ApproxDP` with
-            δ > 0, else :data:`DEFAULT_REPORTING_DELTA` (1e-6).
+        delta: the reporting δ: the slack of the ρ → (ε, δ) conversion, to
+            which each row adds the δ spent outright (see
+            :class:`BudgetReport`). Default: for a budget given as an
+            :class:`~privframe.accounting.ApproxDP`, or converted from one
+            (a zCDP whose ``converted_from`` is set, as
+            :meth:`~privframe.accounting.ApproxDP.to_zcdp` returns), the part
+            of that budget's δ not reserved for selection, so the budget row
+            restates the user's (ε, δ) exactly; else
+            :data:`DEFAULT_REPORTING_DELTA` (1e-6).
 
     Raises:
         InvalidBudgetError: ``budget`` is not a Budget, or ``delta`` is not in (0, 1).
@@ -205,6 +214,15 @@ class Accountant:
         >>> entry = acct.spend(pf.zCDP(0.25), label="q1", description={"query": "count"})
         >>> entry.index, entry.rho, acct.remaining.rho
         (0, 0.25, 0.75)
+
+        An (ε, δ) budget with part of δ kept for private partition selection:
+
+        >>> acct = Accountant(pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=1e-7))
+        >>> acct.budget.delta, acct.delta  # δ_s spent outright; the rest is the slack
+        (1e-07, 9e-07)
+        >>> r = acct.report()
+        >>> r.budget_epsilon <= 1.0, r.delta + r.budget_delta  # the user's (ε, δ)
+        (True, 1e-06)
     """
 
     def __init__(
@@ -220,8 +238,10 @@ class Accountant:
             )
         self._budget = accounting.to_zcdp(budget)
         if delta is None:
-            if isinstance(budget, ApproxDP) and budget.delta > 0:
-                delta = budget.delta
+            source = self._budget.converted_from
+            if source is not None:
+                # The budget row then reads (ε_ρ(δ − δ_s), δ): the user's own statement.
+                delta = accounting._conversion_slack(source.delta, self._budget.delta)
             else:
                 delta = DEFAULT_REPORTING_DELTA
         self._delta = accounting._check_conversion_delta(delta)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 
 from scipy.optimize import brentq
@@ -232,6 +232,27 @@ def _difference_down(name: str, a: float, b: float) -> float:
     """``a - b`` rounded down; refused if negative."""
     _check_not_larger(name, a, b)
     return _round_down(Fraction(a) - Fraction(b))
+
+
+def _conversion_slack(total: float, reserved: float) -> float:
+    """The δ left for a ρ → (ε, δ) conversion when ``reserved`` of ``total`` is spent outright.
+
+    The largest float ``s`` with ``s + reserved <= total`` exactly (``total -
+    reserved`` rounded down), for floats ``0 <= reserved < total``. It is the
+    one rule by which privframe splits a total δ: :meth:`zCDP.epsilon` converts
+    ρ at ``_conversion_slack(delta, δ₀)`` and :meth:`ApproxDP.to_zcdp` sizes ρ
+    at it. It round-trips exactly: with ``t = _round_up(Fraction(s) +
+    Fraction(reserved))`` (the total an accountant states), ``t <= total`` and
+    ``_conversion_slack(t, reserved) == s``, because ``t - reserved`` lies in
+    ``[s, total - reserved]`` and ``s`` is the largest float at or below its top.
+
+    Example:
+        >>> _conversion_slack(1e-6, 1e-7)
+        9e-07
+        >>> _conversion_slack(1e-6, 0.0)
+        1e-06
+    """
+    return _round_down(Fraction(total) - Fraction(reserved))
 
 
 def _solve(func: Callable[[float], float], lo: float, hi: float) -> float | None:
@@ -451,7 +472,12 @@ class _Ordered:
     __slots__ = ()
 
     def _parameters(self) -> tuple[float, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+        # Privacy parameters only: fields excluded from == (provenance) do not order either.
+        return tuple(
+            getattr(self, f.name)
+            for f in fields(self)  # type: ignore[arg-type]
+            if f.compare
+        )
 
     def __le__(self, other: object) -> bool:
         if not isinstance(other, type(self)):
@@ -481,9 +507,25 @@ class zCDP(_Ordered):
     ``delta`` is nonzero only for sessions that spend δ outright, e.g. on
     private partition selection; Gaussian releases cost ρ alone.
 
+    ``converted_from`` records the (ε, δ) budget this one was converted from
+    by :meth:`ApproxDP.to_zcdp` (or :func:`to_zcdp`). It is provenance, not a
+    privacy parameter: it takes no part in ``==``, hashing, ordering or
+    arithmetic (a sum or difference has none). An
+    :class:`~privframe.accountant.Accountant` given such a budget reports
+    (ε, δ) at the source's δ by default. Giving it is a claim that is checked:
+    this budget stated at the source's total δ must be within the source's ε,
+    i.e. ``self.epsilon(source.delta) <= source.epsilon``.
+
     Args:
         rho: the zCDP parameter ρ >= 0 (Bun & Steinke 2016, Def. 1.1).
         delta: the additive δ of approximate zCDP, 0 <= δ < 1.
+        converted_from: keyword only; the :class:`ApproxDP` budget this one
+            implies, or None.
+
+    Raises:
+        InvalidArgumentError: ``converted_from`` is neither None nor an ApproxDP.
+        InvalidBudgetError: a malformed ρ or δ, or a ``converted_from`` this
+            budget does not imply.
 
     Example:
         >>> import privframe as pf
@@ -492,14 +534,40 @@ class zCDP(_Ordered):
         (0.5, 0.0)
         >>> pf.zCDP(0.1, delta=1e-9) + pf.zCDP(0.2)
         zCDP(rho=0.30000000000000004, delta=1e-09)
+        >>> c = pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=1e-7)
+        >>> c.converted_from, c == pf.zCDP(c.rho, delta=1e-7)
+        (ApproxDP(epsilon=1.0, delta=1e-06), True)
     """
 
     rho: float
     delta: float = 0.0
+    converted_from: ApproxDP | None = field(default=None, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", _check_nonnegative("rho", self.rho))
         object.__setattr__(self, "delta", _check_delta(self.delta))
+        source = self.converted_from
+        if source is None:
+            return
+        if not isinstance(source, ApproxDP):
+            raise InvalidArgumentError(
+                f"converted_from must be an ApproxDP or None, got {type(source).__name__}"
+            )
+        if not self.delta < source.delta:
+            raise InvalidBudgetError(
+                f"converted_from={source!r} must have a delta larger than this budget's "
+                f"delta={self.delta!r}, which is spent outright"
+            )
+        if self.epsilon(source.delta) > source.epsilon:
+            raise InvalidBudgetError(
+                f"zCDP(rho={self.rho!r}, delta={self.delta!r}) does not imply "
+                f"converted_from={source!r}; use {source!r}.to_zcdp(...) to convert"
+            )
+
+    def __repr__(self) -> str:
+        # The provenance is shown when present: it sets an accountant's reporting δ.
+        source = "" if self.converted_from is None else f", converted_from={self.converted_from!r}"
+        return f"zCDP(rho={self.rho!r}, delta={self.delta!r}{source})"
 
     def __add__(self, other: zCDP) -> zCDP:
         """Compose two zCDP budgets: ρ and δ add (Bun & Steinke 2016, Lemma 2.3)."""
@@ -558,7 +626,7 @@ class zCDP(_Ordered):
             raise InvalidBudgetError(
                 f"delta must exceed this budget's own delta ({self.delta!r}), got {delta!r}"
             )
-        residual = _round_down(Fraction(delta) - Fraction(self.delta))
+        residual = _conversion_slack(delta, self.delta)
         if self.rho == 0:
             return 0.0
         return min(
@@ -748,6 +816,72 @@ class ApproxDP(_Ordered):
             _difference_down("delta", self.delta, other.delta),
         )
 
+    def to_zcdp(self, selection_delta: float = 0.0) -> zCDP:
+        """The zCDP allowance this (ε, δ) budget lets a session spend, rounded down.
+
+        Returns ``zCDP(rho, delta=selection_delta, converted_from=self)``: δ_s =
+        ``selection_delta`` is kept as is, to be spent outright on private
+        partition selection (privacy.md §6), and ρ = :meth:`zCDP.from_approx_dp`
+        (ε, δ₁) with δ₁ = δ − δ_s rounded down, the largest float with
+        δ₁ + δ_s <= δ exactly. ``selection_delta=0`` (the default) is the
+        all-to-ρ conversion of :func:`to_zcdp`.
+
+        Why it is valid. A session that spends at most (ρ, δ_s) is (ρ, δ_s)-
+        approximately zCDP: ρ and δ add under composition (Bun & Steinke
+        2016, arXiv 1605.02065, approximate zCDP). That is, for neighbouring
+        inputs x, x′ there are events E, E′ with probability >= 1 − δ_s such
+        that P = M(x)|E and P′ = M(x′)|E′ have D_α(P‖P′) <= ρα for all α > 1.
+        The CKS conversion applies to the pair: P(S) <= e^ε₁ P′(S) + δ₁ with
+        ε₁ = ``zCDP(rho).epsilon(δ₁)`` (Canonne, Kamath & Steinke 2020,
+        Prop. 12 / Cor. 13). Since P[E] >= 1 − δ_s, M(x) = (1 − δ_s)P + δ_s Q for
+        some Q, and (1 − δ_s)P′(S) <= P[E′]P′(S) <= M(x′)(S); so for every S,
+        M(x)(S) <= (1 − δ_s)(e^ε₁ P′(S) + δ₁) + δ_s <= e^ε₁ M(x′)(S) + δ₁ + δ_s.
+        ρ is chosen so that ε₁ <= ε (certified with privframe's rounded-up
+        conversion), and δ₁ + δ_s <= δ: the session is (ε, δ)-DP.
+
+        This is an allowance, the budget-side conversion. (The other
+        direction, which :meth:`GDP.to_zcdp` takes, does not exist here: an
+        (ε, δ)-DP mechanism need not be ρ-zCDP for any ρ.)
+
+        Args:
+            selection_delta: δ_s, 0 <= δ_s < δ: the part of δ to reserve.
+
+        Returns:
+            the :class:`zCDP` allowance, carrying this budget as
+            ``converted_from`` so that an accountant reports (ε, δ) at this δ.
+
+        Raises:
+            InvalidArgumentError: ``selection_delta`` is not a real number.
+            InvalidBudgetError: ``selection_delta`` is NaN, infinite, negative,
+                not exactly a float or not below δ; or δ = 0 (pure DP, which
+                Gaussian releases cannot meet).
+
+        Example:
+            >>> import privframe as pf
+            >>> b = pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=1e-7)
+            >>> round(b.rho, 8), b.delta
+            (0.02412962, 1e-07)
+            >>> b.epsilon(1e-6) <= 1.0  # stated at the total δ: within ε
+            True
+            >>> pf.ApproxDP(1.0, 1e-6).to_zcdp() == pf.zCDP.from_approx_dp(1.0, 1e-6)
+            True
+        """
+        reserve = _check_nonnegative("selection_delta", selection_delta)
+        if self.delta == 0:
+            raise InvalidBudgetError(
+                f"ApproxDP(epsilon={self.epsilon!r}, delta=0.0) is a pure-DP budget, which "
+                "Gaussian (zCDP) releases cannot meet; give a delta in (0, 1), e.g. 1e-6"
+            )
+        if reserve >= self.delta:
+            raise InvalidBudgetError(
+                f"selection_delta must be below the budget's delta={self.delta!r}, got "
+                f"{reserve!r}; the rest of delta converts to rho (e.g. reserve a tenth: "
+                f"selection_delta={self.delta / 10!r})"
+            )
+        slack = _conversion_slack(self.delta, reserve)
+        rho = zCDP.from_approx_dp(self.epsilon, slack).rho
+        return zCDP(rho, reserve, converted_from=self)
+
 
 @dataclass(frozen=True, slots=True)
 class GDP(_Ordered):
@@ -873,7 +1007,10 @@ def to_zcdp(budget: Budget) -> zCDP:
 
     - ``zCDP``: itself (including any δ for partition selection).
     - ``ApproxDP(ε, δ)``: :meth:`zCDP.from_approx_dp` (Canonne, Kamath &
-      Steinke 2020 inverse); all of δ goes to the conversion. δ = 0 is refused.
+      Steinke 2020 inverse); all of δ goes to the conversion, so a session
+      with this budget cannot choose groups privately. δ = 0 is refused. To
+      keep part of δ for partition selection, convert it yourself with
+      :meth:`ApproxDP.to_zcdp` (``selection_delta=...``) and give the result.
     - ``GDP(μ)``: ρ = μ²/2, rounded down. Caveat: the session then guarantees
       ρ-zCDP; that equals μ-GDP only if every release is a continuous Gaussian
       (Dong, Roth & Su 2022). privframe's discrete Gaussian releases are ρ-zCDP
@@ -899,12 +1036,7 @@ def to_zcdp(budget: Budget) -> zCDP:
     if isinstance(budget, zCDP):
         return budget
     if isinstance(budget, ApproxDP):
-        if budget.delta == 0:
-            raise InvalidBudgetError(
-                f"ApproxDP(epsilon={budget.epsilon!r}, delta=0.0) is a pure-DP budget, which "
-                "Gaussian (zCDP) releases cannot meet; give a delta in (0, 1), e.g. 1e-6"
-            )
-        return zCDP.from_approx_dp(budget.epsilon, budget.delta)
+        return budget.to_zcdp()
     if isinstance(budget, GDP):
         return zCDP(_half_square(budget.mu, _round_down))
     raise InvalidBudgetError(f"budget must be a zCDP, ApproxDP or GDP, got {type(budget).__name__}")
