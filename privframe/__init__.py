@@ -9,7 +9,7 @@ Example:
 from privframe import accounting, datasets, keys, noise
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
-from privframe.aggregates import count, count_distinct, mean, std, sum, var
+from privframe.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
@@ -50,7 +50,9 @@ __all__ = [
     "gaussian_mechanism",
     "keys",
     "mean",
+    "median",
     "noise",
+    "quantile",
     "std",
     "sum",
     "var",

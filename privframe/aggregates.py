@@ -1,4 +1,4 @@
-"""Aggregates a query can release: count, sum and mean, as immutable value objects.
+"""Aggregates a query can release (counts, sums, means, variances, quantiles), as value objects.
 
 An aggregate says *what* to compute and with which public bounds; the planner
 derives its sensitivity and noise, and the engine computes it exactly.
@@ -21,9 +21,10 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Self, TypeVar
+from typing import Self, TypeVar, overload
 
 from privframe.accounting import _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -33,12 +34,15 @@ __all__ = [
     "Count",
     "CountDistinct",
     "Mean",
+    "Quantile",
     "Std",
     "Sum",
     "Var",
     "count",
     "count_distinct",
     "mean",
+    "median",
+    "quantile",
     "std",
     "sum",
     "var",
@@ -172,6 +176,33 @@ class Std(Var):
         return f"{self.column}_std"
 
 
+@dataclass(frozen=True, kw_only=True)
+class Quantile(_Bounded):
+    """The q-quantile of a column's values, each clipped to [lower, upper], per group.
+
+    Chosen among ``candidates`` evenly spaced points from ``lower`` to
+    ``upper`` by the exponential mechanism (``docs/quantiles.md``). Null and
+    NaN values are ignored (they still count toward a unit's row limit).
+    """
+
+    q: float
+    candidates: int
+
+    @property
+    def spacing(self) -> float:
+        """The distance between neighbouring candidates: the output's resolution."""
+        return (self.upper / 2 - self.lower / 2) / (self.candidates - 1) * 2
+
+    def candidate_values(self) -> list[float]:
+        """The candidates, from lower to upper."""
+        n = self.candidates - 1
+        half = self.upper / 2 - self.lower / 2  # no overflow near the float range
+        return [self.lower + half * (2 * i / n) for i in range(n)] + [self.upper]
+
+    def _default_name(self) -> str:
+        return f"{self.column}_p{self.q * 100:g}"
+
+
 _B = TypeVar("_B", bound=_Bounded)
 
 
@@ -255,3 +286,86 @@ def mean(column: str, bounds: tuple[float, float]) -> Mean:
         54.0
     """
     return _bounded(Mean, column, bounds)
+
+
+_DEFAULT_CANDIDATES = 1001
+
+
+def _check_q(q: object) -> float:
+    value = _check_real("q", q)
+    if not 0 <= value <= 1:
+        raise InvalidValueError(f"quantile q must be in [0, 1], got {q!r}")
+    return value
+
+
+def _check_candidates(candidates: object) -> int:
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 2:
+        raise InvalidArgumentError(
+            f"candidates must be an integer >= 2 (the number of evenly spaced output values), "
+            f"got {candidates!r}"
+        )
+    if candidates > 1 << 20:
+        raise InvalidValueError(f"candidates must be at most 2**20, got {candidates!r}")
+    return candidates
+
+
+@overload
+def quantile(
+    column: str, q: float, bounds: tuple[float, float], *, candidates: int = ...
+) -> Quantile: ...
+@overload
+def quantile(
+    column: str, q: Sequence[float], bounds: tuple[float, float], *, candidates: int = ...
+) -> tuple[Quantile, ...]: ...
+def quantile(
+    column: str,
+    q: float | Sequence[float],
+    bounds: tuple[float, float],
+    *,
+    candidates: int = _DEFAULT_CANDIDATES,
+) -> Quantile | tuple[Quantile, ...]:
+    """The ``q``-quantile(s) of ``column`` per group, values clipped to ``bounds``.
+
+    Each quantile is one output (``<column>_p<100·q>``), released by the
+    exponential mechanism over ``candidates`` evenly spaced points from the
+    lower to the upper bound, so the output is always one of those points and
+    its resolution is ``(upper − lower)/(candidates − 1)``. Several q at once
+    give a tuple, which :meth:`~privframe.query.Query.agg` accepts as is; each
+    takes its own share of ρ.
+
+    Args:
+        column: a numeric column.
+        q: a number in [0, 1] (0.5 for the median) or a sequence of them.
+        bounds: public (lower, upper) bounds, lower < upper.
+        candidates: how many output values to choose from (>= 2; default 1001,
+            so bounds (0, 1000) give a resolution of 1).
+
+    Example:
+        >>> import privframe as pf
+        >>> [a.output_name for a in pf.quantile("age", [0.25, 0.75], bounds=(18, 90))]
+        ['age_p25', 'age_p75']
+        >>> pf.quantile("age", 0.5, bounds=(0, 100), candidates=11).candidate_values()[:3]
+        [0.0, 10.0, 20.0]
+    """
+    name = _check_column(column)
+    lower, upper = _check_bounds(name, bounds)
+    n = _check_candidates(candidates)
+    if isinstance(q, str) or not isinstance(q, Sequence):
+        return Quantile(column=name, lower=lower, upper=upper, q=_check_q(q), candidates=n)
+    qs = [_check_q(x) for x in q]
+    if not qs or len(set(qs)) != len(qs):
+        raise InvalidValueError(f"q must be a non-empty sequence of distinct numbers, got {q!r}")
+    return tuple(Quantile(column=name, lower=lower, upper=upper, q=x, candidates=n) for x in qs)
+
+
+def median(
+    column: str, bounds: tuple[float, float], *, candidates: int = _DEFAULT_CANDIDATES
+) -> Quantile:
+    """The median of ``column`` per group: ``quantile(column, 0.5, ...)`` named ``<column>_median``.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.median("amount", bounds=(0, 1000)).output_name
+        'amount_median'
+    """
+    return quantile(column, 0.5, bounds, candidates=candidates).alias(f"{column}_median")

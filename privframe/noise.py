@@ -57,6 +57,7 @@ __all__ = [
     "SystemRandomness",
     "discrete_gaussian",
     "discrete_gaussian_halfwidth",
+    "exponential_choice",
     "gaussian_mechanism",
     "grid_exponent",
     "snap_to_grid",
@@ -386,6 +387,67 @@ class _Sampler:
             out[filled : filled + take] = got[:take]
             filled += take
         return out
+
+
+def _uniform_indices(size: int, t: int, rng: Randomness) -> npt.NDArray[np.int64]:
+    """``size`` exactly uniform integers in {0, ..., t-1}."""
+    out = np.empty(0, dtype=np.int64)
+    while out.size < size:
+        out = np.concatenate([out, _uniform_below(rng.words(size - out.size + 8), t)])
+    return out[:size]
+
+
+def _at(
+    exact_x: Callable[[int, int], Fraction],
+    rows: npt.NDArray[np.int64],
+    picks: npt.NDArray[np.int64],
+) -> Callable[[int], Fraction]:
+    """exact_x at the j-th (row, proposal) pair of one round."""
+    return lambda j: exact_x(int(rows[j]), int(picks[j]))
+
+
+def exponential_choice(
+    x_hat: npt.NDArray[np.float64],
+    exact_x: Callable[[int, int], Fraction],
+    rng: Randomness | None = None,
+) -> npt.NDArray[np.int64]:
+    """For each row r, an index i drawn with probability exactly ∝ exp(−x[r, i]).
+
+    The exponential mechanism's sampling step, without floating-point
+    sampling: propose i uniformly, accept with a Bernoulli(exp(−x[r, i]))
+    coin decided like the discrete Gaussian's (fast path with a proven margin,
+    exact arithmetic otherwise), repeat until accepted. Rejection sampling
+    from a uniform proposal is exact for any weights in (0, 1]; with a zero
+    minimum per row, the expected number of rounds is at most the row length.
+
+    Args:
+        x_hat: shape (rows, n), x̂ >= 0 within 2^-45·(1 + x) of the exact x;
+            every row's minimum exact x must be 0.
+        exact_x: exact_x(r, i) is the exact x[r, i] as a Fraction (used only
+            when the float coin is too close to call).
+        rng: the randomness source (default: the OS CSPRNG).
+
+    Example:
+        >>> import numpy as np
+        >>> from fractions import Fraction
+        >>> from privframe.noise import exponential_choice
+        >>> x = np.array([[0.0, 50.0, 50.0], [60.0, 60.0, 0.0]])
+        >>> exponential_choice(x, lambda r, i: Fraction(x[r, i])).tolist()
+        [0, 2]
+    """
+    source = _randomness(rng)
+    x_hat = np.asarray(x_hat, dtype=np.float64)
+    rows, n = x_hat.shape
+    chosen = np.full(rows, -1, dtype=np.int64)
+    active = np.arange(rows)
+    while active.size:
+        proposal = _uniform_indices(active.size, n, source)
+        k = _prefix(source.words(active.size))
+        yes, no = _fast_coin(k, x_hat[active, proposal])
+        keep = _resolve(yes, no, k, _at(exact_x, active, proposal), source)
+        chosen[active[keep]] = proposal[keep]
+        active = active[~keep]
+    return chosen
 
 
 def _check_sigma(sigma: float) -> float:

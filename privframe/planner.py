@@ -33,6 +33,7 @@ from typing import Literal
 
 from scipy import special
 
+from privframe import quantiles
 from privframe.accounting import (
     _check_conversion_delta,
     _check_positive,
@@ -42,17 +43,32 @@ from privframe.accounting import (
     gaussian_sigma,
     zCDP,
 )
-from privframe.aggregates import Aggregate, Count, CountDistinct, Mean, Sum, Var, _Bounded
+from privframe.aggregates import (
+    Aggregate,
+    Count,
+    CountDistinct,
+    Mean,
+    Quantile,
+    Sum,
+    Var,
+    _Bounded,
+)
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.noise import MAX_SIGMA, MIN_SIGMA, discrete_gaussian_halfwidth
 from privframe.query import Plan
-from privframe.selection import discrete_threshold
+from privframe.selection import (
+    discrete_tail,
+    discrete_threshold,
+    joint_selection_epsilon,
+    standard_selection_epsilon,
+)
 
 __all__ = [
     "Explanation",
     "Limits",
     "Measurement",
     "Output",
+    "QuantileMeasurement",
     "ReleasePlan",
     "Selection",
     "plan_release",
@@ -133,6 +149,25 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class QuantileMeasurement:
+    """One quantile per key, chosen by the exponential mechanism (:mod:`privframe.quantiles`).
+
+    ``eta`` is the weight per row of rank distance; the cost over all groups
+    is ρ = (η·max(q, 1 − q))²·S/2, at most the ``rho`` share it was given.
+    """
+
+    key: str
+    aggregate: Quantile
+    rho: float
+    eta: float
+    derivation: str
+
+    def rank_error(self, probability: float = 0.95) -> float:
+        """Rows of rank error beyond the best candidate's, at ``probability`` (public)."""
+        return quantiles.rank_error(self.eta, self.aggregate.candidates, probability)
+
+
+@dataclass(frozen=True)
 class Output:
     """One output column and the measurements it is computed from."""
 
@@ -155,6 +190,10 @@ class Selection:
     threshold: int
     delta: float
 
+    def single_unit_survival(self) -> float:
+        """P[1 + Z >= threshold]: a group held by one unit is kept with this probability."""
+        return discrete_tail(self.measurement.sigma_units, self.threshold - 1)
+
     def survival_count(self, probability: float) -> int:
         """The distinct-unit count at which a group is kept with at least ``probability``."""
         sigma = self.measurement.sigma_units
@@ -170,10 +209,15 @@ class ReleasePlan:
     outputs: tuple[Output, ...]
     cost: zCDP
     selection: Selection | None = None
+    quantiles: tuple[QuantileMeasurement, ...] = ()
 
     def measurement(self, key: str) -> Measurement:
-        """The measurement with this key."""
+        """The Gaussian measurement with this key."""
         return next(m for m in self.measurements if m.key == key)
+
+    def quantile(self, key: str) -> QuantileMeasurement:
+        """The quantile measurement with this key."""
+        return next(m for m in self.quantiles if m.key == key)
 
 
 @dataclass(frozen=True)
@@ -187,6 +231,7 @@ class Explanation:
 
     plan: ReleasePlan
     rows: tuple[dict[str, object], ...]
+    report_delta: float | None = None
 
     @property
     def measurements(self) -> tuple[Measurement, ...]:
@@ -211,15 +256,36 @@ class Explanation:
                 f"(delta = {selection.delta:.3g}); kept with 50% at "
                 f"{selection.survival_count(0.5)} units, 95% at {selection.survival_count(0.95)}"
             )
+            if self.report_delta is not None:
+                lines.append("  " + self._single_release(selection))
         for m in self.plan.measurements:
             lines.append(
                 f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, "
                 f"sigma = {m.sigma:.6g}, 95% ± {m.ci95:.6g}"
             )
+        for qm in self.plan.quantiles:
+            lines.append(f"  {qm.key}: {qm.derivation}; rho = {qm.rho:.6g}")
         lines += ["", "outputs:"]
         for row in self.rows:
             lines.append(f"  {row['output']}: std {row['std']}, 95% ± {row['ci95']}")
         return "\n".join(lines)
+
+    def _single_release(self, selection: Selection) -> str:
+        """This release alone as (ε, δ): the charged (ρ, δ) and the joint analysis."""
+        assert self.report_delta is not None
+        total = self.report_delta + selection.delta
+        rho, k, p = (
+            self.plan.cost.rho,
+            self.plan.limits.max_groups,
+            selection.single_unit_survival(),
+        )
+        standard = standard_selection_epsilon(total, rho, k, p)
+        joint = joint_selection_epsilon(total, rho, k, p)
+        return (
+            f"this release alone at delta = {total:.3g}: epsilon = {standard:.4g} from the "
+            f"charged (rho, delta), {joint:.4g} by the joint analysis of selection and values "
+            "(Wilkins et al. 2023; docs/privacy.md §6)"
+        )
 
 
 def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
@@ -264,6 +330,11 @@ def _measurements_of(agg: Aggregate) -> tuple[str, ...]:
         return (_value_key("centred_sum", agg), "count")
     if isinstance(agg, Var):  # and Std
         return (_value_key("centred_sum_sq", agg), _value_key("centred_sum", agg), "count")
+    if isinstance(agg, Quantile):
+        return (
+            f"quantile({agg.column}, q={agg.q!r}, [{_exact(agg.lower)}, {_exact(agg.upper)}], "
+            f"{agg.candidates} candidates)",
+        )
     raise InvalidArgumentError(f"unknown aggregate {agg!r}")
 
 
@@ -414,6 +485,28 @@ def _value_measurement(
     )
 
 
+def _quantile_measurement(
+    key: str, agg: Quantile, limits: Limits, rho: float
+) -> QuantileMeasurement:
+    """The exponential mechanism's η for one quantile at ``rho``; its cost is recomputed exactly."""
+    eta = quantiles.scale(rho, agg.q, limits.squares)
+    spent = _round_up(quantiles.cost(eta, agg.q, limits.squares))
+    spread = max(agg.q, 1 - agg.q)
+    return QuantileMeasurement(
+        key=key,
+        aggregate=agg,
+        rho=spent,
+        eta=eta,
+        derivation=(
+            f"exponential mechanism over {agg.candidates} candidates (spacing {agg.spacing:.6g}); "
+            f"a unit moves each rank distance by <= max(q,1−q)·w_g rows, so rho = "
+            f"(eta·{spread:g})²·S/2 with S = {limits.squares}: eta = {eta:.6g} per row; "
+            f"95% rank error <= {quantiles.rank_error(eta, agg.candidates):.4g} rows "
+            "beyond the nearest candidate"
+        ),
+    )
+
+
 def _selects(plan: Plan) -> bool:
     return bool(plan.group_by) and plan.keys is None
 
@@ -446,9 +539,12 @@ def plan_release(
         shares[_SELECTION] = Fraction(1)
     total = sum(shares.values(), Fraction(0))
     values: dict[str, tuple[ValueKind, _Bounded]] = {}
+    asked: dict[str, Quantile] = {}
     for out in outputs:
         agg = out.aggregate
-        if isinstance(agg, Sum):
+        if isinstance(agg, Quantile):
+            asked[out.measurements[0]] = agg
+        elif isinstance(agg, Sum):
             values[out.measurements[0]] = ("sum", agg)
         elif isinstance(agg, Mean):
             values[out.measurements[0]] = ("centred_sum", agg)
@@ -456,9 +552,12 @@ def plan_release(
             values[out.measurements[0]] = ("centred_sum_sq", agg)
             values[out.measurements[1]] = ("centred_sum", agg)
     measurements = []
+    chosen_quantiles = []
     for key, share in shares.items():
         rho_i = _round_down(Fraction(rho) * share / total)
-        if key in (_SELECTION, _DISTINCT):
+        if key in asked:
+            chosen_quantiles.append(_quantile_measurement(key, asked[key], limits, rho_i))
+        elif key in (_SELECTION, _DISTINCT):
             measurements.append(_distinct_measurement(key, limits, rho_i))
         elif key == "count":
             measurements.append(_count_measurement(limits, rho_i))
@@ -480,16 +579,19 @@ def plan_release(
                 f"outside the sampler's range [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}]; "
                 f"use a {'larger' if m.sigma_units > MAX_SIGMA else 'smaller'} rho"
             )
-    rho_spent = _round_up(sum((Fraction(m.rho) for m in measurements), Fraction(0)))
+    rho_spent = _round_up(
+        sum((Fraction(m.rho) for m in (*measurements, *chosen_quantiles)), Fraction(0))
+    )
+    found = tuple(chosen_quantiles)
     if not selecting:
-        return ReleasePlan(limits, tuple(measurements), outputs, zCDP(rho_spent))
+        return ReleasePlan(limits, tuple(measurements), outputs, zCDP(rho_spent), None, found)
     delta = _check_conversion_delta(delta)
     chosen = next(m for m in measurements if m.key == _SELECTION)
     selection = Selection(
         chosen, discrete_threshold(chosen.sigma_units, limits.max_groups, delta), delta
     )
     kept = tuple(m for m in measurements if m.key != _SELECTION)
-    return ReleasePlan(limits, kept, outputs, zCDP(rho_spent, delta), selection)
+    return ReleasePlan(limits, kept, outputs, zCDP(rho_spent, delta), selection, found)
 
 
 def explain(
@@ -498,13 +600,30 @@ def explain(
     rho: float,
     weights: Mapping[str, float] | None,
     delta: float | None = None,
+    report_delta: float | None = None,
 ) -> Explanation:
-    """The explanation of a release: every number comes from public parameters."""
+    """The explanation of a release: every number comes from public parameters.
+
+    With ``report_delta`` (the session's reporting δ), a release that chooses
+    its keys also states its own (ε, δ) by both analyses.
+    """
     release = plan_release(plan, has_unit, rho, weights, delta)
     rows = []
     for out in release.outputs:
-        first = release.measurement(out.measurements[0])
         agg = out.aggregate
+        if isinstance(agg, Quantile):
+            bound = release.quantile(out.measurements[0]).rank_error()
+            rows.append(
+                {
+                    "output": out.name,
+                    "measurements": out.measurements[0],
+                    "std": "n/a (exponential mechanism; error in ranks, not values)",
+                    "ci95": f"{bound:.4g} rows of rank beyond the nearest candidate "
+                    f"(spacing {agg.spacing:.6g})",
+                }
+            )
+            continue
+        first = release.measurement(out.measurements[0])
         if isinstance(agg, Var):
             # First order: the squares' noise over the count (of the variance).
             std = f"≈ {first.sigma:.6g} / count (of the variance)"
@@ -527,4 +646,4 @@ def explain(
                 "ci95": ci,
             }
         )
-    return Explanation(release, tuple(rows))
+    return Explanation(release, tuple(rows), report_delta)

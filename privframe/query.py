@@ -283,8 +283,11 @@ class Query:
                 raise InvalidValueError(f"other={other!r} is already one of the public keys")
         return self._with(group_by=cols, keys=keyset, other=other)
 
-    def agg(self, *aggregates: Aggregate) -> Query:
-        """Choose the aggregates to release (count, sum, mean).
+    def agg(self, *aggregates: Aggregate | tuple[Aggregate, ...]) -> Query:
+        """Choose the aggregates to release.
+
+        A tuple (as ``pf.quantile(column, [q1, q2], bounds)`` returns) stands
+        for its members.
 
         Example:
             >>> import polars as pl
@@ -293,11 +296,14 @@ class Query:
             >>> [a.output_name for a in sess.query().agg(pf.count()).plan.aggregates]
             ['count']
         """
-        for agg in aggregates:
+        flat = [a for item in aggregates for a in (item if isinstance(item, tuple) else (item,))]
+        for agg in flat:
             if not isinstance(agg, Aggregate):
                 raise InvalidArgumentError(
-                    f"agg takes pf.count(), pf.sum(...) or pf.mean(...), got {type(agg).__name__}"
+                    "agg takes aggregates such as pf.count(), pf.sum(...) or pf.mean(...), "
+                    f"got {type(agg).__name__}"
                 )
+        aggregates = tuple(flat)
         combined = (*self.plan.aggregates, *aggregates)
         names = [a.output_name for a in combined]
         duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -16,6 +16,12 @@ uses its exact tail and compares with ``>=``: the probability mass exactly at
 the threshold is charged (OpenDP once shipped a version that missed it).
 :func:`gaussian_threshold` is the continuous-noise formula, for reference.
 
+:func:`joint_selection_delta` and :func:`joint_selection_epsilon` give the
+(ε, δ) of *one* release with selection by the joint analysis of Wilkins,
+Kifer, Zhang & Karrer (2023), which is never worse than the standard
+``δ_τ + δ_ρ(ε)`` of :func:`standard_selection_epsilon`; the derivation is in
+``docs/privacy.md`` §6.
+
 Example:
     >>> from privframe.selection import discrete_threshold, gaussian_threshold
     >>> round(gaussian_threshold(sigma=1.0, k=1, delta=1e-6), 6)
@@ -31,8 +37,17 @@ import math
 import numpy as np
 from scipy import special
 
-from privframe.accounting import _check_conversion_delta, _check_positive
-from privframe.errors import InvalidArgumentError
+from privframe.accounting import (
+    _GUARD,
+    _check_conversion_delta,
+    _check_nonnegative,
+    _check_positive,
+    _down,
+    _sum_up,
+    _up,
+    zCDP,
+)
+from privframe.errors import InvalidArgumentError, InvalidBudgetError
 
 __all__ = [
     "discrete_selection_delta",
@@ -40,6 +55,9 @@ __all__ = [
     "discrete_threshold",
     "gaussian_threshold",
     "gaussian_threshold_union_bound",
+    "joint_selection_delta",
+    "joint_selection_epsilon",
+    "standard_selection_epsilon",
 ]
 
 
@@ -139,3 +157,250 @@ def discrete_threshold(sigma: float, k: int, delta: float) -> int:
     while tau > 1 and discrete_selection_delta(s, k, tau - 1) <= target:
         tau -= 1
     return tau
+
+
+# ---------------------------------------------------------------------------
+# The joint analysis of one release (Wilkins, Kifer, Zhang & Karrer 2023)
+# ---------------------------------------------------------------------------
+
+
+def _check_survival(p: object) -> float:
+    """The survival probability ``p`` of a single-unit group: 0 <= p < 1."""
+    v = _check_nonnegative("p", p)
+    if v >= 1:
+        raise InvalidBudgetError(
+            f"p (the survival probability of a single-unit group) must be < 1, got {v!r}"
+        )
+    return v
+
+
+def _log_hidden_bounds(j: int, p: float) -> tuple[float, float]:
+    """Floats ``lo <= ln((1 − p)^j) <= hi <= 0``: all j new groups stay hidden."""
+    if j == 0 or p == 0:
+        return 0.0, 0.0
+    value = j * math.log1p(-p)
+    error = _GUARD * -value
+    return _down(value, error), min(0.0, _up(value, error))
+
+
+def _any_survives(j: int, p: float) -> float:
+    """``1 − (1 − p)^j`` rounded up: some of j single-unit groups is released.
+
+    Example:
+        >>> from privframe.selection import _any_survives
+        >>> _any_survives(1, 0.25), _any_survives(2, 0.5) >= 0.75
+        (0.25, True)
+    """
+    if j == 0 or p == 0:
+        return 0.0
+    if j == 1:
+        return p
+    value = -math.expm1(_log_hidden_bounds(j, p)[0])
+    return min(1.0, _up(value, _GUARD * value))
+
+
+def _existing_part_delta(epsilon: float, rho: float, j: int, p: float) -> float:
+    """Upper bound on δ(ε) when j of the unit's groups are new and the rest exist.
+
+    With ``q = (1 − p)^j`` the chance that the j new groups all stay hidden,
+    and δ_ρ the CKS curve of :meth:`privframe.zCDP.delta_at` for the whole
+    release's ρ (charged to the existing groups, however many):
+
+    - adding the unit: ``1 − q + q·δ_ρ(ε − ln q)``;
+    - removing it: ``H_{q·e^ε}`` of the existing part, bounded by
+      ``δ_ρ(ε + ln q)`` (by ``1 − e^{ε'} + e^{ε'}·δ_ρ(−ε')`` when
+      ``ε' = ε + ln q < 0``) and by ``1 − q + q·δ_ρ(ε)``; the smaller is used.
+
+    Every rounding goes towards a larger result. ``j = 0`` gives δ_ρ(ε).
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.selection import _existing_part_delta
+        >>> _existing_part_delta(2.0, 0.5, 0, 0.1) == pf.zCDP(0.5).delta_at(2.0)
+        True
+    """
+    curve = zCDP(rho).delta_at
+    if j == 0 or p == 0:
+        return curve(epsilon)
+    log_lo, log_hi = _log_hidden_bounds(j, p)
+    hidden = math.exp(log_hi)
+    hidden = min(1.0, _up(hidden, _GUARD * hidden))  # >= q
+    shown = _any_survives(j, p)  # >= 1 − q
+
+    def mix(d: float) -> float:
+        """``1 − q + q·d`` rounded up (it decreases in q, so q's bounds suffice)."""
+        product = hidden * d
+        return min(1.0, _sum_up("delta", shown, _up(product, _GUARD * product)))
+
+    # Adding: the effective ε is raised by −ln q >= 0; round it down.
+    raised = _down(epsilon - log_hi, _GUARD * (epsilon - log_hi))
+    add = mix(curve(max(epsilon, raised)))
+    # Removing: the effective ε' = ε + ln q is lowered; lo <= ε' <= hi.
+    lo = _down(epsilon + log_lo, _GUARD * (epsilon - log_lo))
+    hi = min(epsilon, _up(epsilon + log_hi, _GUARD * (epsilon - log_hi)))
+    if lo >= 0:
+        shifted = curve(lo)
+    else:
+        # H_{e^-x}(A||A') = 1 − e^-x + e^-x H_{e^x}(A'||A) for x = −ε' > 0.
+        x_lo, x_hi = max(0.0, -hi), -lo
+        gap = -math.expm1(-x_hi)
+        tail = math.exp(-x_lo) * curve(x_lo)
+        shifted = min(1.0, _sum_up("delta", _up(gap, _GUARD * gap), _up(tail, _GUARD * tail)))
+    remove = min(shifted, mix(curve(epsilon)))
+    return max(add, remove)
+
+
+def joint_selection_delta(epsilon: float, rho: float, k: int, p: float) -> float:
+    """δ(ε) of one release with private key selection, by the joint analysis.
+
+    A unit in at most ``k`` groups, ``j`` of them new (held by it alone and
+    released with probability ``p`` each), the rest already present:
+
+    - ``j = k``: nothing else changes, so δ is ``δ_τ = 1 − (1 − p)^k``;
+    - ``j < k``: the existing groups' outputs are a post-processing of the
+      release's Gaussian measurements (ρ-zCDP, the whole ρ charged), and the
+      new groups' noise is independent; the hockey-stick divergence of that
+      product is :func:`_existing_part_delta`, which increases with j, so
+      ``j = k − 1`` is the worst.
+
+    δ(ε) is the larger of the two (Wilkins, Kifer, Zhang & Karrer 2023; the
+    derivation is in ``docs/privacy.md`` §6). It is never above the standard
+    ``δ_τ + δ_ρ(ε)`` and tends to δ_τ as ε grows. For k = 1 it is
+    ``max(p, δ_ρ(ε))``. Rounded up.
+
+    Args:
+        epsilon: ε >= 0.
+        rho: the release's whole ρ >= 0 (selection counts and aggregates).
+        k: the most groups one unit may contribute to (``max_groups``).
+        p: ``P[1 + Z >= τ]`` for the selection noise Z, i.e.
+            ``discrete_tail(sigma, threshold - 1)``, in [0, 1); an upper bound
+            on it also gives a valid (larger) δ.
+
+    Returns:
+        δ in [0, 1].
+
+    Raises:
+        InvalidBudgetError: a malformed ε, ρ or p.
+        InvalidArgumentError: k is not a positive integer.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.selection import joint_selection_delta
+        >>> joint_selection_delta(5.0, 0.0, 1, 1e-7)  # no Gaussian part: δ_τ alone
+        1e-07
+        >>> joint = joint_selection_delta(5.0, 0.5, 1, 1e-7)  # k = 1: max(p, δ_ρ(ε))
+        >>> joint == pf.zCDP(0.5).delta_at(5.0)
+        True
+        >>> joint < pf.zCDP(0.5, delta=1e-7).delta_at(5.0)  # standard: δ_τ + δ_ρ(ε)
+        True
+    """
+    eps = _check_nonnegative("epsilon", epsilon)
+    rho = _check_nonnegative("rho", rho)
+    k = _check_k(k)
+    p = _check_survival(p)
+    return max(_any_survives(k, p), _existing_part_delta(eps, rho, k - 1, p))
+
+
+def _check_reachable(delta: float, k: int, p: float, *, strict: bool) -> float:
+    """δ_τ = 1 − (1 − p)^k (rounded up), after checking that ``delta`` exceeds it."""
+    floor = _any_survives(k, p)
+    if delta < floor or (strict and delta == floor):
+        raise InvalidBudgetError(
+            f"delta={delta!r} is not reachable: the selection alone has "
+            f"delta_tau = 1 - (1 - p)^k = {floor!r} (k={k}, p={p!r}), which no epsilon "
+            f"removes; give a delta {'above' if strict else 'of at least'} delta_tau, "
+            "or a larger threshold (smaller p)"
+        )
+    return floor
+
+
+def joint_selection_epsilon(delta: float, rho: float, k: int, p: float) -> float:
+    """The smallest ε with :func:`joint_selection_delta` <= ``delta``, rounded up.
+
+    Found by bisection on ε, keeping the upper end, at which the (rounded-up)
+    δ is checked to be <= ``delta``. δ(ε) decreases to δ_τ = 1 − (1 − p)^k,
+    so ``delta`` must be at least δ_τ.
+
+    Args:
+        delta: the total δ of the statement, in (0, 1).
+        rho: the release's whole ρ >= 0.
+        k: the most groups one unit may contribute to.
+        p: the survival probability of a single-unit group, in [0, 1).
+
+    Returns:
+        ε >= 0.
+
+    Raises:
+        InvalidBudgetError: a malformed argument, or ``delta`` < δ_τ.
+        InvalidArgumentError: k is not a positive integer.
+
+    Example:
+        >>> from privframe.selection import joint_selection_delta, joint_selection_epsilon
+        >>> eps = joint_selection_epsilon(1e-6, 0.5, 1, 1e-7)
+        >>> joint_selection_delta(eps, 0.5, 1, 1e-7) <= 1e-6
+        True
+        >>> round(eps, 4)  # k = 1: the whole 1e-6 goes to ρ (standard: 9e-7)
+        5.2215
+    """
+    target = _check_conversion_delta(delta)
+    rho = _check_nonnegative("rho", rho)
+    k = _check_k(k)
+    p = _check_survival(p)
+    floor = _check_reachable(target, k, p, strict=False)
+
+    def fits(eps: float) -> bool:
+        return max(floor, _existing_part_delta(eps, rho, k - 1, p)) <= target
+
+    if fits(0.0):
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while not fits(hi):
+        lo, hi = hi, 2 * hi
+        if math.isinf(hi):
+            raise InvalidBudgetError(
+                f"delta={target!r} is too close to delta_tau = {floor!r} to be certified "
+                "in double precision; give a larger delta"
+            )
+    while hi - lo > 1e-12 * hi:
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def standard_selection_epsilon(delta: float, rho: float, k: int, p: float) -> float:
+    """ε by the standard analysis: ρ converted at ``delta`` − δ_τ, rounded up.
+
+    The release is (ρ, δ_τ)-approximate zCDP with δ_τ = 1 − (1 − p)^k, so it
+    is (ε, δ_τ + δ_ρ(ε))-DP: this is :meth:`privframe.zCDP.epsilon` of
+    ``zCDP(rho, delta_tau)``, for comparison with :func:`joint_selection_epsilon`.
+
+    Args:
+        delta: the total δ, in (δ_τ, 1).
+        rho: the release's whole ρ >= 0.
+        k: the most groups one unit may contribute to.
+        p: the survival probability of a single-unit group, in [0, 1).
+
+    Returns:
+        ε >= 0.
+
+    Raises:
+        InvalidBudgetError: a malformed argument, or ``delta`` <= δ_τ.
+        InvalidArgumentError: k is not a positive integer.
+
+    Example:
+        >>> from privframe.selection import joint_selection_epsilon, standard_selection_epsilon
+        >>> standard = standard_selection_epsilon(1e-6, 0.5, 1, 1e-7)
+        >>> round(standard, 4), joint_selection_epsilon(1e-6, 0.5, 1, 1e-7) < standard
+        (5.243, True)
+    """
+    target = _check_conversion_delta(delta)
+    rho = _check_nonnegative("rho", rho)
+    k = _check_k(k)
+    p = _check_survival(p)
+    floor = _check_reachable(target, k, p, strict=True)
+    return zCDP(rho, floor).epsilon(target)

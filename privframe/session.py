@@ -30,14 +30,16 @@ import pandas as pd
 import polars as pl
 from pyarrow import ArrowException
 
+from privframe import quantiles
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
-from privframe.aggregates import Mean, Std, Var, _Bounded
+from privframe.aggregates import Mean, Quantile, Std, Var, _Bounded
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import (
     COUNT,
     DISTINCT,
     AggregationSpec,
+    HistogramSpec,
     RowStep,
     ValueSpec,
     apply_steps,
@@ -344,12 +346,25 @@ class Session:
         if delta is None:
             delta = self._accountant.remaining.delta
         if not delta:
-            had = "has none left" if self._accountant.budget.delta else "has no delta"
+            if self._accountant.budget.delta:
+                why = "has none left"
+                fix = (
+                    "open a new budget (and give earlier selections a share with "
+                    "release(..., delta=...): by default a selection spends all the delta left)"
+                )
+            else:
+                why = (
+                    "has no delta (an ApproxDP budget given as is converts all of its delta to rho)"
+                )
+                fix = (
+                    "reserve some when opening the session, e.g. budget=pf.ApproxDP(epsilon, "
+                    "delta).to_zcdp(selection_delta=delta / 10), or budget=pf.zCDP(rho=1.0, "
+                    "delta=1e-7)"
+                )
             raise InvalidBudgetError(
-                f"choosing groups privately (group_by without keys) spends delta, and this "
-                f"session's budget {had} (an ApproxDP budget is converted to rho entirely): "
-                "open the session with a budget such as "
-                "pf.zCDP(rho=1.0, delta=1e-7), or pass public keys: group_by(..., keys=[...])"
+                "choosing groups privately (group_by without keys) spends delta, and this "
+                f"session's budget {why}. Pass public keys, which spend no delta: "
+                f"group_by(..., keys=[...]); or {fix}."
             )
         return delta
 
@@ -362,7 +377,9 @@ class Session:
     ) -> Explanation:
         self._validate(query.plan)
         delta = self._selection_delta(query.plan, delta)
-        return explain(query.plan, self._unit is not None, rho, weights, delta)
+        return explain(
+            query.plan, self._unit is not None, rho, weights, delta, self._accountant.delta
+        )
 
     def _spec(
         self, plan: Plan, release: ReleasePlan, schema: pl.Schema | None = None
@@ -409,6 +426,10 @@ class Session:
             max_rows=limits.max_rows,
             values=values,
             seed=int((self._rng or SystemRandomness()).words(1)[0]),
+            histograms=tuple(
+                HistogramSpec(name, a.column, a.lower, a.upper, a.candidates)
+                for name, a in _histograms(release).items()
+            ),
         )
 
     def _release(
@@ -427,7 +448,7 @@ class Session:
         release = plan_release(plan, self._unit is not None, rho, weights, delta)
         if with_error:
             names = [out.name for out in release.outputs]
-            extra = {f"{n}{suffix}" for n in names for suffix in ("_std", "_ci95")}
+            extra = {name for out in release.outputs for name in _error_columns(out)}
             clash = sorted(extra & {*names, *plan.group_by})
             if clash:
                 raise InvalidValueError(
@@ -460,6 +481,12 @@ class Session:
             + discrete_gaussian(m.sigma_units, exact.height, rng=self._rng)
             for m in release.measurements
         }
+        names = {a: name for name, a in _histograms(release).items()}
+        for qm in release.quantiles:
+            agg = qm.aggregate
+            hist = exact[names[_histogram_of(agg)]].to_numpy().reshape(exact.height, -1)
+            chosen = quantiles.choose(hist, agg.q, qm.eta, rng=self._rng)
+            noisy[qm.key] = np.asarray(agg.candidate_values())[chosen]
         columns: dict[str, Any] = {c: exact[c] for c in plan.group_by}
         for out in release.outputs:
             columns.update(_output_columns(out, release, noisy, with_error))
@@ -488,6 +515,19 @@ def _with_other(
     route = pl.when(value.is_in(labels)).then(value).otherwise(pl.lit(other)).alias(column)
     keys = pl.concat([keys.cast({column: pl.String}), pl.DataFrame({column: [other]})])
     return keys, (*steps, RowStep("with_columns", (route,)))
+
+
+def _histogram_of(agg: Quantile) -> Quantile:
+    """The histogram a quantile reads: quantiles of one column, bounds and grid share one."""
+    return Quantile(
+        column=agg.column, lower=agg.lower, upper=agg.upper, q=0.0, candidates=agg.candidates
+    )
+
+
+def _histograms(release: ReleasePlan) -> dict[str, Quantile]:
+    """The engine's histogram columns ('__' names are reserved), one per distinct grid."""
+    grids = dict.fromkeys(_histogram_of(qm.aggregate) for qm in release.quantiles)
+    return {f"__histogram{i}": grid for i, grid in enumerate(grids)}
 
 
 def _value_column(release: ReleasePlan, m: Measurement) -> str:
@@ -534,12 +574,25 @@ def _variance(
     return var, std
 
 
+def _error_columns(out: Output) -> tuple[str, ...]:
+    """The columns ``with_error=True`` adds for an output."""
+    if isinstance(out.aggregate, Quantile):
+        return (f"{out.name}_rank_ci95",)
+    return (f"{out.name}_std", f"{out.name}_ci95")
+
+
 def _output_columns(
     out: Output, release: ReleasePlan, noisy: dict[str, np.ndarray], with_error: bool
 ) -> dict[str, np.ndarray]:
     """One output's values (and error columns) from the noisy measurements: post-processing."""
-    m = release.measurement(out.measurements[0])
     agg = out.aggregate
+    if isinstance(agg, Quantile):
+        values = noisy[out.measurements[0]]
+        if not with_error:
+            return {out.name: values}
+        bound = release.quantile(out.measurements[0]).rank_error()
+        return {out.name: values, f"{out.name}_rank_ci95": np.full(values.shape, bound)}
+    m = release.measurement(out.measurements[0])
     values: np.ndarray
     if isinstance(agg, Var):
         values, std = _variance(out, release, noisy)

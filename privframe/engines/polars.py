@@ -37,15 +37,25 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
-from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, ValueSpec, apply_steps
+from privframe.engines.spec import (
+    COUNT,
+    DISTINCT,
+    AggregationSpec,
+    HistogramSpec,
+    ValueSpec,
+    apply_steps,
+)
 
 __all__ = ["PolarsEngine"]
 
 _N = "__rows"
 _W = "__weight"
 _GLOBAL = "__all"
+_INDEX = "__index"
+_ROW_SEED = 0x2545F4914F6CDD1D  # separates the row choice's hash from the group choice's
 
 
 def _row_units(v: ValueSpec) -> pl.Expr:
@@ -55,6 +65,13 @@ def _row_units(v: ValueSpec) -> pl.Expr:
         x = (x - v.square_around) ** 2
     units = (x * 2.0**v.grid_exponent).round().cast(pl.Int64)
     return units.clip(v.lower_units, v.upper_units) - v.centre_units
+
+
+def _row_bin(h: HistogramSpec) -> pl.Expr:
+    """#{candidates <= value}, from 1 to N; null for a null or NaN value."""
+    x = pl.col(h.column).cast(pl.Float64).fill_nan(None).clip(h.lower, h.upper)
+    step = (h.upper / 2 - h.lower / 2) / (h.candidates - 1)  # halves: no overflow
+    return ((x / 2 - h.lower / 2) / step).floor().cast(pl.Int64).add(1).clip(1, h.candidates)
 
 
 class PolarsEngine:
@@ -95,7 +112,12 @@ class PolarsEngine:
         # Keep only what the aggregation reads, so no other column can collide with the
         # engine's working columns.
         unit = [spec.unit] if spec.unit is not None else []
-        frame = frame.select(*unit, *by, *(_row_units(v).alias(v.name) for v in spec.values))
+        frame = frame.select(
+            *unit,
+            *by,
+            *(_row_units(v).alias(v.name) for v in spec.values),
+            *(_row_bin(h).alias(h.name) for h in spec.histograms),
+        )
         names = [v.name for v in spec.values]
         if spec.unit is None:
             per_key = frame.group_by(by).agg(
@@ -103,31 +125,45 @@ class PolarsEngine:
                 pl.len().cast(pl.Int64).alias(DISTINCT),
                 *(pl.col(n).sum() for n in names),
             )
+            rows = frame
         else:
-            per_key = self._bounded(frame, spec, by, names)
-        result = per_key.collect(engine="streaming" if self._streaming else "auto")
-        if observed:
-            return result.sort(by)
-        out = (
-            keys.with_row_index("__order")
-            .join(result, on=by, how="left")
-            .sort("__order")
-            .drop("__order")
-            .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
+            frame = _known_units(frame, spec.unit)
+            partial = self._partials(frame, spec, by, names)
+            per_key = partial.group_by(by).agg(
+                pl.col(_W).sum().alias(COUNT),
+                pl.len().cast(pl.Int64).alias(DISTINCT),
+                *(pl.col(nm).sum() for nm in names),
+            )
+            rows = _sampled_rows(frame, partial, spec.unit, by, spec.seed)
+        counts = [
+            rows.filter(pl.col(h.name).is_not_null()).group_by(*by, h.name).agg(pl.len())
+            for h in spec.histograms
+        ]
+        result, *histograms = pl.collect_all(
+            [per_key, *counts], engine="streaming" if self._streaming else "auto"
         )
-        return out.drop(_GLOBAL) if spec.keys is None else out
+        if observed:
+            out = result.sort(by)
+        else:
+            out = (
+                keys.with_row_index("__order")
+                .join(result, on=by, how="left")
+                .sort("__order")
+                .drop("__order")
+                .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
+            )
+        out = out.with_columns(
+            _dense(out, by, h, found) for h, found in zip(spec.histograms, histograms, strict=True)
+        )
+        return out.drop(_GLOBAL) if spec.keys is None and not observed else out
 
     @staticmethod
-    def _bounded(
+    def _partials(
         frame: pl.LazyFrame, spec: AggregationSpec, by: list[str], names: list[str]
     ) -> pl.LazyFrame:
+        """Per (unit, key): rows n, bounded weight w, and each value's scaled, clipped sum."""
         unit = spec.unit
         assert unit is not None
-        column = pl.col(unit)
-        if frame.collect_schema()[unit].is_float():
-            frame = frame.filter(column.is_not_null() & column.is_not_nan())
-        else:
-            frame = frame.filter(column.is_not_null())
         partial = frame.group_by([unit, *by]).agg(
             pl.len().cast(pl.Int64).alias(_N), *(pl.col(n).sum() for n in names)
         )
@@ -148,15 +184,41 @@ class PolarsEngine:
             scaled.append(
                 pl.when(w < n).then(shrunk).otherwise(s).clip(w * lo, w * hi).alias(v.name)
             )
-        return (
-            partial.with_columns(scaled)
-            .group_by(by)
-            .agg(
-                pl.col(_W).sum().alias(COUNT),
-                pl.len().cast(pl.Int64).alias(DISTINCT),
-                *(pl.col(nm).sum() for nm in names),
-            )
-        )
+        return partial.with_columns(scaled)
+
+
+def _known_units(frame: pl.LazyFrame, unit: str) -> pl.LazyFrame:
+    """Drop rows whose unit is null or NaN: they must never be merged into one unit."""
+    column = pl.col(unit)
+    if frame.collect_schema()[unit].is_float():
+        return frame.filter(column.is_not_null() & column.is_not_nan())
+    return frame.filter(column.is_not_null())
+
+
+def _sampled_rows(
+    frame: pl.LazyFrame, partial: pl.LazyFrame, unit: str, by: list[str], seed: int
+) -> pl.LazyFrame:
+    """Each unit's rows in each kept key, cut to a random subset of its weight w.
+
+    The rows ranking lowest by a keyed hash of (unit, key, position among the
+    unit's rows there) stay: a uniformly random subset, chosen from the unit's
+    own rows and fresh randomness only.
+    """
+    cell = [unit, *by]
+    rank = pl.struct(*cell, _INDEX).hash(seed ^ _ROW_SEED).rank("ordinal").over(cell)
+    return (
+        frame.join(partial.select(*cell, _W), on=cell, how="inner")
+        .with_columns(pl.int_range(pl.len()).over(cell).alias(_INDEX))
+        .filter(rank <= pl.col(_W))
+    )
+
+
+def _dense(out: pl.DataFrame, by: list[str], h: HistogramSpec, found: pl.DataFrame) -> pl.Series:
+    """The (key, bin) counts as one array of length N per output row, zeros elsewhere."""
+    placed = out.select(by).with_row_index("__row").join(found, on=by, how="inner")
+    matrix = np.zeros((out.height, h.candidates), dtype=np.int64)
+    matrix[placed["__row"].to_numpy(), placed[h.name].to_numpy() - 1] = placed["len"].to_numpy()
+    return pl.Series(h.name, matrix, dtype=pl.Array(pl.Int64, h.candidates))
 
 
 def _cap_rows(partial: pl.LazyFrame, unit: str, by: list[str], cap: int, seed: int) -> pl.LazyFrame:

@@ -14,7 +14,16 @@ from typing import Literal, Protocol
 
 import polars as pl
 
-__all__ = ["COUNT", "DISTINCT", "AggregationSpec", "Engine", "RowStep", "ValueSpec", "apply_steps"]
+__all__ = [
+    "COUNT",
+    "DISTINCT",
+    "AggregationSpec",
+    "Engine",
+    "HistogramSpec",
+    "RowStep",
+    "ValueSpec",
+    "apply_steps",
+]
 
 COUNT = "__count"
 """Name of the bounded row-count column every engine returns."""
@@ -77,6 +86,27 @@ class ValueSpec:
     square_around: float | None = None
 
 
+@dataclass(frozen=True)
+class HistogramSpec:
+    """Per key, how many bounded rows have each number of candidates at or below their value.
+
+    The candidates are ``candidates`` evenly spaced points from ``lower`` to
+    ``upper``. A row's value, clipped to [lower, upper], gets bin
+    ``b = #{candidates <= value}`` (1 to ``candidates``, computed in floating
+    point: any fixed rule per row keeps the analysis, which only needs each
+    row in one bin). Null and NaN values are in no bin. The engine returns a
+    column ``name`` of integer arrays of length ``candidates``: entry j counts
+    bin j + 1. Rows are whole rows here, not scaled: each unit keeps a random
+    subset of at most its weight's rows per key.
+    """
+
+    name: str
+    column: str
+    lower: float
+    upper: float
+    candidates: int
+
+
 @dataclass(frozen=True, eq=False)
 class AggregationSpec:
     """What the engine computes, with every privacy decision already made.
@@ -94,7 +124,8 @@ class AggregationSpec:
         max_rows_per_group: per unit and group, at most this many rows' worth.
         max_rows: per unit overall, at most this many rows' worth (or None).
         values: the summed columns.
-        seed: fresh secret randomness for choosing groups.
+        seed: fresh secret randomness for choosing groups (and rows).
+        histograms: per-key histograms of bounded rows, for quantiles.
     """
 
     steps: tuple[RowStep, ...]
@@ -106,11 +137,12 @@ class AggregationSpec:
     max_rows: int | None
     values: tuple[ValueSpec, ...]
     seed: int
+    histograms: tuple[HistogramSpec, ...] = ()
 
 
 class Engine(Protocol):
     """The interface every engine implements."""
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
-        """One row per public key (in order): key columns, ``COUNT``, and one column per value."""
+        """One row per public key (in order): keys, ``COUNT``, values and histogram arrays."""
         ...
