@@ -1,4 +1,5 @@
-"""Issue 4 features so far: private key selection, distinct counts, variance, bins, joins.
+"""Beyond public keys and the basic three: selection, distinct counts, variance, quantiles,
+bins, joins, "other" groups, balanced budget splits and a delta reserve.
 
 Run: python examples/beyond_public_keys.py
 """
@@ -41,7 +42,35 @@ def main() -> None:
         .release(rho=0.3, with_error=True)
     )
     print(histogram)
+
+    # 3. Quantiles per region, with rho split to balance relative error (public guesses).
+    quantiles = (
+        sess.query()
+        .bound(max_groups=2, max_rows_per_group=5)
+        .group_by("region", keys=["north", "south", "east", "west"])
+        .agg(
+            pf.count(),
+            pf.median("amount", bounds=(0, 1000)),
+            *pf.quantile("age", [0.1, 0.9], bounds=(18, 90), candidates=73),
+            pf.mean("amount", bounds=(0, 1000)),
+        )
+    )
+    balance = pf.balance(rows=20_000, amount_mean=40)
+    print(quantiles.explain(rho=0.3, weights=balance))
+    print(quantiles.release(rho=0.3, weights=balance, with_error=True))
     print(sess.report())
+
+    # 4. An (epsilon, delta) budget that keeps part of delta for choosing groups.
+    budget = pf.ApproxDP(epsilon=2.0, delta=1e-6).to_zcdp(selection_delta=1e-7)
+    approx = pf.Session(df, privacy_unit="user_id", budget=budget)
+    print(
+        approx.query()
+        .bound(max_groups=3, max_rows_per_group=4)
+        .group_by("month")
+        .agg(pf.count())
+        .release(rho=approx.remaining.rho)
+    )
+    print(approx.report())
 
 
 if __name__ == "__main__":

@@ -24,11 +24,13 @@ from privframe.expressions import bin
 from privframe.ledger import LedgerEntry
 from privframe.noise import discrete_gaussian, gaussian_mechanism
 from privframe.session import Session
+from privframe.split import Balance, balance
 
 __all__ = [
     "GDP",
     "Accountant",
     "ApproxDP",
+    "Balance",
     "Budget",
     "BudgetExceededError",
     "BudgetReport",
@@ -42,6 +44,7 @@ __all__ = [
     "SeededRandomnessWarning",
     "Session",
     "accounting",
+    "balance",
     "bin",
     "count",
     "count_distinct",

@@ -49,6 +49,7 @@ from privframe.aggregates import (
     CountDistinct,
     Mean,
     Quantile,
+    Std,
     Sum,
     Var,
     _Bounded,
@@ -62,6 +63,7 @@ from privframe.selection import (
     joint_selection_epsilon,
     standard_selection_epsilon,
 )
+from privframe.split import Balance, balanced_fractions
 
 __all__ = [
     "Explanation",
@@ -210,6 +212,7 @@ class ReleasePlan:
     cost: zCDP
     selection: Selection | None = None
     quantiles: tuple[QuantileMeasurement, ...] = ()
+    relative_errors: tuple[tuple[str, float], ...] = ()  # with a Balance: per output
 
     def measurement(self, key: str) -> Measurement:
         """The Gaussian measurement with this key."""
@@ -265,6 +268,13 @@ class Explanation:
             )
         for qm in self.plan.quantiles:
             lines.append(f"  {qm.key}: {qm.derivation}; rho = {qm.rho:.6g}")
+        if self.plan.relative_errors:
+            lines += [
+                "",
+                "split: balanced relative error (from the public guesses of pf.balance); "
+                "expected 95% relative error per output: "
+                + ", ".join(f"{name} {err:.3g}" for name, err in self.plan.relative_errors),
+            ]
         lines += ["", "outputs:"]
         for row in self.rows:
             lines.append(f"  {row['output']}: std {row['std']}, 95% ± {row['ci95']}")
@@ -369,6 +379,102 @@ def _weights(outputs: Sequence[Output], weights: Mapping[str, float] | None) -> 
         for key in out.measurements:
             per_measurement[key] = per_measurement.get(key, Fraction(0)) + w / len(out.measurements)
     return per_measurement
+
+
+def _variance_coefficients(outputs: Sequence[Output], limits: Limits) -> dict[str, float]:
+    """Per measurement, c with a squared 95% error of c/ρ_m (value units; ranks for quantiles).
+
+    Gaussian measurements: (1.96σ)² with σ² = Δ²/(2ρ). Quantiles: the 95% rank
+    error is (ln N + ln 20)/η with η² = 2ρ/(S·max(q, 1 − q)²).
+    """
+    squares = limits.squares
+    coefficients: dict[str, float] = {}
+    for out in outputs:
+        agg = out.aggregate
+        for key in out.measurements:
+            if key == "count":
+                c = squares / 2.0
+            elif key == _DISTINCT:
+                c = limits.max_groups / 2
+            elif isinstance(agg, Quantile):
+                spread = max(agg.q, 1 - agg.q) * quantiles.rank_error(1.0, agg.candidates)
+                c = spread * spread * squares / 2
+            else:
+                assert isinstance(agg, _Bounded)
+                half = agg.upper / 2 - agg.lower / 2
+                if key.startswith("sum("):
+                    row = agg.magnitude
+                elif key.startswith("centred_sum_sq("):
+                    row = half * half / 2
+                else:
+                    row = half
+                c = squares * row * row / 2
+            coefficients[key] = c if isinstance(agg, Quantile) else Z95 * Z95 * c
+    return coefficients
+
+
+def _balanced(
+    outputs: Sequence[Output], limits: Limits, balance: Balance
+) -> tuple[dict[str, Fraction], dict[str, dict[str, float]]]:
+    """Shares that minimise the largest first-order relative error, and each output's terms.
+
+    Output i's squared relative error is Σ_m b_im/ρ_m (``privframe.split``):
+    count σ_N/rows; sum and distinct count σ/expected; mean (σ_C² +
+    (μ − mid)²σ_N²)/(rows·μ)²; variance (σ_Q/rows)² + (V·σ_N/rows)² +
+    (2·hw·σ_C/rows)² over V² (|μ − a| at most the half-width hw); a standard
+    deviation is half its variance's relative error; quantiles rank error/rows.
+    """
+    names = {o.name for o in outputs}
+    unknown = sorted(set(balance.expected) - names)
+    if unknown:
+        raise InvalidValueError(
+            f"pf.balance names unknown outputs {unknown}; outputs: {sorted(names)}"
+        )
+    c = _variance_coefficients(outputs, limits)
+    rows = balance.rows
+    terms: dict[str, dict[str, float]] = {}
+    for out in outputs:
+        agg = out.aggregate
+        if isinstance(agg, Count | Quantile):
+            terms[out.name] = {out.measurements[0]: c[out.measurements[0]] / rows**2}
+            continue
+        if out.name not in balance.expected:
+            raise InvalidValueError(
+                f"pf.balance needs the expected value of {out.name!r} "
+                f"(e.g. pf.balance(rows={rows:g}, {out.name}=...)): its relative error "
+                "depends on its size"
+            )
+        e = balance.expected[out.name]
+        keys = out.measurements
+        if isinstance(agg, Var):
+            v = e * e if isinstance(agg, Std) else e
+            hw = agg.upper / 2 - agg.lower / 2
+            scale = 0.25 if isinstance(agg, Std) else 1.0  # std: half the relative error
+            terms[out.name] = {
+                keys[0]: scale * c[keys[0]] / (rows * v) ** 2,
+                keys[1]: scale * 4 * hw * hw * c[keys[1]] / (rows * v) ** 2,
+                keys[2]: scale * c[keys[2]] / rows**2,
+            }
+        elif isinstance(agg, Mean):
+            mid = float(agg.midpoint)
+            terms[out.name] = {
+                keys[0]: c[keys[0]] / (rows * e) ** 2,
+                keys[1]: (e - mid) ** 2 * c[keys[1]] / (rows * e) ** 2,
+            }
+        else:  # Sum, CountDistinct
+            terms[out.name] = {keys[0]: c[keys[0]] / e**2}
+    order = list(dict.fromkeys(k for out in outputs for k in out.measurements))
+    matrix = [[row.get(k, 0.0) for k in order] for row in terms.values()]
+    fractions = balanced_fractions(matrix)
+    shares = {k: Fraction(f) for k, f in zip(order, fractions, strict=True)}
+    return shares, terms
+
+
+def _rho_of(
+    key: str, measurements: Sequence[Measurement], found: Sequence[QuantileMeasurement]
+) -> float:
+    """The ρ a measurement (Gaussian or quantile) was given."""
+    return next(m.rho for m in (*measurements, *found) if m.key == key)
 
 
 def _grid_exponent(row_magnitude: float, sigma_estimate: float) -> int:
@@ -515,13 +621,15 @@ def plan_release(
     plan: Plan,
     has_unit: bool,
     rho: float,
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | Balance | None = None,
     delta: float | None = None,
 ) -> ReleasePlan:
     """Derive limits, measurements, the ρ split and σ for releasing ``plan`` at ``rho``.
 
-    A plan that groups without public keys also gets a :class:`Selection`,
-    which needs ``delta`` and takes an equal share of ρ as one more output.
+    ``weights`` maps output names to relative weights (default: equal), or is
+    a :class:`~privframe.split.Balance` to balance relative error. A plan that
+    groups without public keys also gets a :class:`Selection`, which needs
+    ``delta`` and takes the average output's share of ρ as one more output.
     """
     rho = _check_positive("rho", rho)
     if not plan.aggregates:
@@ -534,9 +642,13 @@ def plan_release(
         )
     limits = resolve_limits(plan, has_unit)
     outputs = tuple(Output(a.output_name, a, _measurements_of(a)) for a in plan.aggregates)
-    shares = _weights(outputs, weights)
+    if isinstance(weights, Balance):
+        shares, errors = _balanced(outputs, limits, weights)
+    else:
+        shares, errors = _weights(outputs, weights), {}
     if selecting:
-        shares[_SELECTION] = Fraction(1)
+        # One more output's worth: the average share of the others.
+        shares[_SELECTION] = sum(shares.values(), Fraction(0)) / len(outputs)
     total = sum(shares.values(), Fraction(0))
     values: dict[str, tuple[ValueKind, _Bounded]] = {}
     asked: dict[str, Quantile] = {}
@@ -583,15 +695,21 @@ def plan_release(
         sum((Fraction(m.rho) for m in (*measurements, *chosen_quantiles)), Fraction(0))
     )
     found = tuple(chosen_quantiles)
+    relative = tuple(
+        (name, math.sqrt(sum(b / _rho_of(key, measurements, found) for key, b in row.items())))
+        for name, row in errors.items()
+    )
     if not selecting:
-        return ReleasePlan(limits, tuple(measurements), outputs, zCDP(rho_spent), None, found)
+        return ReleasePlan(
+            limits, tuple(measurements), outputs, zCDP(rho_spent), None, found, relative
+        )
     delta = _check_conversion_delta(delta)
     chosen = next(m for m in measurements if m.key == _SELECTION)
     selection = Selection(
         chosen, discrete_threshold(chosen.sigma_units, limits.max_groups, delta), delta
     )
     kept = tuple(m for m in measurements if m.key != _SELECTION)
-    return ReleasePlan(limits, kept, outputs, zCDP(rho_spent, delta), selection, found)
+    return ReleasePlan(limits, kept, outputs, zCDP(rho_spent, delta), selection, found, relative)
 
 
 def explain(

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from privframe.planner import Explanation
     from privframe.session import Session
+    from privframe.split import Balance
 
 __all__ = ["Bound", "Plan", "Query"]
 
@@ -316,7 +317,7 @@ class Query:
     def explain(
         self,
         rho: float,
-        weights: Mapping[str, float] | None = None,
+        weights: Mapping[str, float] | Balance | None = None,
         delta: float | None = None,
     ) -> Explanation:
         """Sensitivities, budget split, σ and 95% error per output; spends nothing.
@@ -332,7 +333,7 @@ class Query:
         rho: float,
         *,
         with_error: bool = False,
-        weights: Mapping[str, float] | None = None,
+        weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
         delta: float | None = None,
     ) -> pl.DataFrame | pd.DataFrame:
@@ -340,8 +341,11 @@ class Query:
 
         Args:
             rho: the zCDP budget this release spends.
-            with_error: add ``<name>_std`` and ``<name>_ci95`` columns per aggregate.
-            weights: relative budget weights by output name (default: equal).
+            with_error: add ``<name>_std`` and ``<name>_ci95`` columns per aggregate
+                (``<name>_rank_ci95`` for a quantile).
+            weights: relative budget weights by output name (default: equal),
+                or ``pf.balance(rows=..., **expected)`` to split ρ so that
+                every output's relative error is about the same.
             label: a label for the ledger entry.
             delta: for a query that chooses its groups privately (group_by
                 without keys), the δ spent on that choice; by default all the

@@ -59,6 +59,7 @@ from privframe.planner import (
     plan_release,
 )
 from privframe.query import Plan, Query
+from privframe.split import Balance
 
 __all__ = ["Session"]
 
@@ -372,7 +373,7 @@ class Session:
         self,
         query: Query,
         rho: float,
-        weights: Mapping[str, float] | None,
+        weights: Mapping[str, float] | Balance | None,
         delta: float | None = None,
     ) -> Explanation:
         self._validate(query.plan)
@@ -438,7 +439,7 @@ class Session:
         rho: float,
         *,
         with_error: bool,
-        weights: Mapping[str, float] | None,
+        weights: Mapping[str, float] | Balance | None,
         label: str,
         delta: float | None = None,
     ) -> pl.DataFrame | pd.DataFrame:

@@ -1,0 +1,154 @@
+"""Splitting a release's ρ across its measurements: by weights, or to balance relative error.
+
+Every output's error is a function of the noise of the measurements it reads,
+and each measurement's noise variance is Δ²/(2ρ_m). To first order the
+squared relative error of output i is therefore ``r_i² = Σ_m b_im/ρ_m`` with
+``b_im >= 0`` fixed by public numbers: the sensitivities and the user's
+guesses of each output's magnitude (:class:`Balance`). Balancing relative
+error means choosing ρ_m >= 0 with Σ ρ_m = ρ to minimise ``max_i r_i``, a
+convex problem (each 1/ρ_m is convex) that is homogeneous: scaling ρ scales
+every r_i by the same factor, so the optimal *fractions* do not depend on ρ.
+:func:`balanced_fractions` solves it.
+
+The guesses are public inputs, like bounds: they must come from domain
+knowledge or earlier releases, never from a look at the private data. A bad
+guess only makes the split less useful; the privacy cost is ρ either way.
+
+Example:
+    >>> from privframe.split import balanced_fractions
+    >>> # Two outputs on separate measurements, the second needing 4x the variance:
+    >>> [round(f, 3) for f in balanced_fractions([[1.0, 0.0], [0.0, 4.0]])]
+    [0.2, 0.8]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize
+
+from privframe.accounting import _check_positive, _check_real
+from privframe.errors import InvalidArgumentError, InvalidValueError
+
+__all__ = ["Balance", "balance", "balanced_fractions"]
+
+
+@dataclass(frozen=True)
+class Balance:
+    """Split ρ so that every output has about the same relative error.
+
+    Attributes:
+        rows: the expected number of rows per group (after bounding), used
+            for counts, means, variances and quantiles (a quantile's relative
+            error is its rank error over the rows).
+        expected: the expected value of each other output, by output name:
+            needed for sums, means, variances, standard deviations and
+            distinct counts (a count's is ``rows``).
+    """
+
+    rows: float
+    expected: Mapping[str, float] = field(default_factory=dict)
+
+
+def balance(rows: float, **expected: float) -> Balance:
+    """Ask a release to balance relative error, from public guesses of the outputs' sizes.
+
+    Pass it as ``weights=``: ``release(rho=1.0, weights=pf.balance(rows=500,
+    amount_sum=20_000, amount_mean=40))``. ``explain`` shows the split and
+    each output's expected relative error.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.balance(rows=500, amount_mean=40.0)
+        Balance(rows=500.0, expected={'amount_mean': 40.0})
+    """
+    checked = {}
+    for name, value in expected.items():
+        number = _check_real(f"expected value of {name!r}", value)
+        if number == 0:
+            raise InvalidValueError(
+                f"expected value of {name!r} must be nonzero: a relative error needs a size"
+            )
+        checked[name] = number
+    return Balance(_check_positive("rows", rows), checked)
+
+
+def balanced_fractions(b: Sequence[Sequence[float]]) -> list[float]:
+    """Fractions f_m >= 0 summing to 1 that minimise max_i Σ_m b[i][m]/f_m.
+
+    Solved through the dual: for output weights λ on the simplex, the best
+    split of Σ_i λ_i·Σ_m b_im/f_m is f_m ∝ sqrt(a_m) with a = bᵀλ, worth
+    (Σ_m sqrt(a_m))², so the minimax value is max over λ of Σ_m sqrt(a_m), a
+    concave problem (SLSQP), and f is recovered from the best λ. Where that
+    leaves a measurement with nothing (outputs that do not bind), a little of
+    the equal split is mixed in. The result is never worse than the equal
+    split, which is returned if the solver fails. Measurements no output
+    reads get nothing.
+
+    Example:
+        >>> from privframe.split import balanced_fractions
+        >>> [round(f, 3) for f in balanced_fractions([[1.0, 1.0]])]
+        [0.5, 0.5]
+    """
+    matrix = np.asarray(b, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.size == 0 or not np.all(np.isfinite(matrix) & (matrix >= 0)):
+        raise InvalidArgumentError("b must be a non-empty matrix of finite numbers >= 0")
+    used = matrix.sum(axis=0) > 0
+    if not used.any():
+        raise InvalidArgumentError("no output reads any measurement")
+    sub = matrix[:, used] / matrix.max()  # homogeneous: rescaling b leaves f alone
+    outputs, n = sub.shape
+
+    def worst(f: np.ndarray) -> float:
+        # A measurement with nothing makes every output that reads it infinitely bad.
+        with np.errstate(divide="ignore"):
+            terms = np.divide(sub, f, out=np.zeros_like(sub), where=sub > 0)
+        return float(np.max(terms.sum(axis=1)))
+
+    def negative_value(lam: np.ndarray) -> float:
+        return -float(np.sum(np.sqrt(np.maximum(sub.T @ lam, 0.0))))
+
+    def gradient(lam: np.ndarray) -> np.ndarray:
+        return -(sub @ (0.5 / np.sqrt(np.maximum(sub.T @ lam, 1e-300))))
+
+    dual_solution = optimize.minimize(
+        negative_value,
+        np.full(outputs, 1.0 / outputs),
+        jac=gradient,
+        method="SLSQP",
+        bounds=[(0.0, 1.0)] * outputs,
+        constraints=[{"type": "eq", "fun": lambda lam: np.sum(lam) - 1.0}],
+        options={"maxiter": 1000, "ftol": 1e-15},
+    )
+    equal = np.full(n, 1.0 / n)
+    candidates = [equal]
+    if np.all(np.isfinite(dual_solution.x)):
+        root = np.sqrt(np.maximum(sub.T @ np.clip(dual_solution.x, 0.0, None), 0.0))
+        if root.sum() > 0:
+            dual = root / root.sum()
+            candidates += [(1 - t) * dual + t * equal for t in (0.0, 1e-6, 1e-4, 1e-2)]
+    best = _polish(sub, min(candidates, key=worst))
+    best = min((best, *candidates), key=worst)
+    out = np.zeros(matrix.shape[1])
+    out[used] = best
+    return [float(x) for x in out]
+
+
+def _polish(b: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Minimise a log-sum-exp smoothing of max_i log(Σ_m b_im/f_m), sharpening it in steps."""
+    start = np.clip(start, 1e-12, None)
+
+    def smooth(z: np.ndarray, sharpness: float) -> float:
+        f = np.exp(z - z.max())
+        f /= f.sum()
+        logs = np.log(b @ (1.0 / f))
+        top = logs.max()
+        return float(top + np.log(np.sum(np.exp(sharpness * (logs - top)))) / sharpness)
+
+    z = np.log(start)
+    for sharpness in (10.0, 100.0, 1000.0, 10000.0):
+        z = optimize.minimize(smooth, z, args=(sharpness,), method="BFGS").x
+    f = np.exp(z - z.max())
+    return f / f.sum()
