@@ -21,10 +21,15 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Self, TypeVar, overload
+
+import numpy as np
 
 from privframe.accounting import _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -183,6 +188,8 @@ class Quantile(_Bounded):
     Chosen among ``candidates`` evenly spaced points from ``lower`` to
     ``upper`` by the exponential mechanism (``docs/quantiles.md``). Null and
     NaN values are ignored (they still count toward a unit's row limit).
+    A candidate's distance from the target rank q·n is measured to its rank
+    interval [#{v < c}, #{v <= c}], so values tied on a candidate count there.
     """
 
     q: float
@@ -194,10 +201,8 @@ class Quantile(_Bounded):
         return (self.upper / 2 - self.lower / 2) / (self.candidates - 1) * 2
 
     def candidate_values(self) -> list[float]:
-        """The candidates, from lower to upper."""
-        n = self.candidates - 1
-        half = self.upper / 2 - self.lower / 2  # no overflow near the float range
-        return [self.lower + half * (2 * i / n) for i in range(n)] + [self.upper]
+        """The candidates, from lower to upper: L + (U − L)·i/(N − 1), each rounded once."""
+        return list(_grid(self.lower, self.upper, self.candidates))
 
     def _default_name(self) -> str:
         return f"{self.column}_p{self.q * 100:g}"
@@ -289,6 +294,13 @@ def mean(column: str, bounds: tuple[float, float]) -> Mean:
 
 
 _DEFAULT_CANDIDATES = 1001
+_MAX_CANDIDATES = 1 << 16
+
+
+@functools.lru_cache(maxsize=64)
+def _grid(lower: float, upper: float, n: int) -> tuple[float, ...]:
+    lo, width = Fraction(lower), Fraction(upper) - Fraction(lower)
+    return tuple(float(lo + width * Fraction(i, n - 1)) for i in range(n))
 
 
 def _check_q(q: object) -> float:
@@ -299,14 +311,18 @@ def _check_q(q: object) -> float:
 
 
 def _check_candidates(candidates: object) -> int:
-    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 2:
+    if (
+        isinstance(candidates, bool)
+        or not isinstance(candidates, numbers.Integral)
+        or candidates < 2
+    ):
         raise InvalidArgumentError(
             f"candidates must be an integer >= 2 (the number of evenly spaced output values), "
             f"got {candidates!r}"
         )
-    if candidates > 1 << 20:
-        raise InvalidValueError(f"candidates must be at most 2**20, got {candidates!r}")
-    return candidates
+    if candidates > _MAX_CANDIDATES:
+        raise InvalidValueError(f"candidates must be at most 2**16, got {candidates!r}")
+    return int(candidates)
 
 
 @overload
@@ -350,6 +366,14 @@ def quantile(
     name = _check_column(column)
     lower, upper = _check_bounds(name, bounds)
     n = _check_candidates(candidates)
+    grid = _grid(lower, upper, n)
+    if any(a >= b for a, b in itertools.pairwise(grid)):
+        raise InvalidValueError(
+            f"bounds ({lower!r}, {upper!r}) of column {name!r} are too close for {n} distinct "
+            "candidates; use fewer candidates or wider bounds"
+        )
+    if isinstance(q, np.ndarray):
+        q = q.tolist()
     if isinstance(q, str) or not isinstance(q, Sequence):
         return Quantile(column=name, lower=lower, upper=upper, q=_check_q(q), candidates=n)
     qs = [_check_q(x) for x in q]

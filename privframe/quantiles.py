@@ -1,15 +1,20 @@
 """Private quantiles: the exponential mechanism over a public grid of candidates.
 
 For a group whose bounded rows have values v (clipped to [L, U]) and N
-candidates c_0 = L < ... < c_{N−1} = U, candidate i has rank r_i = #{v < c_i}
-and distance d_i = |r_i − q·n| from the target rank (n rows). The mechanism
-returns candidate i with probability ∝ exp(−η·d_i) (McSherry & Talwar 2007;
-Smith 2011 for quantiles).
+candidates c_0 = L < ... < c_{N−1} = U, candidate i has the rank interval
+[a_i, b_i] = [#{v < c_i}, #{v <= c_i}] and distance
+d_i = max(0, a_i − q·n, q·n − b_i) from the target rank q·n (n rows): 0 when
+some ordering of the tied values puts c_i at rank q·n. The mechanism returns
+candidate i with probability ∝ exp(−η·d_i) (McSherry & Talwar 2007; Smith 2011
+for quantiles). Counting ties matters: with all values on one candidate, the
+distance |#{v < c_i} − q·n| alone would be the same for every candidate.
 
-**Privacy.** Adding a unit that keeps w <= m rows in a group moves every
-r_i − q·n by an amount in [−q·w, (1 − q)·w], so every d_i changes by at most
-max(q, 1 − q)·w and the log-probability ratio of any two outputs moves within
-an interval of width 2·η·max(q, 1 − q)·w. The mechanism is therefore
+**Privacy.** Adding a unit that keeps w <= m rows in a group moves a_i − q·n
+by a_i's increase (in [0, w]) minus q·w, so by an amount in [−q·w, (1 − q)·w],
+and q·n − b_i likewise within [−(1 − q)·w, q·w]; max(0, x, y) moves by at most
+the larger move of x and y, so every d_i changes by at most max(q, 1 − q)·w,
+and the log-probability ratio of any two outputs moves within an interval of
+width 2·η·max(q, 1 − q)·w. The mechanism is therefore
 ε_g-bounded-range with ε_g = 2·η·max(q, 1 − q)·w (Durfee & Rogers 2019), and
 an ε-bounded-range mechanism is ε²/8-zCDP (Cesar & Rogers 2021, "Bounding,
 concentrating, and truncating", Lemma 3.4). Over the unit's groups the costs
@@ -30,8 +35,11 @@ Example:
     >>> eta = scale(rho=0.5, q=0.5, squares=1)
     >>> eta
     2.0
-    >>> hist = np.array([[10, 10, 10, 10, 0]])  # ranks of the candidates: 0, 10, 20, 30, 40
-    >>> int(choose(hist, 0.5, 64.0)[0])  # rank 20 of 40 rows
+    >>> # 5 candidates; 10 rows strictly between each neighbouring pair:
+    >>> hist = np.array([[0, 10, 0, 10, 0, 10, 0, 10, 0]])
+    >>> int(choose(hist, 0.5, 64.0)[0])  # the middle candidate has rank 20 of 40
+    2
+    >>> int(choose(np.array([[0, 0, 0, 0, 40, 0, 0, 0, 0]]), 0.5, 64.0)[0])  # all tied on c_2
     2
 """
 
@@ -75,9 +83,12 @@ def scale(rho: float, q: float, squares: int) -> float:
     """
     rho = _check_positive("rho", rho)
     spread = max(q, 1 - q)
+    budget = Fraction(rho)
     eta = min(MAX_SCALE, math.sqrt(2 * rho / squares) / spread)
-    while cost(eta, q, squares) > Fraction(rho):
+    while eta > 0 and cost(eta, q, squares) > budget:
         eta = math.nextafter(eta, 0.0)
+    while eta < MAX_SCALE and cost(up := math.nextafter(eta, math.inf), q, squares) <= budget:
+        eta = up
     return eta
 
 
@@ -99,53 +110,57 @@ def choose(
 ) -> npt.NDArray[np.int64]:
     """Per group (row of ``hist``), the index of the released candidate.
 
-    ``hist[g, j]`` counts group g's rows with exactly j + 1 candidates at or
-    below their value, so r_i = hist[g, :i].sum() and n = hist[g].sum().
+    ``hist[g, p]`` counts group g's rows at position p (2N − 1 positions: 2i
+    on candidate i, 2i − 1 strictly between candidates i − 1 and i), so
+    a_i = hist[g, :2i].sum(), b_i = hist[g, :2i + 1].sum() and n = hist[g].sum().
 
-    Per group, with t = q·n = ⌊t⌋ + f exactly and k_i = r_i − ⌊t⌋, the distance
-    is d_i = k_i − f for k_i >= 1 and −k_i + f otherwise: an integer a_i plus
-    s_i·f with s_i = ∓1. Subtracting the smallest one, (a*, s*), leaves
-    e_i = (a_i − a*) + (s_i − s*)·f >= 0: an integer plus 0 or ±2f, so its float
-    value is off by at most 2^-52 + 2^-53·e_i and η·e_i stays within the
-    sampler's margin 2^-45·(1 + η·e_i) for η <= :data:`MAX_SCALE`.
+    Per group, with t = q·n = ⌊t⌋ + f exactly, each distance is an integer k
+    plus s·f with s ∈ {−1, 0, 1}: a_i − ⌊t⌋ − f when a_i > t, ⌊t⌋ − b_i + f when
+    t > b_i, else 0. Subtracting the smallest, (k*, s*), leaves
+    e_i = (k_i − k*) + (s_i − s*)·f >= 0: an integer plus at most 2f in size,
+    so its float value is off by at most 2^-52 + 2^-53·e_i and η·e_i stays
+    within the sampler's margin 2^-45·(1 + η·e_i) for η <= :data:`MAX_SCALE`.
 
     Example:
         >>> import numpy as np
         >>> from privframe.quantiles import choose
-        >>> choose(np.array([[1, 1, 1, 1, 0], [0, 1, 1, 1, 1]]), 0.5, 64.0).tolist()
+        >>> hist = np.array([[0, 1, 0, 1, 0, 1, 0, 1, 0], [0, 0, 0, 1, 0, 1, 0, 1, 1]])
+        >>> choose(hist, 0.5, 64.0).tolist()
         [2, 3]
     """
     hist = np.asarray(hist, dtype=np.int64)
-    groups, n_candidates = hist.shape
-    ranks = np.zeros((groups, n_candidates), dtype=np.int64)
-    np.cumsum(hist[:, :-1], axis=1, out=ranks[:, 1:])
-    totals = hist.sum(axis=1)
+    groups, positions = hist.shape
+    cumulative = np.cumsum(hist, axis=1)
+    at_or_below = cumulative[:, 0::2]  # b_i: positions <= 2i
+    below = np.zeros_like(at_or_below)  # a_i: positions < 2i
+    below[:, 1:] = cumulative[:, 1::2]
+    totals = cumulative[:, -1] if positions else np.zeros(groups, dtype=np.int64)
     q_exact = Fraction(q)
     eta_exact = Fraction(eta)
-    x_hat = np.empty((groups, n_candidates), dtype=np.float64)
+    x_hat = np.empty(at_or_below.shape, dtype=np.float64)
     parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Fraction]] = []
     for g in range(groups):
         target = q_exact * int(totals[g])
         whole = math.floor(target)
         frac = target - whole
-        k = ranks[g] - whole
-        above = k >= 1
-        a = np.abs(k)
-        s = np.where(above, -1, 1)
-        # The smallest distance: the least a on each side, compared exactly.
-        best = min(
-            (Fraction(int(a[side].min())) + int(sign) * frac, int(a[side].min()), int(sign))
-            for side, sign in ((above, -1), (~above, 1))
-            if side.any()
+        # In integers: a_i > t iff a_i > ⌊t⌋; b_i < t iff b_i < ⌊t⌋, or b_i = ⌊t⌋ < t.
+        above = below[g] > whole  # the whole rank interval lies above t
+        under = (at_or_below[g] < whole) | ((at_or_below[g] == whole) & (frac > 0))  # ... below
+        k = np.where(above, below[g] - whole, np.where(under, whole - at_or_below[g], 0))
+        s = np.where(above, -1, np.where(under, 1, 0))
+        # The smallest distance, compared exactly (k + s·f for each sign class).
+        _, k_best, s_best = min(
+            (Fraction(int(k[cls].min())) + sign * frac, int(k[cls].min()), sign)
+            for cls, sign in ((above, -1), (under, 1), (~(above | under), 0))
+            if cls.any()
         )
-        _, a_best, s_best = best
-        da = a - a_best
+        dk = k - k_best
         ds = s - s_best
-        x_hat[g] = np.maximum(eta * (da + ds * float(frac)), 0.0)
-        parts.append((da, ds, frac))
+        x_hat[g] = np.maximum(eta * (dk + ds * float(frac)), 0.0)
+        parts.append((dk, ds, frac))
 
     def exact_x(g: int, i: int) -> Fraction:
-        da, ds, frac = parts[g]
-        return eta_exact * (int(da[i]) + int(ds[i]) * frac)
+        dk, ds, frac = parts[g]
+        return eta_exact * (int(dk[i]) + int(ds[i]) * frac)
 
     return exponential_choice(x_hat, exact_x, rng)

@@ -428,7 +428,7 @@ class Session:
             values=values,
             seed=int((self._rng or SystemRandomness()).words(1)[0]),
             histograms=tuple(
-                HistogramSpec(name, a.column, a.lower, a.upper, a.candidates)
+                HistogramSpec(name, a.column, tuple(a.candidate_values()))
                 for name, a in _histograms(release).items()
             ),
         )
@@ -485,7 +485,8 @@ class Session:
         names = {a: name for name, a in _histograms(release).items()}
         for qm in release.quantiles:
             agg = qm.aggregate
-            hist = exact[names[_histogram_of(agg)]].to_numpy().reshape(exact.height, -1)
+            positions = 2 * agg.candidates - 1
+            hist = exact[names[_histogram_of(agg)]].to_numpy().reshape(exact.height, positions)
             chosen = quantiles.choose(hist, agg.q, qm.eta, rng=self._rng)
             noisy[qm.key] = np.asarray(agg.candidate_values())[chosen]
         columns: dict[str, Any] = {c: exact[c] for c in plan.group_by}
@@ -640,5 +641,6 @@ def _describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
         "limits": release.limits.describe(),
         "measurements": [
             {"key": m.key, "rho": m.rho, "sigma": m.sigma} for m in release.measurements
-        ],
+        ]
+        + [{"key": m.key, "rho": m.rho, "eta": m.eta} for m in release.quantiles],
     }

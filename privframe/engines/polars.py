@@ -67,11 +67,13 @@ def _row_units(v: ValueSpec) -> pl.Expr:
     return units.clip(v.lower_units, v.upper_units) - v.centre_units
 
 
-def _row_bin(h: HistogramSpec) -> pl.Expr:
-    """#{candidates <= value}, from 1 to N; null for a null or NaN value."""
-    x = pl.col(h.column).cast(pl.Float64).fill_nan(None).clip(h.lower, h.upper)
-    step = (h.upper / 2 - h.lower / 2) / (h.candidates - 1)  # halves: no overflow
-    return ((x / 2 - h.lower / 2) / step).floor().cast(pl.Int64).add(1).clip(1, h.candidates)
+def _row_position(h: HistogramSpec) -> pl.Expr:
+    """#{c < v} + #{c <= v} − 1 (2i on c_i, 2i − 1 between c_{i−1} and c_i); null if null/NaN."""
+    x = pl.col(h.column).cast(pl.Float64).fill_nan(None).clip(h.grid[0], h.grid[-1])
+    grid = pl.lit(pl.Series(h.grid, dtype=pl.Float64))
+    below = grid.search_sorted(x, side="left").cast(pl.Int64)
+    at_or_below = grid.search_sorted(x, side="right").cast(pl.Int64)
+    return pl.when(x.is_not_null()).then(below + at_or_below - 1)
 
 
 class PolarsEngine:
@@ -116,7 +118,7 @@ class PolarsEngine:
             *unit,
             *by,
             *(_row_units(v).alias(v.name) for v in spec.values),
-            *(_row_bin(h).alias(h.name) for h in spec.histograms),
+            *(_row_position(h).alias(h.name) for h in spec.histograms),
         )
         names = [v.name for v in spec.values]
         if spec.unit is None:
@@ -216,9 +218,9 @@ def _sampled_rows(
 def _dense(out: pl.DataFrame, by: list[str], h: HistogramSpec, found: pl.DataFrame) -> pl.Series:
     """The (key, bin) counts as one array of length N per output row, zeros elsewhere."""
     placed = out.select(by).with_row_index("__row").join(found, on=by, how="inner")
-    matrix = np.zeros((out.height, h.candidates), dtype=np.int64)
-    matrix[placed["__row"].to_numpy(), placed[h.name].to_numpy() - 1] = placed["len"].to_numpy()
-    return pl.Series(h.name, matrix, dtype=pl.Array(pl.Int64, h.candidates))
+    matrix = np.zeros((out.height, h.positions), dtype=np.int64)
+    matrix[placed["__row"].to_numpy(), placed[h.name].to_numpy()] = placed["len"].to_numpy()
+    return pl.Series(h.name, matrix, dtype=pl.Array(pl.Int64, h.positions))
 
 
 def _cap_rows(partial: pl.LazyFrame, unit: str, by: list[str], cap: int, seed: int) -> pl.LazyFrame:

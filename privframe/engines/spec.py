@@ -88,23 +88,25 @@ class ValueSpec:
 
 @dataclass(frozen=True)
 class HistogramSpec:
-    """Per key, how many bounded rows have each number of candidates at or below their value.
+    """Per key, how many bounded rows sit at or between each pair of candidates.
 
-    The candidates are ``candidates`` evenly spaced points from ``lower`` to
-    ``upper``. A row's value, clipped to [lower, upper], gets bin
-    ``b = #{candidates <= value}`` (1 to ``candidates``, computed in floating
-    point: any fixed rule per row keeps the analysis, which only needs each
-    row in one bin). Null and NaN values are in no bin. The engine returns a
-    column ``name`` of integer arrays of length ``candidates``: entry j counts
-    bin j + 1. Rows are whole rows here, not scaled: each unit keeps a random
-    subset of at most its weight's rows per key.
+    With candidates c_0 < ... < c_{N−1} (``grid``), a row whose value,
+    clipped to [c_0, c_{N−1}], equals c_i has position 2i, and one strictly
+    between c_{i−1} and c_i has position 2i − 1 (exact float comparisons).
+    Null and NaN values have no position. The engine returns a column
+    ``name`` of integer arrays of length 2N − 1: entry p counts position p.
+    Rows are whole rows here, not scaled: each unit keeps a random subset of
+    at most its weight's rows per key.
     """
 
     name: str
     column: str
-    lower: float
-    upper: float
-    candidates: int
+    grid: tuple[float, ...]
+
+    @property
+    def positions(self) -> int:
+        """2N − 1: the length of each key's array."""
+        return 2 * len(self.grid) - 1
 
 
 @dataclass(frozen=True, eq=False)
