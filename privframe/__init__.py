@@ -19,28 +19,34 @@ from privframe.errors import (
     LedgerError,
     PrivframeError,
     SeededRandomnessWarning,
+    SQLError,
 )
 from privframe.expressions import bin
 from privframe.ledger import LedgerEntry
 from privframe.noise import discrete_gaussian, gaussian_mechanism
+from privframe.query import Bound
 from privframe.session import Session
 from privframe.split import Balance, balance
+from privframe.sql import Column
 
 __all__ = [
     "GDP",
     "Accountant",
     "ApproxDP",
     "Balance",
+    "Bound",
     "Budget",
     "BudgetExceededError",
     "BudgetReport",
     "CalibrationError",
+    "Column",
     "InvalidArgumentError",
     "InvalidBudgetError",
     "InvalidValueError",
     "LedgerEntry",
     "LedgerError",
     "PrivframeError",
+    "SQLError",
     "SeededRandomnessWarning",
     "Session",
     "accounting",

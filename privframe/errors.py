@@ -45,6 +45,27 @@ class LedgerError(PrivframeError):
     """A persisted ledger is missing, corrupted, foreign, or opened with a larger budget."""
 
 
+class SQLError(InvalidValueError):
+    """A SQL query privframe cannot release: a syntax error or an unsupported construct.
+
+    Attributes:
+        construct: the construct refused (e.g. ``"WINDOW"``, ``"the function LAG"``).
+        position: (line, column) in the SQL text, when known.
+
+    Example:
+        >>> from privframe.errors import SQLError
+        >>> SQLError("WINDOW is not supported", construct="WINDOW", position=(1, 30)).position
+        (1, 30)
+    """
+
+    def __init__(
+        self, message: str, *, construct: str = "", position: tuple[int, int] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.construct = construct
+        self.position = position
+
+
 class SeededRandomnessWarning(UserWarning):
     """A release used a seeded (reproducible, non-secret) random stream.
 

@@ -235,6 +235,7 @@ class Explanation:
     plan: ReleasePlan
     rows: tuple[dict[str, object], ...]
     report_delta: float | None = None
+    notes: tuple[str, ...] = ()  # e.g. the SQL front end's post-processing
 
     @property
     def measurements(self) -> tuple[Measurement, ...]:
@@ -278,6 +279,8 @@ class Explanation:
         lines += ["", "outputs:"]
         for row in self.rows:
             lines.append(f"  {row['output']}: std {row['std']}, 95% ± {row['ci95']}")
+        if self.notes:
+            lines += ["", "notes:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines)
 
     def _single_release(self, selection: Selection) -> str:
@@ -292,8 +295,8 @@ class Explanation:
         standard = standard_selection_epsilon(total, rho, k, p)
         joint = joint_selection_epsilon(total, rho, k, p)
         return (
-            f"this release alone at delta = {total:.3g}: epsilon = {standard:.4g} from the "
-            f"charged (rho, delta), {joint:.4g} by the joint analysis of selection and values "
+            f"this release alone at delta = {total:.3g}: epsilon = {standard:.4g} by the "
+            f"standard analysis, {joint:.4g} by the joint analysis of selection and values "
             "(Wilkins et al. 2023; docs/privacy.md §6)"
         )
 

@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from privframe.accounting import _check_positive
+from privframe.errors import InvalidValueError
 from privframe.noise import Randomness, exponential_choice
 
 __all__ = ["MAX_SCALE", "choose", "cost", "rank_error", "scale"]
@@ -128,6 +129,10 @@ def choose(
         >>> choose(hist, 0.5, 64.0).tolist()
         [2, 3]
     """
+    if not 0 < eta <= MAX_SCALE:
+        raise InvalidValueError(
+            f"eta must be in (0, {MAX_SCALE}] (the sampler's margin), got {eta}"
+        )
     hist = np.asarray(hist, dtype=np.int64)
     groups, positions = hist.shape
     cumulative = np.cumsum(hist, axis=1)

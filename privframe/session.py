@@ -23,7 +23,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -58,8 +58,9 @@ from privframe.planner import (
     explain,
     plan_release,
 )
-from privframe.query import Plan, Query
+from privframe.query import Bound, Plan, Query, _public_table
 from privframe.split import Balance
+from privframe.sql import Column, SQLQuery, parse
 
 __all__ = ["Session"]
 
@@ -168,6 +169,12 @@ class Session:
         ledger: optional path of a SQLite ledger that persists spending.
         rng: the noise source; the OS CSPRNG by default. A seeded source
             makes releases reproducible and NOT private: for tests and demos.
+        metadata: for SQL, public facts per column (or aggregate alias):
+            ``{"amount": pf.Column(bounds=(0, 1000)), "region":
+            pf.Column(keys=[...])}``.
+        contributions: for SQL, the default contribution limits,
+            ``pf.Bound(max_groups=3, max_rows_per_group=5)``.
+        tables: public (non-private) tables SQL may JOIN, by name.
 
     Example:
         >>> import polars as pl
@@ -185,7 +192,13 @@ class Session:
         ledger: str | os.PathLike[str] | None = None,
         *,
         rng: Randomness | None = None,
+        metadata: Mapping[str, Column] | None = None,
+        contributions: Bound | None = None,
+        tables: Mapping[str, pl.DataFrame | pd.DataFrame] | None = None,
     ) -> None:
+        self._metadata = _check_metadata(metadata)
+        self._contributions = _check_contributions(contributions)
+        self._tables = _check_tables(tables)
         self._frame, self._kind, streaming = _load(data)
         self._frame = plain_types(self._frame)
         self._schema = self._frame.collect_schema()
@@ -235,6 +248,80 @@ class Session:
     def query(self) -> Query:
         """Start a query: chain ``filter``, ``bound``, ``group_by``, ``agg``, then release."""
         return Query(self)
+
+    @overload
+    def sql(
+        self,
+        text: str,
+        rho: None = None,
+        *,
+        metadata: Mapping[str, Column] | None = None,
+        contributions: Bound | None = None,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+    ) -> SQLQuery: ...
+    @overload
+    def sql(
+        self,
+        text: str,
+        rho: float,
+        *,
+        metadata: Mapping[str, Column] | None = None,
+        contributions: Bound | None = None,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+    ) -> pl.DataFrame | pd.DataFrame: ...
+    def sql(
+        self,
+        text: str,
+        rho: float | None = None,
+        *,
+        metadata: Mapping[str, Column] | None = None,
+        contributions: Bound | None = None,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+    ) -> SQLQuery | pl.DataFrame | pd.DataFrame:
+        """A SQL SELECT over the private table ``data``; with ``rho``, released at once.
+
+        Parsed with sqlglot into the same plan the builder makes
+        (:mod:`privframe.sql` lists what is supported). Bounds, keys and
+        limits come from the Session's ``metadata`` and ``contributions``;
+        ``metadata=`` and ``contributions=`` here override them for this query.
+
+        Returns:
+            without ``rho``: an :class:`~privframe.sql.SQLQuery` (``explain``,
+            ``release``); with ``rho``: the released DataFrame.
+
+        Raises:
+            SQLError: a syntax error or unsupported construct, with its position.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0),
+            ...                   metadata={"x": pf.Column(bounds=(0, 5))})
+            >>> sorted(sess.sql("SELECT COUNT(*) AS n, SUM(x) FROM data", rho=0.5).columns)
+            ['n', 'x_sum']
+        """
+        merged = {**self._metadata, **_check_metadata(metadata)}
+        limits = _check_contributions(contributions) or self._contributions
+        parsed = parse(
+            text,
+            self.query(),
+            unit=self._unit,
+            metadata=merged,
+            contributions=limits,
+            tables=self._tables,
+        )
+        if rho is None:
+            return parsed
+        return parsed.release(rho, with_error=with_error, weights=weights, label=label, delta=delta)
 
     # -- used by Query ------------------------------------------------------------------
 
@@ -459,12 +546,14 @@ class Session:
         # Budget before bytes: refuse early, compute exactly, then charge atomically,
         # and only then draw noise.
         self._accountant.check(release.cost)
+        spec = self._spec(plan, release, schema)
         try:
-            exact = self._engine.aggregate(self._spec(plan, release, schema))
-        except (pl.exceptions.PolarsError, _PanicException) as err:
-            # polars' message may quote private values: withhold it. Nothing was charged.
+            exact = self._engine.aggregate(spec)
+        except (Exception, _PanicException) as err:
+            # Any engine failure (polars errors and panics, memory) may depend on the
+            # data and its message may quote private values: withhold it.
             raise InvalidValueError(
-                f"the query failed while running on the data (polars raised "
+                f"the query failed while running on the data (the engine raised "
                 f"{type(err).__name__}; its message is withheld because it may contain "
                 "private values). Check that filters are boolean expressions that keep "
                 "one value per row. Nothing was charged."
@@ -485,8 +574,7 @@ class Session:
         names = {a: name for name, a in _histograms(release).items()}
         for qm in release.quantiles:
             agg = qm.aggregate
-            positions = 2 * agg.candidates - 1
-            hist = exact[names[_histogram_of(agg)]].to_numpy().reshape(exact.height, positions)
+            hist = _dense(exact[names[_histogram_of(agg)]], 2 * agg.candidates - 1)
             chosen = quantiles.choose(hist, agg.q, qm.eta, rng=self._rng)
             noisy[qm.key] = np.asarray(agg.candidate_values())[chosen]
         columns: dict[str, Any] = {c: exact[c] for c in plan.group_by}
@@ -507,6 +595,40 @@ class Session:
         return noisy >= selection.threshold
 
 
+def _check_metadata(metadata: object) -> dict[str, Column]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, Column) for k, v in metadata.items()
+    ):
+        raise InvalidArgumentError(
+            "metadata must map column names to pf.Column(...), e.g. "
+            '{"amount": pf.Column(bounds=(0, 1000))}'
+        )
+    return dict(metadata)
+
+
+def _check_contributions(contributions: object) -> Bound | None:
+    if contributions is not None and not isinstance(contributions, Bound):
+        raise InvalidArgumentError(
+            "contributions must be a pf.Bound(max_groups=..., max_rows_per_group=...), "
+            f"got {type(contributions).__name__}"
+        )
+    return contributions
+
+
+def _check_tables(tables: object) -> dict[str, pl.DataFrame]:
+    if tables is None:
+        return {}
+    if not isinstance(tables, Mapping) or not all(isinstance(k, str) for k in tables):
+        raise InvalidArgumentError("tables must map names to public DataFrames")
+    if any(name.lower() == "data" for name in tables):
+        raise InvalidValueError(
+            "'data' names the private table; give the public table another name"
+        )
+    return {name: _public_table(frame) for name, frame in tables.items()}
+
+
 def _with_other(
     keys: pl.DataFrame, steps: tuple[RowStep, ...], other: str
 ) -> tuple[pl.DataFrame, tuple[RowStep, ...]]:
@@ -517,6 +639,19 @@ def _with_other(
     route = pl.when(value.is_in(labels)).then(value).otherwise(pl.lit(other)).alias(column)
     keys = pl.concat([keys.cast({column: pl.String}), pl.DataFrame({column: [other]})])
     return keys, (*steps, RowStep("with_columns", (route,)))
+
+
+def _dense(pairs: pl.Series, positions: int) -> np.ndarray:
+    """Per kept key, its (position, count) pairs as a dense row of counts.
+
+    Built only for the released keys (public, or kept by the charged
+    selection), so its size is a public or released number.
+    """
+    matrix = np.zeros((pairs.len(), positions), dtype=np.int64)
+    flat = pl.DataFrame({"pairs": pairs}).with_row_index("row").explode("pairs").unnest("pairs")
+    flat = flat.drop_nulls("position")
+    matrix[flat["row"].to_numpy(), flat["position"].to_numpy()] = flat["count"].to_numpy()
+    return matrix
 
 
 def _histogram_of(agg: Quantile) -> Quantile:

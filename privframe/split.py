@@ -34,6 +34,9 @@ from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = ["Balance", "balance", "balanced_fractions"]
 
+_FLOOR = 0.01
+_GUESS_RANGE = (1e-100, 1e100)  # guesses outside it would under- or overflow when squared
+
 
 @dataclass(frozen=True)
 class Balance:
@@ -65,14 +68,19 @@ def balance(rows: float, **expected: float) -> Balance:
         Balance(rows=500.0, expected={'amount_mean': 40.0})
     """
     checked = {}
+    low, high = _GUESS_RANGE
     for name, value in expected.items():
         number = _check_real(f"expected value of {name!r}", value)
-        if number == 0:
+        if not low <= abs(number) <= high:
             raise InvalidValueError(
-                f"expected value of {name!r} must be nonzero: a relative error needs a size"
+                f"expected value of {name!r} must be nonzero (a relative error needs a size) "
+                f"and within [{low:g}, {high:g}] in size, got {value!r}"
             )
         checked[name] = number
-    return Balance(_check_positive("rows", rows), checked)
+    count = _check_positive("rows", rows)
+    if not 1 <= count <= high:
+        raise InvalidValueError(f"rows (per group) must be in [1, {high:g}], got {rows!r}")
+    return Balance(count, checked)
 
 
 def balanced_fractions(b: Sequence[Sequence[float]]) -> list[float]:
@@ -84,8 +92,10 @@ def balanced_fractions(b: Sequence[Sequence[float]]) -> list[float]:
     concave problem (SLSQP), and f is recovered from the best λ. Where that
     leaves a measurement with nothing (outputs that do not bind), a little of
     the equal split is mixed in. The result is never worse than the equal
-    split, which is returned if the solver fails. Measurements no output
-    reads get nothing.
+    split, which is returned if the solver fails. Every measurement (column)
+    keeps at least 1% of an equal share, so one that no output needs to
+    first order (a count under a mean guessed at its midpoint) still feeds
+    the estimates.
 
     Example:
         >>> from privframe.split import balanced_fractions
@@ -131,9 +141,12 @@ def balanced_fractions(b: Sequence[Sequence[float]]) -> list[float]:
             candidates += [(1 - t) * dual + t * equal for t in (0.0, 1e-6, 1e-4, 1e-2)]
     best = _polish(sub, min(candidates, key=worst))
     best = min((best, *candidates), key=worst)
+    # Keep 1% of an equal share on every measurement: one the first-order terms
+    # do not need (a count under a mean at the midpoint) still feeds the estimate.
     out = np.zeros(matrix.shape[1])
     out[used] = best
-    return [float(x) for x in out]
+    out = np.maximum(out, _FLOOR / out.size)
+    return [float(x) for x in out / out.sum()]
 
 
 def _polish(b: np.ndarray, start: np.ndarray) -> np.ndarray:

@@ -333,5 +333,5 @@ def test_explain_states_the_single_release_epsilon_by_both_analyses() -> None:
     standard = standard_selection_epsilon(total, plan.cost.rho, 1, p)
     joint = joint_selection_epsilon(total, plan.cost.rho, 1, p)
     assert joint < standard
-    assert f"epsilon = {standard:.4g} from the charged" in line
+    assert f"epsilon = {standard:.4g} by the standard analysis" in line
     assert f"{joint:.4g} by the joint analysis" in line

@@ -22,8 +22,8 @@ def test_separate_measurements_get_rho_in_proportion_to_their_need() -> None:
     assert balanced_fractions([[1.0, 1.0]]) == pytest.approx([0.5, 0.5], rel=1e-6)
 
 
-def test_unused_measurements_get_nothing() -> None:
-    assert balanced_fractions([[1.0, 0.0, 3.0]])[1] == 0.0
+def test_measurements_no_output_needs_get_the_floor() -> None:
+    assert balanced_fractions([[1.0, 0.0, 3.0]])[1] == pytest.approx(0.01 / 3, rel=0.02)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -35,10 +35,13 @@ def test_optimum_beats_the_equal_split_and_random_splits(seed: int) -> None:
     b[b.sum(axis=1) == 0, 0] = 0.1  # every output reads something
     f = np.array(balanced_fractions(b))
     assert f.sum() == pytest.approx(1.0)
-    assert np.all(f > 0)
+    assert np.all(f >= 0.01 / measurements / 1.01)
     best = _worst(b, f)
     assert best <= _worst(b, np.full(measurements, 1 / measurements)) * (1 + 1e-9)
+    # Random splits that also respect the floor do no better.
     trials = rng.dirichlet(np.ones(measurements), size=2000)
+    trials = np.maximum(trials, 0.01 / measurements)
+    trials /= trials.sum(axis=1, keepdims=True)
     assert best <= min(_worst(b, t) for t in trials) * (1 + 1e-6)
 
 
@@ -66,7 +69,7 @@ def sess() -> pf.Session:
 
 
 def test_balance_equalises_the_outputs_relative_errors(sess: pf.Session) -> None:
-    weights = pf.balance(rows=200, x_sum=1000)
+    weights = pf.balance(rows=200, x_sum=20_000)
     explanation = _query(sess).explain(rho=1.0, weights=weights)
     errors = dict(explanation.plan.relative_errors)
     assert set(errors) == {"count", "x_sum", "y_median"}
@@ -86,7 +89,7 @@ def test_balance_equalises_the_outputs_relative_errors(sess: pf.Session) -> None
 
 def test_balanced_release_charges_rho_once(sess: pf.Session) -> None:
     before = sess.remaining.rho
-    result = _query(sess).release(rho=1.0, weights=pf.balance(rows=200, x_sum=1000))
+    result = _query(sess).release(rho=1.0, weights=pf.balance(rows=200, x_sum=20_000))
     assert result.height == 2
     assert before - sess.remaining.rho == pytest.approx(1.0, rel=1e-12)
 
@@ -111,4 +114,23 @@ def test_balance_needs_expected_values_and_known_names(sess: pf.Session) -> None
 )
 def test_balance_arguments_are_checked(kwargs: dict, error: type) -> None:
     with pytest.raises(error):
+        pf.balance(**kwargs)
+
+
+def test_every_measurement_keeps_a_floor_share() -> None:
+    # The second measurement is worth nothing to first order; it still gets 1% of equal.
+    f = balanced_fractions([[1.0, 0.0], [1.0, 1e-12]])
+    assert f[1] >= 0.01 / 2 / 1.01
+
+
+def test_a_mean_at_its_midpoint_still_funds_its_count(sess: pf.Session) -> None:
+    query = sess.query().bound(max_groups=2, max_rows_per_group=3)
+    query = query.group_by("g", keys=["a", "b"]).agg(pf.mean("x", bounds=(0, 100)))
+    plan = query.explain(rho=1.0, weights=pf.balance(rows=200, x_mean=50)).plan
+    assert plan.measurement("count").rho >= 0.01 / 2 * 0.99
+
+
+@pytest.mark.parametrize("kwargs", [{"rows": 1e-300}, {"rows": 10, "x_sum": 1e300}])
+def test_out_of_range_guesses_are_refused(kwargs: dict) -> None:
+    with pytest.raises(pf.InvalidValueError):
         pf.balance(**kwargs)

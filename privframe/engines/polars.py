@@ -37,7 +37,6 @@ Example:
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from privframe.engines.spec import (
@@ -154,9 +153,8 @@ class PolarsEngine:
                 .drop("__order")
                 .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
             )
-        out = out.with_columns(
-            _dense(out, by, h, found) for h, found in zip(spec.histograms, histograms, strict=True)
-        )
+        for h, found in zip(spec.histograms, histograms, strict=True):
+            out = _attach(out, by, h, found)
         return out.drop(_GLOBAL) if spec.keys is None and not observed else out
 
     @staticmethod
@@ -215,12 +213,20 @@ def _sampled_rows(
     )
 
 
-def _dense(out: pl.DataFrame, by: list[str], h: HistogramSpec, found: pl.DataFrame) -> pl.Series:
-    """The (key, bin) counts as one array of length N per output row, zeros elsewhere."""
-    placed = out.select(by).with_row_index("__row").join(found, on=by, how="inner")
-    matrix = np.zeros((out.height, h.positions), dtype=np.int64)
-    matrix[placed["__row"].to_numpy(), placed[h.name].to_numpy()] = placed["len"].to_numpy()
-    return pl.Series(h.name, matrix, dtype=pl.Array(pl.Int64, h.positions))
+def _attach(
+    out: pl.DataFrame, by: list[str], h: HistogramSpec, found: pl.DataFrame
+) -> pl.DataFrame:
+    """Add each key's nonzero (position, count) pairs as a list column, empty where none.
+
+    Sparse on purpose: a dense keys × positions array would take memory in
+    proportion to the number of *observed* keys, a private number, before
+    anything is charged.
+    """
+    pairs = found.group_by(by).agg(
+        pl.struct(pl.col(h.name).alias("position"), pl.col("len").alias("count")).alias(h.name)
+    )
+    joined = out.with_row_index("__row").join(pairs, on=by, how="left").sort("__row")
+    return joined.drop("__row").with_columns(pl.col(h.name).fill_null([]))
 
 
 def _cap_rows(partial: pl.LazyFrame, unit: str, by: list[str], cap: int, seed: int) -> pl.LazyFrame:

@@ -94,7 +94,8 @@ class HistogramSpec:
     clipped to [c_0, c_{N−1}], equals c_i has position 2i, and one strictly
     between c_{i−1} and c_i has position 2i − 1 (exact float comparisons).
     Null and NaN values have no position. The engine returns a column
-    ``name`` of integer arrays of length 2N − 1: entry p counts position p.
+    ``name`` holding, per key, the list of its nonzero positions and counts
+    (structs ``{position, count}``), in any order.
     Rows are whole rows here, not scaled: each unit keeps a random subset of
     at most its weight's rows per key.
     """

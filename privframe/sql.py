@@ -1,0 +1,803 @@
+"""The SQL front end: one SELECT, parsed with sqlglot into the builder's immutable plan.
+
+``sess.sql("SELECT region, COUNT(*) AS n, AVG(amount) FROM data WHERE age >= 18
+GROUP BY region")`` becomes exactly the query the builder would make
+(``sess.query().filter(...).bound(...).group_by(...).agg(...)``), so there is
+one planner and one engine. Nothing of the SQL text reaches an engine: every
+row expression is translated into a polars expression, which then passes the
+builder's own checks (:mod:`privframe.expressions`).
+
+What comes from where:
+
+* **Bounds, keys, quantile grids**: the Session's ``metadata`` (``{"amount":
+  pf.Column(bounds=(0, 1000)), "region": pf.Column(keys=[...])}``), keyed by
+  column name, or by the output alias for an aggregate of an expression;
+  per-query ``metadata=`` entries override the session's.
+* **Contribution limits**: the Session's ``contributions=pf.Bound(...)``,
+  overridable per query.
+* **Keys**: a GROUP BY whose columns all have ``keys`` uses their product as
+  public keys; one whose columns have none chooses its groups privately (which
+  spends δ); a mix is refused.
+
+Supported: aggregates in the select list (``COUNT(*)``, ``COUNT(col)``,
+``COUNT(DISTINCT <privacy unit>)``, ``SUM``, ``AVG``/``MEAN``, ``VARIANCE``/
+``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STDDEV_SAMP``/``STDDEV_POP``,
+``MEDIAN``, ``QUANTILE(x, q)``/``APPROX_QUANTILE(x, q)``,
+``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)``) with aliases; arithmetic,
+comparisons, ``AND``/``OR``/``NOT``, ``IN`` (literal lists), ``BETWEEN``,
+``IS [NOT] NULL``, ``LIKE`` with a leading or trailing ``%``, ``CASE``,
+``CAST``/``TRY_CAST`` (a failed cast gives NULL) and ``ABS`` in row
+expressions; ``WHERE``; ``GROUP BY`` columns, expressions or positions;
+``[LEFT] JOIN`` public tables registered on the Session (``tables=``) on
+columns of the same name; and ``HAVING``, ``ORDER BY``, ``LIMIT``/``OFFSET``,
+applied to the noisy result (post-processing: they cost nothing and see only
+released values). Anything else raises :class:`~privframe.errors.SQLError`
+naming the construct and its position.
+
+Sample vs population variance: both map to the same estimate (the bounded
+rows' plug-in variance with the noise bias removed); at the group sizes a
+private release needs the difference is far below the noise.
+
+Example:
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> df = pl.DataFrame({"u": [1, 2, 3], "r": ["a", "b", "a"], "x": [1.0, 5.0, 3.0]})
+    >>> sess = pf.Session(df, "u", pf.zCDP(1.0), metadata={
+    ...     "x": pf.Column(bounds=(0, 10)), "r": pf.Column(keys=["a", "b"])},
+    ...     contributions=pf.Bound(max_groups=1, max_rows_per_group=1))
+    >>> q = sess.sql("SELECT r, COUNT(*) AS n, AVG(x) FROM data GROUP BY r ORDER BY n DESC")
+    >>> [a.output_name for a in q.query.plan.aggregates]
+    ['n', 'x_mean']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+import sqlglot
+from sqlglot import exp
+
+from privframe import aggregates as agg
+from privframe.aggregates import Aggregate
+from privframe.errors import InvalidArgumentError, SQLError
+from privframe.keys import KeySet, product
+from privframe.query import Bound, Query
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from privframe.planner import Explanation
+    from privframe.split import Balance
+
+__all__ = ["Column", "SQLQuery", "parse"]
+
+TABLE = "data"
+"""The name of the private table in FROM."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """Public facts about one column (or one aggregate's output) that SQL cannot say.
+
+    Attributes:
+        bounds: (lower, upper) clipping bounds for sums, means, variances and
+            quantiles of this column.
+        keys: the public keys when grouping by this column.
+        candidates: the number of quantile candidates (default 1001).
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.Column(bounds=(0, 1000)).bounds
+        (0, 1000)
+    """
+
+    bounds: tuple[float, float] | None = None
+    keys: tuple[Any, ...] | None = None
+    candidates: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.bounds is not None:
+            if not isinstance(self.bounds, tuple | list) or len(self.bounds) != 2:
+                raise InvalidArgumentError(
+                    f"Column bounds must be a (lower, upper) pair, got {self.bounds!r}"
+                )
+            object.__setattr__(self, "bounds", tuple(self.bounds))
+        if self.keys is not None:
+            if isinstance(self.keys, str) or not isinstance(self.keys, Sequence):
+                raise InvalidArgumentError(f"Column keys must be a list, got {self.keys!r}")
+            object.__setattr__(self, "keys", tuple(self.keys))
+
+
+# ------------------------------------------------------------------ errors and positions
+
+
+def _position(node: exp.Expression) -> tuple[int, int] | None:
+    """(line, column) where a node starts: the earliest token sqlglot located in it."""
+    found = []
+    for sub in node.walk():
+        meta = getattr(sub, "meta", None) or {}
+        if "line" in meta and "col" in meta:
+            # sqlglot's col is just past the token's end; report where it starts.
+            width = int(meta.get("end", 0)) - int(meta.get("start", 0)) + 1
+            found.append((int(meta["line"]), max(1, int(meta["col"]) - width + 1)))
+    return min(found, default=None)
+
+
+def _error(node: exp.Expression, construct: str, hint: str = "") -> SQLError:
+    where = _position(node)
+    at = f" at line {where[0]}, column {where[1]}" if where else ""
+    text = f"{construct} is not supported{at}"
+    return SQLError(f"{text}: {hint}" if hint else text, construct=construct, position=where)
+
+
+def _construct(node: exp.Expression) -> str:
+    """A readable name for a node's SQL construct."""
+    if isinstance(node, exp.Window):
+        return "a window function (OVER ...)"
+    if isinstance(node, exp.Subquery):
+        return "a subquery"
+    if isinstance(node, exp.Func):
+        return f"the function {node.sql_name()}"
+    return node.key.upper().replace("_", " ")
+
+
+# ------------------------------------------------------------------ row expressions
+
+_BINARY: dict[type[exp.Expression], Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
+    exp.Add: operator.add,
+    exp.Sub: operator.sub,
+    exp.Mul: operator.mul,
+    exp.Div: operator.truediv,
+    exp.Mod: operator.mod,
+    exp.EQ: operator.eq,
+    exp.NEQ: operator.ne,
+    exp.GT: operator.gt,
+    exp.GTE: operator.ge,
+    exp.LT: operator.lt,
+    exp.LTE: operator.le,
+    exp.And: operator.and_,
+    exp.Or: operator.or_,
+}
+
+_TYPES: dict[str, pl.DataType] = {
+    "DOUBLE": pl.Float64(),
+    "FLOAT": pl.Float64(),
+    "DECIMAL": pl.Float64(),
+    "REAL": pl.Float32(),
+    "INT": pl.Int64(),
+    "BIGINT": pl.Int64(),
+    "SMALLINT": pl.Int64(),
+    "TINYINT": pl.Int64(),
+    "VARCHAR": pl.String(),
+    "TEXT": pl.String(),
+    "CHAR": pl.String(),
+    "BOOLEAN": pl.Boolean(),
+}
+
+
+def _literal_value(node: exp.Expression) -> Any:
+    """The Python value of a literal (number, string, boolean, NULL), or an SQLError."""
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        return -_literal_value(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        text = node.this
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Null):
+        return None
+    raise _error(node, _construct(node), "only literal values are allowed here")
+
+
+class _Rows:
+    """Translates row expressions (WHERE, GROUP BY, aggregate arguments) into polars."""
+
+    def __init__(self, columns: Callable[[exp.Column], str]) -> None:
+        self._columns = columns
+
+    def __call__(self, node: exp.Expression) -> pl.Expr:
+        kind = type(node)
+        if kind in _BINARY:
+            return _BINARY[kind](self(node.this), self(node.expression))
+        if isinstance(node, exp.Column):
+            return pl.col(self._columns(node))
+        if isinstance(node, exp.Literal | exp.Boolean | exp.Null):
+            return pl.lit(_literal_value(node))
+        if isinstance(node, exp.Paren):
+            return self(node.this)
+        if isinstance(node, exp.Neg):
+            return -self(node.this)
+        if isinstance(node, exp.Not):
+            return self._negation(node)
+        if isinstance(node, exp.Is):
+            if not isinstance(node.expression, exp.Null):
+                raise _error(node, "IS with a value other than NULL", "write = or <> instead")
+            return self(node.this).is_null()
+        if isinstance(node, exp.In):
+            return self._membership(node)
+        if isinstance(node, exp.Between):
+            low, high = _literal_value(node.args["low"]), _literal_value(node.args["high"])
+            return self(node.this).is_between(low, high)
+        if isinstance(node, exp.Like):
+            return self._like(node)
+        if isinstance(node, exp.Case):
+            return self._case(node)
+        if isinstance(node, exp.Cast):  # and TryCast: a failed cast gives NULL
+            return self._cast(node)
+        if isinstance(node, exp.Abs):
+            return self(node.this).abs()
+        raise _error(node, _construct(node), "see the supported constructs in privframe.sql")
+
+    def _negation(self, node: exp.Not) -> pl.Expr:
+        inner = node.this
+        if isinstance(inner, exp.Is):
+            return self(inner.this).is_not_null()
+        if isinstance(inner, exp.In):
+            return ~self._membership(inner)
+        return ~self(inner)
+
+    def _membership(self, node: exp.In) -> pl.Expr:
+        if node.args.get("query") is not None:
+            raise _error(node, "IN with a subquery", "list literal values instead")
+        return self(node.this).is_in([_literal_value(v) for v in node.expressions])
+
+    def _like(self, node: exp.Like) -> pl.Expr:
+        pattern = _literal_value(node.expression)
+        if not isinstance(pattern, str):
+            raise _error(node, "LIKE with a non-string pattern")
+        body = pattern.strip("%")
+        if "%" in body or "_" in body:
+            raise _error(
+                node,
+                f"LIKE pattern {pattern!r}",
+                "only 'text%', '%text', '%text%' or plain text are supported",
+            )
+        value = self(node.this)
+        if pattern.startswith("%") and pattern.endswith("%") and len(pattern) > 1:
+            return value.str.contains(body, literal=True)
+        if pattern.endswith("%"):
+            return value.str.starts_with(body)
+        if pattern.startswith("%"):
+            return value.str.ends_with(body)
+        return value == body
+
+    def _case(self, node: exp.Case) -> pl.Expr:
+        subject = node.this
+        chain: Any = pl
+        for branch in node.args.get("ifs") or []:
+            condition = branch.this
+            test = self(subject) == self(condition) if subject is not None else self(condition)
+            chain = chain.when(test).then(self(branch.args["true"]))
+        default = node.args.get("default")
+        if chain is pl:
+            raise _error(node, "CASE without WHEN")
+        return chain.otherwise(self(default) if default is not None else pl.lit(None))
+
+    def _cast(self, node: exp.Cast) -> pl.Expr:
+        name = node.to.this.name if isinstance(node.to.this, exp.DataType.Type) else str(node.to)
+        dtype = _TYPES.get(name.upper())
+        if dtype is None:
+            raise _error(node, f"CAST to {node.to.sql()}", f"cast to one of {sorted(_TYPES)}")
+        return self(node.this).cast(dtype, strict=False)
+
+
+# ------------------------------------------------------------------ the statement
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One select-list item: a group column or an aggregate, with its output name."""
+
+    name: str
+    node: exp.Expression  # the item without its alias
+    aggregate: Aggregate | None
+
+
+class _Translator:
+    """One SELECT statement to a Query plus its post-processing."""
+
+    def __init__(
+        self,
+        select: exp.Select,
+        query: Query,
+        unit: str | None,
+        metadata: Mapping[str, Column],
+        contributions: Bound | None,
+        tables: Mapping[str, pl.DataFrame],
+    ) -> None:
+        self.select = select
+        self.query = query
+        self.unit = unit
+        self.metadata = metadata
+        self.contributions = contributions
+        self.tables = tables
+        self.aliases: dict[str, str] = {}  # table aliases -> table names
+        self.derived: dict[str, pl.Expr] = {}
+        self.rows = _Rows(self._column)
+
+    # -- names
+
+    def _column(self, node: exp.Column) -> str:
+        table = node.table
+        if table and self.aliases.get(table.lower(), None) is None:
+            raise _error(node, f"the table {table!r}", "it is not in FROM or JOIN")
+        return node.name
+
+    def _derive(self, expr: pl.Expr, name: str) -> str:
+        self.derived[name] = expr
+        return name
+
+    # -- clauses
+
+    def translate(self) -> tuple[Query, list[_Item], dict[str, Any]]:
+        self._refuse_unsupported()
+        self._from()
+        query = self.query
+        for join in self.select.args.get("joins") or []:
+            query = self._join(query, join)
+        where = self.select.args.get("where")
+        if where is not None:
+            query = query.filter(self.rows(where.this))
+        groups = self._group_by()
+        items = self._items(groups)
+        if self.derived:
+            query = query.with_columns(**self.derived)
+        bound = self.contributions
+        if bound is not None:
+            query = query.bound(bound.max_groups, bound.max_rows_per_group, bound.max_rows)
+        if groups:
+            query = query.group_by(list(groups), keys=self._keys(groups))
+        query = query.agg(*(item.aggregate for item in items if item.aggregate is not None))
+        return query, items, self._post(items, groups)
+
+    def _refuse_unsupported(self) -> None:
+        for key, what in (
+            ("with_", "WITH (common table expressions)"),
+            ("distinct", "SELECT DISTINCT"),
+            ("windows", "WINDOW"),
+            ("qualify", "QUALIFY"),
+            ("laterals", "LATERAL"),
+            ("pivots", "PIVOT"),
+            ("locks", "FOR UPDATE"),
+            ("sample", "TABLESAMPLE"),
+            ("prewhere", "PREWHERE"),
+            ("connect", "CONNECT BY"),
+            ("match", "MATCH_RECOGNIZE"),
+            ("into", "SELECT INTO"),
+            ("cluster", "CLUSTER BY"),
+            ("distribute", "DISTRIBUTE BY"),
+            ("sort", "SORT BY"),
+        ):
+            node = self.select.args.get(key)
+            if node:
+                first = node[0] if isinstance(node, list) else node
+                raise _error(first if isinstance(first, exp.Expression) else self.select, what)
+        for node in self.select.find_all(exp.Subquery, exp.Window, exp.Star):
+            if isinstance(node, exp.Star) and isinstance(node.parent, exp.Count):
+                continue
+            if isinstance(node, exp.Star):
+                raise _error(node, "SELECT *", "name the group columns and aggregates")
+            raise _error(node, _construct(node))
+
+    def _from(self) -> None:
+        source = self.select.args.get("from_") or self.select.args.get("from")
+        if source is None:
+            raise _error(self.select, "a SELECT without FROM", f"select FROM {TABLE}")
+        table = source.this
+        if not isinstance(table, exp.Table) or table.name.lower() != TABLE or table.db:
+            raise _error(table, f"FROM {table.sql()}", f"the private table is called {TABLE!r}")
+        self.aliases[TABLE] = TABLE
+        if table.alias:
+            self.aliases[table.alias.lower()] = TABLE
+
+    def _join(self, query: Query, join: exp.Join) -> Query:
+        table = join.this
+        if not isinstance(table, exp.Table):
+            raise _error(table, "a JOIN on something other than a table")
+        name = table.name
+        if name not in self.tables:
+            raise _error(
+                table,
+                f"JOIN {name!r}",
+                f"only public tables registered on the Session (tables=) can be joined; "
+                f"registered: {sorted(self.tables)}",
+            )
+        side = (join.side or "").upper()
+        kind = (join.kind or "").upper()
+        if side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER"):
+            raise _error(join, f"{side} {kind} JOIN".strip().replace("  ", " "))
+        if kind == "OUTER" and side != "LEFT":
+            raise _error(join, "FULL OUTER JOIN")
+        self.aliases[name.lower()] = name
+        if table.alias:
+            self.aliases[table.alias.lower()] = name
+        using = join.args.get("using")
+        if using:
+            on = [column.name for column in using]
+        elif join.args.get("on") is not None:
+            on = self._equalities(join.args["on"])
+        else:
+            raise _error(join, "a JOIN without ON or USING")
+        return query.join(self.tables[name], on=on, how="left" if side == "LEFT" else "inner")
+
+    def _equalities(self, condition: exp.Expression) -> list[str]:
+        """Columns of ``a.c = b.c AND ...``: joins must match columns of the same name."""
+        if isinstance(condition, exp.And):
+            return self._equalities(condition.this) + self._equalities(condition.expression)
+        if isinstance(condition, exp.Paren):
+            return self._equalities(condition.this)
+        if (
+            isinstance(condition, exp.EQ)
+            and isinstance(condition.this, exp.Column)
+            and isinstance(condition.expression, exp.Column)
+            and condition.this.name == condition.expression.name
+        ):
+            return [condition.this.name]
+        raise _error(
+            condition,
+            f"the join condition {condition.sql()}",
+            "join on equal columns of the same name (a.col = b.col, or USING (col))",
+        )
+
+    def _group_by(self) -> dict[str, exp.Expression]:
+        """Group output names and their row expressions, in GROUP BY order."""
+        group = self.select.args.get("group")
+        if group is None:
+            return {}
+        items = self.select.expressions
+        aliased = {i.alias: i.this for i in items if isinstance(i, exp.Alias)}
+        groups: dict[str, exp.Expression] = {}
+        for node in group.expressions:
+            if isinstance(node, exp.Literal) and not node.is_string:
+                index = int(node.this)
+                if not 1 <= index <= len(items):
+                    raise _error(node, f"GROUP BY {index}", "no such select-list position")
+                node = items[index - 1]
+                node = node.this if isinstance(node, exp.Alias) else node
+            if isinstance(node, exp.Column) and node.name in aliased and not node.table:
+                name, node = node.name, aliased[node.name]
+            if isinstance(node, exp.Column):
+                groups[self._column(node)] = node
+                continue
+            if node.find(exp.AggFunc) is not None:
+                raise _error(node, "GROUP BY an aggregate")
+            name = next((a for a, e in aliased.items() if e == node), f"group_{len(groups) + 1}")
+            groups[self._derive(self.rows(node), name)] = node
+        return groups
+
+    def _items(self, groups: Mapping[str, exp.Expression]) -> list[_Item]:
+        items = []
+        for item in self.select.expressions:
+            alias = item.alias if isinstance(item, exp.Alias) else None
+            node = item.this if isinstance(item, exp.Alias) else item
+            group = self._group_name(node, alias, groups)
+            if group is not None:
+                items.append(_Item(group, node, None))
+                continue
+            aggregate_call = isinstance(node, exp.AggFunc | exp.WithinGroup)
+            if not aggregate_call and node.find(exp.AggFunc) is not None:
+                raise _error(
+                    node,
+                    "arithmetic on aggregates",
+                    "select the aggregates separately and combine the released columns",
+                )
+            if not isinstance(node, exp.AggFunc | exp.WithinGroup | exp.Anonymous):
+                raise _error(
+                    node,
+                    f"the column {node.sql()} outside GROUP BY and outside an aggregate",
+                    "group by it or aggregate it",
+                )
+            aggregate = self._aggregate(node, alias)
+            items.append(_Item(aggregate.output_name, node, aggregate))
+        return items
+
+    def _group_name(
+        self, node: exp.Expression, alias: str | None, groups: Mapping[str, exp.Expression]
+    ) -> str | None:
+        for name, expr in groups.items():
+            if node == expr:
+                if alias is not None and alias != name:
+                    raise _error(node, f"renaming the group column {name!r} to {alias!r}")
+                return name
+        return None
+
+    # -- aggregates
+
+    def _bounds(self, node: exp.Expression, alias: str | None, what: str) -> Column:
+        names = [n for n in (alias, node.name if isinstance(node, exp.Column) else None) if n]
+        for name in names:
+            column = self.metadata.get(name)
+            if column is not None and column.bounds is not None:
+                return column
+        raise SQLError(
+            f"{what} needs public bounds: give them in metadata, e.g. "
+            f"metadata={{{names[-1] if names else 'alias'!r}: pf.Column(bounds=(lower, upper))}}"
+            + ("" if names else " with the aggregate aliased (AS alias)"),
+            construct=what,
+            position=_position(node),
+        )
+
+    def _value_column(self, node: exp.Expression, alias: str | None, what: str) -> str:
+        if isinstance(node, exp.Column):
+            return self._column(node)
+        if alias is None:
+            raise SQLError(
+                f"{what} of an expression needs an alias (AS name) for its bounds in metadata",
+                construct=what,
+                position=_position(node),
+            )
+        return self._derive(self.rows(node), alias)
+
+    def _aggregate(self, node: exp.Expression, alias: str | None) -> Aggregate:
+        result = self._base_aggregate(node, alias)
+        return result.alias(alias) if alias is not None else result
+
+    def _base_aggregate(self, node: exp.Expression, alias: str | None) -> Aggregate:
+        if isinstance(node, exp.Count):
+            return self._count(node, alias)
+        simple: dict[type[exp.Expression], Callable[..., Aggregate]] = {
+            exp.Sum: agg.sum,
+            exp.Avg: agg.mean,
+            exp.Variance: agg.var,
+            exp.VariancePop: agg.var,
+            exp.Stddev: agg.std,
+            exp.StddevSamp: agg.std,
+            exp.StddevPop: agg.std,
+        }
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "MEAN":
+            node = exp.Avg(this=node.expressions[0]) if len(node.expressions) == 1 else node
+        maker = simple.get(type(node))
+        if maker is not None:
+            argument = node.this
+            if isinstance(argument, exp.Distinct):
+                raise _error(node, f"{node.sql_name()}(DISTINCT ...)")
+            what = node.sql_name()
+            column = self._bounds(argument, alias, what)
+            return maker(self._value_column(argument, alias, what), column.bounds)
+        if isinstance(node, exp.Median):
+            return self._quantile(node.this, 0.5, alias, "MEDIAN", median=True)
+        if isinstance(node, exp.Quantile | exp.ApproxQuantile):
+            q = _literal_value(node.args["quantile"])
+            return self._quantile(node.this, q, alias, node.sql_name())
+        if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
+            order = node.expression
+            if not isinstance(order, exp.Order) or len(order.expressions) != 1:
+                raise _error(node, "PERCENTILE_CONT without one ORDER BY column")
+            target = order.expressions[0].this
+            return self._quantile(target, _literal_value(node.this.this), alias, "PERCENTILE_CONT")
+        raise _error(node, _construct(node), "see the supported aggregates in privframe.sql")
+
+    def _count(self, node: exp.Count, alias: str | None) -> Aggregate:
+        argument = node.this
+        if isinstance(argument, exp.Star):
+            return agg.count()
+        if isinstance(argument, exp.Distinct):
+            columns = argument.expressions
+            if (
+                len(columns) == 1
+                and isinstance(columns[0], exp.Column)
+                and self.unit is not None
+                and self._column(columns[0]) == self.unit
+            ):
+                return agg.count_distinct()
+            raise _error(
+                node,
+                f"COUNT(DISTINCT {', '.join(c.sql() for c in columns)})",
+                f"only COUNT(DISTINCT {self.unit or '<privacy unit>'}) is supported",
+            )
+        # COUNT(x) counts the rows where x is not null: a sum of 0/1 indicators.
+        name = alias or f"count_{argument.name if isinstance(argument, exp.Column) else 'rows'}"
+        flag = self._derive(self.rows(argument).is_not_null().cast(pl.Int64), f"{name}_flag")
+        return agg.sum(flag, (0, 1)).alias(name)
+
+    def _quantile(
+        self, target: exp.Expression, q: Any, alias: str | None, what: str, median: bool = False
+    ) -> Aggregate:
+        column = self._bounds(target, alias, what)
+        name = self._value_column(target, alias, what)
+        candidates = {"candidates": column.candidates} if column.candidates else {}
+        if median:
+            return agg.median(name, column.bounds, **candidates)  # type: ignore[arg-type]
+        if isinstance(q, bool) or not isinstance(q, int | float):
+            raise SQLError(f"{what} needs a numeric quantile, got {q!r}", construct=what)
+        return agg.quantile(name, float(q), column.bounds, **candidates)  # type: ignore[arg-type]
+
+    # -- keys and post-processing
+
+    def _keys(self, groups: Mapping[str, exp.Expression]) -> KeySet | None:
+        given = {name: self.metadata.get(name) for name in groups}
+        with_keys = [n for n, c in given.items() if c is not None and c.keys is not None]
+        if not with_keys:
+            return None  # chosen privately
+        if len(with_keys) != len(groups):
+            missing = sorted(set(groups) - set(with_keys))
+            raise SQLError(
+                f"GROUP BY mixes columns with public keys and without ({missing}): give keys "
+                "for every group column in metadata, or for none (groups chosen privately)",
+                construct="GROUP BY",
+                position=_position(next(iter(groups.values()))),
+            )
+        return product(**{n: list(given[n].keys) for n in with_keys})  # type: ignore[union-attr]
+
+    def _post(self, items: list[_Item], groups: Mapping[str, exp.Expression]) -> dict[str, Any]:
+        outputs = _Outputs(items, groups)
+        having = self.select.args.get("having")
+        order = self.select.args.get("order")
+        limit = self.select.args.get("limit")
+        offset = self.select.args.get("offset")
+        return {
+            "columns": [item.name for item in items],
+            "having": None if having is None else outputs(having.this),
+            "order": [] if order is None else [outputs.ordering(o) for o in order.expressions],
+            "limit": None if limit is None else _count_of(limit.expression, "LIMIT"),
+            "offset": None if offset is None else _count_of(offset.expression, "OFFSET"),
+            "notes": tuple(
+                f"{clause} is applied to the noisy result (post-processing: no extra cost)"
+                for clause, node in (("HAVING", having), ("ORDER BY", order), ("LIMIT", limit))
+                if node is not None
+            ),
+        }
+
+
+def _count_of(node: exp.Expression, clause: str) -> int:
+    value = _literal_value(node)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _error(node, f"{clause} {node.sql()}", "use a non-negative integer literal")
+    return value
+
+
+class _Outputs(_Rows):
+    """HAVING and ORDER BY: expressions over the released columns (aggregates by their SQL)."""
+
+    def __init__(self, items: list[_Item], groups: Mapping[str, exp.Expression]) -> None:
+        super().__init__(self._released)
+        self._names = {item.name for item in items} | set(groups)
+        self._by_sql = {item.node.sql(): item.name for item in items if item.aggregate}
+        self._items = items
+
+    def _released(self, node: exp.Column) -> str:
+        if node.name in self._names:
+            return node.name
+        raise _error(
+            node, f"the column {node.name!r}", f"HAVING and ORDER BY see only {sorted(self._names)}"
+        )
+
+    def __call__(self, node: exp.Expression) -> pl.Expr:
+        if isinstance(node, exp.AggFunc | exp.WithinGroup):
+            name = self._by_sql.get(node.sql())
+            if name is None:
+                raise _error(
+                    node,
+                    f"the aggregate {node.sql()} in HAVING or ORDER BY",
+                    "it must also be in the select list (post-processing sees released values)",
+                )
+            return pl.col(name)
+        return super().__call__(node)
+
+    def ordering(self, node: exp.Ordered) -> tuple[pl.Expr, bool]:
+        target = node.this
+        if isinstance(target, exp.Literal) and not target.is_string:
+            index = int(target.this)
+            if not 1 <= index <= len(self._items):
+                raise _error(target, f"ORDER BY {index}", "no such select-list position")
+            return pl.col(self._items[index - 1].name), bool(node.args.get("desc"))
+        return self(target), bool(node.args.get("desc"))
+
+
+# ------------------------------------------------------------------ the public object
+
+
+class SQLQuery:
+    """A parsed SQL query: the builder :class:`~privframe.query.Query` plus post-processing.
+
+    ``explain`` and ``release`` work as for builder queries; HAVING, ORDER BY
+    and LIMIT/OFFSET are applied to the released (noisy) table.
+    """
+
+    def __init__(self, text: str, query: Query, post: dict[str, Any]) -> None:
+        self._text = text
+        self._query = query
+        self._post = post
+
+    @property
+    def text(self) -> str:
+        """The SQL text."""
+        return self._text
+
+    @property
+    def query(self) -> Query:
+        """The equivalent builder query."""
+        return self._query
+
+    def explain(
+        self,
+        rho: float,
+        weights: Mapping[str, float] | Balance | None = None,
+        delta: float | None = None,
+    ) -> Explanation:
+        """What the release would do, from public parameters only; spends nothing."""
+        explanation = self._query.explain(rho, weights=weights, delta=delta)
+        return dataclasses.replace(explanation, notes=(*explanation.notes, *self._post["notes"]))
+
+    def release(
+        self,
+        rho: float,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+    ) -> pl.DataFrame | pd.DataFrame:
+        """Spend ``rho``, release, then apply HAVING, ORDER BY and LIMIT to the noisy table."""
+        result = self._query.release(
+            rho, with_error=with_error, weights=weights, label=label or self._text, delta=delta
+        )
+        pandas = not isinstance(result, pl.DataFrame)
+        frame = pl.from_pandas(result) if pandas else result
+        frame = self._finish(frame, with_error)
+        return frame.to_pandas() if pandas else frame
+
+    def _finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
+        post = self._post
+        if post["having"] is not None:
+            frame = frame.filter(post["having"])
+        if post["order"]:
+            exprs, descending = zip(*post["order"], strict=True)
+            frame = frame.sort(list(exprs), descending=list(descending), maintain_order=True)
+        if post["offset"] is not None or post["limit"] is not None:
+            frame = frame.slice(post["offset"] or 0, post["limit"])
+        columns = post["columns"]
+        errors = [c for c in frame.columns if with_error and c not in columns]
+        extra = [c for name in columns for c in errors if c.startswith(f"{name}_")]
+        return frame.select(*columns, *dict.fromkeys(extra))
+
+    def __repr__(self) -> str:
+        return f"SQLQuery({self._text!r})"
+
+
+def parse(
+    text: str,
+    query: Query,
+    *,
+    unit: str | None,
+    metadata: Mapping[str, Column],
+    contributions: Bound | None,
+    tables: Mapping[str, pl.DataFrame],
+) -> SQLQuery:
+    """Parse one SELECT into an :class:`SQLQuery` over ``query`` (a fresh session query).
+
+    Raises:
+        SQLError: the text does not parse, is not a single SELECT, or uses an
+            unsupported construct (named, with its position).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError(f"sql takes a non-empty SQL string, got {text!r}")
+    try:
+        statements = sqlglot.parse(text)
+    except sqlglot.errors.ParseError as err:
+        first = err.errors[0] if err.errors else {}
+        where = (first.get("line"), first.get("col")) if first else None
+        described = first.get("description", "invalid SQL") if first else str(err)
+        raise SQLError(
+            f"the SQL does not parse: {described}"
+            + (f" at line {where[0]}, column {where[1]}" if where and where[0] else ""),
+            construct="syntax",
+            position=where if where and where[0] else None,
+        ) from None
+    statements = [s for s in statements if s is not None]
+    if len(statements) != 1:
+        raise SQLError(
+            f"give exactly one SELECT statement, got {len(statements)}", construct="statements"
+        )
+    (statement,) = statements
+    if not isinstance(statement, exp.Select):
+        raise _error(statement, _construct(statement), "only SELECT queries can be released")
+    translator = _Translator(statement, query, unit, metadata, contributions, tables)
+    built, _, post = translator.translate()
+    return SQLQuery(text, built, post)
