@@ -598,15 +598,7 @@ def _quantile_measurement(
     key: str, agg: Quantile, limits: Limits, rho: float
 ) -> QuantileMeasurement:
     """The exponential mechanism's η for one quantile at ``rho``; its cost is recomputed exactly."""
-    try:
-        eta = quantiles.scale(rho, agg.q, limits.squares)
-    except OverflowError:
-        eta = 0.0
-    if not eta > 1e-300:
-        raise InvalidValueError(
-            f"the contribution limits are too large for a quantile of {agg.column!r} at this "
-            "rho: its choice would be all but uniform; use smaller limits or a larger rho"
-        )
+    eta = quantiles.scale(rho, agg.q, limits.squares)
     spent = _round_up(quantiles.cost(eta, agg.q, limits.squares))
     spread = max(agg.q, 1 - agg.q)
     return QuantileMeasurement(

@@ -77,6 +77,10 @@ def cost(eta: float, q: float, squares: int) -> Fraction:
 def scale(rho: float, q: float, squares: int) -> float:
     """The largest float η <= :data:`MAX_SCALE` whose :func:`cost` is at most ``rho``.
 
+    Raises:
+        InvalidValueError: that η would be below 2^-500: the choice would be
+            uniform to any precision that matters.
+
     Example:
         >>> from privframe.quantiles import scale
         >>> scale(rho=0.02, q=0.9, squares=4)
@@ -85,7 +89,14 @@ def scale(rho: float, q: float, squares: int) -> float:
     rho = _check_positive("rho", rho)
     spread = max(q, 1 - q)
     budget = Fraction(rho)
-    eta = min(MAX_SCALE, math.sqrt(2 * rho / squares) / spread)
+    # η² = 2ρ/(S·spread²), in exact arithmetic: the float quotient can underflow.
+    exact_square = 2 * budget / (squares * Fraction(spread) ** 2)
+    if exact_square < Fraction(1, 1 << 1000):
+        raise InvalidValueError(
+            "the contribution limits are too large for a quantile at this rho: its choice "
+            "would be all but uniform; use smaller limits or a larger rho"
+        )
+    eta = min(MAX_SCALE, math.sqrt(float(exact_square)))
     while eta > 0 and cost(eta, q, squares) > budget:
         eta = math.nextafter(eta, 0.0)
     while eta < MAX_SCALE and cost(up := math.nextafter(eta, math.inf), q, squares) <= budget:
