@@ -22,6 +22,7 @@ from privframe.errors import (
     SQLError,
 )
 from privframe.expressions import bin
+from privframe.html import show
 from privframe.ledger import LedgerEntry
 from privframe.noise import discrete_gaussian, gaussian_mechanism
 from privframe.query import Bound
@@ -62,6 +63,7 @@ __all__ = [
     "median",
     "noise",
     "quantile",
+    "show",
     "std",
     "sum",
     "var",

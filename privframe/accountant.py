@@ -132,8 +132,19 @@ class BudgetReport:
     n_entries: int
     n_seeded: int
 
-    def __str__(self) -> str:
-        rows = [
+    def rows(self) -> list[tuple[str, float, float, float, float, float]]:
+        """(name, ρ, ε, μ, δ spent outright, total δ) for budget, spent and remaining.
+
+        Each row is (ε, total δ)-DP, with total δ = the reporting δ plus the δ
+        spent outright, rounded up.
+
+        Example:
+            >>> import privframe as pf
+            >>> from privframe.accountant import Accountant
+            >>> [row[:2] for row in Accountant(pf.zCDP(1.0)).report().rows()]
+            [('budget', 1.0), ('spent', 0.0), ('remaining', 1.0)]
+        """
+        parts = [
             ("budget", self.budget_rho, self.budget_epsilon, self.budget_mu, self.budget_delta),
             ("spent", self.spent_rho, self.spent_epsilon, self.spent_mu, self.spent_delta),
             (
@@ -144,6 +155,12 @@ class BudgetReport:
                 self.remaining_delta,
             ),
         ]
+        return [
+            (name, rho, eps, mu, d, _round_up(Fraction(self.delta) + Fraction(d)))
+            for name, rho, eps, mu, d in parts
+        ]
+
+    def __str__(self) -> str:
         show_delta = self.budget_delta > 0 or self.spent_delta > 0
         eps_title = "epsilon" if show_delta else f"epsilon @ delta={self.delta:g}"
         header = f"{'':<10} {'rho (zCDP)':>12} {eps_title:>24} {'mu (GDP)':>10}"
@@ -153,10 +170,9 @@ class BudgetReport:
             f"privacy budget: {self.n_entries} ledger entr{'y' if self.n_entries == 1 else 'ies'}",
             header,
         ]
-        for name, rho, eps, mu, d in rows:
+        for name, rho, eps, mu, d, total in self.rows():
             line = f"{name:<10} {_fmt(rho):>12} {_fmt(eps):>24} {_fmt(mu):>10}"
             if show_delta:
-                total = _round_up(Fraction(self.delta) + Fraction(d))
                 line += f" {_fmt(total):>14} {_fmt(d):>21}"
             lines.append(line)
         if show_delta:

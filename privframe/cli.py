@@ -1,9 +1,15 @@
-"""The ``privframe`` command line: ``privframe demo`` runs the README example end to end.
+"""The ``privframe`` command line: ``privframe demo`` and ``privframe report``.
+
+``privframe demo`` runs the README example end to end (or, with
+``--write-data``, writes its synthetic data to a file); ``privframe report``
+runs a scripted report (``docs/reports.md``).
 
 Example:
     >>> from privframe.cli import build_parser
     >>> build_parser().parse_args(["demo", "--rows", "5000"]).rows
     5000
+    >>> build_parser().parse_args(["report", "spec.toml", "--dry-run"]).dry_run
+    True
 """
 
 from __future__ import annotations
@@ -11,12 +17,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from privframe.errors import PrivframeError
+from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
+from privframe.report import ExitCode, ReportError, describe_error, load_spec, prepare
 
 if TYPE_CHECKING:
     from privframe.query import Query
@@ -70,6 +79,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--rho", type=_positive_float, default=0.1, help="zCDP budget the release spends (0.1)"
     )
     demo.add_argument("--seed", type=int, default=0, help="seed of the synthetic data (0)")
+    demo.add_argument(
+        "--write-data",
+        metavar="PATH",
+        help="write the synthetic data (--rows, --seed) to PATH (.parquet or .csv) and stop",
+    )
+    report = commands.add_parser(
+        "report",
+        help="run a scripted report: a TOML spec of queries -> CSV files and report.html",
+        description=textwrap.fill(
+            "Check every query of the spec and that the whole report fits the budget left in "
+            "its ledger, then release the queries in order: one CSV per query (with error "
+            "columns) and a self-contained report.html in --out. Nothing is spent unless every "
+            "check passes. The spec format is in docs/reports.md.",
+            width=78,
+        ),
+        epilog="exit status:\n"
+        + "\n".join(
+            textwrap.fill(
+                code.meaning, width=78, initial_indent=f"  {int(code)}  ", subsequent_indent="     "
+            )
+            for code in ExitCode
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument("spec", help="the report spec (TOML)")
+    report.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where to write the CSV files and report.html (default: <spec name>-report "
+        "beside the spec)",
+    )
+    report.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the spec, the queries and the budget, print the plan, and spend nothing",
+    )
     return parser
 
 
@@ -125,14 +170,76 @@ def _demo(rows: int, rho: float, seed: int) -> None:
     print(sess.report())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 on success, 2 on a refused input)."""
-    args = build_parser().parse_args(argv)
+def _write_data(path: str, rows: int, seed: int) -> None:
+    from privframe.datasets import synthetic_transactions
+
+    target = Path(path)
+    writers = {".parquet": pl.DataFrame.write_parquet, ".csv": pl.DataFrame.write_csv}
+    if target.suffix.lower() not in writers:
+        raise InvalidValueError(f"--write-data needs a .parquet or .csv path, got {path!r}")
+    writers[target.suffix.lower()](synthetic_transactions(n_rows=rows, seed=seed), target)
+    print(f"wrote {rows:,} synthetic transactions (seed {seed}) to {path}")
+
+
+def _error(message: str) -> None:
+    print(f"privframe: error: {message}", file=sys.stderr)
+
+
+def _report(spec_path: str, out: str | None, dry_run: bool) -> ExitCode:
+    """Run ``privframe report``; every outcome maps to one :class:`~privframe.report.ExitCode`."""
     try:
-        if args.command == "demo":
+        spec = load_spec(spec_path)
+        if spec.seed is not None:
+            _error(
+                "WARNING: [report] seed is set: the noise is reproducible and the results are "
+                "NOT differentially private. Seeds are for tests only."
+            )
+        report = prepare(spec, dry_run=dry_run)
+        if dry_run:
+            print(report.plan_text())
+            print("\ndry run: nothing was spent")
+            return ExitCode.OK
+        page = report.run(Path(out) if out else spec.path.parent / f"{spec.path.stem}-report")
+    # Most specific first: a ReportError and a BudgetExceededError are PrivframeErrors too.
+    except ReportError as err:
+        _error(str(err))
+        return ExitCode.FAILED_MIDWAY
+    except BudgetExceededError as err:
+        _error(str(err))
+        return ExitCode.OVER_BUDGET
+    except PrivframeError as err:
+        _error(str(err))
+        return ExitCode.INVALID
+    except Exception as err:
+        # Report.run turns every failure during the releases into a ReportError, so
+        # whatever reaches here happened before anything was spent.
+        _error(f"unexpected: {describe_error(err)}; nothing was spent")
+        return ExitCode.UNEXPECTED
+    left = report.session.remaining
+    print(
+        f"report {spec.title!r}: {len(report.planned)} queries released for rho = "
+        f"{report.cost.rho:.6g}; the ledger has rho = {left.rho:.6g} left\n"
+        f"wrote {page} and {len(report.planned)} CSV files beside it"
+    )
+    return ExitCode.OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status.
+
+    ``demo``: 0 on success, 2 on a refused input. ``report``: see
+    :class:`~privframe.report.ExitCode`.
+    """
+    args = build_parser().parse_args(argv)
+    if args.command == "report":
+        return _report(args.spec, args.out, args.dry_run)
+    try:
+        if args.write_data:
+            _write_data(args.write_data, args.rows, args.seed)
+        else:
             _demo(args.rows, args.rho, args.seed)
     except PrivframeError as err:
-        print(f"privframe: error: {err}", file=sys.stderr)
+        _error(str(err))
         return 2
     return 0
 

@@ -164,8 +164,12 @@ def _plain_number(dtype: pl.DataType) -> bool:
 
 
 def _compatible(dtypes: list[pl.DataType]) -> bool:
-    """Operands polars can bring to one type without a cast that could fail."""
-    return all(_plain_number(d) for d in dtypes) or all(d == dtypes[0] for d in dtypes)
+    """Operands polars can bring to one type without a cast that could fail.
+
+    A null literal fits any type (SQL's CASE without ELSE), so it is left out.
+    """
+    typed = [d for d in dtypes if d != pl.Null]
+    return all(_plain_number(d) for d in typed) or all(d == typed[0] for d in typed)
 
 
 def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
@@ -189,7 +193,8 @@ def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
     ((kind, body),) = node.items()
     if kind in ("Column", "Literal", "Cast", "Ternary"):
         dtype = _dtype(node, schema)
-        if _banned(dtype):
+        # A bare null literal cannot fail; Null-typed columns and results stay banned.
+        if _banned(dtype) and not (kind == "Literal" and dtype == pl.Null):
             return f"values of type {dtype} are not supported in filters or derived columns"
     if kind == "Cast":
         source = _dtype(body["expr"], schema)

@@ -261,7 +261,7 @@ class Explanation:
                 f"{selection.survival_count(0.5)} units, 95% at {selection.survival_count(0.95)}"
             )
             if self.report_delta is not None:
-                lines.append("  " + self._single_release(selection))
+                lines.append("  " + self.single_release(selection))
         for m in self.plan.measurements:
             lines.append(
                 f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, "
@@ -283,8 +283,27 @@ class Explanation:
             lines += ["", "notes:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines)
 
-    def _single_release(self, selection: Selection) -> str:
-        """This release alone as (ε, δ): the charged (ρ, δ) and the joint analysis."""
+    def _repr_html_(self) -> str:
+        """Notebook view: the explanation as tables."""
+        from privframe.html import explanation_html
+
+        return explanation_html(self)
+
+    def single_release(self, selection: Selection) -> str:
+        """This release alone as (ε, δ), by the standard and the joint analysis.
+
+        Needs ``report_delta`` (set by ``Query.explain``).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> df = pl.DataFrame({"u": list(range(40)), "g": ["a", "b"] * 20})
+            >>> sess = pf.Session(df, "u", pf.zCDP(1.0, delta=1e-6))
+            >>> e = sess.query().bound(max_groups=1, max_rows_per_group=1).group_by("g").agg(
+            ...     pf.count()).explain(rho=0.5)
+            >>> e.single_release(e.plan.selection).startswith("this release alone")
+            True
+        """
         assert self.report_delta is not None
         total = self.report_delta + selection.delta
         rho, k, p = (

@@ -314,6 +314,12 @@ class Query:
             )
         return self._with(aggregates=combined)
 
+    def _repr_html_(self) -> str:
+        """Notebook view: the plan (steps, bound, groups, aggregates); spends nothing."""
+        from privframe.html import query_html
+
+        return query_html(self)
+
     def explain(
         self,
         rho: float,

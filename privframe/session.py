@@ -249,6 +249,12 @@ class Session:
         """Start a query: chain ``filter``, ``bound``, ``group_by``, ``agg``, then release."""
         return Query(self)
 
+    def _repr_html_(self) -> str:
+        """Notebook view: a budget gauge, the guarantee so far and the ledger (no data facts)."""
+        from privframe.html import session_html
+
+        return session_html(self)
+
     @overload
     def sql(
         self,
@@ -626,7 +632,13 @@ def _check_tables(tables: object) -> dict[str, pl.DataFrame]:
         raise InvalidValueError(
             "'data' names the private table; give the public table another name"
         )
-    return {name: _public_table(frame) for name, frame in tables.items()}
+    checked = {}
+    for name, frame in tables.items():
+        try:
+            checked[name] = _public_table(frame)
+        except InvalidArgumentError as err:
+            raise InvalidArgumentError(f"tables[{name!r}]: {err}") from None
+    return checked
 
 
 def _with_other(

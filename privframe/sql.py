@@ -53,6 +53,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import html
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -135,12 +136,36 @@ def _error(node: exp.Expression, construct: str, hint: str = "") -> SQLError:
     return SQLError(f"{text}: {hint}" if hint else text, construct=construct, position=where)
 
 
+def _refuse(node: exp.Expression, construct: str, message: str) -> SQLError:
+    """An SQLError with a full message (not "X is not supported"), position appended."""
+    where = _position(node)
+    at = f" (at line {where[0]}, column {where[1]})" if where else ""
+    return SQLError(f"{message}{at}", construct=construct, position=where)
+
+
+def _only(node: exp.Expression, allowed: set[str], what: str) -> None:
+    """Refuse any clause or modifier of ``node`` privframe does not translate.
+
+    An allow-list, so that a construct sqlglot parses but privframe does not
+    know (TABLESAMPLE, WITH ROLLUP, FETCH, ...) is refused, never ignored.
+    """
+    for key, value in node.args.items():
+        if key in allowed or value is None or value is False or value == []:
+            continue
+        first = value[0] if isinstance(value, list) else value
+        located = first if isinstance(first, exp.Expression) else node
+        name = first.key.upper() if isinstance(first, exp.Expression) else key.upper()
+        raise _error(located, f"{name.replace('_', ' ')} in {what}")
+
+
 def _construct(node: exp.Expression) -> str:
     """A readable name for a node's SQL construct."""
     if isinstance(node, exp.Window):
         return "a window function (OVER ...)"
     if isinstance(node, exp.Subquery):
         return "a subquery"
+    if isinstance(node, exp.Anonymous):
+        return f"the function {str(node.name).upper()}"
     if isinstance(node, exp.Func):
         return f"the function {node.sql_name()}"
     return node.key.upper().replace("_", " ")
@@ -176,7 +201,6 @@ _TYPES: dict[str, pl.DataType] = {
     "VARCHAR": pl.String(),
     "TEXT": pl.String(),
     "CHAR": pl.String(),
-    "BOOLEAN": pl.Boolean(),
 }
 
 
@@ -203,6 +227,11 @@ class _Rows:
         self._columns = columns
 
     def __call__(self, node: exp.Expression) -> pl.Expr:
+        result = self._translate(node)
+        # sqlglot marks NOT LIKE / NOT BETWEEN / NOT IN on the node itself.
+        return ~result if node.args.get("negate") else result
+
+    def _translate(self, node: exp.Expression) -> pl.Expr:
         kind = type(node)
         if kind in _BINARY:
             return _BINARY[kind](self(node.this), self(node.expression))
@@ -213,7 +242,10 @@ class _Rows:
         if isinstance(node, exp.Paren):
             return self(node.this)
         if isinstance(node, exp.Neg):
-            return -self(node.this)
+            # 0 − x rather than polars' negation, which the row-expression allow-list lacks.
+            if isinstance(node.this, exp.Literal):
+                return pl.lit(_literal_value(node))
+            return pl.lit(0) - self(node.this)
         if isinstance(node, exp.Not):
             return self._negation(node)
         if isinstance(node, exp.Is):
@@ -224,7 +256,7 @@ class _Rows:
             return self._membership(node)
         if isinstance(node, exp.Between):
             low, high = _literal_value(node.args["low"]), _literal_value(node.args["high"])
-            return self(node.this).is_between(low, high)
+            return self(node.this).is_between(pl.lit(low), pl.lit(high))
         if isinstance(node, exp.Like):
             return self._like(node)
         if isinstance(node, exp.Case):
@@ -246,7 +278,18 @@ class _Rows:
     def _membership(self, node: exp.In) -> pl.Expr:
         if node.args.get("query") is not None:
             raise _error(node, "IN with a subquery", "list literal values instead")
-        return self(node.this).is_in([_literal_value(v) for v in node.expressions])
+        values = [_literal_value(v) for v in node.expressions]
+        kinds = {type(v) for v in values if v is not None}
+        tested = self(node.this)
+        if float in kinds and kinds <= {int, float}:
+            # Compare as floats: polars will not test integers against a float list.
+            values = [None if v is None else float(v) for v in values]
+            tested = tested.cast(pl.Float64, strict=False)
+        elif len(kinds) > 1:
+            raise _refuse(
+                node, "IN", f"IN lists values of different types ({node.sql()}); use one type"
+            )
+        return tested.is_in(values)
 
     def _like(self, node: exp.Like) -> pl.Expr:
         pattern = _literal_value(node.expression)
@@ -278,7 +321,8 @@ class _Rows:
         default = node.args.get("default")
         if chain is pl:
             raise _error(node, "CASE without WHEN")
-        return chain.otherwise(self(default) if default is not None else pl.lit(None))
+        # Without ELSE, polars' own default (null of the branches' type) is SQL's.
+        return chain if default is None else chain.otherwise(self(default))
 
     def _cast(self, node: exp.Cast) -> pl.Expr:
         name = node.to.this.name if isinstance(node.to.this, exp.DataType.Type) else str(node.to)
@@ -298,6 +342,29 @@ class _Item:
     name: str
     node: exp.Expression  # the item without its alias
     aggregate: Aggregate | None
+    group: str | None = None  # for a group column: the name the release gives it
+
+
+def _unqualified(node: exp.Expression) -> exp.Expression:
+    """The node with table prefixes dropped, so ``d.region`` and ``region`` compare equal."""
+    return node.transform(
+        lambda n: exp.column(n.name) if isinstance(n, exp.Column) and n.table else n
+    )
+
+
+_SELECT_CLAUSES = {
+    "expressions",
+    "from",
+    "from_",
+    "joins",
+    "where",
+    "group",
+    "having",
+    "order",
+    "limit",
+    "offset",
+    "kind",
+}
 
 
 class _Translator:
@@ -358,41 +425,30 @@ class _Translator:
         return query, items, self._post(items, groups)
 
     def _refuse_unsupported(self) -> None:
-        for key, what in (
-            ("with_", "WITH (common table expressions)"),
-            ("distinct", "SELECT DISTINCT"),
-            ("windows", "WINDOW"),
-            ("qualify", "QUALIFY"),
-            ("laterals", "LATERAL"),
-            ("pivots", "PIVOT"),
-            ("locks", "FOR UPDATE"),
-            ("sample", "TABLESAMPLE"),
-            ("prewhere", "PREWHERE"),
-            ("connect", "CONNECT BY"),
-            ("match", "MATCH_RECOGNIZE"),
-            ("into", "SELECT INTO"),
-            ("cluster", "CLUSTER BY"),
-            ("distribute", "DISTRIBUTE BY"),
-            ("sort", "SORT BY"),
-        ):
+        named = {"with_": "WITH (common table expressions)", "distinct": "SELECT DISTINCT"}
+        for key, what in named.items():
             node = self.select.args.get(key)
             if node:
-                first = node[0] if isinstance(node, list) else node
-                raise _error(first if isinstance(first, exp.Expression) else self.select, what)
-        for node in self.select.find_all(exp.Subquery, exp.Window, exp.Star):
+                raise _error(node if isinstance(node, exp.Expression) else self.select, what)
+        _only(self.select, _SELECT_CLAUSES, "a SELECT")
+        for node in self.select.find_all(exp.Subquery, exp.Window, exp.Star, exp.Filter):
             if isinstance(node, exp.Star) and isinstance(node.parent, exp.Count):
                 continue
             if isinstance(node, exp.Star):
                 raise _error(node, "SELECT *", "name the group columns and aggregates")
+            if isinstance(node, exp.Filter):
+                raise _error(node, "an aggregate's FILTER clause", "filter the rows with WHERE")
             raise _error(node, _construct(node))
 
     def _from(self) -> None:
         source = self.select.args.get("from_") or self.select.args.get("from")
         if source is None:
             raise _error(self.select, "a SELECT without FROM", f"select FROM {TABLE}")
+        _only(source, {"this"}, "FROM")
         table = source.this
         if not isinstance(table, exp.Table) or table.name.lower() != TABLE or table.db:
             raise _error(table, f"FROM {table.sql()}", f"the private table is called {TABLE!r}")
+        _only(table, {"this", "alias"}, "FROM")
         self.aliases[TABLE] = TABLE
         if table.alias:
             self.aliases[table.alias.lower()] = TABLE
@@ -401,6 +457,11 @@ class _Translator:
         table = join.this
         if not isinstance(table, exp.Table):
             raise _error(table, "a JOIN on something other than a table")
+        method = join.args.get("method")
+        if method:
+            raise _error(join, f"{str(method).upper()} JOIN", "join with ON or USING")
+        _only(join, {"this", "on", "using", "side", "kind"}, "a JOIN")
+        _only(table, {"this", "alias"}, "a JOIN")
         name = table.name
         if name not in self.tables:
             raise _error(
@@ -439,6 +500,8 @@ class _Translator:
             and isinstance(condition.expression, exp.Column)
             and condition.this.name == condition.expression.name
         ):
+            self._column(condition.this)  # refuses an unknown table prefix
+            self._column(condition.expression)
             return [condition.this.name]
         raise _error(
             condition,
@@ -451,8 +514,15 @@ class _Translator:
         group = self.select.args.get("group")
         if group is None:
             return {}
+        _only(group, {"expressions"}, "GROUP BY")
         items = self.select.expressions
-        aliased = {i.alias: i.this for i in items if isinstance(i, exp.Alias)}
+        # GROUP BY a name means a select-list alias only for a row expression; an
+        # aggregate's alias never names a group (and a data column wins, as in SQL).
+        aliased = {
+            i.alias: i.this
+            for i in items
+            if isinstance(i, exp.Alias) and i.this.find(exp.AggFunc) is None
+        }
         groups: dict[str, exp.Expression] = {}
         for node in group.expressions:
             if isinstance(node, exp.Literal) and not node.is_string:
@@ -462,14 +532,17 @@ class _Translator:
                 node = items[index - 1]
                 node = node.this if isinstance(node, exp.Alias) else node
             if isinstance(node, exp.Column) and node.name in aliased and not node.table:
-                name, node = node.name, aliased[node.name]
+                node = aliased[node.name]
             if isinstance(node, exp.Column):
-                groups[self._column(node)] = node
+                groups[self._column(node)] = _unqualified(node)
                 continue
             if node.find(exp.AggFunc) is not None:
                 raise _error(node, "GROUP BY an aggregate")
-            name = next((a for a, e in aliased.items() if e == node), f"group_{len(groups) + 1}")
-            groups[self._derive(self.rows(node), name)] = node
+            name = next(
+                (a for a, e in aliased.items() if _unqualified(e) == _unqualified(node)),
+                f"group_{len(groups) + 1}",
+            )
+            groups[self._derive(self.rows(node), name)] = _unqualified(node)
         return groups
 
     def _items(self, groups: Mapping[str, exp.Expression]) -> list[_Item]:
@@ -477,9 +550,9 @@ class _Translator:
         for item in self.select.expressions:
             alias = item.alias if isinstance(item, exp.Alias) else None
             node = item.this if isinstance(item, exp.Alias) else item
-            group = self._group_name(node, alias, groups)
+            group = self._group_name(node, groups)
             if group is not None:
-                items.append(_Item(group, node, None))
+                items.append(_Item(alias or group, node, None, group))
                 continue
             aggregate_call = isinstance(node, exp.AggFunc | exp.WithinGroup)
             if not aggregate_call and node.find(exp.AggFunc) is not None:
@@ -496,42 +569,45 @@ class _Translator:
                 )
             aggregate = self._aggregate(node, alias)
             items.append(_Item(aggregate.output_name, node, aggregate))
+        names = [item.name for item in items]
+        for item in items:
+            if names.count(item.name) > 1:
+                raise _refuse(
+                    item.node,
+                    "duplicate output",
+                    f"two select-list items would both be called {item.name!r}; alias one",
+                )
         return items
 
-    def _group_name(
-        self, node: exp.Expression, alias: str | None, groups: Mapping[str, exp.Expression]
-    ) -> str | None:
-        for name, expr in groups.items():
-            if node == expr:
-                if alias is not None and alias != name:
-                    raise _error(node, f"renaming the group column {name!r} to {alias!r}")
-                return name
-        return None
+    def _group_name(self, node: exp.Expression, groups: Mapping[str, exp.Expression]) -> str | None:
+        plain = _unqualified(node)
+        return next((name for name, expr in groups.items() if plain == expr), None)
 
     # -- aggregates
 
     def _bounds(self, node: exp.Expression, alias: str | None, what: str) -> Column:
-        names = [n for n in (alias, node.name if isinstance(node, exp.Column) else None) if n]
+        if isinstance(node, exp.Distinct):
+            raise _error(node, f"{what}(DISTINCT ...)")
+        names = [n for n in (node.name if isinstance(node, exp.Column) else None, alias) if n]
         for name in names:
             column = self.metadata.get(name)
             if column is not None and column.bounds is not None:
                 return column
-        raise SQLError(
+        example = repr(names[0]) if names else "'alias'"
+        raise _refuse(
+            node,
+            what,
             f"{what} needs public bounds: give them in metadata, e.g. "
-            f"metadata={{{names[-1] if names else 'alias'!r}: pf.Column(bounds=(lower, upper))}}"
+            f"metadata={{{example}: pf.Column(bounds=(lower, upper))}}"
             + ("" if names else " with the aggregate aliased (AS alias)"),
-            construct=what,
-            position=_position(node),
         )
 
     def _value_column(self, node: exp.Expression, alias: str | None, what: str) -> str:
         if isinstance(node, exp.Column):
             return self._column(node)
         if alias is None:
-            raise SQLError(
-                f"{what} of an expression needs an alias (AS name) for its bounds in metadata",
-                construct=what,
-                position=_position(node),
+            raise _refuse(
+                node, what, f"{what} of an expression needs an alias (AS name) for its bounds"
             )
         return self._derive(self.rows(node), alias)
 
@@ -594,7 +670,9 @@ class _Translator:
             )
         # COUNT(x) counts the rows where x is not null: a sum of 0/1 indicators.
         name = alias or f"count_{argument.name if isinstance(argument, exp.Column) else 'rows'}"
-        flag = self._derive(self.rows(argument).is_not_null().cast(pl.Int64), f"{name}_flag")
+        flag = self._derive(
+            self.rows(argument).is_not_null().cast(pl.Int64, strict=False), f"{name}_flag"
+        )
         return agg.sum(flag, (0, 1)).alias(name)
 
     def _quantile(
@@ -618,21 +696,30 @@ class _Translator:
             return None  # chosen privately
         if len(with_keys) != len(groups):
             missing = sorted(set(groups) - set(with_keys))
-            raise SQLError(
+            raise _refuse(
+                self.select.args["group"],
+                "GROUP BY",
                 f"GROUP BY mixes columns with public keys and without ({missing}): give keys "
                 "for every group column in metadata, or for none (groups chosen privately)",
-                construct="GROUP BY",
-                position=_position(next(iter(groups.values()))),
             )
         return product(**{n: list(given[n].keys) for n in with_keys})  # type: ignore[union-attr]
 
     def _post(self, items: list[_Item], groups: Mapping[str, exp.Expression]) -> dict[str, Any]:
-        outputs = _Outputs(items, groups)
+        renames = {i.group: i.name for i in items if i.group is not None and i.group != i.name}
+        outputs = _Outputs(items, [g for g in groups if g not in renames])
         having = self.select.args.get("having")
         order = self.select.args.get("order")
+        if order is not None:
+            _only(order, {"expressions"}, "ORDER BY")
+            for ordered in order.expressions:
+                _only(ordered, {"this", "desc", "nulls_first"}, "ORDER BY")
         limit = self.select.args.get("limit")
         offset = self.select.args.get("offset")
+        for clause in (limit, offset):
+            if clause is not None:
+                _only(clause, {"expression"}, clause.key.upper())
         return {
+            "renames": renames,
             "columns": [item.name for item in items],
             "having": None if having is None else outputs(having.this),
             "order": [] if order is None else [outputs.ordering(o) for o in order.expressions],
@@ -650,13 +737,13 @@ def _count_of(node: exp.Expression, clause: str) -> int:
     value = _literal_value(node)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise _error(node, f"{clause} {node.sql()}", "use a non-negative integer literal")
-    return value
+    return min(value, 2**63 - 1)  # no table has more rows; polars takes at most this
 
 
 class _Outputs(_Rows):
     """HAVING and ORDER BY: expressions over the released columns (aggregates by their SQL)."""
 
-    def __init__(self, items: list[_Item], groups: Mapping[str, exp.Expression]) -> None:
+    def __init__(self, items: list[_Item], groups: Sequence[str]) -> None:
         super().__init__(self._released)
         self._names = {item.name for item in items} | set(groups)
         self._by_sql = {item.node.sql(): item.name for item in items if item.aggregate}
@@ -681,14 +768,16 @@ class _Outputs(_Rows):
             return pl.col(name)
         return super().__call__(node)
 
-    def ordering(self, node: exp.Ordered) -> tuple[pl.Expr, bool]:
+    def ordering(self, node: exp.Ordered) -> tuple[pl.Expr, bool, bool]:
+        """(key, descending, nulls last) of one ORDER BY item."""
         target = node.this
+        desc, nulls_last = bool(node.args.get("desc")), not node.args.get("nulls_first")
         if isinstance(target, exp.Literal) and not target.is_string:
             index = int(target.this)
             if not 1 <= index <= len(self._items):
                 raise _error(target, f"ORDER BY {index}", "no such select-list position")
-            return pl.col(self._items[index - 1].name), bool(node.args.get("desc"))
-        return self(target), bool(node.args.get("desc"))
+            return pl.col(self._items[index - 1].name), desc, nulls_last
+        return self(target), desc, nulls_last
 
 
 # ------------------------------------------------------------------ the public object
@@ -734,7 +823,13 @@ class SQLQuery:
         label: str = "",
         delta: float | None = None,
     ) -> pl.DataFrame | pd.DataFrame:
-        """Spend ``rho``, release, then apply HAVING, ORDER BY and LIMIT to the noisy table."""
+        """Spend ``rho``, release, then apply HAVING, ORDER BY and LIMIT to the noisy table.
+
+        The post-processing is first run on an empty table of the release's
+        types, so a HAVING or ORDER BY that cannot run fails before anything
+        is charged.
+        """
+        self._check_post(with_error)
         result = self._query.release(
             rho, with_error=with_error, weights=weights, label=label or self._text, delta=delta
         )
@@ -743,22 +838,53 @@ class SQLQuery:
         frame = self._finish(frame, with_error)
         return frame.to_pandas() if pandas else frame
 
+    def _check_post(self, with_error: bool) -> None:
+        plan = self._query.plan
+        schema = self._query.session._schema_after(plan)
+        columns: dict[str, pl.DataType] = {c: schema[c] for c in plan.group_by}
+        for aggregate in plan.aggregates:
+            counts = isinstance(aggregate, agg.Count | agg.CountDistinct)
+            columns[aggregate.output_name] = pl.Int64() if counts else pl.Float64()
+            if with_error:
+                for suffix in ("_std", "_ci95", "_rank_ci95"):
+                    columns[aggregate.output_name + suffix] = pl.Float64()
+        try:
+            self._finish(pl.DataFrame(schema=columns), with_error)
+        except pl.exceptions.PolarsError as err:
+            raise SQLError(
+                f"HAVING or ORDER BY cannot run on the released columns: {err}; nothing was "
+                "charged",
+                construct="post-processing",
+            ) from None
+
     def _finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
         post = self._post
+        frame = frame.rename(post["renames"])
         if post["having"] is not None:
             frame = frame.filter(post["having"])
         if post["order"]:
-            exprs, descending = zip(*post["order"], strict=True)
-            frame = frame.sort(list(exprs), descending=list(descending), maintain_order=True)
+            exprs, descending, nulls_last = zip(*post["order"], strict=True)
+            frame = frame.sort(
+                list(exprs),
+                descending=list(descending),
+                nulls_last=list(nulls_last),
+                maintain_order=True,
+            )
         if post["offset"] is not None or post["limit"] is not None:
             frame = frame.slice(post["offset"] or 0, post["limit"])
         columns = post["columns"]
-        errors = [c for c in frame.columns if with_error and c not in columns]
-        extra = [c for name in columns for c in errors if c.startswith(f"{name}_")]
-        return frame.select(*columns, *dict.fromkeys(extra))
+        suffixes = ("_std", "_ci95", "_rank_ci95") if with_error else ()
+        extra = [f"{c}{s}" for c in columns for s in suffixes if f"{c}{s}" in frame.columns]
+        return frame.select(*columns, *extra)
 
     def __repr__(self) -> str:
         return f"SQLQuery({self._text!r})"
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the SQL text and the equivalent plan."""
+        from privframe.html import query_html
+
+        return f"<pre>{html.escape(self._text)}</pre>" + query_html(self._query)
 
 
 def parse(
@@ -780,8 +906,8 @@ def parse(
         raise InvalidArgumentError(f"sql takes a non-empty SQL string, got {text!r}")
     try:
         statements = sqlglot.parse(text)
-    except sqlglot.errors.ParseError as err:
-        first = err.errors[0] if err.errors else {}
+    except sqlglot.errors.SqlglotError as err:  # parse and tokenizer errors alike
+        first = (getattr(err, "errors", None) or [{}])[0]
         where = (first.get("line"), first.get("col")) if first else None
         described = first.get("description", "invalid SQL") if first else str(err)
         raise SQLError(

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,34 @@ def test_refused_release_is_a_clean_error() -> None:
     assert done.stderr.startswith("privframe: error: spend refused")
     assert "Traceback" not in done.stderr
     assert "released at" not in done.stdout
+
+
+def test_report_help_documents_the_exit_codes() -> None:
+    done = _run([*MODULE, "report", "--help"])
+    assert done.returncode == 0, done.stderr
+    assert "--dry-run" in done.stdout
+    assert "--out DIR" in done.stdout
+    for code in range(5):
+        assert re.search(rf"^  {code}  ", done.stdout, re.MULTILINE)
+    assert "<title>/<query name>" in done.stdout
+
+
+def test_report_dry_run_in_a_subprocess(tmp_path: Path) -> None:
+    spec = tmp_path / "report_spec.toml"
+    shutil.copy(Path(__file__).resolve().parent.parent / "examples" / spec.name, spec)
+    written = _run([*MODULE, "demo", "--write-data", str(tmp_path / "transactions.parquet")])
+    assert written.returncode == 0, written.stderr
+    assert "wrote 100,000 synthetic transactions" in written.stdout
+    done = _run([*MODULE, "report", str(spec), "--dry-run"])
+    assert done.returncode == 0, done.stderr
+    assert "== by_region: rho = 0.12 ==" in done.stdout
+    assert "dry run: nothing was spent" in done.stdout
+    assert done.stderr == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == [spec.name, "transactions.parquet"]
+
+
+def test_write_data_refuses_other_formats(tmp_path: Path) -> None:
+    done = _run([*MODULE, "demo", "--write-data", str(tmp_path / "data.json")])
+    assert done.returncode == 2
+    assert "--write-data needs a .parquet or .csv path" in done.stderr
+    assert "Traceback" not in done.stderr

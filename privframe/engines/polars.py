@@ -200,15 +200,16 @@ def _sampled_rows(
 ) -> pl.LazyFrame:
     """Each unit's rows in each kept key, cut to a random subset of its weight w.
 
-    The rows ranking lowest by a keyed hash of (unit, key, position among the
-    unit's rows there) stay: a uniformly random subset, chosen from the unit's
-    own rows and fresh randomness only.
+    The rows ranking lowest by a keyed hash of (unit, key, row number) stay: a
+    uniformly random subset, chosen from the unit's own rows and fresh
+    randomness only. The row number is taken before the join, whose output
+    order polars does not fix, so a seeded release is reproducible.
     """
     cell = [unit, *by]
     rank = pl.struct(*cell, _INDEX).hash(seed ^ _ROW_SEED).rank("ordinal").over(cell)
     return (
-        frame.join(partial.select(*cell, _W), on=cell, how="inner")
-        .with_columns(pl.int_range(pl.len()).over(cell).alias(_INDEX))
+        frame.with_row_index(_INDEX)
+        .join(partial.select(*cell, _W), on=cell, how="inner")
         .filter(rank <= pl.col(_W))
     )
 

@@ -1,0 +1,788 @@
+"""Scripted reports: a TOML spec of queries, checked as a whole, then released to CSV and HTML.
+
+A report runs in two phases. :func:`prepare` reads the spec, opens the
+session on the data and its ledger, builds every query and explains it at
+its ρ: a spec that does not validate or a query that does not plan raises
+:class:`SpecError`, and a report whose total cost does not fit what the
+ledger has left raises :class:`~privframe.errors.BudgetExceededError`, both
+before anything is spent. :meth:`Report.run` then releases the queries in
+order, writing ``<out>/<name>.csv`` after each, and ``<out>/report.html`` at
+the end; if a release fails midway it raises :class:`ReportError`, which
+names exactly the queries charged to the ledger. ``docs/reports.md``
+describes the spec format; ``privframe report`` is the command line.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from privframe.report import load_spec
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "spec.toml").write_text('''
+    ... [report]
+    ... title = "Regions"
+    ... [data]
+    ... path = "data.parquet"
+    ... privacy_unit = "user_id"
+    ... [budget]
+    ... rho = 1.0
+    ... ledger = "ledger.sqlite"
+    ... [contributions]
+    ... max_groups = 2
+    ... max_rows_per_group = 5
+    ... [[queries]]
+    ... name = "by_region"
+    ... group_by = ["region"]
+    ... keys = ["north", "south"]
+    ... aggregates = [{kind = "count"}]
+    ... rho = 0.1
+    ... ''')
+    >>> spec = load_spec(folder / "spec.toml")
+    >>> spec.title, spec.queries[0].name, spec.queries[0].rho, spec.ledger.name
+    ('Regions', 'by_region', 0.1, 'ledger.sqlite')
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import pandas as pd
+import polars as pl
+
+from privframe import aggregates as agg
+from privframe.accounting import GDP, ApproxDP, Budget, zCDP
+from privframe.aggregates import Aggregate
+from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
+from privframe.html import ReportSection, report_html
+from privframe.keys import KeySet, product
+from privframe.noise import SeededRandomness
+from privframe.planner import Explanation
+from privframe.query import Bound, Query
+from privframe.session import Session
+from privframe.sql import Column, SQLQuery
+
+__all__ = [
+    "ExitCode",
+    "Planned",
+    "QuerySpec",
+    "Report",
+    "ReportError",
+    "ReportSpec",
+    "SpecError",
+    "describe_error",
+    "load_spec",
+    "prepare",
+]
+
+
+class ExitCode(enum.IntEnum):
+    """The exit status of ``privframe report``: what a scheduler can rely on.
+
+    Example:
+        >>> from privframe.report import ExitCode
+        >>> int(ExitCode.OVER_BUDGET), ExitCode.OVER_BUDGET.meaning.split(": ")[1]
+        (3, 'nothing was spent')
+    """
+
+    OK = 0
+    UNEXPECTED = 1
+    INVALID = 2
+    OVER_BUDGET = 3
+    FAILED_MIDWAY = 4
+
+    @property
+    def meaning(self) -> str:
+        """What this status tells, for ``--help`` and the docs."""
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    ExitCode.OK: "the report ran: every query was released and written, with report.html",
+    ExitCode.UNEXPECTED: "an unexpected error before any release: nothing was spent",
+    ExitCode.INVALID: ("the spec is invalid, or a query does not parse or plan: nothing was spent"),
+    ExitCode.OVER_BUDGET: (
+        "the report does not fit the budget left in the ledger: nothing was spent"
+    ),
+    ExitCode.FAILED_MIDWAY: (
+        "a query failed after the checks: the message lists exactly which queries were "
+        "charged (each ledger entry is labelled <title>/<query name>)"
+    ),
+}
+
+
+class SpecError(InvalidValueError):
+    """A report spec is invalid, or one of its queries does not plan; nothing was spent."""
+
+
+class ReportError(PrivframeError):
+    """A report failed while releasing: ``charged`` lists the ledger labels it did charge."""
+
+    def __init__(self, message: str, charged: Sequence[str]) -> None:
+        super().__init__(message)
+        self.charged = tuple(charged)
+
+
+def describe_error(err: BaseException) -> str:
+    """An error's type and message, unless the message might quote private data.
+
+    privframe's own errors never carry data values and OS errors name paths;
+    any other message (a polars parse error, say) may quote a value from the
+    data, so only its type is shown.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.report import describe_error
+        >>> describe_error(pf.InvalidValueError("bad bound"))
+        'InvalidValueError: bad bound'
+        >>> describe_error(KeyError("alice@example.com"))
+        'KeyError (message withheld: it may quote private values)'
+    """
+    if isinstance(err, PrivframeError | OSError):
+        return f"{type(err).__name__}: {err}"
+    return f"{type(err).__name__} (message withheld: it may quote private values)"
+
+
+# --------------------------------------------------------------------------- the spec
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_BOUNDED_KEYS = ("kind", "column", "bounds", "alias")
+# Per kind: the builder, and the keys its spec table may hold.
+_AGGREGATES: dict[str, tuple[Callable[..., Aggregate | tuple[Aggregate, ...]], tuple[str, ...]]] = {
+    "count": (agg.count, ("kind", "alias")),
+    "count_distinct": (agg.count_distinct, ("kind", "alias")),
+    "sum": (agg.sum, _BOUNDED_KEYS),
+    "mean": (agg.mean, _BOUNDED_KEYS),
+    "var": (agg.var, _BOUNDED_KEYS),
+    "std": (agg.std, _BOUNDED_KEYS),
+    "quantile": (agg.quantile, (*_BOUNDED_KEYS, "q", "candidates")),
+    "median": (agg.median, (*_BOUNDED_KEYS, "candidates")),
+}
+# Shares are written as decimals (0.1 + 0.2 + 0.7): allow their float sum to pass 1 by rounding.
+_SHARE_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """One query of a report, resolved from its spec: either SQL or a structured query.
+
+    Attributes:
+        name: the query's name (its CSV file is ``<name>.csv``).
+        rho: the ρ its release spends (a ``share`` is resolved against ``[report] rho``).
+        delta: the δ a private key selection spends, or None for the session's default.
+        sql: the SQL text, for a SQL query.
+        group_by: the grouping columns, for a structured query.
+        keys: the public keys (None: chosen privately, or no grouping).
+        aggregates: the aggregates, for a structured query.
+    """
+
+    name: str
+    rho: float
+    delta: float | None = None
+    sql: str | None = None
+    group_by: tuple[str, ...] = ()
+    keys: KeySet | None = None
+    aggregates: tuple[Aggregate, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """A validated report spec; paths are resolved against the spec's directory.
+
+    Attributes:
+        path: the spec file.
+        title: the report's title; ledger labels are ``<title>/<query name>``.
+        data: the data file (``.parquet`` or ``.csv``).
+        privacy_unit: the column identifying a person.
+        budget: the ledger's total budget.
+        ledger: the SQLite ledger file.
+        metadata: per column, its public ``bounds`` and ``keys``.
+        contributions: ``max_groups``, ``max_rows_per_group`` and ``max_rows``.
+        queries: the queries, in order.
+        seed: a seed for the noise: the results are then NOT private (tests only).
+    """
+
+    path: Path
+    title: str
+    data: Path
+    privacy_unit: str
+    budget: Budget
+    ledger: Path
+    metadata: Mapping[str, Mapping[str, Any]]
+    contributions: Mapping[str, int]
+    queries: tuple[QuerySpec, ...]
+    seed: int | None = None
+
+    def label(self, query: QuerySpec) -> str:
+        """The ledger label of a query's release."""
+        return f"{self.title}/{query.name}"
+
+
+def _table(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SpecError(f"{where} must be a table, got {_type(value)}")
+    return value
+
+
+def _type(value: object) -> str:
+    return {bool: "a boolean", str: "a string", list: "an array", dict: "a table"}.get(
+        type(value), f"a {type(value).__name__}"
+    )
+
+
+def _check_keys(
+    table: Mapping[str, Any], where: str, allowed: Sequence[str], required: Sequence[str] = ()
+) -> None:
+    for key in table:
+        if key not in allowed:
+            raise SpecError(
+                f"{where}: unknown key {key!r}; allowed keys: {', '.join(sorted(allowed))}"
+            )
+    for key in required:
+        if key not in table:
+            raise SpecError(f"{where}: missing the required key {key!r}")
+
+
+def _string(table: Mapping[str, Any], key: str, where: str) -> str:
+    value = table[key]
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(f"{where}.{key} must be a non-empty string, got {_type(value)}")
+    return value
+
+
+def _finite(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SpecError(f"{where} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _number(table: Mapping[str, Any], key: str, where: str) -> float:
+    return _finite(table[key], f"{where}.{key}")
+
+
+def _positive(table: Mapping[str, Any], key: str, where: str) -> float:
+    value = _number(table, key, where)
+    if value <= 0:
+        raise SpecError(f"{where}.{key} must be > 0, got {value!r}")
+    return value
+
+
+def _integer(table: Mapping[str, Any], key: str, where: str) -> int:
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"{where}.{key} must be a whole number, got {value!r}")
+    return value
+
+
+def _names(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = table[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise SpecError(f"{where}.{key} must be an array of column names, got {value!r}")
+    return tuple(value)
+
+
+def _values(value: object, where: str) -> list[Any]:
+    """A non-empty array of public key values (strings or numbers)."""
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value)
+    ):
+        raise SpecError(f"{where} must be a non-empty array of strings or numbers")
+    return value
+
+
+def _guard(where: str, build: Callable[[], Any]) -> Any:
+    """Run a privframe constructor, naming the spec key when it refuses the value."""
+    try:
+        return build()
+    except PrivframeError as err:
+        raise SpecError(f"{where}: {err}") from None
+
+
+def _budget(table: Mapping[str, Any]) -> Budget:
+    where = "budget"
+    _check_keys(
+        table, where, ("rho", "delta", "epsilon", "selection_delta", "mu", "ledger"), ("ledger",)
+    )
+    given = set(table) - {"ledger"}
+    if given in ({"rho"}, {"rho", "delta"}):
+        rho = _positive(table, "rho", where)
+        delta = _number(table, "delta", where) if "delta" in table else 0.0
+        return _guard(where, lambda: zCDP(rho, delta))
+    if given in ({"epsilon", "delta"}, {"epsilon", "delta", "selection_delta"}):
+        epsilon, delta = _positive(table, "epsilon", where), _number(table, "delta", where)
+        reserve = _number(table, "selection_delta", where) if "selection_delta" in table else 0.0
+        return _guard(where, lambda: ApproxDP(epsilon, delta).to_zcdp(selection_delta=reserve))
+    if given == {"mu"}:
+        return GDP(_positive(table, "mu", where))
+    raise SpecError(
+        "budget: give rho (and optionally delta), or epsilon and delta (and optionally "
+        f"selection_delta), or mu; got {', '.join(sorted(given)) or 'none of them'}"
+    )
+
+
+def _bounds(value: object, where: str) -> tuple[float, float]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise SpecError(f"{where} must be [lower, upper], got {value!r}")
+    return _finite(value[0], f"{where}[0]"), _finite(value[1], f"{where}[1]")
+
+
+def _metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    columns: dict[str, dict[str, Any]] = {}
+    for column, value in raw.items():
+        where = f"metadata.{column}"
+        table = _table(value, where)
+        _check_keys(table, where, ("bounds", "keys", "candidates"))
+        entry: dict[str, Any] = {}
+        if "bounds" in table:
+            entry["bounds"] = _bounds(table["bounds"], f"{where}.bounds")
+        if "keys" in table:
+            entry["keys"] = _values(table["keys"], f"{where}.keys")
+        if "candidates" in table:
+            entry["candidates"] = _integer(table, "candidates", where)
+        columns[column] = entry
+    return columns
+
+
+def _contributions(table: Mapping[str, Any]) -> dict[str, int]:
+    where = "contributions"
+    _check_keys(table, where, ("max_groups", "max_rows_per_group", "max_rows"))
+    limits = {key: _integer(table, key, where) for key in table}
+    if "max_rows_per_group" not in limits and "max_rows" not in limits:
+        raise SpecError(f"{where}: give max_rows_per_group or max_rows (a person's row limit)")
+    _guard(where, lambda: Bound(**limits))
+    return limits
+
+
+def _aggregate(
+    raw: object, where: str, metadata: Mapping[str, Mapping[str, Any]]
+) -> tuple[Aggregate, ...]:
+    table = _table(raw, where)
+    _check_keys(table, where, ("kind", "column", "bounds", "q", "candidates", "alias"), ("kind",))
+    kind = _string(table, "kind", where)
+    if kind not in _AGGREGATES:
+        raise SpecError(f"{where}.kind must be one of {', '.join(_AGGREGATES)}, got {kind!r}")
+    build, allowed = _AGGREGATES[kind]
+    where = f"{where} (kind = {kind!r})"
+    _check_keys(table, where, allowed, [k for k in ("column", "q") if k in allowed])
+    args: list[Any] = []
+    facts: Mapping[str, Any] = {}
+    if "column" in allowed:
+        column = _string(table, "column", where)
+        facts = metadata.get(column, {})
+        if "bounds" in table:
+            bounds = _bounds(table["bounds"], f"{where}.bounds")
+        elif "bounds" in facts:
+            bounds = facts["bounds"]
+        else:
+            raise SpecError(f"{where}: give bounds = [lower, upper], or metadata.{column}.bounds")
+        args = [column, table["q"], bounds] if "q" in allowed else [column, bounds]
+    options = {}
+    if "candidates" in table:
+        options["candidates"] = _integer(table, "candidates", where)
+    elif "candidates" in allowed and "candidates" in facts:
+        options["candidates"] = facts["candidates"]
+    built = _guard(where, lambda: build(*args, **options))
+    aggregates = built if isinstance(built, tuple) else (built,)
+    if "alias" in table:
+        if len(aggregates) != 1:
+            raise SpecError(f"{where}: alias needs a single output (q has several values)")
+        alias = _string(table, "alias", where)
+        aggregates = (_guard(where, lambda: aggregates[0].alias(alias)),)
+    return aggregates
+
+
+def _keys(
+    table: Mapping[str, Any],
+    group_by: tuple[str, ...],
+    where: str,
+    metadata: Mapping[str, Mapping[str, Any]],
+) -> KeySet | None:
+    """The public keys: per column from the query's ``keys`` or the metadata; None for neither."""
+    given = table.get("keys", {})
+    if isinstance(given, list):
+        if len(group_by) != 1:
+            raise SpecError(f"{where}.keys: with several group_by columns, give a table of arrays")
+        given = {group_by[0]: given}
+    given = _table(given, f"{where}.keys")
+    _check_keys(given, f"{where}.keys", group_by)
+    per_column = {
+        column: _values(given[column], f"{where}.keys.{column}")
+        if column in given
+        else metadata.get(column, {}).get("keys")
+        for column in group_by
+    }
+    missing = [c for c, values in per_column.items() if values is None]
+    if len(missing) == len(group_by):
+        return None  # chosen privately: the release spends δ
+    if missing:
+        raise SpecError(
+            f"{where}: no public keys for {missing} (give keys or metadata.<column>.keys); "
+            "either every group_by column has public keys or none has"
+        )
+    return _guard(f"{where}.keys", lambda: product(**per_column))
+
+
+def _query(
+    raw: object,
+    where: str,
+    total: float | None,
+    metadata: Mapping[str, Mapping[str, Any]],
+) -> tuple[QuerySpec, float | None]:
+    """One query, and its share of ``[report] rho`` if it gave one."""
+    table = _table(raw, where)
+    _check_keys(
+        table,
+        where,
+        ("name", "sql", "group_by", "keys", "aggregates", "rho", "share", "delta"),
+        ("name",),
+    )
+    name = _string(table, "name", where)
+    if not _NAME.fullmatch(name):
+        raise SpecError(
+            f"{where}.name {name!r} must be letters, digits, '_', '.' or '-' "
+            "(it names the query's CSV file)"
+        )
+    where = f"{where} ({name!r})"
+    if ("rho" in table) == ("share" in table):
+        raise SpecError(f"{where}: give exactly one of rho and share")
+    share = None
+    if "share" in table:
+        share = _positive(table, "share", where)
+        if total is None:
+            raise SpecError(f"{where}.share needs a total: [report] rho = ...")
+        rho = share * total
+    else:
+        rho = _positive(table, "rho", where)
+    delta = _positive(table, "delta", where) if "delta" in table else None
+    structured = [k for k in ("group_by", "keys", "aggregates") if k in table]
+    if "sql" in table:
+        if structured:
+            raise SpecError(
+                f"{where}: give sql or a structured query (group_by, keys, aggregates), "
+                f"not both; found sql and {structured[0]}"
+            )
+        return QuerySpec(name, rho, delta, sql=_string(table, "sql", where)), share
+    if "aggregates" not in table:
+        raise SpecError(f'{where}: give sql = "SELECT ..." or aggregates = [...]')
+    group_by = _names(table, "group_by", where) if "group_by" in table else ()
+    if "keys" in table and not group_by:
+        raise SpecError(f"{where}.keys needs group_by")
+    listed = table["aggregates"]
+    if not isinstance(listed, list) or not listed:
+        raise SpecError(f"{where}.aggregates must be a non-empty array of tables")
+    aggregates = tuple(
+        aggregate
+        for i, item in enumerate(listed)
+        for aggregate in _aggregate(item, f"{where}.aggregates[{i}]", metadata)
+    )
+    keys = _keys(table, group_by, where, metadata)
+    return QuerySpec(name, rho, delta, None, group_by, keys, aggregates), share
+
+
+def load_spec(path: str | Path) -> ReportSpec:
+    """Read and validate a report spec (TOML); every problem names its key.
+
+    Raises:
+        SpecError: the file is missing or not TOML, a key is unknown or
+            missing, or a value has the wrong type or range.
+    """
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise SpecError(f"cannot read the spec {str(path)!r}: {err.strerror}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SpecError(f"the spec {str(path)!r} is not valid TOML: {err}") from None
+    _check_keys(
+        raw,
+        "the spec",
+        ("report", "data", "budget", "metadata", "contributions", "queries"),
+        ("report", "data", "budget", "contributions", "queries"),
+    )
+    report = _table(raw["report"], "report")
+    _check_keys(report, "report", ("title", "rho", "seed"), ("title",))
+    title = _string(report, "title", "report")
+    total = _positive(report, "rho", "report") if "rho" in report else None
+    seed = _integer(report, "seed", "report") if "seed" in report else None
+    data = _table(raw["data"], "data")
+    _check_keys(data, "data", ("path", "privacy_unit"), ("path", "privacy_unit"))
+    budget = _table(raw["budget"], "budget")
+    allowance = _budget(budget)
+    contributions = _contributions(_table(raw["contributions"], "contributions"))
+    metadata = _metadata(_table(raw.get("metadata", {}), "metadata"))
+    queries = raw["queries"]
+    if not isinstance(queries, list) or not queries:
+        raise SpecError("queries must be a non-empty array of tables: [[queries]]")
+    parsed = [_query(q, f"queries[{i}]", total, metadata) for i, q in enumerate(queries)]
+    names = [q.name for q, _ in parsed]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SpecError(f"queries: the names {repeated} are used twice; names must be unique")
+    if total is not None:
+        shares = sum(share for _, share in parsed if share is not None)
+        if shares > 1 + _SHARE_SLACK:
+            raise SpecError(f"queries: the shares add up to {shares:g}, more than 1")
+        asked = sum(q.rho for q, _ in parsed)
+        if asked > total * (1 + _SHARE_SLACK):
+            raise SpecError(
+                f"queries ask for rho = {asked:.6g} in total, more than [report] rho = {total:g}"
+            )
+    folder = path.parent
+    return ReportSpec(
+        path=path,
+        title=title,
+        data=folder / _string(data, "path", "data"),
+        privacy_unit=_string(data, "privacy_unit", "data"),
+        budget=allowance,
+        ledger=folder / _string(budget, "ledger", "budget"),
+        metadata=metadata,
+        contributions=contributions,
+        queries=tuple(q for q, _ in parsed),
+        seed=seed,
+    )
+
+
+# --------------------------------------------------------------------------- running
+
+
+Releasable = Query | SQLQuery
+"""A report's query: built from the spec's structured form, or parsed from its SQL."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A query of a report, built and explained: what will be released and what it costs."""
+
+    spec: QuerySpec
+    query: Releasable
+    explanation: Explanation
+
+    @property
+    def cost(self) -> zCDP:
+        """What the release will charge."""
+        return self.explanation.plan.cost
+
+
+def _session(spec: ReportSpec, ledger: Path | None) -> Session:
+    """The session over the spec's data; SQL queries take their bounds, keys and limits from it."""
+    metadata = {column: Column(**facts) for column, facts in spec.metadata.items()}
+    rng = None if spec.seed is None else SeededRandomness(spec.seed)
+    return _guard(
+        "cannot open the data and its ledger",
+        lambda: Session(
+            spec.data,
+            spec.privacy_unit,
+            spec.budget,
+            ledger,
+            rng=rng,
+            metadata=metadata,
+            contributions=Bound(**spec.contributions),
+        ),
+    )
+
+
+def _build(sess: Session, spec: ReportSpec, query: QuerySpec) -> Releasable:
+    if query.sql is not None:
+        return sess.sql(query.sql)
+    built: Query = sess.query().bound(**spec.contributions)
+    if query.group_by:
+        built = built.group_by(list(query.group_by), keys=query.keys)
+    return built.agg(*query.aggregates)
+
+
+def prepare(spec: ReportSpec, *, dry_run: bool = False) -> Report:
+    """Open the session, build and explain every query, and check the whole report fits.
+
+    Nothing is spent. A ledger file that does not exist yet is created only
+    once every check has passed, and never by a dry run: a new file fixes the
+    budget of the data, so a spec that fails its checks must not create one.
+
+    Raises:
+        SpecError: the data or ledger cannot be opened, or a query does not
+            build or plan (all such queries are named).
+        BudgetExceededError: the report's total cost does not fit what the
+            ledger has left.
+    """
+    fresh = not spec.ledger.exists()
+    # With no ledger file nothing was spent yet: the budget in memory answers the checks.
+    report = _checked(spec, None if fresh else spec.ledger)
+    if fresh and not dry_run:
+        report = _checked(spec, spec.ledger)
+    return report
+
+
+def _checked(spec: ReportSpec, ledger: Path | None) -> Report:
+    """The report over a session with ``ledger``, once every query plans and the total fits."""
+    sess = _session(spec, ledger)
+    planned, problems = [], []
+    for query in spec.queries:
+        try:
+            built = _build(sess, spec, query)
+            planned.append(Planned(query, built, built.explain(query.rho, delta=query.delta)))
+        except PrivframeError as err:
+            problems.append(f"query {query.name!r}: {err}")
+    for p in planned:
+        if p.explanation.plan.selection is not None and p.spec.delta is None:
+            # By default a selection spends all the delta left: the next run would have none.
+            problems.append(
+                f"query {p.spec.name!r} chooses its groups privately, which spends delta: "
+                "give it delta = ... (a share of the budget's delta), or public keys"
+            )
+    if problems:
+        raise SpecError("\n".join(problems))
+    report = Report(spec, sess, tuple(planned))
+    try:
+        sess.accountant.check(report.cost)
+    except BudgetExceededError:
+        left = sess.remaining
+        raise BudgetExceededError(
+            f"report {spec.title!r} needs {_cost(report.cost)} but the ledger "
+            f"{str(spec.ledger)!r} has {_cost(left)} left; nothing was spent. "
+            "Per query: " + "; ".join(f"{p.spec.name} ({_cost(p.cost)})" for p in planned)
+        ) from None
+    return report
+
+
+def _cost(cost: zCDP) -> str:
+    return f"rho = {cost.rho:.6g}" + (f", delta = {cost.delta:.3g}" if cost.delta else "")
+
+
+@dataclass(frozen=True)
+class Report:
+    """A prepared report: its session and planned queries. Build it with :func:`prepare`."""
+
+    spec: ReportSpec
+    session: Session
+    planned: tuple[Planned, ...]
+    created: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def cost(self) -> zCDP:
+        """The report's total cost: every query's, composed."""
+        return sum((p.cost for p in self.planned), zCDP(0.0))
+
+    def plan_text(self) -> str:
+        """The plan a dry run prints: each query's explanation, the total and the budget left."""
+        blocks = [f"== {p.spec.name}: {_cost(p.cost)} ==\n{p.explanation}" for p in self.planned]
+        left = self.session.remaining
+        blocks.append(
+            f"== report {self.spec.title!r}: {len(self.planned)} queries, {_cost(self.cost)} "
+            f"in total; the ledger has {_cost(left)} left =="
+        )
+        return "\n\n".join(blocks)
+
+    def run(self, out: Path, progress: TextIO | None = None) -> Path:
+        """Release every query in order; write ``<name>.csv`` each and ``report.html``.
+
+        One line per query goes to ``progress`` (stderr by default): its
+        name, ρ, and done or failed. Returns the path of ``report.html``.
+
+        Raises:
+            SpecError: ``out`` cannot hold the outputs (checked before any release).
+            ReportError: a release or a write failed; the message and
+                ``charged`` name exactly the queries the ledger was charged for.
+        """
+        stream = sys.stderr if progress is None else progress
+        targets = [out / f"{p.spec.name}.csv" for p in self.planned]
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise SpecError(f"cannot create the output directory {str(out)!r}: {err}") from None
+        blocked = [str(t) for t in (*targets, out / "report.html") if t.is_dir()]
+        if blocked:
+            raise SpecError(f"outputs would overwrite directories: {blocked}")
+        start = len(self.session.ledger)
+        charged: list[str] = []
+        sections = []
+        for i, (p, target) in enumerate(zip(self.planned, targets, strict=True), 1):
+            label = self.spec.label(p.spec)
+            print(
+                f"[{i}/{len(self.planned)}] {p.spec.name}: {_cost(p.cost)} ... ",
+                end="",
+                file=stream,
+                flush=True,
+            )
+            before = len(self.session.ledger)
+            try:
+                result = p.query.release(
+                    p.spec.rho, with_error=True, label=label, delta=p.cost.delta or None
+                )
+                charged.append(label)
+                _write_csv(result, target)
+            # Whatever failed (even an interrupt), the caller must learn what was charged.
+            except BaseException as err:
+                print("failed", file=stream, flush=True)
+                raise self._failure(p, err, charged, before) from err
+            print("done", file=stream, flush=True)
+            sections.append(_section(p, label, result))
+        page = out / "report.html"
+        try:
+            entries = [e for e in self.session.ledger[start:] if e.label in charged]
+            page.write_text(
+                report_html(
+                    self.spec.title, self.created, sections, self.session.report(), entries
+                ),
+                encoding="utf-8",
+            )
+        except BaseException as err:
+            raise ReportError(
+                f"report {self.spec.title!r}: every query was released and charged "
+                f"({', '.join(charged)}), but writing {str(page)!r} failed: {describe_error(err)}",
+                charged,
+            ) from err
+        return page
+
+    def _failure(
+        self, planned: Planned, err: BaseException, charged: Sequence[str], before: int
+    ) -> ReportError:
+        """The error for a failed query, with whether it was charged read back from the ledger."""
+        label = self.spec.label(planned.spec)
+        failed_at = (
+            f"report {self.spec.title!r} failed at query {planned.spec.name!r}: "
+            f"{describe_error(err)}."
+        )
+        if label not in charged:
+            try:
+                if any(e.label == label for e in self.session.ledger[before:]):
+                    charged = [*charged, label]
+            except PrivframeError as ledger_err:
+                return ReportError(
+                    f"{failed_at} Charged before it: {', '.join(charged) or 'nothing'}; whether "
+                    f"{label!r} was charged is unknown: the ledger could not be read "
+                    f"({describe_error(ledger_err)})",
+                    charged,
+                )
+        rest = [self.spec.label(p.spec) for p in self.planned]
+        rest = [other for other in rest if other not in charged]
+        return ReportError(
+            f"{failed_at} Charged to the ledger: {', '.join(charged) or 'nothing'}. "
+            f"Not charged: {', '.join(rest) or 'nothing'}.",
+            charged,
+        )
+
+
+def _write_csv(result: pl.DataFrame | pd.DataFrame, target: Path) -> None:
+    if isinstance(result, pl.DataFrame):
+        result.write_csv(target)
+    else:
+        result.to_csv(target, index=False)
+
+
+def _section(planned: Planned, label: str, result: pl.DataFrame | pd.DataFrame) -> ReportSection:
+    query = planned.query
+    return ReportSection(
+        name=planned.spec.name,
+        label=label,
+        query=query.query if isinstance(query, SQLQuery) else query,
+        explanation=planned.explanation,
+        result=result,
+        sql=planned.spec.sql,
+    )

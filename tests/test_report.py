@@ -1,0 +1,521 @@
+"""``privframe report``: a spec checked as a whole, released to CSV and HTML, with exit codes."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import warnings
+import xml.etree.ElementTree as ET
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import privframe as pf
+from privframe.cli import main
+from privframe.report import ExitCode, load_spec
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "report_spec.toml"
+SVG = "{http://www.w3.org/2000/svg}"
+BUDGET = pf.zCDP(rho=1.0, delta=1e-6)
+REGIONS = ["north", "south", "east", "west"]
+
+SPEC = """
+[report]
+title = "Weekly"
+rho = 0.4
+
+[data]
+path = "data.parquet"
+privacy_unit = "user_id"
+
+[budget]
+rho = 1.0
+delta = 1e-6
+ledger = "ledger.sqlite"
+
+[metadata]
+amount = { bounds = [0, 1000] }
+region = { keys = ["north", "south", "east", "west"] }
+
+[contributions]
+max_groups = 3
+max_rows_per_group = 5
+
+[[queries]]
+name = "by_region"
+group_by = ["region"]
+aggregates = [{ kind = "count" }, { kind = "mean", column = "amount", alias = "avg_amount" }]
+share = 0.5
+
+[[queries]]
+name = "months"
+group_by = ["month"]
+aggregates = [{ kind = "count_distinct" }]
+rho = 0.1
+delta = 2e-7
+
+[[queries]]
+name = "spread"
+group_by = ["region"]
+keys = ["north", "south"]
+aggregates = [
+  { kind = "median", column = "amount", candidates = 101 },
+  { kind = "sum", column = "amount", bounds = [-10, 500] },
+]
+share = 0.25
+"""
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "data.parquet"
+    pf.datasets.synthetic_transactions(n_rows=20_000, seed=1).write_parquet(path)
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path: Path, data_file: Path) -> Path:
+    shutil.copy(data_file, tmp_path / "data.parquet")
+    return tmp_path
+
+
+def _spec(folder: Path, text: str = SPEC) -> Path:
+    path = folder / "spec.toml"
+    path.write_text(text)
+    return path
+
+
+def _labels(folder: Path) -> list[str]:
+    with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
+        return [e.label for e in acct.entries]
+
+
+def _run(folder: Path, *args: str, text: str = SPEC) -> int:
+    return main(["report", str(_spec(folder, text)), "--out", str(folder / "out"), *args])
+
+
+# --------------------------------------------------------------------------- success
+
+
+def test_report_releases_writes_and_charges(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(folder) == ExitCode.OK
+    captured = capsys.readouterr()
+    assert "[1/3] by_region: rho = 0.2 ... done" in captured.err
+    assert "[2/3] months: rho = 0.1, delta = 2e-07 ... done" in captured.err
+    assert "[3/3] spread: rho = 0.1 ... done" in captured.err
+    assert "3 queries released for rho = 0.4" in captured.out
+
+    out = folder / "out"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "by_region.csv",
+        "months.csv",
+        "report.html",
+        "spread.csv",
+    ]
+    by_region = pl.read_csv(out / "by_region.csv")
+    assert by_region["region"].to_list() == REGIONS
+    assert by_region.columns == [
+        "region",
+        "count",
+        "count_std",
+        "count_ci95",
+        "avg_amount",
+        "avg_amount_std",
+        "avg_amount_ci95",
+    ]
+    spread = pl.read_csv(out / "spread.csv")
+    assert spread.columns == [
+        "region",
+        "amount_median",
+        "amount_median_rank_ci95",
+        "amount_sum",
+        "amount_sum_std",
+        "amount_sum_ci95",
+    ]
+    assert spread["region"].to_list() == ["north", "south"]
+    assert set(pl.read_csv(out / "months.csv")["month"].to_list()) <= set(range(1, 13))
+
+    with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
+        entries = acct.entries
+        assert [e.label for e in entries] == ["Weekly/by_region", "Weekly/months", "Weekly/spread"]
+        assert [e.rho for e in entries] == pytest.approx([0.2, 0.1, 0.1])
+        assert all(e.rho <= asked for e, asked in zip(entries, [0.2, 0.1, 0.1], strict=True))
+        assert [e.delta for e in entries] == [0.0, 2e-7, 0.0]
+        assert not any(e.seeded for e in entries)
+        report = acct.report()
+    assert report.spent_rho == pytest.approx(0.4)
+    assert report.remaining_rho == pytest.approx(0.6)
+    assert report.remaining_delta == pytest.approx(8e-7)
+
+    page = (out / "report.html").read_text()
+    root = ET.fromstring(page.split("\n", 1)[1])
+    assert "<h1>Weekly</h1>" in page
+    assert "Weekly/months" in page
+    assert f"rho spent {report.spent_rho:.6g} of 1 ({report.remaining_rho:.6g} remaining)" in page
+    assert "chosen privately (spends δ)" in page
+    assert "<td>north</td><td>" in page
+    charts = root.iter(f"{SVG}svg")
+    bars = [len(svg.findall(f"{SVG}rect")) for svg in charts if svg.get("class") == "pf-chart"]
+    assert bars[0] == 4
+    assert bars[2] == 2
+
+
+def test_example_spec_runs_until_its_budget_is_spent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As docs/reports.md says: copy the spec, write the demo data beside it, run it.
+    spec = tmp_path / EXAMPLE.name
+    shutil.copy(EXAMPLE, spec)
+    assert main(["demo", "--write-data", str(tmp_path / "transactions.parquet")]) == 0
+    assert main(["report", str(spec), "--dry-run"]) == ExitCode.OK
+    assert not (tmp_path / "transactions.sqlite").exists()
+    # rho = 0.3 a run of a budget of 1: three runs fit, the fourth does not.
+    for _ in range(3):
+        assert main(["report", str(spec)]) == ExitCode.OK
+    capsys.readouterr()
+    assert main(["report", str(spec)]) == ExitCode.OVER_BUDGET
+    err = capsys.readouterr().err
+    assert "needs rho = 0.3, delta = 2e-07 but the ledger" in err
+    assert "nothing was spent" in err
+    default_out = tmp_path / "report_spec-report"
+    assert (default_out / "report.html").is_file()
+    assert len(list(default_out.glob("*.csv"))) == 4
+
+
+def test_dry_run_spends_nothing(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(folder, "--dry-run") == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "== by_region: rho = 0.2 ==" in out
+    assert "sensitivity" in out
+    assert "3 queries, rho = 0.4, delta = 2e-07 in total; the ledger has rho = 1" in out
+    assert "dry run: nothing was spent" in out
+    assert not (folder / "ledger.sqlite").exists()
+    assert not (folder / "out").exists()
+    # With a ledger that has entries: still nothing added.
+    assert _run(folder) == ExitCode.OK
+    assert _run(folder, "--dry-run") == ExitCode.OK
+    assert "the ledger has rho = 0.6" in capsys.readouterr().out
+    assert len(_labels(folder)) == 3
+
+
+def test_seeded_reports_warn_are_flagged_and_reproducible(
+    tmp_path: Path, data_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = SPEC.replace("rho = 0.4\n", "rho = 0.4\nseed = 7\n", 1)
+    tables = []
+    for run in ("a", "b"):
+        folder = tmp_path / run
+        folder.mkdir()
+        shutil.copy(data_file, folder / "data.parquet")
+        with pytest.warns(pf.SeededRandomnessWarning):
+            assert _run(folder, text=text) == ExitCode.OK
+        assert "NOT differentially private" in capsys.readouterr().err
+        tables.append((folder / "out" / "by_region.csv").read_text())
+        page = (folder / "out" / "report.html").read_text()
+        assert "Some releases in this report used seeded randomness" in page
+        with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
+            assert all(e.seeded for e in acct.entries)
+    assert tables[0] == tables[1]
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('title = "Weekly"', 'title = "Weekly"\ncolour = "red"', "report: unknown key 'colour'"),
+        ('title = "Weekly"\n', "", "report: missing the required key 'title'"),
+        ("[contributions]\n", "[contributions]\nmax_row = 2\n", "unknown key 'max_row'"),
+        ("max_groups = 3", "max_groups = 3.5", "contributions.max_groups must be a whole number"),
+        ("rho = 1.0\ndelta = 1e-6", "rho = 1.0\nmu = 1.0", "budget: give rho"),
+        ("rho = 1.0\ndelta = 1e-6", "epsilon = 1.0", "budget: give rho"),
+        ("rho = 1.0\ndelta = 1e-6", "rho = -1.0", "budget.rho must be > 0"),
+        ('ledger = "ledger.sqlite"\n', "", "budget: missing the required key 'ledger'"),
+        ("bounds = [0, 1000]", "bounds = [0]", "metadata.amount.bounds must be [lower, upper]"),
+        ("bounds = [0, 1000]", 'bounds = [0, "x"]', "metadata.amount.bounds[1] must be"),
+        ('name = "months"', 'name = "by_region"', "the names ['by_region'] are used twice"),
+        ('name = "months"', 'name = "../months"', "must be letters, digits"),
+        ("share = 0.5", "share = 0.5\nrho = 0.1", "give exactly one of rho and share"),
+        ("share = 0.5", "share = 0.9", "the shares add up to 1.15, more than 1"),
+        ("rho = 0.1\ndelta", "rho = 0.3\ndelta", "ask for rho = 0.6 in total"),
+        ('{ kind = "count_distinct" }', '{ kind = "mode" }', "kind must be one of count"),
+        ('{ kind = "count" }', '{ kind = "count", column = "amount" }', "unknown key 'column'"),
+        (
+            'kind = "median", column = "amount",',
+            'kind = "median", column = "age",',
+            "give bounds = [lower, upper], or metadata.age.bounds",
+        ),
+        (
+            'kind = "median", column = "amount",',
+            'kind = "quantile", column = "amount",',
+            "missing the required key 'q'",
+        ),
+        ("bounds = [-10, 500]", "bounds = [500, -10]", "lower < upper"),
+        ('keys = ["north", "south"]', 'keys = ["north", "north"]', "duplicate"),
+        ('keys = ["north", "south"]', "keys = { month = [1] }", "unknown key 'month'"),
+        ('group_by = ["month"]', 'group_by = ["month"]\nsql = "SELECT 1"', "not both"),
+        ("[[queries]]", "[[queries]]\n[[queries]]", "missing the required key 'name'"),
+        ("[report]", "[report", "is not valid TOML"),
+    ],
+)
+def test_invalid_specs_exit_2_and_spend_nothing(
+    folder: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, message: str
+) -> None:
+    assert old in SPEC
+    assert _run(folder, text=SPEC.replace(old, new, 1)) == ExitCode.INVALID
+    err = capsys.readouterr().err
+    assert err.startswith("privframe: error: ")
+    assert message in err
+    assert not (folder / "ledger.sqlite").exists()
+    assert not (folder / "out").exists()
+
+
+def test_missing_spec_and_data_exit_2(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(folder / "nope.toml")]) == ExitCode.INVALID
+    assert "cannot read the spec" in capsys.readouterr().err
+    (folder / "data.parquet").unlink()
+    assert _run(folder) == ExitCode.INVALID
+    assert "no data file at" in capsys.readouterr().err
+
+
+def test_queries_that_do_not_plan_exit_2_and_are_all_named(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = SPEC.replace('"sum", column = "amount"', '"sum", column = "amout"')
+    text = text.replace("delta = 2e-7\n", "")
+    assert _run(folder, text=text) == ExitCode.INVALID
+    err = capsys.readouterr().err
+    assert "query 'spread': sum column 'amout' is not in the data" in err
+    assert "query 'months' chooses its groups privately, which spends delta" in err
+    assert not (folder / "ledger.sqlite").exists()
+
+
+def test_over_budget_exits_3_and_spends_nothing(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as other:
+        other.spend(pf.zCDP(0.7), label="another job")
+    assert _run(folder) == ExitCode.OVER_BUDGET
+    err = capsys.readouterr().err
+    assert "report 'Weekly' needs rho = 0.4, delta = 2e-07 but the ledger" in err
+    assert "has rho = 0.3, delta = 1e-06 left; nothing was spent" in err
+    assert "by_region (rho = 0.2)" in err
+    assert _labels(folder) == ["another job"]
+    assert not (folder / "out").exists()
+    # delta alone can be what does not fit.
+    text = SPEC.replace("delta = 2e-7", "delta = 2e-6")
+    assert main(["report", str(_spec(folder, text)), "--dry-run"]) == ExitCode.OVER_BUDGET
+
+
+class _AnotherJob(io.StringIO):
+    """stderr, where another job spends the rest of the shared ledger once the first query is done.
+
+    That is the realistic race of two scheduled reports on one ledger: both
+    checks pass, then the other job's spend lands between two releases.
+    """
+
+    def __init__(self, ledger: Path) -> None:
+        super().__init__()
+        self.ledger = ledger
+        self.spent = False
+
+    def write(self, text: str) -> int:
+        if text == "done" and not self.spent:
+            self.spent = True
+            with pf.Accountant(BUDGET, ledger=self.ledger) as other:
+                other.spend(other.remaining, label="another job")
+        return super().write(text)
+
+
+def test_failure_midway_exits_4_and_names_what_was_charged(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stderr = _AnotherJob(folder / "ledger.sqlite")
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert _run(folder) == ExitCode.FAILED_MIDWAY
+    err = stderr.getvalue()
+    assert "[1/3] by_region: rho = 0.2 ... done" in err
+    assert "[2/3] months: rho = 0.1, delta = 2e-07 ... failed" in err
+    assert "[3/3]" not in err
+    assert "report 'Weekly' failed at query 'months': BudgetExceededError" in err
+    assert (
+        "Charged to the ledger: Weekly/by_region. Not charged: Weekly/months, Weekly/spread."
+        in (err)
+    )
+    assert _labels(folder) == ["Weekly/by_region", "another job"]
+    out = folder / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["by_region.csv"]
+
+
+def test_unreadable_data_is_unexpected_and_withheld(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "data.parquet").write_bytes(b"not parquet: alice@example.com")
+    assert _run(folder) == ExitCode.UNEXPECTED
+    err = capsys.readouterr().err
+    assert "unexpected" in err
+    assert "nothing was spent" in err
+    assert "alice" not in err
+
+
+def test_load_spec_resolves_paths_shares_and_keys(folder: Path) -> None:
+    spec = load_spec(_spec(folder))
+    assert spec.data == folder / "data.parquet"
+    assert spec.ledger == folder / "ledger.sqlite"
+    assert [q.rho for q in spec.queries] == [0.2, 0.1, 0.1]
+    by_region, months, spread = spec.queries
+    assert by_region.keys is not None
+    assert by_region.keys.to_polars()["region"].to_list() == REGIONS
+    assert months.keys is None
+    assert months.delta == 2e-7
+    assert spread.keys is not None
+    assert len(spread.keys) == 2
+    assert [a.output_name for a in spread.aggregates] == ["amount_median", "amount_sum"]
+    assert spec.label(months) == "Weekly/months"
+
+
+def test_budget_forms(folder: Path) -> None:
+    def budget(lines: str) -> pf.Budget:
+        text = SPEC.replace("rho = 1.0\ndelta = 1e-6", lines)
+        return load_spec(_spec(folder, text)).budget
+
+    assert budget("rho = 2") == pf.zCDP(2.0)
+    assert budget("mu = 1.5") == pf.GDP(1.5)
+    assert budget("epsilon = 1.0\ndelta = 1e-6") == pf.ApproxDP(1.0, 1e-6).to_zcdp()
+    reserved = budget("epsilon = 1.0\ndelta = 1e-6\nselection_delta = 1e-7")
+    assert reserved == pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=1e-7)
+    with pytest.raises(pf.InvalidValueError, match="budget: selection_delta must be below"):
+        budget("epsilon = 1.0\ndelta = 1e-6\nselection_delta = 1e-5")
+
+
+# --------------------------------------------------------------------------- SQL queries
+
+SQL_QUERY = """
+[[queries]]
+name = "adults"
+sql = "SELECT region, COUNT(*) AS n FROM data WHERE age >= 18 GROUP BY region ORDER BY n DESC"
+rho = 0.025
+"""
+# Shares of 0.5: 0.25 + 0.1 (months) + 0.125 + 0.025 (adults).
+WITH_SQL = SPEC.replace("rho = 0.4\n", "rho = 0.5\n", 1) + SQL_QUERY
+
+
+def test_sql_queries_run_and_show_their_text(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(folder, text=WITH_SQL) == ExitCode.OK
+    assert "[4/4] adults: rho = 0.025 ... done" in capsys.readouterr().err
+    adults = pl.read_csv(folder / "out" / "adults.csv")
+    assert {"region", "n", "n_ci95"} <= set(adults.columns)
+    page = (folder / "out" / "report.html").read_text()
+    assert "WHERE age &gt;= 18 GROUP BY region ORDER BY n DESC</pre>" in page
+    assert adults["n"].to_list() == sorted(adults["n"].to_list(), reverse=True)
+    assert "Weekly/adults" in _labels(folder)
+
+
+def test_sql_that_does_not_parse_exits_2(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = WITH_SQL.replace("SELECT region", "SELEKT region")
+    assert _run(folder, text=text) == ExitCode.INVALID
+    assert "query 'adults':" in capsys.readouterr().err
+    assert not (folder / "ledger.sqlite").exists()
+
+
+# --------------------------------------------------------------------------- in a browser
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(
+                "chromium is not installed: .ci/run installs it (apt-get install chromium); "
+                "the headless browser test must not be skipped in CI"
+            )
+        pytest.skip("chromium is not installed (apt-get install chromium); runs in CI")
+    return found
+
+
+def _browser(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [_chromium(), "--headless", "--disable-gpu", "--no-sandbox", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+
+
+def _distinct_rows(png: bytes) -> int:
+    """How many different pixel rows a PNG has: a blank page has one or two."""
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    position, height, data = 8, 0, []
+    while position < len(png):
+        (length,) = struct.unpack(">I", png[position : position + 4])
+        kind = png[position + 4 : position + 8]
+        chunk = png[position + 8 : position + 8 + length]
+        if kind == b"IHDR":
+            _, height = struct.unpack(">II", chunk[:8])
+        elif kind == b"IDAT":
+            data.append(chunk)
+        position += 12 + length
+    raw = zlib.decompress(b"".join(data))
+    stride = len(raw) // height
+    return len({raw[i * stride : (i + 1) * stride] for i in range(height)})
+
+
+class _Dom(HTMLParser):
+    """Tables, and per chart its bars and error bars, in a browser's serialised DOM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables = 0
+        self.charts: list[dict[str, int]] = []
+        self.in_chart = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        cls = dict(attrs).get("class")
+        if tag == "table":
+            self.tables += 1
+        elif tag == "svg" and cls == "pf-chart":
+            self.charts.append({"pf-bar": 0, "pf-err": 0})
+            self.in_chart = True
+        elif self.in_chart and cls in ("pf-bar", "pf-err"):
+            self.charts[-1][cls] += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg":
+            self.in_chart = False
+
+
+def test_report_renders_in_headless_chromium(folder: Path) -> None:
+    _chromium()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _run(folder) == ExitCode.OK
+    page = (folder / "out" / "report.html").resolve()
+    dom = _Dom()
+    dom.feed(_browser("--dump-dom", page.as_uri()).stdout)
+    assert dom.tables >= 3 * 3  # per query: its plan, the result, the measurements
+    months = pl.read_csv(folder / "out" / "months.csv").height
+    # The third chart is of the sum: the median's error is in ranks, drawn without bars.
+    assert dom.charts == [
+        {"pf-bar": 4, "pf-err": 4},
+        {"pf-bar": months, "pf-err": months},
+        {"pf-bar": 2, "pf-err": 2},
+    ]
+
+    shot = folder / "shot.png"
+    _browser(f"--screenshot={shot}", "--window-size=1000,1400", page.as_uri())
+    assert _distinct_rows(shot.read_bytes()) > 100
+
+
+def test_docs_show_the_example_spec() -> None:
+    page = (EXAMPLE.parent.parent / "docs" / "reports.md").read_text()
+    blocks = re.findall(r"^```toml\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
+    assert blocks == [EXAMPLE.read_text()]
