@@ -249,6 +249,13 @@ class Session:
         """Start a query: chain ``filter``, ``bound``, ``group_by``, ``agg``, then release."""
         return Query(self)
 
+    def __repr__(self) -> str:
+        # Public facts only: no row counts or column statistics.
+        return (
+            f"Session(privacy_unit={self._unit!r}, budget={self._accountant.budget!r}, "
+            f"remaining={self.remaining!r}, releases={len(self.ledger)})"
+        )
+
     def _repr_html_(self) -> str:
         """Notebook view: a budget gauge, the guarantee so far and the ledger (no data facts)."""
         from privframe.html import session_html

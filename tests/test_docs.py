@@ -1,4 +1,4 @@
-"""Every ``python`` code block in docs/*.md runs (the blocks of a page share one namespace)."""
+"""Every ``python`` block in README.md and docs/*.md runs (a page's blocks share a namespace)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-DOCS = sorted((Path(__file__).resolve().parent.parent / "docs").glob("*.md"))
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
