@@ -72,6 +72,26 @@ _PanicException: type[BaseException] = getattr(
 DataSource = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
 
 
+_ROWS_PER_PARTITION = 25_000_000  # a 100M-row file then peaks well under 4 GiB
+_CSV_BYTES_PER_PARTITION = 1 << 30
+
+
+def _partitions(data: object) -> int:
+    """How many unit partitions a file input is aggregated in (in-memory data: one).
+
+    Sized from the file (parquet metadata's row count, a CSV's bytes), so that
+    the per-(unit, key) table of one partition fits in memory comfortably.
+    The count only changes how the work is split, never the result.
+    """
+    if not isinstance(data, str | os.PathLike):
+        return 1
+    path = Path(data)
+    if path.suffix.lower() == ".parquet":
+        rows = pl.scan_parquet(path).select(pl.len()).collect().item()
+        return max(1, -(-rows // _ROWS_PER_PARTITION))
+    return max(1, -(-path.stat().st_size // _CSV_BYTES_PER_PARTITION))
+
+
 def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool]:
     """(frame, kind of DataFrame to return, whether to stream) for a supported input."""
     if isinstance(data, pd.DataFrame):
@@ -210,7 +230,7 @@ class Session:
         if privacy_unit is not None:
             _check_units(self._frame, privacy_unit, self._schema[privacy_unit])
         self._unit = privacy_unit
-        self._engine = PolarsEngine(self._frame, streaming=streaming)
+        self._engine = PolarsEngine(self._frame, streaming=streaming, partitions=_partitions(data))
         if rng is not None and not isinstance(rng, Randomness):
             raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
         self._rng = rng

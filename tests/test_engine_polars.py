@@ -356,3 +356,40 @@ def test_row_cap_never_exceeds_a_groups_weight():
         counts = out[COUNT].to_list()
         assert sum(counts) == 4
         assert all(0 <= c <= w for c, w in zip(counts, [3, 3, 1], strict=True))
+
+
+@pytest.mark.parametrize("parts", [2, 5])
+@pytest.mark.parametrize(("k", "m", "big_m"), [(None, 1_000_000, None), (2, 3, None), (3, 2, 4)])
+def test_unit_partitions_give_the_same_aggregates(parts: int, k, m, big_m) -> None:
+    # Each unit's rows all land in one partition, so bounding (seeded by the same
+    # spec) and the per-key totals are the same however the units are split.
+    df = pl.concat([small_data(seed=3), heavy_unit(n_rows=500, unit=-7)])
+    values = (vspec("s", "x", 0, 50), vspec("c", "x", 0, 50, centred=True))
+    s = spec(keys=KEYS, k=k, m=m, big_m=big_m, values=values)
+    whole = PolarsEngine(df.lazy()).aggregate(s)
+    split = PolarsEngine(df.lazy(), partitions=parts).aggregate(s)
+    assert split.equals(whole)
+
+
+def test_unit_partitions_with_observed_keys_and_no_unit() -> None:
+    df = small_data(seed=4)
+    for s in (spec(k=2, m=3), spec(unit=None, keys=KEYS)):
+        observed = AggregationSpec(s.steps, s.unit, ("g",), None, 2, 3, None, (), s.seed)
+        chosen = s if s.unit is None else observed
+        whole = PolarsEngine(df.lazy()).aggregate(chosen)
+        split = PolarsEngine(df.lazy(), partitions=3).aggregate(chosen)
+        assert split.equals(whole)
+
+
+def test_partitioned_sessions_over_a_parquet_file(tmp_path, monkeypatch) -> None:
+    import privframe.session as session_module
+
+    path = tmp_path / "data.parquet"
+    small_data(seed=5).write_parquet(path)
+    monkeypatch.setattr(session_module, "_ROWS_PER_PARTITION", 100)  # several partitions
+    assert session_module._partitions(path) > 1
+    split = pf.Session(path, "u", pf.zCDP(1.0))
+    q = split.query().bound(max_groups=2, max_rows_per_group=2).group_by("g", keys=KEYS)
+    got = q.agg(pf.count(), pf.sum("x", (0, 50))).release(rho=0.5)
+    assert got.height == len(KEYS)
+    assert split.remaining.rho == 0.5

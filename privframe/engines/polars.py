@@ -54,6 +54,8 @@ _N = "__rows"
 _W = "__weight"
 _GLOBAL = "__all"
 _INDEX = "__index"
+_KEY = "__key"
+_PART_SEED = 0x9E3779B97F4A7C15  # separates the partition hash from the other keyed hashes
 _ROW_SEED = 0x2545F4914F6CDD1D  # separates the row choice's hash from the group choice's
 
 
@@ -82,11 +84,19 @@ class PolarsEngine:
         frame: the private data.
         streaming: collect with polars' streaming engine (for files and
             larger-than-memory inputs).
+        partitions: split the privacy units into this many parts by a keyed
+            hash and aggregate one part at a time, adding the per-key results.
+            Each unit's rows all fall in one part, so bounding is unchanged;
+            the per-(unit, key) table, the largest thing held in memory, shrinks
+            by the factor, at the cost of one pass over the input per part.
     """
 
-    def __init__(self, frame: pl.LazyFrame, *, streaming: bool = False) -> None:
+    def __init__(
+        self, frame: pl.LazyFrame, *, streaming: bool = False, partitions: int = 1
+    ) -> None:
         self._frame = frame
         self._streaming = streaming
+        self._partitions = partitions
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
         """Exact bounded aggregates, one row per public key, in key order.
@@ -100,16 +110,17 @@ class PolarsEngine:
         frame = apply_steps(frame, spec.steps)
         observed = spec.keys is None and bool(spec.group_by)
         keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})
-        by = list(spec.group_by) if observed else list(keys.columns)
         if observed:
+            by = list(spec.group_by)
             frame = frame.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in by))
-        elif spec.keys is None:
-            frame = frame.with_columns(pl.lit(0).alias(_GLOBAL))
         else:
-            # Non-strict: a value the key type cannot hold matches no key (and a
-            # strict cast's error would quote the private value).
-            frame = frame.with_columns(pl.col(c).cast(keys.schema[c], strict=False) for c in by)
-            frame = frame.join(keys.lazy(), on=by, how="semi")
+            # Public keys: each row gets its key's index, an integer, which makes the
+            # per-(unit, key) grouping much cheaper than grouping by the key values.
+            by = [_KEY]
+            if spec.keys is None:
+                frame = frame.with_columns(pl.lit(0, pl.UInt32).alias(_KEY))
+            else:
+                frame = _key_index(frame, keys)
         # Keep only what the aggregation reads, so no other column can collide with the
         # engine's working columns.
         unit = [spec.unit] if spec.unit is not None else []
@@ -120,6 +131,40 @@ class PolarsEngine:
             *(_row_position(h).alias(h.name) for h in spec.histograms),
         )
         names = [v.name for v in spec.values]
+        if spec.unit is None or self._partitions == 1:
+            result, *histograms = self._collect(frame, spec, by, names)
+        else:
+            bucket = pl.col(spec.unit).hash(spec.seed ^ _PART_SEED) % self._partitions
+            parts = [
+                self._collect(frame.filter(bucket == b), spec, by, names)
+                for b in range(self._partitions)
+            ]
+            # Every unit is in exactly one part: the per-key totals are sums over parts.
+            result, *histograms = (
+                pl.concat(pieces).group_by(group).agg(pl.exclude(group).sum())
+                for pieces, group in zip(
+                    zip(*parts, strict=True),
+                    [by, *([*by, h.name] for h in spec.histograms)],
+                    strict=True,
+                )
+            )
+        if observed:
+            out = result.sort(by)
+        else:
+            out = (
+                keys.with_row_index(_KEY)
+                .join(result, on=_KEY, how="left")
+                .sort(_KEY)
+                .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
+            )
+        for h, found in zip(spec.histograms, histograms, strict=True):
+            out = _attach(out, by, h, found)
+        return out.drop(_KEY, _GLOBAL, strict=False)
+
+    def _collect(
+        self, frame: pl.LazyFrame, spec: AggregationSpec, by: list[str], names: list[str]
+    ) -> list[pl.DataFrame]:
+        """Per-key aggregates, then per-(key, position) counts per histogram, for these rows."""
         if spec.unit is None:
             per_key = frame.group_by(by).agg(
                 pl.len().cast(pl.Int64).alias(COUNT),
@@ -137,25 +182,12 @@ class PolarsEngine:
             )
             rows = _sampled_rows(frame, partial, spec.unit, by, spec.seed)
         counts = [
-            rows.filter(pl.col(h.name).is_not_null()).group_by(*by, h.name).agg(pl.len())
+            rows.filter(pl.col(h.name).is_not_null())
+            .group_by(*by, h.name)
+            .agg(pl.len().cast(pl.Int64))
             for h in spec.histograms
         ]
-        result, *histograms = pl.collect_all(
-            [per_key, *counts], engine="streaming" if self._streaming else "auto"
-        )
-        if observed:
-            out = result.sort(by)
-        else:
-            out = (
-                keys.with_row_index("__order")
-                .join(result, on=by, how="left")
-                .sort("__order")
-                .drop("__order")
-                .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
-            )
-        for h, found in zip(spec.histograms, histograms, strict=True):
-            out = _attach(out, by, h, found)
-        return out.drop(_GLOBAL) if spec.keys is None and not observed else out
+        return pl.collect_all([per_key, *counts], engine="streaming" if self._streaming else "auto")
 
     @staticmethod
     def _partials(
@@ -185,6 +217,32 @@ class PolarsEngine:
                 pl.when(w < n).then(shrunk).otherwise(s).clip(w * lo, w * hi).alias(v.name)
             )
         return partial.with_columns(scaled)
+
+
+def _key_index(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.LazyFrame:
+    """Rows whose key is public, with the key's position in ``keys`` as ``_KEY``.
+
+    Every cast is non-strict: a value the key type cannot hold matches no key
+    (and a strict cast's error would quote the private value). One string key
+    column goes through an enum of the keys, whose codes are the positions:
+    much cheaper than a join.
+    """
+    columns = list(keys.columns)
+    if (
+        len(columns) == 1
+        and keys.schema[columns[0]] == pl.String
+        and not keys[columns[0]].has_nulls()
+    ):
+        (column,) = columns
+        code = (
+            pl.col(column).cast(pl.String, strict=False).cast(pl.Enum(keys[column]), strict=False)
+        )
+        return frame.with_columns(code.to_physical().cast(pl.UInt32).alias(_KEY)).filter(
+            pl.col(_KEY).is_not_null()
+        )
+    return frame.with_columns(pl.col(c).cast(keys.schema[c], strict=False) for c in columns).join(
+        keys.with_row_index(_KEY).lazy(), on=columns, how="inner"
+    )
 
 
 def _known_units(frame: pl.LazyFrame, unit: str) -> pl.LazyFrame:
