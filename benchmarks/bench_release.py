@@ -123,21 +123,37 @@ def run_privframe(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return readme_query(sess, keys).release(rho=RHO)
 
 
-def run_bounded_polars(df: pl.DataFrame, keys: list[str], seed: int = 12345) -> pl.DataFrame:
-    """The same filter and bounding as privframe's engine, in plain polars, no noise."""
+def _filter_age(lf: pl.LazyFrame, min_age: int | None) -> pl.LazyFrame:
+    # None means no filter: compare.py's query has none.
+    return lf if min_age is None else lf.filter(pl.col("age") >= min_age)
+
+
+def run_bounded_polars(
+    df: pl.DataFrame,
+    keys: list[str],
+    seed: int = 12345,
+    *,
+    max_groups: int = MAX_GROUPS,
+    max_rows_per_group: int = MAX_ROWS_PER_GROUP,
+    min_age: int | None = 18,
+) -> pl.DataFrame:
+    """The same filter and bounding as privframe's engine, in plain polars, no noise.
+
+    The keyword arguments let ``compare.py`` run its own query shape (no
+    filter, other limits) through this one floor instead of a copy of it.
+    """
     key_frame = pl.DataFrame({"region": keys})
     clipped = pl.col("amount").clip(LOWER, UPPER)
     partial = (
-        df.lazy()
-        .filter(pl.col("age") >= 18)
+        _filter_age(df.lazy(), min_age)
         .join(key_frame.lazy(), on="region", how="semi")
         .group_by("user_id", "region")
         .agg(pl.len().alias("n"), clipped.sum().alias("s"))
     )
     rank = pl.struct("user_id", "region").hash(seed).rank("ordinal").over("user_id")
-    w = pl.min_horizontal(pl.col("n"), pl.lit(MAX_ROWS_PER_GROUP, pl.UInt32))
+    w = pl.min_horizontal(pl.col("n"), pl.lit(max_rows_per_group, pl.UInt32))
     per_region = (
-        partial.filter(rank <= MAX_GROUPS)
+        partial.filter(rank <= max_groups)
         .with_columns(w.alias("w"))
         .with_columns((pl.col("s") * pl.col("w") / pl.col("n")).alias("s"))
         .group_by("region")
@@ -149,11 +165,12 @@ def run_bounded_polars(df: pl.DataFrame, keys: list[str], seed: int = 12345) -> 
     )
 
 
-def run_plain_polars(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+def run_plain_polars(
+    df: pl.DataFrame, keys: list[str], *, min_age: int | None = 18
+) -> pl.DataFrame:
     clipped = pl.col("amount").clip(LOWER, UPPER)
     return (
-        df.lazy()
-        .filter(pl.col("age") >= 18)
+        _filter_age(df.lazy(), min_age)
         .group_by("region")
         .agg(pl.len().alias("count"), clipped.sum().alias("amount_sum"), clipped.mean())
         .collect()

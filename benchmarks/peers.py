@@ -1,9 +1,14 @@
 """Peer libraries for benchmarks, each in its own virtualenv.
 
 Peers pin old stacks (OpenDP pins one polars release; Tumult pins pandas 1.5
-and numpy 1.26), so they never share privframe's environment: each gets a
-virtualenv under ``benchmarks/.venvs/<name>`` created on first use, and is
-timed by running a snippet in that interpreter.
+and numpy 1.26 and needs pyspark), so they never share privframe's
+environment: each gets a virtualenv under ``benchmarks/.venvs/<name>`` created
+on first use, and is timed by running a snippet in that interpreter.
+
+Requirements are version ranges, not pins, so that a fresh machine installs
+the newest compatible patch release. The installed requirement list is kept
+in ``.installed`` inside the virtualenv; when ``PEERS`` changes, the next use
+rebuilds that virtualenv.
 """
 
 from __future__ import annotations
@@ -11,43 +16,105 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
 VENVS = Path(__file__).resolve().parent / ".venvs"
 
-PEERS = {
-    "opendp": ["opendp==0.16.0"],
+PEERS: dict[str, list[str]] = {
+    # The polars extra brings the polars release OpenDP's plugin was built against.
+    "opendp": ["opendp[polars]>=0.16,<0.17", "pyarrow"],
+    # PipelineDP's local backend is pure Python over python-dp; pandas/pyarrow read the data.
+    "pipelinedp": ["pipeline-dp>=0.3,<0.4", "pandas", "pyarrow"],
+    # Tumult Analytics runs on Spark local (pyspark comes with it; Java 17 is needed).
+    "tumult": ["tmlt.analytics>=0.21,<0.22", "pyarrow"],
 }
+
+# Seconds each peer's first-use install took in this process (compare.py reports them).
+INSTALL_SECONDS: dict[str, float] = {}
+
+
+class PeerError(RuntimeError):
+    """A peer could not be installed or its snippet failed; the message says why."""
+
+
+def is_installed(name: str) -> bool:
+    """Whether the peer's virtualenv holds the current ``PEERS`` requirements."""
+    marker = VENVS / name / ".installed"
+    return name in PEERS and marker.exists() and marker.read_text() == " ".join(PEERS[name])
 
 
 def peer_python(name: str) -> Path:
     """The interpreter of the peer's virtualenv, creating and filling it if needed."""
+    if name not in PEERS:
+        raise PeerError(f"unknown peer {name!r}; known: {', '.join(PEERS)}")
     root = VENVS / name
     python = root / "bin" / "python"
     marker = root / ".installed"
-    if not marker.exists():
+    wanted = " ".join(PEERS[name])
+    if not marker.exists() or marker.read_text() != wanted:
+        t0 = time.perf_counter()
         venv.EnvBuilder(with_pip=True, clear=True).create(root)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", *PEERS[name]],
-            check=True,
+        out = subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                *PEERS[name],
+            ],
+            capture_output=True,
+            text=True,
         )
-        marker.write_text(" ".join(PEERS[name]))
+        if out.returncode != 0:
+            raise PeerError(f"pip install failed: {_last_line(out.stderr)}")
+        # Written last, so an interrupted install is retried on the next use.
+        marker.write_text(wanted)
+        INSTALL_SECONDS[name] = time.perf_counter() - t0
     return python
 
 
-def run_snippet(name: str, code: str, timeout: float = 1800) -> dict:
-    """Run ``code`` in the peer's interpreter; it must print one JSON object last."""
-    out = subprocess.run(
-        [str(peer_python(name)), "-c", code],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def run_snippet(name: str, code: str, args: list[str] | None = None, timeout: float = 1800) -> dict:
+    """Run ``code`` in the peer's interpreter; it must print one JSON object last.
+
+    ``args`` become the snippet's ``sys.argv[1:]``. Raises ``PeerError`` with
+    the snippet's last stderr line when it fails or times out, so that callers
+    can print the reason instead of a traceback.
+    """
+    return run_python(peer_python(name), code, args, timeout)
+
+
+def run_python(
+    python: Path | str, code: str, args: list[str] | None = None, timeout: float = 1800
+) -> dict:
+    """Run ``code`` in the interpreter ``python`` (see ``run_snippet``).
+
+    Separate from ``run_snippet`` so that privframe's own variants run in the
+    current interpreter through the same error handling.
+    """
+    cmd = [str(python), "-c", code, *(args or [])]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise PeerError(f"timed out after {timeout:.0f} s") from exc
+    if out.returncode != 0:
+        raise PeerError(f"exit {out.returncode}: {_last_line(out.stderr)}")
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError) as exc:
+        raise PeerError(f"no JSON result: {_last_line(out.stdout + out.stderr)}") from exc
 
 
 if __name__ == "__main__":
     for peer in sys.argv[1:] or PEERS:
-        print(peer, peer_python(peer))
+        python = peer_python(peer)
+        took = INSTALL_SECONDS.get(peer)
+        print(peer, python, f"(installed in {took:.0f} s)" if took is not None else "")

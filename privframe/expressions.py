@@ -164,12 +164,17 @@ def _plain_number(dtype: pl.DataType) -> bool:
 
 
 def _compatible(dtypes: list[pl.DataType]) -> bool:
-    """Operands polars can bring to one type without a cast that could fail.
+    """Operands polars can bring to one type without a cast that could fail."""
+    return all(_plain_number(d) for d in dtypes) or all(d == dtypes[0] for d in dtypes)
 
-    A null literal fits any type (SQL's CASE without ELSE), so it is left out.
-    """
-    typed = [d for d in dtypes if d != pl.Null]
-    return all(_plain_number(d) for d in typed) or all(d == typed[0] for d in typed)
+
+def _bare_null(node: Any) -> bool:
+    """A null literal by itself (e.g. a CASE without ELSE), as opposed to an operand."""
+    return bool(node == _NULL_LITERAL)
+
+
+# How this polars serializes ``pl.lit(None)``, read from polars itself.
+_NULL_LITERAL = json.loads(pl.lit(None).meta.serialize(format="json"))
 
 
 def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
@@ -193,8 +198,7 @@ def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
     ((kind, body),) = node.items()
     if kind in ("Column", "Literal", "Cast", "Ternary"):
         dtype = _dtype(node, schema)
-        # A bare null literal cannot fail; Null-typed columns and results stay banned.
-        if _banned(dtype) and not (kind == "Literal" and dtype == pl.Null):
+        if _banned(dtype):
             return f"values of type {dtype} are not supported in filters or derived columns"
     if kind == "Cast":
         source = _dtype(body["expr"], schema)
@@ -216,12 +220,17 @@ def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
         if op in _COMPARISONS and not _compatible([left, right]):
             return f"comparing {left} with {right} is not supported: cast one side first"
     if kind == "Ternary":
-        branches = [_dtype(body["truthy"], schema), _dtype(body["falsy"], schema)]
+        # A branch may be a bare null (SQL's CASE without ELSE): it cannot fail, and
+        # it is the only place a null literal is allowed (ABS(NULL) fails on any row).
+        typed = [b for b in (body["truthy"], body["falsy"]) if not _bare_null(b)]
+        branches = [_dtype(b, schema) for b in typed]
         if not _compatible(branches):
             return (
                 f"when/then branches of types {branches[0]} and {branches[1]} are not "
                 "supported: make them the same type"
             )
+        others = {k: v for k, v in body.items() if k not in ("truthy", "falsy")}
+        return _typed_problem([*typed, *others.values()], schema)
     if kind == "Function" and isinstance(body.get("function"), dict):
         names = body["function"].get("Boolean")
         if isinstance(names, dict) and "IsIn" in names:
@@ -235,11 +244,12 @@ def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
 
 
 def plain_types(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Decimal columns as floats and categorical/enum columns as strings (lazily).
+    """Decimals as floats, categoricals/enums as strings, small integers as Int64 (lazily).
 
     Those types can make an operation fail on some values (decimal overflow,
-    unknown categories); their plain twins cannot, and mean the same to a
-    query. Applied to the private data and to public join tables.
+    unknown categories) or silently wrap around (``c + c`` in Int8, ``0 − 5``
+    in UInt8); their plain twins cannot, and mean the same to a query.
+    Applied to the private data and to public join tables.
 
     Example:
         >>> import polars as pl
@@ -251,12 +261,17 @@ def plain_types(frame: pl.LazyFrame) -> pl.LazyFrame:
     schema = frame.collect_schema()
     decimals = [c for c, t in schema.items() if isinstance(t, pl.Decimal)]
     labels = [c for c, t in schema.items() if isinstance(t, pl.Categorical | pl.Enum)]
-    if decimals or labels:
+    small = [c for c, t in schema.items() if t in _SMALL_INTEGERS]
+    if decimals or labels or small:
         frame = frame.with_columns(
             *(pl.col(c).cast(pl.Float64) for c in decimals),
             *(pl.col(c).cast(pl.String) for c in labels),
+            *(pl.col(c).cast(pl.Int64) for c in small),
         )
     return frame
+
+
+_SMALL_INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)
 
 
 def check_types(expr: pl.Expr, schema: pl.Schema) -> None:

@@ -314,6 +314,22 @@ class Query:
             )
         return self._with(aggregates=combined)
 
+    def check(self, with_error: bool = False) -> None:
+        """Everything a release checks against the data's schema, without planning a budget.
+
+        Reads no data and spends nothing: the steps fit the columns and types,
+        the aggregates' columns exist, and (with ``with_error``) the error
+        columns would not collide with outputs. A scheduled run can call it
+        for every query before releasing any.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+            >>> sess.query().agg(pf.sum("x", (0, 5))).check(with_error=True)
+        """
+        self.session._check(self.plan, with_error)
+
     def _repr_html_(self) -> str:
         """Notebook view: the plan (steps, bound, groups, aggregates); spends nothing."""
         from privframe.html import query_html

@@ -626,6 +626,7 @@ def _checked(spec: ReportSpec, ledger: Path | None) -> Report:
     for query in spec.queries:
         try:
             built = _build(sess, spec, query)
+            built.check(with_error=True)  # what a release checks, as it runs with_error
             planned.append(Planned(query, built, built.explain(query.rho, delta=query.delta)))
         except PrivframeError as err:
             problems.append(f"query {query.name!r}: {err}")
@@ -747,7 +748,7 @@ class Report:
         label = self.spec.label(planned.spec)
         failed_at = (
             f"report {self.spec.title!r} failed at query {planned.spec.name!r}: "
-            f"{describe_error(err)}."
+            f"{describe_error(err).rstrip('.')}."
         )
         if label not in charged:
             try:

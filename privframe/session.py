@@ -33,7 +33,7 @@ from pyarrow import ArrowException
 from privframe import quantiles
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
-from privframe.aggregates import Mean, Quantile, Std, Var, _Bounded
+from privframe.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import (
     COUNT,
@@ -116,7 +116,9 @@ def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool
         if suffix == ".parquet":
             return pl.scan_parquet(path), "polars", True
         if suffix == ".csv":
-            return pl.scan_csv(path), "polars", True
+            # Types from the whole file: a type guessed from the first rows could fail
+            # on a later value, a data-dependent failure that no noise covers.
+            return pl.scan_csv(path, infer_schema_length=None), "polars", True
         raise InvalidValueError(f"data files must be .parquet or .csv, got {path.name!r}")
     raise InvalidArgumentError(
         "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
@@ -165,7 +167,15 @@ def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
     """
     column = pl.col(unit)
     missing = column.is_null() | column.is_nan() if dtype.is_float() else column.is_null()
-    if frame.select(missing.any()).collect().item():
+    try:
+        found = frame.select(missing.any()).collect().item()
+    except (pl.exceptions.PolarsError, _PanicException) as err:
+        # The reader's message can quote a value from the file: withhold it.
+        raise InvalidValueError(
+            f"the data could not be read ({type(err).__name__}; the message is withheld as "
+            "it may quote private values): check the file's format and column types"
+        ) from None
+    if found:
         raise InvalidValueError(
             f"the privacy unit column {unit!r} contains nulls or NaN: rows without a unit "
             "cannot be bounded. Drop them or give each its own unit before the session."
@@ -220,8 +230,14 @@ class Session:
         self._contributions = _check_contributions(contributions)
         self._tables = _check_tables(tables)
         self._frame, self._kind, streaming = _load(data)
-        self._frame = plain_types(self._frame)
-        self._schema = self._frame.collect_schema()
+        try:
+            self._frame = plain_types(self._frame)
+            self._schema = self._frame.collect_schema()
+        except (pl.exceptions.PolarsError, _PanicException) as err:
+            raise InvalidValueError(
+                f"the data's columns could not be read ({type(err).__name__}; the message is "
+                "withheld as it may quote private values): check the file's format"
+            ) from None
         if privacy_unit is not None and privacy_unit not in self._schema:
             raise InvalidValueError(
                 f"privacy unit column {privacy_unit!r} is not in the data; "
@@ -235,6 +251,11 @@ class Session:
             raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
         self._rng = rng
         self._accountant = Accountant(budget, ledger)
+
+    @property
+    def columns(self) -> list[str]:
+        """The data's column names (the schema is public; the values are not)."""
+        return list(self._schema)
 
     @property
     def privacy_unit(self) -> str | None:
@@ -384,11 +405,16 @@ class Session:
             for i, step in enumerate(plan.steps):
                 for expr in step.exprs:
                     check_types(expr, schema)
+                    if step.kind == "filter":
+                        _check_boolean(expr, schema)
                 schema = apply_steps(pl.LazyFrame(schema=schema), plan.steps[i : i + 1])
                 schema = schema.collect_schema()
-            # Run the steps on no rows: whatever fails for every input fails here, before
-            # any data is read (what could fail for some values only is refused above).
+            # Run the steps on no rows and on one row of nulls (public inputs, built from
+            # the schema alone): whatever fails there fails for every input, before any
+            # data is read (what could fail for some values only is refused above).
             apply_steps(pl.LazyFrame(schema=self._schema), plan.steps).collect()
+            nulls = pl.LazyFrame([dict.fromkeys(self._schema)], schema=self._schema)
+            apply_steps(nulls, plan.steps).collect()
         except pl.exceptions.PolarsError as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else ""
             raise InvalidValueError(
@@ -453,6 +479,20 @@ class Session:
                         f"group_by column {column!r}: a public key does not fit the type "
                         f"{schema[column]} of the column"
                     ) from None
+        return schema
+
+    def _check(self, plan: Plan, with_error: bool) -> pl.Schema:
+        """Everything a release checks before planning its budget; returns the schema."""
+        schema = self._validate(plan)
+        if with_error:
+            names = [agg.output_name for agg in plan.aggregates]
+            extra = {name for agg in plan.aggregates for name in _error_columns(agg)}
+            clash = sorted(extra & {*names, *plan.group_by})
+            if clash:
+                raise InvalidValueError(
+                    f"with_error=True would add columns {clash} that already name an output "
+                    "or a group_by column; rename the aggregate with .alias(...)"
+                )
         return schema
 
     def _selection_delta(self, plan: Plan, delta: float | None) -> float | None:
@@ -564,18 +604,9 @@ class Session:
         delta: float | None = None,
     ) -> pl.DataFrame | pd.DataFrame:
         plan = query.plan
-        schema = self._validate(plan)
+        schema = self._check(plan, with_error)
         delta = self._selection_delta(plan, delta)
         release = plan_release(plan, self._unit is not None, rho, weights, delta)
-        if with_error:
-            names = [out.name for out in release.outputs]
-            extra = {name for out in release.outputs for name in _error_columns(out)}
-            clash = sorted(extra & {*names, *plan.group_by})
-            if clash:
-                raise InvalidValueError(
-                    f"with_error=True would add columns {clash} that already name an output "
-                    "or a group_by column; rename the aggregate with .alias(...)"
-                )
         # Budget before bytes: refuse early, compute exactly, then charge atomically,
         # and only then draw noise.
         self._accountant.check(release.cost)
@@ -626,6 +657,13 @@ class Session:
         sigma = selection.measurement.sigma_units
         noisy = distinct + discrete_gaussian(sigma, distinct.size, rng=self._rng)
         return noisy >= selection.threshold
+
+
+def _check_boolean(predicate: pl.Expr, schema: pl.Schema) -> None:
+    """A filter must be a boolean expression: polars may skip a non-boolean one on no rows."""
+    dtype = pl.LazyFrame(schema=schema).select(predicate.alias("__p")).collect_schema()["__p"]
+    if dtype != pl.Boolean:
+        raise InvalidValueError(f"a filter must be a Boolean expression; this one is {dtype}")
 
 
 def _check_metadata(metadata: object) -> dict[str, Column]:
@@ -750,11 +788,12 @@ def _variance(
     return var, std
 
 
-def _error_columns(out: Output) -> tuple[str, ...]:
-    """The columns ``with_error=True`` adds for an output."""
-    if isinstance(out.aggregate, Quantile):
-        return (f"{out.name}_rank_ci95",)
-    return (f"{out.name}_std", f"{out.name}_ci95")
+def _error_columns(agg: Aggregate) -> tuple[str, ...]:
+    """The columns ``with_error=True`` adds for an aggregate."""
+    name = agg.output_name
+    if isinstance(agg, Quantile):
+        return (f"{name}_rank_ci95",)
+    return (f"{name}_std", f"{name}_ci95")
 
 
 def _output_columns(

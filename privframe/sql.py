@@ -207,7 +207,10 @@ _TYPES: dict[str, pl.DataType] = {
 def _literal_value(node: exp.Expression) -> Any:
     """The Python value of a literal (number, string, boolean, NULL), or an SQLError."""
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
-        return -_literal_value(node.this)
+        value = _literal_value(node.this)
+        if isinstance(value, str):
+            raise _error(node, f"the negative string {node.sql()}")
+        return -value
     if isinstance(node, exp.Literal):
         if node.is_string:
             return node.this
@@ -279,13 +282,16 @@ class _Rows:
         if node.args.get("query") is not None:
             raise _error(node, "IN with a subquery", "list literal values instead")
         values = [_literal_value(v) for v in node.expressions]
-        kinds = {type(v) for v in values if v is not None}
+        if None in values:
+            # SQL's x NOT IN (..., NULL) is never true; polars would keep rows. Refuse both.
+            raise _refuse(node, "IN", "NULL in an IN list is not supported: test IS NULL instead")
+        kinds = {type(v) for v in values}
         tested = self(node.this)
         if float in kinds and kinds <= {int, float}:
             # Compare as floats: polars will not test integers against a float list.
             values = [None if v is None else float(v) for v in values]
             tested = tested.cast(pl.Float64, strict=False)
-        elif len(kinds) > 1:
+        elif len(kinds) > 1:  # mixed types
             raise _refuse(
                 node, "IN", f"IN lists values of different types ({node.sql()}); use one type"
             )
@@ -388,6 +394,8 @@ class _Translator:
         self.aliases: dict[str, str] = {}  # table aliases -> table names
         self.derived: dict[str, pl.Expr] = {}
         self.rows = _Rows(self._column)
+        # Names a derived column must not take: it would replace the data's column.
+        self.existing = set(query.session.columns).union(*(t.columns for t in tables.values()))
 
     # -- names
 
@@ -398,8 +406,13 @@ class _Translator:
         return node.name
 
     def _derive(self, expr: pl.Expr, name: str) -> str:
-        self.derived[name] = expr
-        return name
+        """Add a derived column under ``name``, or ``name_2``, ... if that is taken."""
+        chosen, n = name, 1
+        while chosen in self.existing or chosen in self.derived:
+            n += 1
+            chosen = f"{name}_{n}"
+        self.derived[chosen] = expr
+        return chosen
 
     # -- clauses
 
@@ -521,12 +534,14 @@ class _Translator:
         aliased = {
             i.alias: i.this
             for i in items
-            if isinstance(i, exp.Alias) and i.this.find(exp.AggFunc) is None
+            if isinstance(i, exp.Alias)
+            and i.this.find(exp.AggFunc) is None
+            and i.alias not in self.existing
         }
         groups: dict[str, exp.Expression] = {}
         for node in group.expressions:
             if isinstance(node, exp.Literal) and not node.is_string:
-                index = int(node.this)
+                index = _position_number(node, "GROUP BY")
                 if not 1 <= index <= len(items):
                     raise _error(node, f"GROUP BY {index}", "no such select-list position")
                 node = items[index - 1]
@@ -705,8 +720,8 @@ class _Translator:
         return product(**{n: list(given[n].keys) for n in with_keys})  # type: ignore[union-attr]
 
     def _post(self, items: list[_Item], groups: Mapping[str, exp.Expression]) -> dict[str, Any]:
-        renames = {i.group: i.name for i in items if i.group is not None and i.group != i.name}
-        outputs = _Outputs(items, [g for g in groups if g not in renames])
+        copies = [(i.group, i.name) for i in items if i.group is not None and i.group != i.name]
+        outputs = _Outputs(items, list(groups))
         having = self.select.args.get("having")
         order = self.select.args.get("order")
         if order is not None:
@@ -719,7 +734,7 @@ class _Translator:
             if clause is not None:
                 _only(clause, {"expression"}, clause.key.upper())
         return {
-            "renames": renames,
+            "copies": copies,
             "columns": [item.name for item in items],
             "having": None if having is None else outputs(having.this),
             "order": [] if order is None else [outputs.ordering(o) for o in order.expressions],
@@ -731,6 +746,14 @@ class _Translator:
                 if node is not None
             ),
         }
+
+
+def _position_number(node: exp.Literal, clause: str) -> int:
+    """A select-list position (GROUP BY 2, ORDER BY 1): a positive integer literal."""
+    value = _literal_value(node)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _error(node, f"{clause} {node.sql()}", "positions are whole numbers, from 1")
+    return value
 
 
 def _count_of(node: exp.Expression, clause: str) -> int:
@@ -773,7 +796,7 @@ class _Outputs(_Rows):
         target = node.this
         desc, nulls_last = bool(node.args.get("desc")), not node.args.get("nulls_first")
         if isinstance(target, exp.Literal) and not target.is_string:
-            index = int(target.this)
+            index = _position_number(target, "ORDER BY")
             if not 1 <= index <= len(self._items):
                 raise _error(target, f"ORDER BY {index}", "no such select-list position")
             return pl.col(self._items[index - 1].name), desc, nulls_last
@@ -812,6 +835,7 @@ class SQLQuery:
         delta: float | None = None,
     ) -> Explanation:
         """What the release would do, from public parameters only; spends nothing."""
+        self.check(with_error=True)
         explanation = self._query.explain(rho, weights=weights, delta=delta)
         return dataclasses.replace(explanation, notes=(*explanation.notes, *self._post["notes"]))
 
@@ -829,7 +853,7 @@ class SQLQuery:
         types, so a HAVING or ORDER BY that cannot run fails before anything
         is charged.
         """
-        self._check_post(with_error)
+        self.check(with_error)
         result = self._query.release(
             rho, with_error=with_error, weights=weights, label=label or self._text, delta=delta
         )
@@ -838,7 +862,17 @@ class SQLQuery:
         frame = self._finish(frame, with_error)
         return frame.to_pandas() if pandas else frame
 
-    def _check_post(self, with_error: bool) -> None:
+    def check(self, with_error: bool = False) -> None:
+        """Refuse, before anything is charged, a query or HAVING/ORDER BY that cannot run.
+
+        Runs the builder query's checks (:meth:`~privframe.query.Query.check`),
+        then the post-processing on an empty table with the release's column
+        types (with the error columns when ``with_error``).
+
+        Raises:
+            SQLError: the post-processing does not fit the released columns.
+        """
+        self._query.check(with_error)
         plan = self._query.plan
         schema = self._query.session._schema_after(plan)
         columns: dict[str, pl.DataType] = {c: schema[c] for c in plan.group_by}
@@ -859,7 +893,7 @@ class SQLQuery:
 
     def _finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
         post = self._post
-        frame = frame.rename(post["renames"])
+        frame = frame.with_columns(pl.col(group).alias(name) for group, name in post["copies"])
         if post["having"] is not None:
             frame = frame.filter(post["having"])
         if post["order"]:
@@ -904,6 +938,20 @@ def parse(
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError(f"sql takes a non-empty SQL string, got {text!r}")
+    try:
+        return _parse(text, query, unit, metadata, contributions, tables)
+    except RecursionError:
+        raise SQLError("the SQL is nested too deeply to translate", construct="nesting") from None
+
+
+def _parse(
+    text: str,
+    query: Query,
+    unit: str | None,
+    metadata: Mapping[str, Column],
+    contributions: Bound | None,
+    tables: Mapping[str, pl.DataFrame],
+) -> SQLQuery:
     try:
         statements = sqlglot.parse(text)
     except sqlglot.errors.SqlglotError as err:  # parse and tokenizer errors alike
