@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -628,12 +629,13 @@ class Session:
         )
         if release.selection is not None:
             exact = exact.filter(self._selected(exact, release.selection))
+        draws = _draw_all([m.sigma_units for m in release.measurements], exact.height, self._rng)
         noisy = {
             m.key: exact[_EXACT_COLUMN.get(m.kind) or _value_column(release, m)]
             .to_numpy()
             .astype(np.int64)
-            + discrete_gaussian(m.sigma_units, exact.height, rng=self._rng)
-            for m in release.measurements
+            + draw
+            for m, draw in zip(release.measurements, draws, strict=True)
         }
         names = {a: name for name, a in _histograms(release).items()}
         for qm in release.quantiles:
@@ -657,6 +659,23 @@ class Session:
         sigma = selection.measurement.sigma_units
         noisy = distinct + discrete_gaussian(sigma, distinct.size, rng=self._rng)
         return noisy >= selection.threshold
+
+
+_PARALLEL_SAMPLES = 200_000  # below this, threads cost more than they save
+
+
+def _draw_all(sigmas: list[float], size: int, rng: Randomness | None) -> list[np.ndarray]:
+    """One discrete Gaussian vector per σ; large draws from the OS CSPRNG run in threads.
+
+    The sampler spends its time in numpy, which releases the GIL, so a few
+    threads use the machine's cores. A seeded stream is drawn in order, so
+    that it stays reproducible.
+    """
+    if rng is not None or len(sigmas) < 2 or size * len(sigmas) < _PARALLEL_SAMPLES:
+        return [discrete_gaussian(sigma, size, rng=rng) for sigma in sigmas]
+    workers = min(len(sigmas), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda sigma: discrete_gaussian(sigma, size), sigmas))
 
 
 def _check_boolean(predicate: pl.Expr, schema: pl.Schema) -> None:
