@@ -62,8 +62,10 @@ MAX_GROUPS, MAX_ROWS_PER_GROUP = 3, 10
 RHO, DELTA = 1.0, 1e-6
 LOCAL = ("privframe", "bounded_polars", "plain_polars")
 PEER_NAMES = ("opendp", "pipelinedp", "tumult")
+SPARK = "privframe_spark"
 LABELS = {
     "privframe": "privframe",
+    SPARK: "privframe (Spark local)",
     "bounded_polars": "bounded polars (floor)",
     "plain_polars": "plain polars group_by",
     "opendp": "OpenDP polars",
@@ -361,10 +363,12 @@ def local_variant(cfg: dict[str, Any], timed: Any) -> dict[str, Any]:
     """Run privframe or a floor in this (privframe's) interpreter; called by LOCAL_SNIPPET."""
     import privframe as pf
 
-    df = pl.read_parquet(cfg["path"])
     keys = cfg["keys"]
     variant = cfg["variant"]
     result: dict[str, Any] = {"version": f"polars {pl.__version__}", "sigma": None}
+    if variant == SPARK:
+        return _spark_variant(cfg, timed, result)
+    df = pl.read_parquet(cfg["path"])
     if variant == "privframe":
 
         def query(sess: Any) -> Any:
@@ -420,6 +424,46 @@ def local_variant(cfg: dict[str, Any], timed: Any) -> dict[str, Any]:
     return result
 
 
+def _spark_variant(cfg: dict[str, Any], timed: Any, result: dict[str, Any]) -> dict[str, Any]:
+    """privframe's Spark engine on Spark local[2], next to Tumult's row.
+
+    The data is read and cached by Spark before timing, as for Tumult; each
+    timed run is a whole release (Session, bounding on Spark, noise).
+    """
+    from pyspark.sql import SparkSession
+
+    import privframe as pf
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "4g")
+        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="privframe-spark-"))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    frame = spark.read.parquet(cfg["path"]).cache()
+    frame.count()
+    bounds = (cfg["lower"], cfg["upper"])
+
+    def run() -> Any:
+        sess = pf.Session(frame, privacy_unit="user_id", budget=pf.zCDP(cfg["rho"]))
+        return (
+            sess.query()
+            .bound(max_groups=cfg["max_groups"], max_rows_per_group=cfg["max_rows_per_group"])
+            .group_by("region", keys=cfg["keys"])
+            .agg(pf.count(), pf.sum("amount", bounds=bounds), pf.mean("amount", bounds=bounds))
+            .release(rho=cfg["rho"])
+        )
+
+    times, out = timed(run)
+    assert len(out) == len(cfg["keys"])
+    result.update(times=times, version=f"pyspark {spark.version}")
+    spark.stop()
+    return result
+
+
 # -- driver ------------------------------------------------------------------------------
 
 
@@ -438,7 +482,7 @@ def run_variant(name: str, cfg: dict[str, Any], args: argparse.Namespace) -> dic
     """One variant's result dict, or {"error": reason} when it cannot run."""
     cfg = {**cfg, "variant": name}
     try:
-        if name in LOCAL:
+        if name in (*LOCAL, SPARK):
             return peers.run_python(
                 sys.executable, PREAMBLE + LOCAL_SNIPPET, [json.dumps(cfg)], args.timeout
             )
@@ -580,6 +624,11 @@ def main() -> None:
         help="where the workload parquet is cached",
     )
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per variant")
+    parser.add_argument(
+        "--spark",
+        action="store_true",
+        help="also run privframe's Spark engine (needs pip install -e '.[spark]' and Java 17)",
+    )
     args = parser.parse_args()
     wanted = [p for p in args.peers.split(",") if p]
     unknown = sorted(set(wanted) - set(PEER_NAMES))
@@ -609,7 +658,7 @@ def main() -> None:
         "bench_dir": str(BENCH_DIR),
     }
     results: dict[str, dict[str, Any]] = {}
-    for name in (*LOCAL, *wanted):
+    for name in (*LOCAL, *([SPARK] if args.spark else []), *wanted):
         print(f"# running {LABELS[name]} ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         results[name] = run_variant(name, cfg, args)

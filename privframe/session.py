@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -31,7 +31,7 @@ import pandas as pd
 import polars as pl
 from pyarrow import ArrowException
 
-from privframe import quantiles
+from privframe import quantiles, spark
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
 from privframe.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
@@ -40,6 +40,7 @@ from privframe.engines.spec import (
     COUNT,
     DISTINCT,
     AggregationSpec,
+    Engine,
     HistogramSpec,
     RowStep,
     ValueSpec,
@@ -177,10 +178,13 @@ def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
             "it may quote private values): check the file's format and column types"
         ) from None
     if found:
-        raise InvalidValueError(
-            f"the privacy unit column {unit!r} contains nulls or NaN: rows without a unit "
-            "cannot be bounded. Drop them or give each its own unit before the session."
-        )
+        raise InvalidValueError(_MISSING_UNITS.format(unit=unit))
+
+
+_MISSING_UNITS = (
+    "the privacy unit column {unit!r} contains nulls or NaN: rows without a unit cannot be "
+    "bounded. Drop them or give each its own unit before the session."
+)
 
 
 # The engine column each count kind noises; value measurements use _value_column.
@@ -191,8 +195,9 @@ class Session:
     """Private data with a privacy unit and a budget; every release goes through it.
 
     Args:
-        data: a pandas or polars DataFrame, a polars LazyFrame, or the path of
-            a ``.parquet`` or ``.csv`` file.
+        data: a pandas or polars DataFrame, a polars LazyFrame, the path of
+            a ``.parquet`` or ``.csv`` file, or a Spark DataFrame (run on
+            Spark by :mod:`privframe.engines.spark`; see ``docs/spark.md``).
         privacy_unit: the column identifying a person; None if each row is a
             different person.
         budget: the total budget, e.g. ``pf.zCDP(rho=1.0)``,
@@ -206,6 +211,8 @@ class Session:
         contributions: for SQL, the default contribution limits,
             ``pf.Bound(max_groups=3, max_rows_per_group=5)``.
         tables: public (non-private) tables SQL may JOIN, by name.
+        results: for a Spark DataFrame input, return released tables as
+            pandas (the default) or as Spark DataFrames (``"spark"``).
 
     Example:
         >>> import polars as pl
@@ -226,10 +233,28 @@ class Session:
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
         tables: Mapping[str, pl.DataFrame | pd.DataFrame] | None = None,
+        results: Literal["pandas", "spark"] = "pandas",
     ) -> None:
         self._metadata = _check_metadata(metadata)
         self._contributions = _check_contributions(contributions)
         self._tables = _check_tables(tables)
+        if results not in ("pandas", "spark"):
+            raise InvalidArgumentError(f"results must be 'pandas' or 'spark', got {results!r}")
+        self._engine: Engine
+        if spark.is_spark_frame(data):
+            self._open_spark(data, privacy_unit, results)
+        else:
+            if results == "spark":
+                raise InvalidValueError('results="spark" needs a Spark DataFrame as the data')
+            self._open_local(data, privacy_unit)
+        self._unit = privacy_unit
+        if rng is not None and not isinstance(rng, Randomness):
+            raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
+        self._rng = rng
+        self._accountant = Accountant(budget, ledger)
+
+    def _open_local(self, data: object, privacy_unit: str | None) -> None:
+        """pandas, polars or a file: a polars engine."""
         self._frame, self._kind, streaming = _load(data)
         try:
             self._frame = plain_types(self._frame)
@@ -239,19 +264,61 @@ class Session:
                 f"the data's columns could not be read ({type(err).__name__}; the message is "
                 "withheld as it may quote private values): check the file's format"
             ) from None
+        self._check_unit_column(privacy_unit)
+        if privacy_unit is not None:
+            _check_units(self._frame, privacy_unit, self._schema[privacy_unit])
+        self._engine = PolarsEngine(self._frame, streaming=streaming, partitions=_partitions(data))
+
+    def _open_spark(self, data: Any, privacy_unit: str | None, results: str) -> None:
+        """A Spark DataFrame: the Spark engine; queries are checked on its (public) schema."""
+        from privframe.engines.spark import SparkEngine
+
+        frame, self._schema = spark.plain_frame(data)
+        # An empty polars frame of the same schema: what the checks and probes run on.
+        self._frame = pl.LazyFrame(schema=self._schema)
+        self._kind = "spark" if results == "spark" else "pandas"
+        self._spark = frame.sparkSession
+        self._check_unit_column(privacy_unit)
+        if privacy_unit is not None and spark.has_missing_units(
+            frame, privacy_unit, self._schema[privacy_unit]
+        ):
+            raise InvalidValueError(_MISSING_UNITS.format(unit=privacy_unit))
+        self._engine = SparkEngine(frame)
+
+    def _check_unit_column(self, privacy_unit: str | None) -> None:
         if privacy_unit is not None and privacy_unit not in self._schema:
             raise InvalidValueError(
                 f"privacy unit column {privacy_unit!r} is not in the data; "
                 f"columns: {list(self._schema)}"
             )
-        if privacy_unit is not None:
-            _check_units(self._frame, privacy_unit, self._schema[privacy_unit])
-        self._unit = privacy_unit
-        self._engine = PolarsEngine(self._frame, streaming=streaming, partitions=_partitions(data))
-        if rng is not None and not isinstance(rng, Randomness):
-            raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
-        self._rng = rng
-        self._accountant = Accountant(budget, ledger)
+
+    @classmethod
+    def from_spark_table(
+        cls,
+        spark_session: Any,
+        table: str,
+        privacy_unit: str | None,
+        budget: Budget,
+        ledger: str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> Session:
+        """A Session over a table of a Spark catalog (``"db.table"``), run by the Spark engine.
+
+        Args:
+            spark_session: the ``pyspark.sql.SparkSession``.
+            table: the table's name in the catalog.
+            privacy_unit: as for :class:`Session`.
+            budget: as for :class:`Session`.
+            ledger: as for :class:`Session`.
+            options: the Session's keyword arguments (``rng``, ``metadata``,
+                ``contributions``, ``tables``, ``results``).
+
+        Example:
+            >>> import privframe as pf  # doctest: +SKIP
+            >>> sess = pf.Session.from_spark_table(spark, "sales.orders", "customer_id",
+            ...                                    pf.zCDP(rho=1.0))  # doctest: +SKIP
+        """
+        return cls(spark_session.table(table), privacy_unit, budget, ledger, **options)
 
     @property
     def columns(self) -> list[str]:
@@ -603,7 +670,9 @@ class Session:
         weights: Mapping[str, float] | Balance | None,
         label: str,
         delta: float | None = None,
+        finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     ) -> pl.DataFrame | pd.DataFrame:
+        """Check, compute, charge, noise; ``finish`` post-processes the noisy table."""
         plan = query.plan
         schema = self._check(plan, with_error)
         delta = self._selection_delta(plan, delta)
@@ -647,6 +716,10 @@ class Session:
         for out in release.outputs:
             columns.update(_output_columns(out, release, noisy, with_error))
         result = pl.DataFrame(columns)
+        if finish is not None:
+            result = finish(result)
+        if self._kind == "spark":
+            return spark.to_spark_result(self._spark, result)
         return result.to_pandas() if self._kind == "pandas" else result
 
     def _selected(self, exact: pl.DataFrame, selection: Selection) -> np.ndarray:

@@ -854,13 +854,15 @@ class SQLQuery:
         is charged.
         """
         self.check(with_error)
-        result = self._query.release(
-            rho, with_error=with_error, weights=weights, label=label or self._text, delta=delta
+        return self._query.session._release(
+            self._query,
+            rho,
+            with_error=with_error,
+            weights=weights,
+            label=label or self._text,
+            delta=delta,
+            finish=lambda frame: self._finish(frame, with_error),
         )
-        pandas = not isinstance(result, pl.DataFrame)
-        frame = pl.from_pandas(result) if pandas else result
-        frame = self._finish(frame, with_error)
-        return frame.to_pandas() if pandas else frame
 
     def check(self, with_error: bool = False) -> None:
         """Refuse, before anything is charged, a query or HAVING/ORDER BY that cannot run.

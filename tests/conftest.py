@@ -24,3 +24,31 @@ def reference_values() -> dict[str, Any]:
             return json.loads(path.read_text())
     searched = ", ".join(map(str, _CANDIDATES))
     raise FileNotFoundError(f"reference_values.json not found in {searched}")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One local Spark (local[2]) for the whole run, started by the tests themselves.
+
+    pyspark is a test dependency; without it (outside CI) the Spark tests skip.
+    """
+    import os
+
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("privframe-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,0 +1,110 @@
+"""What the Session needs to take a Spark DataFrame: types, unit checks, results.
+
+The aggregation itself runs in :mod:`privframe.engines.spark`; this module
+only adapts the input and the output. The Session validates every query
+against a polars schema built here from the Spark schema (schemas are
+public), so the same checks run whatever the engine.
+
+pyspark is imported lazily: privframe does not need it unless a Spark
+DataFrame is given (``pip install 'privframe[spark]'``).
+
+Example:
+    >>> from privframe.spark import is_spark_frame
+    >>> is_spark_frame([1, 2])
+    False
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from privframe.errors import InvalidValueError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame as SparkDataFrame
+    from pyspark.sql import SparkSession
+
+__all__ = ["has_missing_units", "is_spark_frame", "plain_frame", "to_spark_result"]
+
+
+def is_spark_frame(data: object) -> bool:
+    """Whether ``data`` is a pyspark DataFrame (without importing pyspark).
+
+    Example:
+        >>> from privframe.spark import is_spark_frame
+        >>> is_spark_frame("data.parquet")
+        False
+    """
+    kind = type(data)
+    return kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark.sql")
+
+
+def _polars_type(spark_type: Any) -> pl.DataType | None:
+    """The polars type a Spark column is seen as, or None for a type privframe does not read."""
+    from pyspark.sql import types as t
+
+    if isinstance(spark_type, t.LongType | t.IntegerType | t.ShortType | t.ByteType):
+        return pl.Int64()
+    if isinstance(spark_type, t.DoubleType | t.DecimalType):
+        return pl.Float64()
+    if isinstance(spark_type, t.FloatType):
+        return pl.Float32()
+    if isinstance(spark_type, t.StringType):
+        return pl.String()
+    if isinstance(spark_type, t.BooleanType):
+        return pl.Boolean()
+    if isinstance(spark_type, t.DateType):
+        return pl.Date()
+    if isinstance(spark_type, t.TimestampType | t.TimestampNTZType):
+        return pl.Datetime("us")
+    return None
+
+
+def plain_frame(frame: SparkDataFrame) -> tuple[SparkDataFrame, pl.Schema]:
+    """The Spark frame with plain types, and the polars schema queries are checked against.
+
+    As for polars input (:func:`privframe.expressions.plain_types`): decimals
+    become doubles and small integers 64-bit, so no operation can overflow or
+    fail on some values only. Columns of other types (arrays, maps, structs,
+    binary) are left out: no query can read them.
+
+    Example:
+        >>> import privframe as pf  # doctest: +SKIP
+        >>> from privframe.spark import plain_frame  # doctest: +SKIP
+        >>> plain_frame(spark.range(3))[1]  # doctest: +SKIP
+        Schema({'id': Int64})
+    """
+    from pyspark.sql import functions as f
+    from pyspark.sql import types as t
+
+    columns, schema = [], {}
+    for field in frame.schema.fields:
+        dtype = _polars_type(field.dataType)
+        if dtype is None:
+            continue
+        column = f.col(f"`{field.name}`")
+        if isinstance(field.dataType, t.DecimalType):
+            column = column.cast("double")
+        elif dtype == pl.Int64 and not isinstance(field.dataType, t.LongType):
+            column = column.cast("long")
+        columns.append(column.alias(field.name))
+        schema[field.name] = dtype
+    return frame.select(*columns), pl.Schema(schema)
+
+
+def has_missing_units(frame: SparkDataFrame, unit: str, dtype: pl.DataType) -> bool:
+    """Whether any row's privacy unit is null (or NaN, for a float unit): one Spark job."""
+    from pyspark.sql import functions as f
+
+    column = f.col(f"`{unit}`")
+    missing = column.isNull() | f.isnan(column) if dtype.is_float() else column.isNull()
+    return bool(frame.filter(missing).limit(1).count())
+
+
+def to_spark_result(spark: SparkSession, result: pl.DataFrame) -> SparkDataFrame:
+    """A released (noisy, public) table as a Spark DataFrame, for results="spark"."""
+    if result.height == 0 and not result.columns:
+        raise InvalidValueError("an empty release has no columns to give Spark")
+    return spark.createDataFrame(result.to_pandas())
