@@ -283,7 +283,7 @@ class Session:
             frame, privacy_unit, self._schema[privacy_unit]
         ):
             raise InvalidValueError(_MISSING_UNITS.format(unit=privacy_unit))
-        self._engine = SparkEngine(frame)
+        self._engine = SparkEngine(frame, schema=self._schema)
 
     def _check_unit_column(self, privacy_unit: str | None) -> None:
         if privacy_unit is not None and privacy_unit not in self._schema:

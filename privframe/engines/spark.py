@@ -503,8 +503,8 @@ class SparkEngine:
                 *(f.sum(_col(n)).alias(n) for n in names),
             )
             rows = _sampled_rows(frame, partial, spec, by) if spec.histograms else frame
-        # One collect: the per-key rows and each histogram's (key, position) counts, told
-        # apart by _HIST (null for the per-key rows); Spark can reuse the shared shuffles.
+        # One collect (one Spark job): the per-key rows and each histogram's (key, position)
+        # counts, told apart by _HIST (null for the per-key rows).
         null = f.lit(None).cast("long")
         parts = [
             per_key.select(
