@@ -158,14 +158,14 @@ ALL = tuple(ARITHMETIC)
 ARITHMETIC_OPERANDS = [  # (left, right, the operators that can differ for this pair)
     (col("i"), col("j"), ALL),  # Int64 with overflow, zero divisors and MIN // -1
     (col("j"), col("i"), ALL),
-    (col("i"), lit(3), ALL),
+    (col("i"), lit(3), ("*", "//", "%")),
     (lit(7), col("j"), ALL),
     (col("n"), col("n"), ALL),  # Int32: wraps at 32 bits
-    (col("n"), col("k"), ("*", "//", "%")),  # Int32 with Int64
+    (col("n"), col("k"), ("*",)),  # Int32 with Int64
     (U8, U8, ALL),  # UInt8: wraps at 8 bits, never negative
     (U8, lit(7), ("-", "//", "%")),
     (I8, I8, ("+", "*", "//")),  # Int8: wraps at 8 bits
-    (col("b"), col("k"), ALL),  # booleans in arithmetic
+    (col("b"), col("k"), ("+", "*", "//")),  # booleans in arithmetic
     (col("f"), col("g"), ALL),  # Float64 with NaN, ±inf, ±0.0
     (col("f"), lit(0.1), ALL),  # a constant divisor: polars multiplies by 1/c
     (col("g"), lit(7.3), ALL),
@@ -177,7 +177,7 @@ ARITHMETIC_OPERANDS = [  # (left, right, the operators that can differ for this 
     (lit(0.0), col("f"), ("+", "-", "/")),  # 0 - x is -x in polars
     (lit(7.3), col("g"), ("-", "/", "//", "%")),
     (col("h"), lit(1.0) / lit(3.0), ("/", "//", "%")),  # a constant sub-expression
-    (col("i"), col("g"), ALL),  # Int64 with Float64
+    (col("i"), col("g"), ("*", "/", "%")),  # Int64 with Float64
     (col("k"), lit(2.5), ("+", "/", "%")),
     (col("f32"), col("g32"), ALL),  # Float32 stays Float32
     (col("f32"), lit(2.1), ALL),
@@ -222,14 +222,13 @@ def _catalogue() -> Iterator[pl.Expr]:
         yield x.abs()
     for x in (col("f"), col("k"), col("f32")):
         yield from (x.is_nan(), x.is_not_nan(), x.is_finite(), x.is_infinite())
-    for x in (col("i"), col("f"), col("s"), col("d")):
-        yield from (x.is_null(), x.is_not_null())
+    yield from (col("f").is_null(), col("s").is_not_null(), col("d").is_null())
     for closed in ("both", "left", "right", "none"):
         yield col("f").is_between(-1.5, 2.0, closed=closed)
         yield col("k").is_between(-5, 12, closed=closed)
-        yield col("g").is_between(0.0, NAN, closed=closed)
-        yield col("s").is_between(lit("a"), lit("b"), closed=closed)
-        yield col("k").is_between(col("j"), col("i"), closed=closed)
+    yield col("g").is_between(0.0, NAN)
+    yield col("s").is_between(lit("a"), lit("b"), closed="left")
+    yield col("k").is_between(col("j"), col("i"))  # null bounds
     yield col("k").is_between(12, -5)  # an empty range
     yield col("f32").is_between(2.1, 3)
     yield col("i").is_in([1, 7, None])
@@ -244,7 +243,7 @@ def _catalogue() -> Iterator[pl.Expr]:
     yield col("s").is_in(["ab", "", "12"])
     yield col("d").is_in([date(1970, 1, 1), date(2024, 2, 29)])
     yield col("b").is_in([True])
-    for text in ("a", "", ".", "%", "a.b%_\\", "é", "\n"):
+    for text in ("a", "", ".", "%_", "a.b%_\\"):
         s = col("s").str
         yield from (s.starts_with(text), s.ends_with(text), s.contains(text, literal=True))
     yield from (col("s").str.starts_with(col("t")), col("s").str.ends_with(col("t")))
