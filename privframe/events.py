@@ -1,0 +1,360 @@
+"""Mechanism events: what a release was made of, serializable and replayable.
+
+A ledger entry can carry the *events* it was made of, in the spirit of
+dp_accounting's ``DpEvent``: a tree of mechanism descriptions that any
+accountant can replay (for instance :class:`privframe.rdp.RDPAccountant`). The
+events are small frozen dataclasses that validate on construction and
+round-trip through plain dicts (and so JSON) tagged with a ``"type"`` and a
+format ``"version"``.
+
+* :class:`GaussianEvent` -- a Gaussian mechanism with noise multiplier σ/Δ
+  (σ the noise standard deviation, Δ the L2 sensitivity of the whole released
+  vector, so the dimension needs no field). ``discrete=True`` marks the
+  discrete Gaussian on ℤ, whose Rényi divergences are at most those of the
+  continuous Gaussian with the same σ/Δ (Canonne, Kamath & Steinke 2020,
+  "The Discrete Gaussian for Differential Privacy", Thm. 4 / Cor. 9 for
+  integer sensitivity).
+* :class:`PoissonSampledEvent` -- an event run on a Poisson subsample (each
+  privacy unit kept independently with probability q), as in DP-SGD.
+* :class:`SelfComposedEvent` -- one event repeated ``count`` times.
+* :class:`ComposedEvent` -- several events in sequence (adaptively chosen).
+* :class:`ThresholdEvent` -- private partition selection: noisy counts costing
+  ``rho`` (zCDP) plus a ``delta`` spent outright (Desfontaines et al. 2022).
+
+Example:
+    >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+    >>> from privframe.events import SelfComposedEvent, from_json
+    >>> step = PoissonSampledEvent(0.01, GaussianEvent(1.1))
+    >>> session = SelfComposedEvent(step, 1000)
+    >>> from_json(session.to_json()) == session
+    True
+    >>> session.to_dict()["type"], session.to_dict()["version"]
+    ('self_composed', 1)
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from privframe.accounting import _check_delta, _check_nonnegative, _check_positive, _check_real
+from privframe.errors import InvalidArgumentError, InvalidValueError
+
+__all__ = [
+    "EVENT_FORMAT_VERSION",
+    "ComposedEvent",
+    "Event",
+    "GaussianEvent",
+    "PoissonSampledEvent",
+    "SelfComposedEvent",
+    "ThresholdEvent",
+    "from_dict",
+    "from_json",
+]
+
+EVENT_FORMAT_VERSION = 1
+"""The version of the dict format written by :meth:`Event.to_dict`.
+
+Readers accept exactly the versions they know; a newer file is refused rather
+than misread (an accountant that misreads an event could under-count privacy
+loss).
+"""
+
+
+def _check_event(name: str, value: object) -> Event:
+    if not isinstance(value, Event):
+        raise InvalidArgumentError(f"{name} must be a privframe event, got {type(value).__name__}")
+    return value
+
+
+def _check_count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgumentError(f"{name} must be an int, got {type(value).__name__}")
+    count = int(value)
+    if count < 0:
+        raise InvalidValueError(f"{name} must be >= 0, got {count!r}")
+    return count
+
+
+class Event:
+    """Base class of the mechanism events; use the subclasses.
+
+    Subclasses define ``TYPE`` (the dict tag) and the fields of their dataclass.
+    """
+
+    TYPE: ClassVar[str] = ""
+
+    def _payload(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``{"type": ..., "version": 1, <fields>}``; nested events nest.
+
+        Example:
+            >>> GaussianEvent(2.0).to_dict()
+            {'type': 'gaussian', 'version': 1, 'noise_multiplier': 2.0, 'discrete': False}
+        """
+        return {"type": self.TYPE, "version": EVENT_FORMAT_VERSION, **self._payload()}
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as a JSON string (keys in a fixed order)."""
+        return json.dumps(self.to_dict())
+
+
+@dataclass(frozen=True)
+class GaussianEvent(Event):
+    """A Gaussian mechanism with noise multiplier σ/Δ.
+
+    Args:
+        noise_multiplier: σ/Δ > 0, the noise standard deviation over the L2
+            sensitivity of the released vector.
+        discrete: True for the discrete Gaussian on ℤ (Canonne, Kamath &
+            Steinke 2020); it has at most the RDP of the continuous one.
+
+    Raises:
+        InvalidArgumentError: a field of the wrong type.
+        InvalidBudgetError: a noise multiplier that is not a positive finite float.
+
+    Example:
+        >>> GaussianEvent(1.5, discrete=True)
+        GaussianEvent(noise_multiplier=1.5, discrete=True)
+    """
+
+    TYPE: ClassVar[str] = "gaussian"
+    noise_multiplier: float
+    discrete: bool = False
+
+    def __post_init__(self) -> None:
+        sigma = _check_positive("noise_multiplier", self.noise_multiplier)
+        object.__setattr__(self, "noise_multiplier", sigma)
+        if not isinstance(self.discrete, bool):
+            raise InvalidArgumentError(
+                f"discrete must be a bool, got {type(self.discrete).__name__}"
+            )
+
+    def _payload(self) -> dict[str, Any]:
+        return {"noise_multiplier": self.noise_multiplier, "discrete": self.discrete}
+
+
+@dataclass(frozen=True)
+class PoissonSampledEvent(Event):
+    """``event`` run on a Poisson subsample: each unit kept independently with probability q.
+
+    Args:
+        sampling_probability: q in [0, 1].
+        event: the event run on the subsample.
+
+    Raises:
+        InvalidArgumentError: ``event`` is not an event.
+        InvalidBudgetError: q outside [0, 1].
+
+    Example:
+        >>> PoissonSampledEvent(0.01, GaussianEvent(1.1)).sampling_probability
+        0.01
+    """
+
+    TYPE: ClassVar[str] = "poisson_sampled"
+    sampling_probability: float
+    event: Event
+
+    def __post_init__(self) -> None:
+        q = _check_nonnegative("sampling_probability", self.sampling_probability)
+        if q > 1:
+            raise InvalidValueError(f"sampling_probability must be <= 1, got {q!r}")
+        object.__setattr__(self, "sampling_probability", q)
+        _check_event("event", self.event)
+
+    def _payload(self) -> dict[str, Any]:
+        return {"sampling_probability": self.sampling_probability, "event": self.event.to_dict()}
+
+
+@dataclass(frozen=True)
+class SelfComposedEvent(Event):
+    """``event`` composed with itself ``count`` times.
+
+    Args:
+        event: the repeated event.
+        count: how many times, an int >= 0.
+
+    Raises:
+        InvalidArgumentError: ``event`` is not an event or ``count`` not an int.
+        InvalidValueError: a negative ``count``.
+
+    Example:
+        >>> SelfComposedEvent(GaussianEvent(1.0), 3).count
+        3
+    """
+
+    TYPE: ClassVar[str] = "self_composed"
+    event: Event
+    count: int
+
+    def __post_init__(self) -> None:
+        _check_event("event", self.event)
+        object.__setattr__(self, "count", _check_count("count", self.count))
+
+    def _payload(self) -> dict[str, Any]:
+        return {"event": self.event.to_dict(), "count": self.count}
+
+
+@dataclass(frozen=True)
+class ComposedEvent(Event):
+    """Several events in sequence, each possibly chosen after seeing earlier outputs.
+
+    Args:
+        events: an iterable of events (stored as a tuple).
+
+    Raises:
+        InvalidArgumentError: ``events`` is not an iterable of events.
+
+    Example:
+        >>> ComposedEvent([GaussianEvent(1.0), GaussianEvent(2.0)]).events[1]
+        GaussianEvent(noise_multiplier=2.0, discrete=False)
+    """
+
+    TYPE: ClassVar[str] = "composed"
+    events: tuple[Event, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.events, Event | str | bytes | Mapping) or not isinstance(
+            self.events, Iterable
+        ):
+            raise InvalidArgumentError(
+                f"events must be an iterable of events, got {type(self.events).__name__}"
+            )
+        events = tuple(self.events)
+        for i, event in enumerate(events):
+            _check_event(f"events[{i}]", event)
+        object.__setattr__(self, "events", events)
+
+    def _payload(self) -> dict[str, Any]:
+        return {"events": [event.to_dict() for event in self.events]}
+
+
+@dataclass(frozen=True)
+class ThresholdEvent(Event):
+    """Private partition selection: (ρ, δ)-approximate zCDP.
+
+    Noisy per-group counts cost ``rho`` in zCDP; keeping only the groups that
+    clear the threshold costs ``delta`` outright (Desfontaines, Voss, Gipson &
+    Mandayam, PoPETs 2022; Wilkins, Kifer, Zhang & Karrer 2023).
+
+    Args:
+        rho: the zCDP cost ρ >= 0 of the noisy counts.
+        delta: the δ spent outright, 0 <= δ < 1.
+
+    Raises:
+        InvalidArgumentError: a field that is not a real number.
+        InvalidBudgetError: a negative ρ, or δ outside [0, 1).
+
+    Example:
+        >>> ThresholdEvent(rho=0.05, delta=1e-8)
+        ThresholdEvent(rho=0.05, delta=1e-08)
+    """
+
+    TYPE: ClassVar[str] = "threshold"
+    rho: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _check_nonnegative("rho", self.rho))
+        object.__setattr__(self, "delta", _check_delta(self.delta))
+
+    def _payload(self) -> dict[str, Any]:
+        return {"rho": self.rho, "delta": self.delta}
+
+
+_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        GaussianEvent,
+        PoissonSampledEvent,
+        SelfComposedEvent,
+        ComposedEvent,
+        ThresholdEvent,
+    )
+}
+
+
+def _field(data: Mapping[str, Any], name: str, where: str) -> Any:
+    if name not in data:
+        raise InvalidValueError(f"{where} event dict is missing the field {name!r}")
+    return data[name]
+
+
+def from_dict(data: Mapping[str, Any]) -> Event:
+    """The event a dict written by :meth:`Event.to_dict` describes.
+
+    Every level must carry ``"version": 1`` and a known ``"type"``; unknown
+    fields are refused, so a newer format is never silently half-read.
+
+    Raises:
+        InvalidArgumentError: ``data`` (or a nested event) is not a dict.
+        InvalidValueError: an unknown type or version, or a missing or
+            unexpected field; field values are validated as by the constructors.
+
+    Example:
+        >>> from_dict({"type": "gaussian", "version": 1, "noise_multiplier": 2.0})
+        GaussianEvent(noise_multiplier=2.0, discrete=False)
+    """
+    if not isinstance(data, Mapping):
+        raise InvalidArgumentError(f"an event dict must be a mapping, got {type(data).__name__}")
+    version = data.get("version")
+    if isinstance(version, bool) or version != EVENT_FORMAT_VERSION:
+        raise InvalidValueError(
+            f"event version must be {EVENT_FORMAT_VERSION}, got {version!r}; "
+            "this privframe cannot read that event format"
+        )
+    kind = data.get("type")
+    cls = _TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise InvalidValueError(f"unknown event type {kind!r}; expected one of {sorted(_TYPES)}")
+    allowed = {
+        GaussianEvent: {"noise_multiplier", "discrete"},
+        PoissonSampledEvent: {"sampling_probability", "event"},
+        SelfComposedEvent: {"event", "count"},
+        ComposedEvent: {"events"},
+        ThresholdEvent: {"rho", "delta"},
+    }[cls]
+    extra = set(data) - allowed - {"type", "version"}
+    if extra:
+        raise InvalidValueError(f"{kind} event dict has unexpected fields {sorted(extra)}")
+    if cls is GaussianEvent:
+        return GaussianEvent(
+            _field(data, "noise_multiplier", kind), discrete=data.get("discrete", False)
+        )
+    if cls is PoissonSampledEvent:
+        q = _check_real("sampling_probability", _field(data, "sampling_probability", kind))
+        return PoissonSampledEvent(q, from_dict(_field(data, "event", kind)))
+    if cls is SelfComposedEvent:
+        return SelfComposedEvent(
+            from_dict(_field(data, "event", kind)), _field(data, "count", kind)
+        )
+    if cls is ComposedEvent:
+        events = _field(data, "events", kind)
+        if not isinstance(events, list | tuple):
+            raise InvalidArgumentError(
+                f"events must be a list of event dicts, got {type(events).__name__}"
+            )
+        return ComposedEvent(tuple(from_dict(e) for e in events))
+    return ThresholdEvent(_field(data, "rho", kind), _field(data, "delta", kind))
+
+
+def from_json(text: str) -> Event:
+    """The event a string written by :meth:`Event.to_json` describes (see :func:`from_dict`).
+
+    Raises:
+        InvalidValueError: the text is not JSON, or as for :func:`from_dict`.
+
+    Example:
+        >>> from_json('{"type": "threshold", "version": 1, "rho": 0.1, "delta": 1e-9}')
+        ThresholdEvent(rho=0.1, delta=1e-09)
+    """
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError) as err:
+        raise InvalidValueError(f"event text is not valid JSON: {err}") from None
+    return from_dict(data)

@@ -1,0 +1,675 @@
+"""Rényi DP accounting of mechanism events, and DP-SGD helpers.
+
+:class:`RDPAccountant` replays :mod:`privframe.events` in Rényi differential
+privacy (Mironov 2017, "Rényi Differential Privacy"): each event has an RDP
+curve ε(α) over a fixed grid of orders α, curves of composed events add, and
+the total converts to (ε, δ)-DP. The orders, the per-event formulas and the
+conversion are those of Google's ``dp_accounting`` (``RdpAccountant``, version
+0.4 and later), so that both give the same numbers for the same events:
+
+* Gaussian with noise multiplier σ/Δ: ε(α) = α/(2σ²) (Mironov 2017, Prop. 7).
+  The discrete Gaussian has at most this RDP (Canonne, Kamath & Steinke 2020,
+  "The Discrete Gaussian for Differential Privacy", Thm. 4).
+* Poisson-subsampled Gaussian (sampling probability q, add/remove-one
+  neighbours): ε(α) = ln(A_α)/(α−1), with A_α the exact binomial series for
+  integer α and the two-sided erfc series for fractional α of Mironov, Talwar
+  & Zhang 2019, "Rényi Differential Privacy of the Sampled Gaussian
+  Mechanism" (arXiv 1908.10530, Sec. 3.2-3.3; Abadi et al. 2016 for DP-SGD).
+* RDP → (ε, δ): ε = min over α of ε(α) + ln(1 − 1/α) − (ln δ + ln α)/(α − 1)
+  (Canonne, Kamath & Steinke 2020, arXiv 2004.00010, Prop. 12; Asoodeh et
+  al. 2020, arXiv 2001.05990, Eq. 20), for α > 1.01, together with the
+  total-variation bound δ <= sqrt(1 − e^{−ε(α)}) (KL divergence <= ε(α) and the
+  Bretagnolle–Huber inequality), exactly as ``dp_accounting.rdp`` does.
+
+Partition selection (:class:`~privframe.events.ThresholdEvent`) is not a pure
+RDP mechanism: its noisy counts cost ρ (RDP αρ at every order) and its
+threshold spends δ outright. The accountant therefore tracks (α, ε(α), δ₀)-
+approximate RDP: the δ₀ of threshold events add up (approximate zCDP composes
+this way, Bun & Steinke 2016, Sec. 8), and a conversion at total δ uses
+δ − δ₀ for the RDP part, the same split as :meth:`privframe.zCDP.epsilon`.
+
+Floating point: the RDP values are computed by the same sums as
+``dp_accounting`` and then rounded up by an explicit guard for the rounding
+error of those sums (a few ulps of each term's magnitude, weighted by the
+term's share of the total); conversions round ε and δ up. The fractional-order
+series is truncated by ``dp_accounting``'s rule (terms decreasing and below
+e^{−30} of the total); that truncation is not separately guarded.
+
+Example:
+    >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+    >>> acct = RDPAccountant().compose(PoissonSampledEvent(0.01, GaussianEvent(1.1)), 1000)
+    >>> round(acct.epsilon(1e-5), 4)
+    1.7118
+    >>> round(dpsgd_epsilon(1.1, 0.01, 1000, 1e-5), 4)
+    1.7118
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+
+import numpy as np
+from scipy import special
+
+from privframe.accounting import (
+    _ULP,
+    _check_conversion_delta,
+    _check_nonnegative,
+    _check_positive,
+    _conversion_slack,
+    _exp_up,
+    _round_up,
+    _up,
+)
+from privframe.errors import CalibrationError, InvalidArgumentError, InvalidValueError
+from privframe.events import (
+    ComposedEvent,
+    Event,
+    GaussianEvent,
+    PoissonSampledEvent,
+    SelfComposedEvent,
+    ThresholdEvent,
+    _check_count,
+)
+
+__all__ = [
+    "DEFAULT_ORDERS",
+    "RDPAccountant",
+    "dpsgd_epsilon",
+    "dpsgd_noise_multiplier",
+    "gaussian_rdp",
+    "poisson_gaussian_rdp",
+    "rdp_to_delta",
+    "rdp_to_epsilon",
+]
+
+DEFAULT_ORDERS: tuple[float, ...] = tuple(
+    [1 + x / 10.0 for x in range(1, 100)]
+    + [float(a) for a in range(11, 64)]
+    + [128.0, 256.0, 512.0, 1024.0]
+)
+"""The Rényi orders of ``dp_accounting.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS``."""
+
+_TERM_GUARD = 16 * _ULP
+"""Relative error allowed per term of a log-space series (lgamma, log_ndtr, sums)."""
+
+_MAX_STEPS_LOG_A_FRAC = 1000
+"""Iteration cap of the fractional-order series, as in dp_accounting."""
+
+
+# ---------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------
+
+
+def _check_orders(orders: object) -> tuple[float, ...]:
+    if isinstance(orders, str | bytes) or not isinstance(orders, Sequence | np.ndarray):
+        raise InvalidArgumentError(
+            f"orders must be a sequence of floats > 1, got {type(orders).__name__}"
+        )
+    checked = tuple(_check_positive("orders", float(a)) for a in orders)
+    if not checked:
+        raise InvalidValueError("orders must not be empty")
+    for a in checked:
+        if a <= 1:
+            raise InvalidValueError(f"orders must all be > 1, got {a!r}")
+    return checked
+
+
+def _check_probability(name: str, value: object) -> float:
+    q = _check_nonnegative(name, value)
+    if q > 1:
+        raise InvalidValueError(f"{name} must be <= 1, got {q!r}")
+    return q
+
+
+# ---------------------------------------------------------------------------
+# Log-space series (Mironov, Talwar & Zhang 2019), as in dp_accounting
+# ---------------------------------------------------------------------------
+
+
+def _log_add(logx: float, logy: float) -> float:
+    """ln(e^x + e^y), as dp_accounting computes it."""
+    a, b = min(logx, logy), max(logx, logy)
+    if a == -math.inf:
+        return b
+    return math.log1p(math.exp(a - b)) + b
+
+
+def _log_erfc(x: float) -> float:
+    """The natural log of erfc(x), accurate for large x."""
+    return math.log(2) + float(special.log_ndtr(-x * 2**0.5))
+
+
+def _series_error(weighted: float, largest: float, n_terms: int) -> float:
+    """A bound on the floating-point error of a computed ln A.
+
+    ``weighted`` is Σ exp(s_i − ln A)·(magnitude of the parts of s_i): the
+    error of each term, in its share of the total; ``largest`` is the largest
+    absolute running value of the sum, which each log-add rounds (a few ulps:
+    exp, log1p and the add).
+    """
+    return _TERM_GUARD * weighted + 4 * _ULP * (n_terms + 1) * largest
+
+
+def _log_a_int(q: float, sigma: float, alpha: int) -> tuple[float, float]:
+    """The log-moment ln A_α and its rounding-error bound; integer α, 0 < q < 1.
+
+    Mironov, Talwar & Zhang 2019, Sec. 3.2.
+    """
+    i = np.arange(alpha + 1, dtype=np.float64)
+    g_n = float(special.gammaln(alpha + 1))
+    g_k = special.gammaln(i + 1)
+    g_nk = special.gammaln(alpha - i + 1)
+    log_q, log1mq = math.log(q), math.log1p(-q)
+    two_var = 2 * (sigma**2)
+    log_a = -math.inf
+    terms = []
+    largest = 0.0
+    for k in range(alpha + 1):
+        log_coef = (g_n - float(g_k[k]) - float(g_nk[k])) + k * log_q + (alpha - k) * log1mq
+        s = log_coef + (k * k - k) / two_var
+        magnitude = (
+            abs(g_n)
+            + abs(float(g_k[k]))
+            + abs(float(g_nk[k]))
+            + abs(k * log_q)
+            + abs((alpha - k) * log1mq)
+            + (k * k - k) / two_var
+            + 1.0
+        )
+        terms.append((s, magnitude))
+        log_a = _log_add(log_a, s)
+        largest = max(largest, abs(log_a))
+    weighted = sum(math.exp(s - log_a) * m for s, m in terms)
+    return log_a, _series_error(weighted, largest, alpha + 1)
+
+
+def _log_a_frac(q: float, sigma: float, alpha: float) -> tuple[float, float]:
+    """The log-moment ln A_α and its rounding-error bound; fractional α, 0 < q < 1.
+
+    Mironov, Talwar & Zhang 2019, Sec. 3.3.
+
+    ``(inf, 0)`` when the series does not converge within the iteration cap (the
+    order is then useless, as in dp_accounting).
+    """
+    log_a0, log_a1 = -math.inf, -math.inf
+    z0 = sigma**2 * math.log(1 / q - 1) + 0.5
+    log_q, log1mq = math.log(q), math.log1p(-q)
+    last_s0 = last_s1 = -math.inf
+    terms = []
+    largest = 0.0
+    g_n = float(special.gammaln(alpha + 1))
+    for i in range(_MAX_STEPS_LOG_A_FRAC):
+        g_k = float(special.gammaln(i + 1))
+        g_nk = float(special.gammaln(alpha - i + 1))
+        log_coef = g_n - g_k - g_nk
+        j = alpha - i
+        log_t0 = log_coef + i * log_q + j * log1mq
+        log_t1 = log_coef + j * log_q + i * log1mq
+        log_e0 = math.log(0.5) + _log_erfc((i - z0) / (math.sqrt(2) * sigma))
+        log_e1 = math.log(0.5) + _log_erfc((z0 - j) / (math.sqrt(2) * sigma))
+        log_s0 = log_t0 + (i * i - i) / (2 * (sigma**2)) + log_e0
+        log_s1 = log_t1 + (j * j - j) / (2 * (sigma**2)) + log_e1
+        common = abs(g_n) + abs(g_k) + abs(g_nk) + abs(i * log_q) + abs(j * log_q) + 1.0
+        common += abs(i * log1mq) + abs(j * log1mq)
+        terms.append((log_s0, common + abs(log_e0) + (i * i + abs(i)) / (2 * sigma**2)))
+        terms.append((log_s1, common + abs(log_e1) + (j * j + abs(j)) / (2 * sigma**2)))
+        log_a0 = _log_add(log_a0, log_s0)
+        log_a1 = _log_add(log_a1, log_s1)
+        total = _log_add(log_a0, log_a1)
+        largest = max(largest, abs(log_a0), abs(log_a1), abs(total))
+        if log_s0 < last_s0 and log_s1 < last_s1 and max(log_s0, log_s1) < total - 30:
+            weighted = sum(math.exp(s - total) * m for s, m in terms)
+            return total, _series_error(weighted, largest, len(terms))
+        last_s0, last_s1 = log_s0, log_s1
+    return math.inf, 0.0
+
+
+# ---------------------------------------------------------------------------
+# Per-event RDP curves
+# ---------------------------------------------------------------------------
+
+
+def gaussian_rdp(noise_multiplier: float, orders: Sequence[float] = DEFAULT_ORDERS) -> list[float]:
+    """RDP of the Gaussian mechanism, α/(2σ²) at each order, rounded up.
+
+    Mironov 2017, Prop. 7; also bounds the discrete Gaussian (Canonne, Kamath
+    & Steinke 2020).
+
+    Args:
+        noise_multiplier: σ/Δ > 0.
+        orders: Rényi orders α > 1.
+
+    Example:
+        >>> gaussian_rdp(2.0, [2.0, 32.0])
+        [0.25, 4.0]
+    """
+    sigma = _check_positive("noise_multiplier", noise_multiplier)
+    return [_round_up(Fraction(a) / (2 * Fraction(sigma) ** 2)) for a in _check_orders(orders)]
+
+
+def poisson_gaussian_rdp(
+    sampling_probability: float,
+    noise_multiplier: float,
+    orders: Sequence[float] = DEFAULT_ORDERS,
+) -> list[float]:
+    """RDP of the Poisson-subsampled Gaussian mechanism at each order (upper bounds).
+
+    Mironov, Talwar & Zhang 2019 (arXiv 1908.10530): ln(A_α)/(α − 1), with the
+    exact series for integer α and the erfc series for fractional α, for
+    add/remove-one neighbours; q = 1 is the plain Gaussian and q = 0 costs 0.
+    An order whose fractional series does not converge gets ``inf``.
+
+    Args:
+        sampling_probability: q in [0, 1].
+        noise_multiplier: σ/Δ > 0.
+        orders: Rényi orders α > 1.
+
+    Example:
+        >>> [round(r, 6) for r in poisson_gaussian_rdp(0.01, 1.0, [2.0, 8.0])]
+        [0.000172, 0.000894]
+    """
+    q = _check_probability("sampling_probability", sampling_probability)
+    sigma = _check_positive("noise_multiplier", noise_multiplier)
+    orders = _check_orders(orders)
+    if q == 0:
+        return [0.0 for _ in orders]
+    if q == 1:
+        return gaussian_rdp(sigma, orders)
+    return [_subsampled(q, sigma, a, guard=True) for a in orders]
+
+
+def _subsampled(q: float, sigma: float, alpha: float, *, guard: bool) -> float:
+    """RDP at one order of the subsampled Gaussian, 0 < q < 1.
+
+    With ``guard=False`` the value dp_accounting computes (same sums, no
+    rounding guard); tests compare that one with dp_accounting to 1e-9.
+    """
+    if alpha.is_integer():
+        log_a, error = _log_a_int(q, sigma, int(alpha))
+    else:
+        log_a, error = _log_a_frac(q, sigma, alpha)
+    if not math.isfinite(log_a):
+        return math.inf
+    if not guard:
+        return log_a / (alpha - 1)
+    rdp = _up(log_a, error) / (alpha - 1)
+    return max(0.0, _up(rdp, 2 * _ULP * abs(rdp)))
+
+
+# ---------------------------------------------------------------------------
+# Conversions
+# ---------------------------------------------------------------------------
+
+
+def _check_curve(orders: Sequence[float], rdp: Sequence[float]) -> tuple[tuple, tuple]:
+    orders = _check_orders(orders)
+    if isinstance(rdp, str | bytes) or not isinstance(rdp, Sequence | np.ndarray):
+        raise InvalidArgumentError(f"rdp must be a sequence of floats, got {type(rdp).__name__}")
+    values = tuple(float(r) for r in rdp)
+    if len(values) != len(orders):
+        raise InvalidValueError(
+            f"rdp must have one value per order: {len(values)} values for {len(orders)} orders"
+        )
+    for r in values:
+        if math.isnan(r) or r < 0:
+            raise InvalidValueError(f"rdp values must be >= 0 (inf allowed), got {r!r}")
+    return orders, values
+
+
+def rdp_to_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) -> float:
+    """Upper bound on the ε of (ε, δ)-DP implied by an RDP curve.
+
+    min over α of ε(α) + ln(1 − 1/α) − ln(δα)/(α − 1) for α > 1.01 (Canonne,
+    Kamath & Steinke 2020, Prop. 12), and 0 where δ >= sqrt(1 − e^{−ε(α)})
+    (Bretagnolle–Huber); the conversion of ``dp_accounting.rdp.compute_epsilon``,
+    rounded up.
+
+    Args:
+        orders: Rényi orders α > 1.
+        rdp: ε(α) at each order, >= 0.
+        delta: 0 < δ < 1.
+
+    Example:
+        >>> round(rdp_to_epsilon([2.0, 10.0, 20.0], [0.1, 0.5, 1.0], 1e-5), 6)
+        1.39698
+    """
+    orders, values = _check_curve(orders, rdp)
+    delta = _check_conversion_delta(delta)
+    best = math.inf
+    for a, r in zip(orders, values, strict=True):
+        if math.isinf(r):
+            continue
+        if delta**2 + math.expm1(-r) > 0:
+            return 0.0
+        if a > 1.01:
+            log1p_term = math.log1p(-1 / a)
+            log_term = math.log(delta * a) / (a - 1)
+            eps = r + log1p_term - log_term
+            magnitude = r + abs(log1p_term) + abs(log_term)
+            best = min(best, _up(eps, 8 * _ULP * magnitude))
+    return max(0.0, best)
+
+
+def rdp_to_delta(orders: Sequence[float], rdp: Sequence[float], epsilon: float) -> float:
+    """Upper bound on the δ of (ε, δ)-DP implied by an RDP curve at ε.
+
+    min over α of exp((α−1)(ε(α) − ε + ln(1 − 1/α)) − ln α) for α > 1.01
+    (Canonne, Kamath & Steinke 2020, Prop. 12) and sqrt(1 − e^{−ε(α)}); the
+    conversion of ``dp_accounting.rdp.compute_delta``, rounded up, capped at 1.
+
+    Args:
+        orders: Rényi orders α > 1.
+        rdp: ε(α) at each order, >= 0.
+        epsilon: ε >= 0.
+
+    Example:
+        >>> rdp_to_delta([2.0, 10.0, 20.0], [0.1, 0.5, 1.0], 1.39699) <= 1e-5
+        True
+    """
+    orders, values = _check_curve(orders, rdp)
+    epsilon = _check_nonnegative("epsilon", epsilon)
+    best = 0.0  # ln 1
+    for a, r in zip(orders, values, strict=True):
+        if math.isinf(r):
+            continue
+        if r == 0:
+            return 0.0
+        log_tv = 0.5 * math.log1p(-math.exp(-r))
+        candidate = _up(log_tv, 4 * _ULP * abs(log_tv) + 4 * _ULP)
+        if a > 1.01:
+            log1p_term = math.log1p(-1 / a)
+            bound = (a - 1) * (r - epsilon + log1p_term) - math.log(a)
+            magnitude = (a - 1) * (r + epsilon + abs(log1p_term)) + math.log(a)
+            candidate = min(candidate, _up(bound, 8 * _ULP * magnitude))
+        best = min(best, candidate)
+    return _exp_up(best)
+
+
+# ---------------------------------------------------------------------------
+# The accountant
+# ---------------------------------------------------------------------------
+
+
+def _effective_noise_multiplier(event: Event) -> float:
+    """σ of the one Gaussian equivalent to a composition of Gaussians (rounded down).
+
+    A composition of Gaussians with multipliers σ_i is, for RDP at every order,
+    one Gaussian with σ = (Σ σ_i^−2)^−1/2 (as dp_accounting's
+    ``_effective_gaussian_noise_multiplier``).
+    """
+    inverse_square = _inverse_square_sum(event)
+    if inverse_square == 0:
+        return math.inf
+    sigma = (1 / inverse_square) ** 0.5
+    return math.nextafter(sigma * (1 - 4 * _ULP), 0.0)
+
+
+def _inverse_square_sum(event: Event) -> float:
+    if isinstance(event, GaussianEvent):
+        if event.discrete:
+            raise InvalidValueError(
+                "a PoissonSampledEvent of a discrete GaussianEvent has no proven RDP bound "
+                "here: Mironov, Talwar & Zhang 2019 analyse the continuous Gaussian only"
+            )
+        return event.noise_multiplier**-2
+    if isinstance(event, SelfComposedEvent):
+        return event.count * _inverse_square_sum(event.event)
+    if isinstance(event, ComposedEvent):
+        return math.fsum(_inverse_square_sum(e) for e in event.events)
+    raise InvalidValueError(
+        f"a PoissonSampledEvent must wrap Gaussian events (possibly composed), got "
+        f"{type(event).__name__}; the subsampled RDP of other events is not implemented"
+    )
+
+
+class RDPAccountant:
+    """Rényi DP accountant over a fixed grid of orders, replaying privframe events.
+
+    Composition adds RDP curves order by order (Mironov 2017, Prop. 1);
+    :class:`~privframe.events.ThresholdEvent` adds αρ and accumulates its δ
+    separately (see the module docstring).
+
+    Args:
+        orders: Rényi orders α > 1; by default :data:`DEFAULT_ORDERS`, those of
+            dp_accounting's ``RdpAccountant``.
+
+    Raises:
+        InvalidArgumentError: ``orders`` is not a sequence.
+        InvalidValueError: an order <= 1, or no orders.
+
+    Example:
+        >>> from privframe.events import GaussianEvent, ThresholdEvent
+        >>> acct = RDPAccountant().compose(GaussianEvent(2.0), count=8)
+        >>> acct.compose(ThresholdEvent(rho=0.01, delta=1e-7)).threshold_delta
+        1e-07
+        >>> round(acct.epsilon(1e-5), 4), acct.delta(10.0) < 1e-5
+        (7.1225, True)
+        >>> len(acct.events)
+        2
+    """
+
+    def __init__(self, orders: Sequence[float] = DEFAULT_ORDERS) -> None:
+        self._orders = _check_orders(orders)
+        self._rdp = [0.0] * len(self._orders)
+        self._threshold_delta = 0.0
+        self._events: list[Event] = []
+
+    @property
+    def orders(self) -> tuple[float, ...]:
+        """The Rényi orders α."""
+        return self._orders
+
+    @property
+    def rdp(self) -> tuple[float, ...]:
+        """The composed RDP ε(α) at each order (upper bounds)."""
+        return tuple(self._rdp)
+
+    @property
+    def threshold_delta(self) -> float:
+        """The δ spent outright by composed threshold events (rounded up)."""
+        return self._threshold_delta
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The events composed so far, in order (``count > 1`` as a SelfComposedEvent)."""
+        return tuple(self._events)
+
+    def _curve(self, event: Event) -> tuple[list[float], float]:
+        """The RDP curve and the outright δ of one event."""
+        if isinstance(event, GaussianEvent):
+            return gaussian_rdp(event.noise_multiplier, self._orders), 0.0
+        if isinstance(event, PoissonSampledEvent):
+            sigma = _effective_noise_multiplier(event.event)
+            if math.isinf(sigma) or event.sampling_probability == 0:
+                return [0.0] * len(self._orders), 0.0
+            return poisson_gaussian_rdp(event.sampling_probability, sigma, self._orders), 0.0
+        if isinstance(event, ThresholdEvent):
+            rho = Fraction(event.rho)
+            return [_round_up(rho * Fraction(a)) for a in self._orders], event.delta
+        if isinstance(event, SelfComposedEvent):
+            curve, delta = self._curve(event.event)
+            return self._scale(curve, delta, event.count)
+        if isinstance(event, ComposedEvent):
+            total, total_delta = [0.0] * len(self._orders), 0.0
+            for sub in event.events:
+                curve, delta = self._curve(sub)
+                total, total_delta = self._add(total, total_delta, curve, delta)
+            return total, total_delta
+        raise InvalidArgumentError(f"event must be a privframe event, got {type(event).__name__}")
+
+    @staticmethod
+    def _scale(curve: list[float], delta: float, count: int) -> tuple[list[float], float]:
+        scaled = [r if math.isinf(r) else _round_up(count * Fraction(r)) for r in curve]
+        if count == 0:
+            scaled = [0.0] * len(curve)
+        return scaled, min(1.0, _round_up(count * Fraction(delta)))
+
+    @staticmethod
+    def _add(
+        curve: list[float], delta: float, other: list[float], other_delta: float
+    ) -> tuple[list[float], float]:
+        added = [
+            a + b if math.isinf(a) or math.isinf(b) else _round_up(Fraction(a) + Fraction(b))
+            for a, b in zip(curve, other, strict=True)
+        ]
+        return added, min(1.0, _round_up(Fraction(delta) + Fraction(other_delta)))
+
+    def compose(self, event: Event, count: int = 1) -> RDPAccountant:
+        """Add ``count`` repetitions of ``event``; returns this accountant.
+
+        Raises:
+            InvalidArgumentError: ``event`` is not an event or ``count`` not an int.
+            InvalidValueError: a negative count, or an event this accountant
+                cannot bound (a Poisson-subsampled discrete Gaussian or
+                threshold event); nothing is composed then.
+
+        Example:
+            >>> from privframe.events import GaussianEvent
+            >>> RDPAccountant([2.0, 4.0]).compose(GaussianEvent(1.0), 3).rdp
+            (3.0, 6.0)
+        """
+        if not isinstance(event, Event):
+            raise InvalidArgumentError(
+                f"event must be a privframe event, got {type(event).__name__}"
+            )
+        count = _check_count("count", count)
+        curve, delta = self._scale(*self._curve(event), count)
+        self._rdp, self._threshold_delta = self._add(self._rdp, self._threshold_delta, curve, delta)
+        self._events.append(event if count == 1 else SelfComposedEvent(event, count))
+        return self
+
+    def epsilon(self, delta: float) -> float:
+        """Upper bound on ε such that everything composed is (ε, δ)-DP.
+
+        The RDP part is converted at δ minus :attr:`threshold_delta` by
+        :func:`rdp_to_epsilon`.
+
+        Raises:
+            InvalidBudgetError: δ not in (0, 1), or not above :attr:`threshold_delta`.
+        """
+        delta = _check_conversion_delta(delta)
+        if not delta > self._threshold_delta:
+            raise InvalidValueError(
+                f"delta={delta!r} must exceed the delta spent outright by threshold "
+                f"events ({self._threshold_delta!r})"
+            )
+        return rdp_to_epsilon(
+            self._orders, self._rdp, _conversion_slack(delta, self._threshold_delta)
+        )
+
+    def delta(self, epsilon: float) -> float:
+        """Upper bound on δ such that everything composed is (ε, δ)-DP (at most 1).
+
+        :func:`rdp_to_delta` of the RDP part plus :attr:`threshold_delta`.
+        """
+        rdp_delta = rdp_to_delta(self._orders, self._rdp, epsilon)
+        return min(1.0, _round_up(Fraction(rdp_delta) + Fraction(self._threshold_delta)))
+
+
+# ---------------------------------------------------------------------------
+# DP-SGD
+# ---------------------------------------------------------------------------
+
+
+def dpsgd_epsilon(
+    noise_multiplier: float,
+    sample_rate: float,
+    steps: int,
+    delta: float,
+    orders: Sequence[float] = DEFAULT_ORDERS,
+) -> float:
+    """ε of DP-SGD: ``steps`` Poisson-subsampled Gaussian steps (Abadi et al. 2016).
+
+    Args:
+        noise_multiplier: σ/C, the noise over the clipping norm, > 0.
+        sample_rate: the Poisson sampling probability q in [0, 1].
+        steps: the number of steps, an int >= 0.
+        delta: 0 < δ < 1.
+        orders: Rényi orders.
+
+    Example:
+        >>> round(dpsgd_epsilon(1.1, 0.01, 10000, 1e-5), 4)
+        5.632
+    """
+    event = PoissonSampledEvent(sample_rate, GaussianEvent(noise_multiplier))
+    return RDPAccountant(orders).compose(event, steps).epsilon(delta)
+
+
+def _rdp_epsilon_for(
+    sample_rate: float, steps: int, delta: float, orders: Sequence[float]
+) -> Callable[[float], float]:
+    def epsilon(sigma: float) -> float:
+        return dpsgd_epsilon(sigma, sample_rate, steps, delta, orders)
+
+    return epsilon
+
+
+def dpsgd_noise_multiplier(
+    target_epsilon: float,
+    delta: float,
+    sample_rate: float,
+    steps: int,
+    orders: Sequence[float] = DEFAULT_ORDERS,
+    *,
+    rtol: float = 1e-6,
+) -> float:
+    """The smallest noise multiplier (to ``rtol``) whose DP-SGD ε is within a target.
+
+    Bisection on σ (ε decreases as σ grows); the value returned is one for
+    which :func:`dpsgd_epsilon` was evaluated and is <= ``target_epsilon``, and
+    a multiplier ``rtol`` relatively smaller missed the target.
+
+    Args:
+        target_epsilon: ε > 0.
+        delta: 0 < δ < 1.
+        sample_rate: q in (0, 1].
+        steps: an int >= 1.
+        orders: Rényi orders.
+        rtol: relative width of the final bracket, in (0, 0.5].
+
+    Raises:
+        CalibrationError: no σ up to 2^40 meets the target.
+
+    Example:
+        >>> sigma = dpsgd_noise_multiplier(2.0, 1e-5, 0.01, 1000)
+        >>> dpsgd_epsilon(sigma, 0.01, 1000, 1e-5) <= 2.0
+        True
+        >>> round(sigma, 3)
+        1.022
+    """
+    target = _check_positive("target_epsilon", target_epsilon)
+    delta = _check_conversion_delta(delta)
+    q = _check_probability("sample_rate", sample_rate)
+    if q == 0:
+        raise InvalidValueError("sample_rate must be > 0: with q = 0 no noise is needed")
+    steps = _check_count("steps", steps)
+    if steps == 0:
+        raise InvalidValueError("steps must be >= 1: zero steps need no noise")
+    rtol = _check_positive("rtol", rtol)
+    if rtol > 0.5:
+        raise InvalidValueError(f"rtol must be <= 0.5, got {rtol!r}")
+    epsilon = _rdp_epsilon_for(q, steps, delta, orders)
+
+    hi = 1.0
+    while epsilon(hi) > target:
+        hi *= 2
+        if hi > 2.0**40:
+            raise CalibrationError(
+                f"no noise multiplier up to 2^40 gives epsilon <= {target!r} at delta={delta!r}"
+            )
+    lo = hi / 2
+    while epsilon(lo) <= target:
+        hi, lo = lo, lo / 2
+        if lo < 2.0**-20:
+            return hi
+    while hi - lo > rtol * hi:
+        mid = (lo + hi) / 2
+        if epsilon(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
