@@ -148,15 +148,7 @@ class PolarsEngine:
                     strict=True,
                 )
             )
-        if observed:
-            out = result.sort(by)
-        else:
-            out = (
-                keys.with_row_index(_KEY)
-                .join(result, on=_KEY, how="left")
-                .sort(_KEY)
-                .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
-            )
+        out = in_key_order(result, keys, by, names, observed=observed)
         for h, found in zip(spec.histograms, histograms, strict=True):
             out = _attach(out, by, h, found)
         return out.drop(_KEY, _GLOBAL, strict=False)
@@ -242,6 +234,24 @@ def _key_index(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.LazyFrame:
         )
     return frame.with_columns(pl.col(c).cast(keys.schema[c], strict=False) for c in columns).join(
         keys.with_row_index(_KEY).lazy(), on=columns, how="inner"
+    )
+
+
+def in_key_order(
+    result: pl.DataFrame, keys: pl.DataFrame, by: list[str], names: list[str], *, observed: bool
+) -> pl.DataFrame:
+    """Per-key results as an engine returns them: observed keys sorted, or in public-key order.
+
+    With public keys, ``result`` is keyed by the key's index (``_KEY``): every
+    public key gets a row, zeros where no bounded row reached it.
+    """
+    if observed:
+        return result.sort(by)
+    return (
+        keys.with_row_index(_KEY)
+        .join(result, on=_KEY, how="left")
+        .sort(_KEY)
+        .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
     )
 
 

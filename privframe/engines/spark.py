@@ -48,7 +48,7 @@ import numpy.typing as npt
 import polars as pl
 import pyarrow as pa
 
-from privframe.engines.polars import _attach
+from privframe.engines.polars import _attach, in_key_order
 from privframe.engines.spec import (
     COUNT,
     DISTINCT,
@@ -538,15 +538,7 @@ class SparkEngine:
             collected = collected.with_columns(pl.col(_KEY).cast(index))
         collected = collected.with_columns(pl.col(COUNT, DISTINCT, *names).cast(pl.Int64))
         result = collected.filter(pl.col(_HIST).is_null()).select(*by, COUNT, DISTINCT, *names)
-        if observed:
-            out = result.sort(by)
-        else:
-            out = (
-                keys.with_row_index(_KEY)
-                .join(result, on=_KEY, how="left")
-                .sort(_KEY)
-                .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
-            )
+        out = in_key_order(result, keys, by, names, observed=observed)
         for i, h in enumerate(spec.histograms):
             found = (
                 collected.filter(pl.col(_HIST) == i)
