@@ -6,7 +6,7 @@ Example:
     0.5
 """
 
-from privframe import accounting, datasets, keys, noise
+from privframe import accounting, datasets, events, keys, noise, rdp
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
 from privframe.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
@@ -57,12 +57,14 @@ __all__ = [
     "count_distinct",
     "datasets",
     "discrete_gaussian",
+    "events",
     "gaussian_mechanism",
     "keys",
     "mean",
     "median",
     "noise",
     "quantile",
+    "rdp",
     "show",
     "std",
     "sum",
