@@ -681,17 +681,21 @@ class Session:
         # and only then draw noise.
         self._accountant.check(release.cost)
         spec = self._spec(plan, release, schema)
+        failure = None
         try:
             exact = self._engine.aggregate(spec)
         except (Exception, _PanicException) as err:
-            # Any engine failure (polars errors and panics, memory) may depend on the
-            # data and its message may quote private values: withhold it.
+            failure = type(err).__name__
+        if failure is not None:
+            # Any engine failure (polars errors and panics, Spark, memory) may depend on
+            # the data and its message may quote private values: withhold it, and raise
+            # outside the handler so the original is not kept as the error's context.
             raise InvalidValueError(
                 f"the query failed while running on the data (the engine raised "
-                f"{type(err).__name__}; its message is withheld because it may contain "
-                "private values). Check that filters are boolean expressions that keep "
-                "one value per row. Nothing was charged."
-            ) from None
+                f"{failure}; its message is withheld because it may contain private "
+                "values). Check that filters are boolean expressions that keep one value "
+                "per row. Nothing was charged."
+            )
         seeded = self._rng is not None and self._rng.seeded
         self._accountant.spend(
             release.cost, label=label, description=_describe(plan, release), seeded=seeded

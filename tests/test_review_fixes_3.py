@@ -146,3 +146,20 @@ def test_explain_and_check_catch_post_processing_and_error_columns_before_chargi
     with pytest.raises(pf.InvalidValueError, match="with_error"):
         clash.check(with_error=True)
     assert sess.spent.rho == 0
+
+
+def test_an_engine_failure_keeps_no_trace_of_the_original_error(monkeypatch) -> None:
+    # The withheld message must not survive as the error's __context__ either.
+    from privframe.engines.polars import PolarsEngine
+
+    def fail(self, spec):  # type: ignore[no-untyped-def]
+        raise RuntimeError("private value 4242")
+
+    monkeypatch.setattr(PolarsEngine, "aggregate", fail)
+    sess = _session(pl.DataFrame({"u": [1], "g": ["a"], "x": [1.0]}))
+    with pytest.raises(pf.InvalidValueError) as info:
+        sess.query().bound(max_groups=1, max_rows_per_group=1).agg(pf.count()).release(rho=0.1)
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None
+    assert "4242" not in str(info.value)
+    assert sess.spent.rho == 0
