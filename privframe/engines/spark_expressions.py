@@ -34,19 +34,25 @@ session refuses anyway (decimals, unsigned 64-bit, nested, ...).
 
 Types: the polars schema passed to :func:`to_spark` decides the semantics,
 and each column is read as :func:`spark_type` of its polars type (a no-op cast
-when the Spark frame already has that type). A polars datetime, with or
-without a time zone, is a Spark ``timestamp`` holding the same epoch
-microseconds; ``timestamp_ntz`` columns are read the same way, so the Spark
-session's time zone never changes a result. Polars itself is not fully
-consistent on one point: on a frame of exactly one row, ``x / c`` is computed
-as ``x / c`` rather than ``x · (1/c)``; the translation follows the many-row
-behaviour.
+when the Spark frame already has that type). A datetime column may be a Spark
+``timestamp`` or ``timestamp_ntz``: either way its value is its epoch
+microseconds (the UTC wall time of a ``timestamp_ntz``), as polars'
+physical value; results are ``timestamp_ntz`` for naive datetimes and
+``timestamp`` for zoned ones, and the Spark session's time zone never changes
+a result. Polars itself is not fully consistent on one point: on a frame of
+exactly one row, ``x / c`` is computed as ``x / c`` rather than ``x · (1/c)``;
+the translation follows the many-row behaviour.
+
+Size: an emulation reads its operands several times; a composite operand is
+computed once per row (bound to a lambda variable of a one-element
+``transform``), so the Spark expression grows linearly with nesting, not
+exponentially.
 
 Example:
     >>> import polars as pl
     >>> from privframe.engines.spark_expressions import spark_type, to_spark
     >>> spark_type(pl.Int64), spark_type(pl.Datetime("us"))
-    ('bigint', 'timestamp')
+    ('bigint', 'timestamp_ntz')
     >>> schema = {"amount": pl.Int64, "region": pl.String}
     >>> column = to_spark((pl.col("amount") / 100).alias("dollars"), schema)  # doctest: +SKIP
     >>> spark_frame.select(column)  # doctest: +SKIP
@@ -57,7 +63,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -116,15 +122,16 @@ _NAN = r"(?i)\A[+-]?nan\z"
 _INF = r"(?i)\A\+?inf(inity)?\z"
 _MINUS_INF = r"(?i)\A-inf(inity)?\z"
 
+_EPOCH = "1970-01-01 00:00:00"
 _MICROS_PER = {"ms": 1000, "ns": 1000}  # ms: micros // 1000; ns: micros * 1000
 
 
 def spark_type(dtype: pl.DataType | type[pl.DataType]) -> str:
     """The Spark SQL type (DDL name) that holds values of a polars type.
 
-    Unsigned integers go in the next wider signed type; a datetime (with or
-    without a time zone) is a ``timestamp`` whose epoch microseconds are the
-    polars value's.
+    Unsigned integers go in the next wider signed type; a naive datetime is a
+    ``timestamp_ntz`` (wall time), one with a time zone a ``timestamp`` (an
+    instant), at microsecond precision.
 
     Raises:
         InvalidArgumentError: a type Spark cannot hold exactly (``Float16``,
@@ -144,8 +151,13 @@ def spark_type(dtype: pl.DataType | type[pl.DataType]) -> str:
     if dtype in _OTHERS:
         return _OTHERS[dtype]
     if isinstance(dtype, pl.Datetime):
-        return "timestamp"
+        return "timestamp" if dtype.time_zone else "timestamp_ntz"
     raise InvalidArgumentError(f"values of type {dtype} cannot be held exactly in Spark")
+
+
+def _kind(dtype: pl.DataType) -> str:
+    """The Spark type a value is computed in: datetimes as UTC wall times (timestamp_ntz)."""
+    return "timestamp_ntz" if isinstance(dtype, pl.Datetime) else spark_type(dtype)
 
 
 def to_spark(
@@ -187,12 +199,23 @@ def to_spark(
             "privframe.expressions), so it has no Spark translation"
         )
     try:
-        frame = pl.LazyFrame(schema=pl.Schema(schema))
+        columns = tuple(pl.Schema(schema).items())
     except Exception as err:
         raise InvalidArgumentError(f"to_spark needs a polars schema, got {schema!r}") from err
-    column = _Translator(frame).translate(node, expr)
+    frame = _empty(columns)
+    translator = _Translator(frame)
+    column = translator.translate(node, expr)
+    result = translator.dtype(expr)
+    if isinstance(result, pl.Datetime) and result.time_zone:
+        column = _sf().timestamp_micros(_sf().unix_micros(column))  # an instant
     name = expr.meta.output_name(raise_if_undetermined=False)
     return column.alias(name) if name is not None else column
+
+
+@functools.lru_cache(maxsize=16)
+def _empty(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.LazyFrame:
+    """An empty frame of the schema, to type expressions on (the same for every step)."""
+    return pl.LazyFrame(schema=dict(schema))
 
 
 @functools.cache
@@ -218,6 +241,35 @@ def _has_column(node: Any) -> bool:
     if isinstance(node, list):
         return any(_has_column(v) for v in node)
     return False
+
+
+def _leaf(node: Any) -> bool:
+    """Whether a node translates to a small Column (a column or a constant), cheap to repeat."""
+    while isinstance(node, dict) and "Alias" in node:
+        node = node["Alias"][0]
+    return isinstance(node, dict) and ("Column" in node or not _has_column(node))
+
+
+def _let(values: Sequence[tuple[Column, bool]], body: Callable[..., Column]) -> Column:
+    """``body(*columns)``, computing each composite column once per row.
+
+    The emulations read their operands several times; repeating a composite
+    operand's tree would make the Spark expression grow exponentially with
+    the nesting depth. Spark Columns have no let-binding, so each composite
+    (not ``leaf``) value is bound to a lambda variable of a one-element
+    ``transform``: ``transform(array(x), v -> body(v))[0]``.
+    """
+    sf = _sf()
+
+    def bind(i: int, bound: list[Column]) -> Column:
+        if i == len(values):
+            return body(*bound)
+        column, leaf = values[i]
+        if leaf:
+            return bind(i + 1, [*bound, column])
+        return sf.transform(sf.array(column), lambda v: bind(i + 1, [*bound, v]))[0]
+
+    return bind(0, [])
 
 
 def _children(node: dict[str, Any]) -> list[Any]:
@@ -328,8 +380,12 @@ class _Translator:
         if kind == "Alias":
             return self.translate(*pairs[0])
         if kind == "Cast":
-            (child,) = pairs
-            return _cast(self.translate(*child), self.dtype(child[1]), self.dtype(expr))
+            ((cnode, cexpr),) = pairs
+            source, target = self.dtype(cexpr), self.dtype(expr)
+            value = self.translate(cnode, cexpr)
+            if _leaf(cnode) or _plain_cast(source, target):
+                return _cast(value, source, target)
+            return _let([(value, False)], lambda v: _cast(v, source, target))
         if kind == "Ternary":
             return self._ternary(expr, pairs)
         if kind == "BinaryExpr":
@@ -363,7 +419,10 @@ class _Translator:
             )
         if _is_int(target):
             left, right = self.operand(lnode, lexpr, target), self.operand(rnode, rexpr, target)
-            return _int_arithmetic(op, left, right, _INTS[target])
+            return _let(
+                [(left, _leaf(lnode)), (right, _leaf(rnode))],
+                lambda a, b: _int_arithmetic(op, a, b, _INTS[target]),
+            )
         return self._float_arithmetic(op, target, pairs)
 
     def _float_arithmetic(
@@ -399,15 +458,15 @@ class _Translator:
                 if inverse == -1:
                     return -left
                 return left * _float_literal(inverse, kind)
-            quotient = left * _float_literal(inverse, kind)
-        else:
-            quotient = _divide(left, right, kind)
-        if op == "TrueDivide":
-            return quotient
-        floor = _floor(quotient, kind)
-        if op == "FloorDivide":
-            return floor
-        return left - right * floor  # Modulus
+
+        def divided(x: Column, y: Column) -> Column:
+            quotient = _divide(x, y, kind) if rvalue is None else x * _float_literal(inverse, kind)
+            if op == "TrueDivide":
+                return quotient
+            floor = _floor(quotient, kind)
+            return floor if op == "FloorDivide" else x - y * floor  # or Modulus
+
+        return _let([(left, _leaf(lnode)), (right, _leaf(rnode))], divided)
 
     def _float_value(self, expr: pl.Expr, target: pl.DataType) -> np.floating[Any] | None:
         """A constant operand's value in the operation's float type (None if null)."""
@@ -440,6 +499,7 @@ class _Translator:
         ((node, child),) = pairs
         dtype = self.dtype(child)
         value = self.translate(node, child)
+        leaf = _leaf(node)
         if name == '{"Boolean": "IsNull"}':
             return value.isNull()
         if name == '{"Boolean": "IsNotNull"}':
@@ -451,11 +511,11 @@ class _Translator:
                 return _wrap_bits(sf.bitwise_not(value), _INTS[dtype])
         elif name == '"Abs"':
             if _is_int(dtype):
-                return _int_abs(value, _INTS[dtype])
+                return _let([(value, leaf)], lambda v: _int_abs(v, _INTS[dtype]))
             if _is_float(dtype):
                 return sf.abs(value)
         elif _is_float(dtype) or _is_int(dtype):
-            return _float_test(name, value, _is_float(dtype))
+            return _let([(value, leaf)], lambda v: _float_test(name, v, _is_float(dtype)))
         raise InvalidArgumentError(
             f"the function {_function_name(function)} on {dtype} has no Spark translation"
         )
@@ -472,9 +532,13 @@ class _Translator:
             raise InvalidArgumentError(f"is_between(closed={closed!r}) has no Spark translation")
         target = self.supertype([e for _, e in pairs])
         value, low, high = (self.operand(n, e, target) for n, e in pairs)
-        above = value >= low if closed in ("Both", "Left") else value > low
-        below = value <= high if closed in ("Both", "Right") else value < high
-        return above & below
+
+        def between(v: Column) -> Column:
+            above = v >= low if closed in ("Both", "Left") else v > low
+            below = v <= high if closed in ("Both", "Right") else v < high
+            return above & below
+
+        return _let([(value, _leaf(pairs[0][0]))], between)
 
     def _is_in(self, pairs: list[tuple[Any, pl.Expr]], nulls_equal: bool) -> Column:
         sf = _sf()
@@ -500,9 +564,13 @@ class _Translator:
             present = [_literal(v, target) for v in present]
         # Plain values (one JVM call each, for long key lists): Spark widens the tested
         # value to the literals' type if needed, losslessly (f32 to double, int to bigint).
-        member = value.isin(*present) if present else sf.lit(False)
         when_null = sf.lit(items.null_count() > 0) if nulls_equal else sf.lit(None)
-        return sf.when(value.isNull(), when_null.cast("boolean")).otherwise(member)
+        return _let(
+            [(value, _leaf(vnode))],
+            lambda v: sf.when(v.isNull(), when_null.cast("boolean")).otherwise(
+                v.isin(*present) if present else sf.lit(False)
+            ),
+        )
 
 
 # ---------------------------------------------------------------- Spark building blocks
@@ -513,7 +581,7 @@ def _literal(value: Any, dtype: pl.DataType) -> Column:
     sf = _sf()
     if dtype == pl.Null():
         return sf.lit(None)
-    kind = spark_type(dtype)
+    kind = _kind(dtype)
     if value is None:
         return sf.lit(None).cast(kind)
     if dtype == pl.Date():
@@ -524,9 +592,11 @@ def _literal(value: Any, dtype: pl.DataType) -> Column:
         micros, rest = _to_micros(raw, dtype.time_unit)
         if rest:
             raise InvalidArgumentError(f"the datetime {value} is finer than Spark's microseconds")
-        return sf.timestamp_micros(sf.lit(micros))
+        return _wall(sf.lit(micros))
     if _is_float(dtype):
         return _float_literal(float(value), kind)
+    if kind in ("string", "boolean"):
+        return sf.lit(value)
     return sf.lit(value).cast(kind)
 
 
@@ -535,9 +605,15 @@ def _read(name: str, dtype: pl.DataType) -> Column:
     sf = _sf()
     column = sf.col("`" + name.replace("`", "``") + "`")
     if isinstance(dtype, pl.Datetime):
-        # timestamp or timestamp_ntz alike: the instant with the same epoch microseconds.
-        return sf.timestamp_micros(sf.unix_micros(column))
+        # timestamp or timestamp_ntz alike: the same epoch microseconds, as a UTC wall time.
+        return _wall(sf.unix_micros(column))
     return column.cast(spark_type(dtype))
+
+
+def _wall(micros: Column) -> Column:
+    """The timestamp_ntz ``micros`` after 1970-01-01 00:00 (no time zone is involved)."""
+    sf = _sf()
+    return sf.timestamp_add("MICROSECOND", micros, sf.lit(_EPOCH).cast("timestamp_ntz"))
 
 
 def _to_micros(raw: int, unit: str) -> tuple[int, int]:
@@ -549,14 +625,15 @@ def _to_micros(raw: int, unit: str) -> tuple[int, int]:
 
 
 def _float_literal(value: float | np.floating[Any], kind: str) -> Column:
-    return _sf().lit(float(value)).cast(kind)
+    literal = _sf().lit(float(value))  # a double
+    return literal if kind == "double" else literal.cast(kind)
 
 
 def _widen(column: Column, source: pl.DataType, target: pl.DataType) -> Column:
     """``column`` as polars brings it to ``target`` for an operation (a lossless cast)."""
     if source == target:
         return column
-    kind = spark_type(target)
+    kind = _kind(target)
     if source == pl.Null():
         return column.cast(kind)
     if _is_float(target) and (_is_number(source) or source == pl.Boolean()):
@@ -618,7 +695,8 @@ def _floor(value: Column, kind: str) -> Column:
     """floor() on floats, keeping -0.0, ±inf, NaN and huge values as they are."""
     sf = _sf()
     keep = (value == 0) | ~(sf.abs(value) < sf.lit(2.0**52))
-    return sf.when(keep, value).otherwise(sf.floor(value).cast(kind))
+    # floor() returns a bigint: only values it holds exactly ever reach it.
+    return sf.when(keep, value).otherwise(sf.floor(sf.when(~keep, value)).cast(kind))
 
 
 def _decimal(value: int) -> Column:
@@ -711,12 +789,23 @@ def _float_test(name: str, value: Column, is_float: bool) -> Column:
 # ---------------------------------------------------------------- non-strict casts
 
 
+def _plain_cast(source: pl.DataType, target: pl.DataType) -> bool:
+    """Whether the cast is one Spark cast (reading its input once)."""
+    if source == target or source in (pl.Null(), pl.Boolean()):
+        return True
+    if _is_int(source):
+        return target == pl.String() or _is_float(target)
+    if _is_float(source):
+        return _is_float(target)
+    return source == pl.Date() and target == pl.String()
+
+
 def _cast(column: Column, source: pl.DataType, target: pl.DataType) -> Column:
     """``cast(target, strict=False)``: polars' result, null where polars gives null."""
     sf = _sf()
     if source == target:
         return column
-    kind = spark_type(target)
+    kind = _kind(target)
     if source == pl.Null():
         return sf.lit(None).cast(kind)
     if source == pl.Boolean() and (_is_number(target) or target == pl.String()):
