@@ -51,6 +51,7 @@ __all__ = [
     "PoissonSampledEvent",
     "SelfComposedEvent",
     "ThresholdEvent",
+    "ZCDPEvent",
     "from_dict",
     "from_json",
 ]
@@ -267,6 +268,30 @@ class ThresholdEvent(Event):
         return {"rho": self.rho, "delta": self.delta}
 
 
+@dataclass(frozen=True)
+class ZCDPEvent(Event):
+    """A mechanism known only to be ρ-zCDP, e.g. privframe's exponential-mechanism quantiles.
+
+    Its RDP curve is ρ·α at every order α (Bun & Steinke 2016, Def. 1.1).
+
+    Args:
+        rho: the zCDP cost ρ >= 0.
+
+    Example:
+        >>> ZCDPEvent(rho=0.1).to_dict()["type"]
+        'zcdp'
+    """
+
+    TYPE: ClassVar[str] = "zcdp"
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _check_nonnegative("rho", self.rho))
+
+    def _payload(self) -> dict[str, Any]:
+        return {"rho": self.rho}
+
+
 _TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -275,6 +300,7 @@ _TYPES: dict[str, type[Event]] = {
         SelfComposedEvent,
         ComposedEvent,
         ThresholdEvent,
+        ZCDPEvent,
     )
 }
 
@@ -318,6 +344,7 @@ def from_dict(data: Mapping[str, Any]) -> Event:
         SelfComposedEvent: {"event", "count"},
         ComposedEvent: {"events"},
         ThresholdEvent: {"rho", "delta"},
+        ZCDPEvent: {"rho"},
     }[cls]
     extra = set(data) - allowed - {"type", "version"}
     if extra:
@@ -340,6 +367,8 @@ def from_dict(data: Mapping[str, Any]) -> Event:
                 f"events must be a list of event dicts, got {type(events).__name__}"
             )
         return ComposedEvent(tuple(from_dict(e) for e in events))
+    if cls is ZCDPEvent:
+        return ZCDPEvent(_field(data, "rho", kind))
     return ThresholdEvent(_field(data, "rho", kind), _field(data, "delta", kind))
 
 

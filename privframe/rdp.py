@@ -71,6 +71,7 @@ from privframe.events import (
     PoissonSampledEvent,
     SelfComposedEvent,
     ThresholdEvent,
+    ZCDPEvent,
     _check_count,
 )
 
@@ -487,9 +488,10 @@ class RDPAccountant:
             if math.isinf(sigma) or event.sampling_probability == 0:
                 return [0.0] * len(self._orders), 0.0
             return poisson_gaussian_rdp(event.sampling_probability, sigma, self._orders), 0.0
-        if isinstance(event, ThresholdEvent):
+        if isinstance(event, ThresholdEvent | ZCDPEvent):
             rho = Fraction(event.rho)
-            return [_round_up(rho * Fraction(a)) for a in self._orders], event.delta
+            delta = event.delta if isinstance(event, ThresholdEvent) else 0.0
+            return [_round_up(rho * Fraction(a)) for a in self._orders], delta
         if isinstance(event, SelfComposedEvent):
             curve, delta = self._curve(event.event)
             return self._scale(curve, delta, event.count)
