@@ -37,7 +37,14 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from privframe.accounting import _check_positive, _round_up, _sqrt_up, gaussian_sigma, zCDP
+from privframe.accounting import (
+    _check_positive,
+    _round_down,
+    _round_up,
+    _sqrt_up,
+    gaussian_sigma,
+    zCDP,
+)
 from privframe.errors import (
     CalibrationError,
     InvalidArgumentError,
@@ -55,6 +62,7 @@ __all__ = [
     "Randomness",
     "SeededRandomness",
     "SystemRandomness",
+    "clipped_gaussian_sum",
     "discrete_gaussian",
     "discrete_gaussian_halfwidth",
     "exponential_choice",
@@ -676,3 +684,60 @@ def gaussian_mechanism(
         accountant.spend(zCDP(rho), label=label, description=description, seeded=sampler.rng.seeded)
     noisy = units + sampler.sample(arr.size).reshape(arr.shape)
     return np.asarray(noisy if arr.dtype.kind in "iu" else np.ldexp(noisy.astype(np.float64), -j))
+
+
+_CLIP_SLACK = 1.0 - 2.0**-50  # float error in a row's norm must never let it exceed C
+
+
+def clipped_gaussian_sum(
+    rows: npt.ArrayLike,
+    clip_norm: float,
+    noise_multiplier: float,
+    *,
+    rng: Randomness | None = None,
+) -> npt.NDArray[np.float64]:
+    """DP-SGD's step: clip each row (one example's gradient) to L2 norm C, sum, add noise.
+
+    Adding or removing one example changes the sum by at most C in L2 norm,
+    so the noisy sum with noise multiplier z is ρ = 1/(2z²)-zCDP, and one
+    step with Poisson sampling rate q is the event
+    ``PoissonSampledEvent(q, GaussianEvent(z))`` of :mod:`privframe.rdp` (Abadi
+    et al. 2016). The noise is discrete Gaussian on a grid
+    (:func:`gaussian_mechanism`), never floating-point: its σ is at least z·C
+    (the grid rounding is added to the sensitivity), so accounting with z is
+    conservative. Rows with a NaN or infinite entry count as zero rows, so no
+    input value can make the step fail.
+
+    Args:
+        rows: a 2-D array, one row per example (numpy in, numpy out).
+        clip_norm: C > 0.
+        noise_multiplier: z > 0, the noise std in units of C.
+        rng: the random source; the OS CSPRNG by default.
+
+    Returns:
+        The noisy sum, a float64 vector of the rows' width.
+
+    Example:
+        >>> import numpy as np
+        >>> from privframe.noise import clipped_gaussian_sum
+        >>> clipped_gaussian_sum(np.ones((4, 3)), clip_norm=1.0, noise_multiplier=1.1).shape
+        (3,)
+    """
+    batch = _as_numeric_array(rows)
+    if batch.ndim != 2:
+        raise InvalidValueError(f"rows must be a 2-D array (examples x values), got {batch.ndim}-D")
+    c = _check_positive("clip_norm", clip_norm)
+    z = _check_positive("noise_multiplier", noise_multiplier)
+    batch = batch.astype(np.float64)
+    batch[~np.isfinite(batch).all(axis=1)] = 0.0
+    # Norms as m·|x/m| with m the row's largest entry, so huge rows cannot overflow.
+    peak = np.abs(batch).max(axis=1, initial=0.0)
+    safe = np.where(peak > 0, peak, 1.0)
+    norms = peak * np.sqrt(np.einsum("ij,ij->i", batch / safe[:, None], batch / safe[:, None]))
+    shrink = norms > c * _CLIP_SLACK
+    clipped = batch / safe[:, None]
+    factor = np.where(shrink, c * _CLIP_SLACK / np.where(shrink, norms, 1.0) * safe, safe)
+    total = (clipped * factor[:, None]).sum(axis=0)
+    # ρ rounded down: σ = Δ'/sqrt(2ρ) is then at least z·C, so accounting with z holds.
+    rho = _round_down(Fraction(1) / (2 * Fraction(z) ** 2))
+    return gaussian_mechanism(total, l2_sensitivity=c, rho=rho, rng=rng)
