@@ -64,13 +64,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 import pytest
-from scipy import special, stats
+import test_privacy_audit as audit
+from scipy import stats
 
 import privframe as pf
 import privframe.planner
@@ -84,7 +84,7 @@ from privframe.session import _value_column
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 
-ALPHA = 1e-3
+ALPHA = audit.ALPHA
 
 # The δ part: many units, each alone in RARE_K groups of its own.
 RARE_K = 2
@@ -111,35 +111,8 @@ IntArray = npt.NDArray[np.int64]
 # --------------------------------------------------------------------------- statistics
 
 
-def _cp_lower(k: Any, n: int, a: float) -> Any:
-    """One-sided Clopper–Pearson lower bound at level 1 − a (0 when k = 0)."""
-    k = np.asarray(k)
-    return np.where(k <= 0, 0.0, special.betaincinv(np.maximum(k, 1), n - k + 1, a))
-
-
-def _cp_upper(k: Any, n: int, a: float) -> Any:
-    """One-sided Clopper–Pearson upper bound at level 1 − a (1 when k = n)."""
-    k = np.asarray(k)
-    return np.where(k >= n, 1.0, special.betaincinv(k + 1, np.maximum(n - k, 1), 1 - a))
-
-
-def _epsilon_lbs(
-    t_d: FloatArray, t_d1: FloatArray, cuts: FloatArray, delta: float
-) -> dict[str, FloatArray]:
-    """ε_lb for S = {T > cut} ("high": D' above D) and S = {T <= cut} ("low"), per cut."""
-    n, n1 = t_d.size, t_d1.size
-    below = np.searchsorted(np.sort(t_d), cuts, side="right")
-    below1 = np.searchsorted(np.sort(t_d1), cuts, side="right")
-
-    def lb(hits_lo: FloatArray, hits_hi: FloatArray) -> FloatArray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(hits_lo > delta, np.log((hits_lo - delta) / hits_hi), -np.inf)
-
-    a = ALPHA / 2
-    return {
-        "high": lb(_cp_lower(n1 - below1, n1, a), _cp_upper(n - below, n, a)),
-        "low": lb(_cp_lower(below, n, a), _cp_upper(below1, n1, a)),
-    }
+# The Clopper–Pearson bounds, the ε lower bounds and the choice of S are the main
+# audit's (tests/test_privacy_audit.py), at the same ALPHA.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,18 +124,13 @@ class EpsAudit:
 
 def _choose(cal: tuple[FloatArray, FloatArray], delta: float) -> EpsAudit:
     """The side and cut maximising ε_lb on the calibration sample (ε_lb there)."""
-    pooled = np.sort(np.concatenate(cal))
-    n = pooled.size
-    tails = np.unique(np.geomspace(1, n / 2, 300).astype(np.int64))
-    ranks = np.unique(np.concatenate([tails - 1, n - tails, np.linspace(0, n - 1, 200, dtype=int)]))
-    lbs = _epsilon_lbs(*cal, pooled[ranks], delta)
-    side = max(lbs, key=lambda s: float(lbs[s].max()))
-    i = int(np.argmax(lbs[side]))
-    return EpsAudit(float(lbs[side][i]), side, float(pooled[ranks][i]))
+    side, cut, epsilon_lb = audit._choose_set(*cal, delta)
+    return EpsAudit(epsilon_lb, side, cut)
 
 
 def _evaluate(chosen: EpsAudit, evaluation: tuple[FloatArray, FloatArray], delta: float) -> float:
-    return max(float(_epsilon_lbs(*evaluation, np.array([chosen.cut]), delta)[chosen.side][0]), 0.0)
+    lbs = audit._epsilon_bounds(*evaluation, np.array([chosen.cut]), delta, ALPHA / 2)
+    return max(float(lbs[chosen.side][0]), 0.0)
 
 
 def _reporting_delta() -> float:
@@ -199,7 +167,7 @@ class RareAudit:
 
     @property
     def lower(self) -> float:
-        return float(_cp_lower(self.hits, RARE_UNITS, ALPHA))
+        return float(audit._cp_lower(self.hits, RARE_UNITS, ALPHA))
 
     def report(self, name: str) -> None:
         print(
