@@ -416,7 +416,7 @@ class _Translator:
 
     # -- clauses
 
-    def translate(self) -> tuple[Query, list[_Item], dict[str, Any]]:
+    def translate(self) -> tuple[Query, dict[str, Any]]:
         self._refuse_unsupported()
         self._from()
         query = self.query
@@ -435,7 +435,7 @@ class _Translator:
         if groups:
             query = query.group_by(list(groups), keys=self._keys(groups))
         query = query.agg(*(item.aggregate for item in items if item.aggregate is not None))
-        return query, items, self._post(items, groups)
+        return query, self._post(items, groups)
 
     def _refuse_unsupported(self) -> None:
         named = {"with_": "WITH (common table expressions)", "distinct": "SELECT DISTINCT"}
@@ -941,19 +941,16 @@ def parse(
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError(f"sql takes a non-empty SQL string, got {text!r}")
     try:
-        return _parse(text, query, unit, metadata, contributions, tables)
+        statement = _select(text)
+        translator = _Translator(statement, query, unit, metadata, contributions, tables)
+        built, post = translator.translate()
     except RecursionError:
         raise SQLError("the SQL is nested too deeply to translate", construct="nesting") from None
+    return SQLQuery(text, built, post)
 
 
-def _parse(
-    text: str,
-    query: Query,
-    unit: str | None,
-    metadata: Mapping[str, Column],
-    contributions: Bound | None,
-    tables: Mapping[str, pl.DataFrame],
-) -> SQLQuery:
+def _select(text: str) -> exp.Select:
+    """The one SELECT statement of ``text``, or an SQLError."""
     try:
         statements = sqlglot.parse(text)
     except sqlglot.errors.SqlglotError as err:  # parse and tokenizer errors alike
@@ -974,6 +971,4 @@ def _parse(
     (statement,) = statements
     if not isinstance(statement, exp.Select):
         raise _error(statement, _construct(statement), "only SELECT queries can be released")
-    translator = _Translator(statement, query, unit, metadata, contributions, tables)
-    built, _, post = translator.translate()
-    return SQLQuery(text, built, post)
+    return statement
