@@ -730,14 +730,15 @@ def clipped_gaussian_sum(
     z = _check_positive("noise_multiplier", noise_multiplier)
     batch = batch.astype(np.float64)
     batch[~np.isfinite(batch).all(axis=1)] = 0.0
-    # Norms as m·|x/m| with m the row's largest entry, so huge rows cannot overflow.
+    # Each row as peak·unit with peak its largest |entry|: |row| = peak·|unit| cannot
+    # overflow unnoticed, and a row to shrink is rescaled from its unit vector.
     peak = np.abs(batch).max(axis=1, initial=0.0)
-    safe = np.where(peak > 0, peak, 1.0)
-    norms = peak * np.sqrt(np.einsum("ij,ij->i", batch / safe[:, None], batch / safe[:, None]))
-    shrink = norms > c * _CLIP_SLACK
-    clipped = batch / safe[:, None]
-    factor = np.where(shrink, c * _CLIP_SLACK / np.where(shrink, norms, 1.0) * safe, safe)
-    total = (clipped * factor[:, None]).sum(axis=0)
+    unit = batch / np.where(peak > 0, peak, 1.0)[:, None]
+    length = np.sqrt(np.einsum("ij,ij->i", unit, unit))
+    with np.errstate(over="ignore"):
+        shrink = peak * length > c * _CLIP_SLACK
+    factor = np.where(shrink, c * _CLIP_SLACK / np.where(shrink, length, 1.0), peak)
+    total = (unit * factor[:, None]).sum(axis=0)
     # ρ rounded down: σ = Δ'/sqrt(2ρ) is then at least z·C, so accounting with z holds.
     rho = _round_down(Fraction(1) / (2 * Fraction(z) ** 2))
     return gaussian_mechanism(total, l2_sensitivity=c, rho=rho, rng=rng)

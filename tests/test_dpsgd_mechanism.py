@@ -53,3 +53,8 @@ def test_noise_std_is_at_least_z_times_c() -> None:
 def test_bad_arguments(args: tuple, error: type) -> None:
     with pytest.raises(error):
         clipped_gaussian_sum(*args)
+
+
+def test_a_row_whose_norm_overflows_is_clipped_not_dropped() -> None:
+    out = _quiet(np.array([[1.7e308, 1.7e308]]), 1.0, 1e-6)
+    assert out == pytest.approx([1 / math.sqrt(2), 1 / math.sqrt(2)], abs=1e-4)
