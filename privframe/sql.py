@@ -874,9 +874,8 @@ class SQLQuery:
         Raises:
             SQLError: the post-processing does not fit the released columns.
         """
-        self._query.check(with_error)
         plan = self._query.plan
-        schema = self._query.session._schema_after(plan)
+        schema = self._query.session._check(plan, with_error)  # Query.check, with its schema
         columns: dict[str, pl.DataType] = {c: schema[c] for c in plan.group_by}
         for aggregate in plan.aggregates:
             counts = isinstance(aggregate, agg.Count | agg.CountDistinct)
