@@ -6,7 +6,7 @@ Example:
     0.5
 """
 
-from privframe import accounting, datasets, events, keys, noise, rdp
+from privframe import accounting, datasets, dpsgd, events, keys, noise, pld, rdp
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
 from privframe.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
@@ -57,12 +57,14 @@ __all__ = [
     "count_distinct",
     "datasets",
     "discrete_gaussian",
+    "dpsgd",
     "events",
     "gaussian_mechanism",
     "keys",
     "mean",
     "median",
     "noise",
+    "pld",
     "quantile",
     "rdp",
     "show",

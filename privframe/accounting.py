@@ -35,16 +35,23 @@ import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtri
 
 from privframe.errors import CalibrationError, InvalidArgumentError, InvalidBudgetError
 
+if TYPE_CHECKING:
+    from privframe.pld import PLDAccountant
+    from privframe.rdp import RDPAccountant
+
 __all__ = [
     "GDP",
     "ApproxDP",
     "Budget",
+    "PLDAccountant",
+    "RDPAccountant",
     "analytic_gaussian_sigma",
     "classical_gaussian_sigma",
     "gaussian_rho",
@@ -1231,3 +1238,25 @@ def classical_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float
             "the float range"
         )
     return _up(sigma, _GUARD * sigma)
+
+
+def __getattr__(name: str) -> object:
+    """``RDPAccountant`` and ``PLDAccountant``, re-exported here lazily.
+
+    They live in :mod:`privframe.rdp` and :mod:`privframe.pld`, which import
+    this module's budget types, so an eager import would be circular.
+
+    Example:
+        >>> from privframe.accounting import PLDAccountant, RDPAccountant
+        >>> PLDAccountant.__module__, RDPAccountant.__module__
+        ('privframe.pld', 'privframe.rdp')
+    """
+    if name == "RDPAccountant":
+        from privframe.rdp import RDPAccountant
+
+        return RDPAccountant
+    if name == "PLDAccountant":
+        from privframe.pld import PLDAccountant
+
+        return PLDAccountant
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Rényi DP accounting of mechanism events, and DP-SGD helpers.
+"""Rényi DP accounting of mechanism events.
 
 :class:`RDPAccountant` replays :mod:`privframe.events` in Rényi differential
 privacy (Mironov 2017, "Rényi Differential Privacy"): each event has an RDP
@@ -40,14 +40,12 @@ Example:
     >>> acct = RDPAccountant().compose(PoissonSampledEvent(0.01, GaussianEvent(1.1)), 1000)
     >>> round(acct.epsilon(1e-5), 4)
     1.7118
-    >>> round(dpsgd_epsilon(1.1, 0.01, 1000, 1e-5), 4)
-    1.7118
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -63,7 +61,7 @@ from privframe.accounting import (
     _round_up,
     _up,
 )
-from privframe.errors import CalibrationError, InvalidArgumentError, InvalidValueError
+from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.events import (
     ComposedEvent,
     Event,
@@ -78,8 +76,6 @@ from privframe.events import (
 __all__ = [
     "DEFAULT_ORDERS",
     "RDPAccountant",
-    "dpsgd_epsilon",
-    "dpsgd_noise_multiplier",
     "gaussian_rdp",
     "poisson_gaussian_rdp",
     "rdp_to_delta",
@@ -570,108 +566,3 @@ class RDPAccountant:
         """
         rdp_delta = rdp_to_delta(self._orders, self._rdp, epsilon)
         return min(1.0, _round_up(Fraction(rdp_delta) + Fraction(self._threshold_delta)))
-
-
-# ---------------------------------------------------------------------------
-# DP-SGD
-# ---------------------------------------------------------------------------
-
-
-def dpsgd_epsilon(
-    noise_multiplier: float,
-    sample_rate: float,
-    steps: int,
-    delta: float,
-    orders: Sequence[float] = DEFAULT_ORDERS,
-) -> float:
-    """ε of DP-SGD: ``steps`` Poisson-subsampled Gaussian steps (Abadi et al. 2016).
-
-    Args:
-        noise_multiplier: σ/C, the noise over the clipping norm, > 0.
-        sample_rate: the Poisson sampling probability q in [0, 1].
-        steps: the number of steps, an int >= 0.
-        delta: 0 < δ < 1.
-        orders: Rényi orders.
-
-    Example:
-        >>> round(dpsgd_epsilon(1.1, 0.01, 10000, 1e-5), 4)
-        5.632
-    """
-    event = PoissonSampledEvent(sample_rate, GaussianEvent(noise_multiplier))
-    return RDPAccountant(orders).compose(event, steps).epsilon(delta)
-
-
-def _rdp_epsilon_for(
-    sample_rate: float, steps: int, delta: float, orders: Sequence[float]
-) -> Callable[[float], float]:
-    def epsilon(sigma: float) -> float:
-        return dpsgd_epsilon(sigma, sample_rate, steps, delta, orders)
-
-    return epsilon
-
-
-def dpsgd_noise_multiplier(
-    target_epsilon: float,
-    delta: float,
-    sample_rate: float,
-    steps: int,
-    orders: Sequence[float] = DEFAULT_ORDERS,
-    *,
-    rtol: float = 1e-6,
-) -> float:
-    """The smallest noise multiplier (to ``rtol``) whose DP-SGD ε is within a target.
-
-    Bisection on σ (ε decreases as σ grows); the value returned is one for
-    which :func:`dpsgd_epsilon` was evaluated and is <= ``target_epsilon``, and
-    a multiplier ``rtol`` relatively smaller missed the target.
-
-    Args:
-        target_epsilon: ε > 0.
-        delta: 0 < δ < 1.
-        sample_rate: q in (0, 1].
-        steps: an int >= 1.
-        orders: Rényi orders.
-        rtol: relative width of the final bracket, in (0, 0.5].
-
-    Raises:
-        CalibrationError: no σ up to 2^40 meets the target.
-
-    Example:
-        >>> sigma = dpsgd_noise_multiplier(2.0, 1e-5, 0.01, 1000)
-        >>> dpsgd_epsilon(sigma, 0.01, 1000, 1e-5) <= 2.0
-        True
-        >>> round(sigma, 3)
-        1.022
-    """
-    target = _check_positive("target_epsilon", target_epsilon)
-    delta = _check_conversion_delta(delta)
-    q = _check_probability("sample_rate", sample_rate)
-    if q == 0:
-        raise InvalidValueError("sample_rate must be > 0: with q = 0 no noise is needed")
-    steps = _check_count("steps", steps)
-    if steps == 0:
-        raise InvalidValueError("steps must be >= 1: zero steps need no noise")
-    rtol = _check_positive("rtol", rtol)
-    if rtol > 0.5:
-        raise InvalidValueError(f"rtol must be <= 0.5, got {rtol!r}")
-    epsilon = _rdp_epsilon_for(q, steps, delta, orders)
-
-    hi = 1.0
-    while epsilon(hi) > target:
-        hi *= 2
-        if hi > 2.0**40:
-            raise CalibrationError(
-                f"no noise multiplier up to 2^40 gives epsilon <= {target!r} at delta={delta!r}"
-            )
-    lo = hi / 2
-    while epsilon(lo) <= target:
-        hi, lo = lo, lo / 2
-        if lo < 2.0**-20:
-            return hi
-    while hi - lo > rtol * hi:
-        mid = (lo + hi) / 2
-        if epsilon(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from privframe import rdp
+from privframe import dpsgd, rdp
 from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
 from privframe.events import (
     ComposedEvent,
@@ -146,9 +146,9 @@ def test_noise_multiplier_search_meets_target_and_is_tight() -> None:
     ref = reference()
     for case in ref["noise_multiplier"][:2]:
         q, steps, target = case["sampling_probability"], case["steps"], case["target_epsilon"]
-        sigma = rdp.dpsgd_noise_multiplier(target, ref["delta"], q, steps)
-        assert rdp.dpsgd_epsilon(sigma, q, steps, ref["delta"]) <= target
-        assert rdp.dpsgd_epsilon(0.99 * sigma, q, steps, ref["delta"]) > target
+        sigma = dpsgd.dpsgd_noise_multiplier(target, ref["delta"], q, steps)
+        assert dpsgd.dpsgd_epsilon(sigma, q, steps, ref["delta"]) <= target
+        assert dpsgd.dpsgd_epsilon(0.99 * sigma, q, steps, ref["delta"]) > target
         # dp_accounting's calibration agrees to its and our bisection tolerances.
         assert close(sigma, case["noise_multiplier"], 1e-5), (sigma, case)
 
@@ -185,11 +185,11 @@ def test_discrete_gaussian_is_accounted_as_continuous() -> None:
 
 def test_monotonicity() -> None:
     delta = 1e-5
-    eps_steps = [rdp.dpsgd_epsilon(1.1, 0.01, s, delta) for s in (10, 100, 1000)]
+    eps_steps = [dpsgd.dpsgd_epsilon(1.1, 0.01, s, delta) for s in (10, 100, 1000)]
     assert eps_steps == sorted(eps_steps)
-    eps_sigma = [rdp.dpsgd_epsilon(s, 0.01, 100, delta) for s in (0.8, 1.1, 2.0)]
+    eps_sigma = [dpsgd.dpsgd_epsilon(s, 0.01, 100, delta) for s in (0.8, 1.1, 2.0)]
     assert eps_sigma == sorted(eps_sigma, reverse=True)
-    eps_q = [rdp.dpsgd_epsilon(1.1, q, 100, delta) for q in (0.001, 0.01, 0.1)]
+    eps_q = [dpsgd.dpsgd_epsilon(1.1, q, 100, delta) for q in (0.001, 0.01, 0.1)]
     assert eps_q == sorted(eps_q)
     acct = rdp.RDPAccountant().compose(sampled(0.01, 1.1), 100)
     eps_delta = [acct.epsilon(d) for d in (1e-9, 1e-7, 1e-5)]
@@ -317,12 +317,16 @@ def test_bad_event_fields_raise_privframe_errors(make: Any, error: type, name: s
         (lambda: rdp.RDPAccountant().epsilon(0.0), InvalidValueError, "delta"),
         (lambda: rdp.RDPAccountant().epsilon(1.0), InvalidValueError, "delta"),
         (lambda: rdp.RDPAccountant().delta(-1.0), InvalidValueError, "epsilon"),
-        (lambda: rdp.dpsgd_epsilon(0.0, 0.01, 10, 1e-5), InvalidValueError, "noise_multiplier"),
-        (lambda: rdp.dpsgd_epsilon(1.0, 2.0, 10, 1e-5), InvalidValueError, "sampling_prob"),
-        (lambda: rdp.dpsgd_epsilon(1.0, 0.01, 1.5, 1e-5), InvalidArgumentError, "count"),
-        (lambda: rdp.dpsgd_noise_multiplier(-1.0, 1e-5, 0.01, 10), InvalidValueError, "target"),
-        (lambda: rdp.dpsgd_noise_multiplier(1.0, 1e-5, 0.0, 10), InvalidValueError, "sample_rate"),
-        (lambda: rdp.dpsgd_noise_multiplier(1.0, 1e-5, 0.01, 0), InvalidValueError, "steps"),
+        (lambda: dpsgd.dpsgd_epsilon(0.0, 0.01, 10, 1e-5), InvalidValueError, "noise_multiplier"),
+        (lambda: dpsgd.dpsgd_epsilon(1.0, 2.0, 10, 1e-5), InvalidValueError, "sampling_prob"),
+        (lambda: dpsgd.dpsgd_epsilon(1.0, 0.01, 1.5, 1e-5), InvalidArgumentError, "count"),
+        (lambda: dpsgd.dpsgd_noise_multiplier(-1.0, 1e-5, 0.01, 10), InvalidValueError, "target"),
+        (
+            lambda: dpsgd.dpsgd_noise_multiplier(1.0, 1e-5, 0.0, 10),
+            InvalidValueError,
+            "sample_rate",
+        ),
+        (lambda: dpsgd.dpsgd_noise_multiplier(1.0, 1e-5, 0.01, 0), InvalidValueError, "steps"),
         (lambda: rdp.rdp_to_epsilon([2.0], [0.1, 0.2], 1e-5), InvalidValueError, "rdp"),
         (lambda: rdp.rdp_to_epsilon([2.0], [-0.1], 1e-5), InvalidValueError, "rdp"),
     ],
