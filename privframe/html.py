@@ -31,6 +31,8 @@ import polars as pl
 
 from privframe.accounting import zCDP
 from privframe.aggregates import Aggregate, Quantile, _Bounded
+from privframe.planner import ACCOUNTING_NOTE
+from privframe.replay import guarantee
 
 if TYPE_CHECKING:
     # Types only: session, query and planner will call these views from _repr_html_.
@@ -243,6 +245,7 @@ def explanation_html(explanation: Explanation) -> str:
     ]
     parts = [
         _paragraph(f"release costs ρ = {_num(cost.rho)}{delta} (zCDP)"),
+        _paragraph(ACCOUNTING_NOTE, "pf-meta"),
         _paragraph(f"contribution bound: {plan.limits.describe()}"),
         _table(["measurement", "sensitivity", "ρ", "σ", "95% ±"], measured, "measurements"),
     ]
@@ -576,15 +579,19 @@ def _section_html(number: int, section: ReportSection) -> str:
     )
 
 
-def _report_guarantee(entries: Sequence[LedgerEntry], reporting_delta: float) -> str:
-    """This report's own (ρ, δ), stated as (ε, δ) and μ."""
+def _report_guarantee(
+    entries: Sequence[LedgerEntry], reporting_delta: float, accounting: str
+) -> str:
+    """This report's own (ρ, δ), stated as (ε, δ) by the chosen accounting method, and μ."""
     used = sum((zCDP(e.rho, e.delta) for e in entries), zCDP(0.0))
     total_delta = reporting_delta + used.delta
+    stated = guarantee(entries, total_delta, accounting)
     return _paragraph(
         f"This report's {len(entries)} release(s) together are ρ-zCDP with ρ = {_num(used.rho)}"
         + (f" and spend δ = {used.delta:.3g} outright" if used.delta else "")
-        + f"; so they are (ε, δ)-DP with ε = {_num(used.epsilon(total_delta))} at "
-        f"δ = {total_delta:.3g}, and μ = {_num(used.to_gdp().mu)} (conversions as below)."
+        + f"; so they are (ε, δ)-DP with ε = {_num(stated.epsilon)} at "
+        f"δ = {total_delta:.3g}, and μ = {_num(used.to_gdp().mu)}. "
+        f"Accounting method: {accounting} ({stated.basis})."
     )
 
 
@@ -594,6 +601,8 @@ def report_html(
     sections: Sequence[ReportSection],
     budget: BudgetReport,
     charged: Sequence[LedgerEntry],
+    *,
+    accounting: str = "zcdp",
 ) -> str:
     """A complete, self-contained HTML report page.
 
@@ -603,6 +612,8 @@ def report_html(
         sections: the released queries, in order.
         budget: the ledger's budget after the report (spent and remaining).
         charged: the ledger entries of this report's releases.
+        accounting: how the report's own guarantee is stated: ``"zcdp"``,
+            ``"rdp"`` or ``"pld"`` (:func:`privframe.replay.guarantee`).
 
     Example:
         >>> from datetime import UTC, datetime
@@ -639,7 +650,7 @@ def report_html(
         + (f"<ol>{contents}</ol>" if contents else "")
         + "".join(_section_html(i, s) for i, s in enumerate(sections, 1))
         + '<section id="budget"><h2>Privacy budget</h2>'
-        + _report_guarantee(charged, budget.delta)
+        + _report_guarantee(charged, budget.delta, accounting)
         + _ledger_html(charged, "this report's ledger entries")
         + "<h3>The ledger after this report</h3>"
         + _budget_html(budget)

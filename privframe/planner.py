@@ -223,6 +223,15 @@ class ReleasePlan:
         return next(m for m in self.quantiles if m.key == key)
 
 
+ACCOUNTING_NOTE = (
+    "accounting: zCDP; a release's rho adds to the session's, and the session states "
+    "(epsilon, delta) with the conversion valid for every rho-zCDP mechanism (Canonne, Kamath "
+    "& Steinke 2020, Cor. 13); Session.guarantee(method='rdp' or 'pld') replays the "
+    "ledger's mechanism events instead"
+)
+"""How a release is accounted; printed by :class:`Explanation` and its HTML view."""
+
+
 @dataclass(frozen=True)
 class Explanation:
     """What a release would do, from public parameters only; ``str()`` prints a table.
@@ -247,6 +256,7 @@ class Explanation:
         delta = f", delta = {cost.delta:.3g}" if cost.delta else ""
         lines = [
             f"release costs rho = {cost.rho:.6g}{delta} (zCDP)",
+            ACCOUNTING_NOTE,
             f"contribution bound: {self.plan.limits.describe()}",
             "",
             "measurements:",

@@ -65,6 +65,7 @@ from privframe.keys import KeySet, product
 from privframe.noise import SeededRandomness
 from privframe.planner import Explanation
 from privframe.query import Bound, Query
+from privframe.replay import METHODS
 from privframe.session import Session
 from privframe.sql import Column, SQLQuery
 
@@ -206,6 +207,8 @@ class ReportSpec:
         contributions: ``max_groups``, ``max_rows_per_group`` and ``max_rows``.
         queries: the queries, in order.
         seed: a seed for the noise: the results are then NOT private (tests only).
+        accounting: how the report states its guarantee: ``"zcdp"`` (default),
+            ``"rdp"`` or ``"pld"`` (see :mod:`privframe.replay`).
     """
 
     path: Path
@@ -218,6 +221,7 @@ class ReportSpec:
     contributions: Mapping[str, int]
     queries: tuple[QuerySpec, ...]
     seed: int | None = None
+    accounting: str = "zcdp"
 
     def label(self, query: QuerySpec) -> str:
         """The ledger label of a query's release."""
@@ -508,8 +512,13 @@ def load_spec(path: str | Path) -> ReportSpec:
         ("report", "data", "budget", "contributions", "queries"),
     )
     report = _table(raw["report"], "report")
-    _check_keys(report, "report", ("title", "rho", "seed"), ("title",))
+    _check_keys(report, "report", ("title", "rho", "seed", "accounting"), ("title",))
     title = _string(report, "title", "report")
+    accounting = _string(report, "accounting", "report") if "accounting" in report else "zcdp"
+    if accounting not in METHODS:
+        raise SpecError(
+            f"report: accounting must be one of {', '.join(METHODS)}, got {accounting!r}"
+        )
     total = _positive(report, "rho", "report") if "rho" in report else None
     seed = _integer(report, "seed", "report") if "seed" in report else None
     data = _table(raw["data"], "data")
@@ -547,6 +556,7 @@ def load_spec(path: str | Path) -> ReportSpec:
         contributions=contributions,
         queries=tuple(q for q, _ in parsed),
         seed=seed,
+        accounting=accounting,
     )
 
 
@@ -676,7 +686,8 @@ class Report:
         left = self.session.remaining
         blocks.append(
             f"== report {self.spec.title!r}: {len(self.planned)} queries, {_cost(self.cost)} "
-            f"in total; the ledger has {_cost(left)} left =="
+            f"in total; the ledger has {_cost(left)} left; the report states its guarantee "
+            f"by {self.spec.accounting} accounting =="
         )
         return "\n\n".join(blocks)
 
@@ -729,7 +740,12 @@ class Report:
             entries = [e for e in self.session.ledger[start:] if e.label in charged]
             page.write_text(
                 report_html(
-                    self.spec.title, self.created, sections, self.session.report(), entries
+                    self.spec.title,
+                    self.created,
+                    sections,
+                    self.session.report(),
+                    entries,
+                    accounting=self.spec.accounting,
                 ),
                 encoding="utf-8",
             )

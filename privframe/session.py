@@ -32,7 +32,7 @@ import pandas as pd
 import polars as pl
 from pyarrow import ArrowException
 
-from privframe import quantiles, spark
+from privframe import quantiles, replay, spark
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
 from privframe.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
@@ -63,6 +63,7 @@ from privframe.planner import (
     plan_release,
 )
 from privframe.query import Bound, Plan, Query, _public_table
+from privframe.replay import Guarantee
 from privframe.split import Balance
 from privframe.sql import Column, SQLQuery, parse
 
@@ -360,10 +361,11 @@ class Session:
         """The ε of everything spent so far, at ``delta`` (default: the reporting δ plus δ spent).
 
         ``method="zcdp"`` (the default, always valid) converts the ledger's total
-        ρ (Canonne, Kamath & Steinke 2020); ``"rdp"`` replays the mechanism
-        events the ledger entries carry through :class:`privframe.rdp.RDPAccountant`
-        (an entry without events counts as a ρ-zCDP event). For privframe's own
-        releases both agree closely; RDP pays off for subsampled events.
+        ρ (Canonne, Kamath & Steinke 2020); ``"rdp"`` and ``"pld"`` replay the
+        mechanism events the ledger entries carry (:mod:`privframe.replay`;
+        :meth:`guarantee_statement` says how the number was obtained). For
+        privframe's own releases, discrete Gaussians, all three agree closely:
+        RDP and PLD pay off for subsampled continuous events.
 
         Example:
             >>> import polars as pl
@@ -373,25 +375,26 @@ class Session:
             >>> sess.guarantee() <= sess.guarantee(method="rdp") < 1.01 * sess.guarantee()
             True
         """
-        from privframe.events import from_dict
-        from privframe.rdp import RDPAccountant
+        return self.guarantee_statement(delta, method).epsilon
 
-        spent = self._accountant.spent
+    def guarantee_statement(self, delta: float | None = None, method: str = "zcdp") -> Guarantee:
+        """Like :meth:`guarantee`, with δ, the method and how the ε was derived.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> _ = sess.query().agg(pf.count()).release(rho=0.5)
+            >>> statement = sess.guarantee_statement(1e-6, "pld")
+            >>> statement.method, statement.epsilon == sess.guarantee(1e-6)
+            ('pld', True)
+            >>> statement.basis.startswith("no event has a proven privacy loss distribution")
+            True
+        """
         if delta is None:
+            spent = self._accountant.spent
             delta = float(Fraction(self._accountant.delta) + Fraction(spent.delta))
-        if method == "zcdp":
-            return spent.epsilon(delta)
-        if method != "rdp":
-            raise InvalidValueError(f"method must be 'zcdp' or 'rdp', got {method!r}")
-        accountant = RDPAccountant()
-        for entry in self.ledger:
-            events = (entry.description or {}).get("events")
-            if events:
-                for event in events:
-                    accountant.compose(from_dict(event))
-            else:
-                accountant.compose(ThresholdEvent(entry.rho, entry.delta))
-        return accountant.epsilon(delta)
+        return replay.guarantee(self.ledger, delta, method)
 
     def query(self) -> Query:
         """Start a query: chain ``filter``, ``bound``, ``group_by``, ``agg``, then release."""

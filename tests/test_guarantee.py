@@ -1,4 +1,4 @@
-"""A session's guarantee two ways: its zCDP total, and an RDP replay of its ledger's events."""
+"""A session's guarantee three ways: its zCDP total, and RDP and PLD replays of its events."""
 
 from __future__ import annotations
 
@@ -62,4 +62,16 @@ def test_rdp_replay_agrees_with_the_zcdp_total() -> None:
 
 def test_unknown_method_is_refused() -> None:
     with pytest.raises(pf.InvalidValueError, match="method"):
-        _session().guarantee(method="pld")
+        _session().guarantee(method="moments")
+
+
+def test_pld_replay_states_the_zcdp_bound_for_discrete_gaussians() -> None:
+    sess = _session()
+    _spend(sess)
+    statement = sess.guarantee_statement(method="pld")
+    # Every event of a privframe release is a discrete Gaussian, a threshold or a
+    # zCDP event: none has a proven PLD, so the PLD method falls back to zCDP.
+    assert statement.epsilon == pytest.approx(sess.guarantee(), rel=1e-9)
+    assert statement.method == "pld"
+    assert "zCDP" in statement.basis
+    assert "discrete Gaussian" in statement.basis
