@@ -119,7 +119,10 @@ from privframe.rdp import RDPAccountant, _effective_noise_multiplier
 
 __all__ = ["PLDAccountant", "mu_estimate"]
 
-_FFT_GAMMA = 10 * _ULP
+_FFT_UNIT = float(np.finfo(np.longdouble).eps)
+"""Unit roundoff of the FFTs, which run in long double (80-bit on x86-64, else double)."""
+
+_FFT_GAMMA = 10 * _FFT_UNIT
 """Relative ℓ₂ error per FFT level (Higham §24.1, with margin)."""
 
 _SPLIT_GUARD = 1e-6
@@ -135,15 +138,13 @@ _MAX_POINTS = 2**24
 
 
 def _ndtr_error(z: np.ndarray) -> np.ndarray:
-    """Bound on the absolute error of ``ndtr(z)`` when z carries a few ulps of rounding.
+    """Bound on the absolute error of ``ndtr(z)`` at the computed argument z.
 
-    scipy's ``ndtr`` is accurate to a few ulps of the smaller tail; the
-    argument's own rounding error moves the result by about φ(z)·|z|·u.
+    scipy's ``ndtr`` (Cephes, via erf/erfc) is accurate to a few ulps of the
+    smaller tail. The rounding of z itself is not a mass error: it moves the
+    point at which the CDF was evaluated, which :attr:`_LossCDF.scale` covers.
     """
-    size = np.where(np.isfinite(z), np.abs(z), 40.0)
-    tail = special.ndtr(-size)
-    density = np.exp(-0.5 * np.minimum(size * size, 1400.0)) / math.sqrt(2 * math.pi)
-    return 8 * _ULP * (tail + density * (size + 1.0))
+    return 8 * _ULP * special.ndtr(-np.abs(np.where(np.isnan(z), 0.0, z)))
 
 
 @dataclass(frozen=True)
@@ -153,10 +154,14 @@ class _LossCDF:
     ``cdf(eps)`` returns (P[L <= ε], P[L > ε], Q[L <= ε], Q[L > ε], error),
     with ``error`` an array bounding the absolute error of each P value.
     ``range(tail)`` gives losses (lo, hi) with P[L < lo] and P[L > hi] both <= tail.
+    ``scale`` bounds the magnitude of the intermediate values (thresholds over
+    σ², means), so that 64·u·(1 + |ε| + scale) bounds how far from ε, in loss,
+    the rounded arithmetic evaluated the CDFs.
     """
 
     cdf: Callable[[np.ndarray], tuple[np.ndarray, ...]]
     range: Callable[[float], tuple[float, float]]
+    scale: float
 
 
 def _gaussian_loss(mu: float) -> _LossCDF:
@@ -177,7 +182,7 @@ def _gaussian_loss(mu: float) -> _LossCDF:
         z = -float(special.ndtri(tail))
         return mean - z * sd, mean + z * sd
 
-    return _LossCDF(cdf, loss_range)
+    return _LossCDF(cdf, loss_range, mean + 40 * sd)
 
 
 def _sampled_loss(q: float, sigma: float, *, remove: bool) -> _LossCDF:
@@ -238,7 +243,7 @@ def _sampled_loss(q: float, sigma: float, *, remove: bool) -> _LossCDF:
             z = -float(special.ndtri(tail))
             return -psi(sigma * z), -psi(-sigma * z)
 
-    return _LossCDF(cdf, loss_range)
+    return _LossCDF(cdf, loss_range, (2 + 40 * sigma) / var + abs(log_q))
 
 
 # ---------------------------------------------------------------------------
@@ -250,8 +255,10 @@ def _sampled_loss(q: float, sigma: float, *, remove: bool) -> _LossCDF:
 class _PLD:
     """A discretised PLD: P-mass ``pmf[i]`` at loss (offset + i)·h, ``infinity`` at +∞.
 
-    ``error`` bounds the ℓ₁ floating-point error of ``pmf`` (so of any δ).
-    ``pessimistic`` says which way the discretisation and tail cuts went.
+    ``error`` bounds the ℓ₁ floating-point error of ``pmf`` (so of any δ);
+    ``shift`` bounds how far from their grid points, in loss, rounding placed
+    the masses. ``pessimistic`` says which way the discretisation and tail
+    cuts went, and so which way :meth:`delta` applies both bounds.
     """
 
     h: float
@@ -259,13 +266,15 @@ class _PLD:
     pmf: np.ndarray
     infinity: float
     error: float
+    shift: float
     pessimistic: bool
 
     def losses(self) -> np.ndarray:
         return (self.offset + np.arange(self.pmf.size)) * self.h
 
     def delta(self, epsilon: float) -> float:
-        """δ(ε) of this PLD, moved by the error bound in its own direction."""
+        """δ(ε) of this PLD, moved by the error bounds in its own direction."""
+        epsilon = epsilon - self.shift if self.pessimistic else epsilon + self.shift
         losses = self.losses()
         mask = losses > epsilon
         terms = self.pmf[mask] * -np.expm1(epsilon - losses[mask])
@@ -354,7 +363,8 @@ def _discretize(loss: _LossCDF, h: float, tail: float, *, pessimistic: bool) -> 
     else:
         pmf[:-1] += mass_p
         pmf[-1] += sp[-1]
-    return _PLD(h, first, pmf, infinity, error, pessimistic)
+    shift = 64 * _ULP * (1 + max(abs(lo), abs(hi)) + loss.scale)
+    return _PLD(h, first, pmf, infinity, error, shift, pessimistic)
 
 
 def _truncate(pld: _PLD, tail: float) -> _PLD:
@@ -376,7 +386,7 @@ def _truncate(pld: _PLD, tail: float) -> _PLD:
         infinity += above
     else:
         kept[-1] += above
-    return _PLD(pld.h, pld.offset + start, kept, infinity, pld.error, pld.pessimistic)
+    return _PLD(pld.h, pld.offset + start, kept, infinity, pld.error, pld.shift, pld.pessimistic)
 
 
 def _combine_infinity(a: float, b: float, pessimistic: bool) -> float:
@@ -385,19 +395,26 @@ def _combine_infinity(a: float, b: float, pessimistic: bool) -> float:
     return min(1.0, value * (1 + 4 * _ULP)) if pessimistic else max(0.0, value * (1 - 4 * _ULP))
 
 
+def _wide(pmf: np.ndarray) -> np.ndarray:
+    """The pmf in long double: FFT rounding error is what bounds the δ of long compositions."""
+    return pmf.astype(np.longdouble)
+
+
 def _convolve(a: _PLD, b: _PLD, tail: float) -> _PLD:
     size = a.pmf.size + b.pmf.size - 1
     n = fft.next_fast_len(size, real=True)
-    out = fft.irfft(fft.rfft(a.pmf, n) * fft.rfft(b.pmf, n), n)[:size]
-    out = np.maximum(out, 0.0)
+    spectrum = fft.rfft(_wide(a.pmf), n) * fft.rfft(_wide(b.pmf), n)
+    out = np.maximum(fft.irfft(spectrum, n)[:size].astype(np.float64), 0.0)
     norms = np.linalg.norm(a.pmf) + np.linalg.norm(b.pmf) + 2 * np.linalg.norm(out)
-    fft_error = _FFT_GAMMA * math.log2(n) * math.sqrt(n) * float(norms)
+    # + the rounding of the result to float64, relative u per entry.
+    fft_error = _FFT_GAMMA * math.log2(n) * math.sqrt(n) * float(norms) + 2 * _ULP
     composed = _PLD(
         a.h,
         a.offset + b.offset,
         out,
         _combine_infinity(a.infinity, b.infinity, a.pessimistic),
         a.error + b.error + fft_error,
+        a.shift + b.shift,
         a.pessimistic,
     )
     return _truncate(composed, tail)
@@ -414,12 +431,16 @@ def _chernoff_range(pld: _PLD, count: int, tail: float) -> tuple[int, int]:
     with np.errstate(divide="ignore"):
         log_p = np.log(pld.pmf)
     log_tail = math.log(tail) if tail > 0 else math.log(1e-300)
-    lambdas = np.geomspace(1e-3, 1e4, 141)
+    lambdas = np.geomspace(1e-3, 1e4, 81)
+    finite = np.isfinite(log_p)
+    log_p, losses = log_p[finite], losses[finite]
 
     def reach(sign: float) -> float:
         best = math.inf
         for lam in lambdas:
-            log_m = float(special.logsumexp(log_p + sign * lam * losses))
+            exponent = log_p + sign * lam * losses
+            top = float(exponent.max())
+            log_m = top + math.log(float(np.exp(exponent - top).sum()))
             best = min(best, (count * log_m - log_tail) / lam)
         return best
 
@@ -448,20 +469,26 @@ def _self_compose(pld: _PLD, count: int, tail: float) -> _PLD:
             f"composing this event {count} times needs {n} grid points (limit {_MAX_POINTS}); "
             "use a coarser value_discretization_interval"
         )
-    spectrum = fft.rfft(pld.pmf, n)
-    circular = fft.irfft(spectrum**count, n)
+    spectrum = fft.rfft(_wide(pld.pmf), n)
+    circular = fft.irfft(spectrum**count, n).astype(np.float64)
     # Position p holds the sums of grid indices ≡ p (mod n); pick those in [lo, lo + n).
     shift = (lo - count * pld.offset) % n
     out = np.maximum(np.roll(circular, -shift)[: hi - lo + 1], 0.0)
     log_n = math.log2(n)
     l2_in, l2_out = float(np.linalg.norm(pld.pmf)), float(np.linalg.norm(out))
-    fft_error = math.sqrt(n) * (
-        count * _FFT_GAMMA * log_n * l2_in + (_FFT_GAMMA * log_n + 2 * count * _ULP) * l2_out
+    fft_error = (
+        math.sqrt(n)
+        * (
+            count * _FFT_GAMMA * log_n * l2_in
+            + (_FFT_GAMMA * log_n + 2 * count * _FFT_UNIT) * l2_out
+        )
+        + 2 * _ULP
     )
     infinity = -math.expm1(count * math.log1p(-pld.infinity)) if pld.infinity < 1 else 1.0
     infinity = min(1.0, infinity * (1 + 8 * _ULP)) if pld.pessimistic else infinity * (1 - 8 * _ULP)
     error = count * pld.error + fft_error + 3 * tail
-    return _truncate(_PLD(pld.h, lo, out, infinity, error, pld.pessimistic), tail)
+    composed = _PLD(pld.h, lo, out, infinity, error, count * pld.shift, pld.pessimistic)
+    return _truncate(composed, tail)
 
 
 # ---------------------------------------------------------------------------
