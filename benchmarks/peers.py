@@ -14,6 +14,7 @@ rebuilds that virtualenv.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -29,6 +30,29 @@ PEERS: dict[str, list[str]] = {
     "pipelinedp": ["pipeline-dp>=0.3,<0.4", "pandas", "pyarrow"],
     # Tumult Analytics runs on Spark local (pyspark comes with it; Java 17 is needed).
     "tumult": ["tmlt.analytics>=0.21,<0.22", "pyarrow"],
+    # Google's accountants (RDP, PLD, mechanism calibration); numpy/scipy/attrs only.
+    "dp_accounting": ["dp-accounting>=0.6,<0.7"],
+    # Opacus' accountants (RDP, PRV, get_noise_multiplier) are numpy/scipy code, but
+    # opacus/__init__.py and opacus/accountants/accountant.py import torch, so the
+    # accountants cannot be imported without it. Rather than load their modules by
+    # file path and rewrite the glue around them (PRVAccountant's domain and error
+    # bounds live in that glue), the venv gets the real package with a torch that
+    # is light: torch 2.13.0's CPU build lies on this project's machines in pip's
+    # find-links folder, and the pin makes pip take it (a 192 MB wheel, about 1 GB
+    # installed) instead of PyPI's CUDA build (several GB). On a machine without
+    # that file, set PRIVFRAME_TORCH_INDEX to a CPU-only torch index (see PIP_ARGS).
+    "opacus": ["opacus>=1.6,<1.7", "torch==2.13.0"],
+}
+
+# Extra pip arguments per peer. PRIVFRAME_TORCH_INDEX adds a torch wheel index
+# for Opacus only when set: an index that cannot be reached costs pip about 5 s
+# of retries per requirement, so none is named by default.
+PIP_ARGS: dict[str, list[str]] = {
+    "opacus": (
+        ["--extra-index-url", os.environ["PRIVFRAME_TORCH_INDEX"]]
+        if os.environ.get("PRIVFRAME_TORCH_INDEX")
+        else []
+    ),
 }
 
 # Seconds each peer's first-use install took in this process (compare.py reports them).
@@ -42,7 +66,12 @@ class PeerError(RuntimeError):
 def is_installed(name: str) -> bool:
     """Whether the peer's virtualenv holds the current ``PEERS`` requirements."""
     marker = VENVS / name / ".installed"
-    return name in PEERS and marker.exists() and marker.read_text() == " ".join(PEERS[name])
+    return name in PEERS and marker.exists() and marker.read_text() == _wanted(name)
+
+
+def _wanted(name: str) -> str:
+    """The marker text for the peer: its requirements, then any extra pip arguments."""
+    return " ".join([*PEERS[name], *PIP_ARGS.get(name, [])])
 
 
 def peer_python(name: str) -> Path:
@@ -52,7 +81,7 @@ def peer_python(name: str) -> Path:
     root = VENVS / name
     python = root / "bin" / "python"
     marker = root / ".installed"
-    wanted = " ".join(PEERS[name])
+    wanted = _wanted(name)
     if not marker.exists() or marker.read_text() != wanted:
         t0 = time.perf_counter()
         venv.EnvBuilder(with_pip=True, clear=True).create(root)
@@ -64,6 +93,7 @@ def peer_python(name: str) -> Path:
                 "install",
                 "-q",
                 "--disable-pip-version-check",
+                *PIP_ARGS.get(name, []),
                 *PEERS[name],
             ],
             capture_output=True,
