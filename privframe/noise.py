@@ -699,14 +699,15 @@ def clipped_gaussian_sum(
     """DP-SGD's step: clip each row (one example's gradient) to L2 norm C, sum, add noise.
 
     Adding or removing one example changes the sum by at most C in L2 norm,
-    so the noisy sum with noise multiplier z is ρ = 1/(2z²)-zCDP, and one
-    step with Poisson sampling rate q is the event
-    ``PoissonSampledEvent(q, GaussianEvent(z))`` of :mod:`privframe.rdp` (Abadi
-    et al. 2016). The noise is discrete Gaussian on a grid
-    (:func:`gaussian_mechanism`), never floating-point: its σ is at least z·C
-    (the grid rounding is added to the sensitivity), so accounting with z is
-    conservative. Rows with a NaN or infinite entry count as zero rows, so no
-    input value can make the step fail.
+    so the noisy sum with noise multiplier z is ρ = 1/(2z²)-zCDP (Abadi et al.
+    2016). The noise is discrete Gaussian on a grid (:func:`gaussian_mechanism`),
+    never floating-point: its σ is at least z·C (the grid rounding is added to
+    the sensitivity), so accounting with z is conservative. One step with
+    Poisson sampling rate q is therefore the event
+    ``PoissonSampledEvent(q, GaussianEvent(z, discrete=True))``, which
+    :func:`privframe.dpsgd.dpsgd_epsilon` accounts with ``discrete=True``
+    (docs/accounting.md §5). Rows with a NaN or infinite entry count as zero
+    rows, so no input value can make the step fail.
 
     Args:
         rows: a 2-D array, one row per example (numpy in, numpy out).

@@ -60,15 +60,17 @@ The pessimistic δ adds that bound, the optimistic one subtracts it.
 **Events without a proven PLD.** The discrete Gaussian's privacy profile is
 known only for one dimension and integer sensitivity (Canonne, Kamath &
 Steinke 2020, Thm. 7), while privframe's releases are vectors with an L2
-bound; its guarantee is its ρ-zCDP (their Thm. 14 style bound; equal to the
-continuous one for integer shifts). A :class:`~privframe.events.ZCDPEvent`
-or the noisy counts of a :class:`~privframe.events.ThresholdEvent` with ρ > 0
-are likewise known only through ρ. There is no dominating pair for "some ρ-zCDP
-mechanism" whose compositions stay ρ-zCDP, so such events cannot be mixed into
-a PLD soundly. When the events include any, the accountant says so in
-:attr:`PLDAccountant.fallback` and reports the zCDP conversion (if they are the
-only ones) or the Rényi accountant over all events (if they are mixed with
-events that have a PLD), both valid.
+bound; what is proven for them is ρ-zCDP (their Rényi divergences are at most
+the continuous Gaussian's). A :class:`~privframe.events.ZCDPEvent` or the
+noisy counts of a :class:`~privframe.events.ThresholdEvent` with ρ > 0 are
+likewise known only through ρ, and a Poisson-subsampled discrete Gaussian only
+through Zhu & Wang's general subsampled-RDP bound
+(:func:`privframe.rdp.poisson_rdp_general`). There is no dominating pair for
+"some ρ-zCDP mechanism" whose compositions stay ρ-zCDP, so such events cannot
+be mixed into a PLD soundly. When the events include any, the accountant says
+so in :attr:`PLDAccountant.fallback` and reports a bound that is valid: the
+zCDP conversion when every event is known through ρ alone, otherwise the Rényi
+accountant over all events.
 
 Example:
     >>> from privframe.events import GaussianEvent, PoissonSampledEvent
@@ -504,6 +506,7 @@ class _Parts:
     sampled: tuple[tuple[float, float, int], ...]  # (q, σ_effective, count), merged
     threshold_delta: float  # δ spent outright
     zcdp_rho: float  # ρ of the events known only through zCDP
+    rdp_only: bool = False  # an event bounded only in RDP (a subsampled discrete Gaussian)
 
     def __add__(self, other: _Parts) -> _Parts:
         counts: dict[tuple[float, float], int] = {}
@@ -514,6 +517,7 @@ class _Parts:
             tuple((q, s, c) for (q, s), c in counts.items() if c),
             min(1.0, _round_up(Fraction(self.threshold_delta) + Fraction(other.threshold_delta))),
             _round_up(Fraction(self.zcdp_rho) + Fraction(other.zcdp_rho)),
+            self.rdp_only or other.rdp_only,
         )
 
     def times(self, count: int) -> _Parts:
@@ -522,6 +526,7 @@ class _Parts:
             tuple((q, s, c * count) for q, s, c in self.sampled if c * count),
             min(1.0, _round_up(Fraction(self.threshold_delta) * count)),
             _round_up(Fraction(self.zcdp_rho) * count),
+            self.rdp_only and count > 0,
         )
 
 
@@ -536,10 +541,13 @@ def _parts(event: Event) -> _Parts:
             return _Parts(Fraction(0), (), 0.0, rho)
         return _Parts(1 / Fraction(event.noise_multiplier) ** 2, (), 0.0, 0.0)
     if isinstance(event, PoissonSampledEvent):
-        sigma = _effective_noise_multiplier(event.event)
+        sigma, discrete = _effective_noise_multiplier(event.event)
         q = event.sampling_probability
         if math.isinf(sigma) or q == 0:
             return _EMPTY
+        if discrete:
+            # Subsampled discrete noise: only Zhu & Wang's general RDP bound is proven.
+            return _Parts(Fraction(0), (), 0.0, 0.0, rdp_only=True)
         if q == 1:
             return _Parts(1 / Fraction(sigma) ** 2, (), 0.0, 0.0)
         return _Parts(Fraction(0), ((q, sigma, 1),), 0.0, 0.0)
@@ -643,9 +651,12 @@ class PLDAccountant:
             >>> PLDAccountant().compose(GaussianEvent(1.0, discrete=True)).fallback
             'zcdp'
         """
-        if self._parts.zcdp_rho == 0:
+        parts = self._parts
+        if parts.rdp_only:
+            return "rdp"
+        if parts.zcdp_rho == 0:
             return None
-        if self._parts.gaussian_inverse_square == 0 and not self._parts.sampled:
+        if parts.gaussian_inverse_square == 0 and not parts.sampled:
             return "zcdp"
         return "rdp"
 

@@ -23,6 +23,7 @@ from privframe.events import (
     PoissonSampledEvent,
     SelfComposedEvent,
     ThresholdEvent,
+    ZCDPEvent,
     from_dict,
     from_json,
 )
@@ -338,10 +339,7 @@ def test_bad_accountant_inputs_raise_privframe_errors(call: Any, error: type, na
 
 @pytest.mark.parametrize(
     "event",
-    [
-        PoissonSampledEvent(0.1, GaussianEvent(1.0, discrete=True)),
-        PoissonSampledEvent(0.1, ThresholdEvent(0.1, 1e-9)),
-    ],
+    [PoissonSampledEvent(0.1, ThresholdEvent(0.1, 1e-9)), PoissonSampledEvent(0.1, ZCDPEvent(0.1))],
     ids=repr,
 )
 def test_unsupported_subsampled_events_are_refused_without_composing(event: Any) -> None:
@@ -350,3 +348,32 @@ def test_unsupported_subsampled_events_are_refused_without_composing(event: Any)
         acct.compose(event)
     assert acct.rdp == (1.0,)
     assert len(acct.events) == 1
+
+
+@pytest.mark.parametrize(("q", "sigma"), [(0.01, 1.1), (0.1, 0.8), (0.001, 2.0), (0.5, 1.0)])
+def test_general_subsampled_bound_is_above_the_gaussian_series(q: float, sigma: float) -> None:
+    # Without Zhu & Wang's factor 3 their series is MTZ's exact Gaussian one, so with
+    # it the general bound must lie above the Gaussian's at every integer order (equal
+    # at α = 2, which has no ℓ >= 3 term, up to each side's rounding guard).
+    orders = [float(a) for a in range(2, 64)]
+    general = rdp.poisson_rdp_general(q, 1 / (2 * sigma**2), orders)
+    exact = rdp.poisson_gaussian_rdp(q, sigma, orders)
+    for g, e, a in zip(general, exact, orders, strict=True):
+        assert g >= e * (1 - 1e-12)
+        assert g <= a / (2 * sigma**2) * (1 + 1e-12)
+    # ...and not far above it where subsampling matters (small orders).
+    assert general[0] <= 3 * exact[0]
+
+
+def test_subsampled_discrete_gaussian_uses_the_general_bound() -> None:
+    discrete = PoissonSampledEvent(0.01, GaussianEvent(1.1, discrete=True))
+    continuous = PoissonSampledEvent(0.01, GaussianEvent(1.1))
+    eps_discrete = rdp.RDPAccountant().compose(discrete, 1000).epsilon(1e-5)
+    eps_continuous = rdp.RDPAccountant().compose(continuous, 1000).epsilon(1e-5)
+    unsampled = rdp.RDPAccountant().compose(GaussianEvent(1.1, discrete=True), 1000)
+    # Amplified (far below no subsampling), and at least the continuous value.
+    assert eps_continuous <= eps_discrete < unsampled.epsilon(1e-5) / 10
+    assert eps_discrete < 1.5 * eps_continuous
+    curve = rdp.RDPAccountant().compose(discrete).rdp
+    fractional = [r for a, r in zip(rdp.DEFAULT_ORDERS, curve, strict=True) if not a.is_integer()]
+    assert all(math.isinf(r) for r in fractional)
