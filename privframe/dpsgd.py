@@ -22,7 +22,7 @@ from __future__ import annotations
 from privframe.accounting import _check_conversion_delta, _check_positive
 from privframe.errors import CalibrationError, InvalidValueError
 from privframe.events import GaussianEvent, PoissonSampledEvent, _check_count
-from privframe.pld import PLDAccountant
+from privframe.pld import PLDAccountant, _GridTooLargeError
 from privframe.rdp import RDPAccountant, _check_probability
 
 __all__ = ["dpsgd_epsilon", "dpsgd_noise_multiplier"]
@@ -92,7 +92,9 @@ def dpsgd_noise_multiplier(
         delta: 0 < δ < 1.
         sample_rate: q in (0, 1].
         steps: an int >= 1.
-        method: ``"rdp"`` or ``"pld"``, as for :func:`dpsgd_epsilon`.
+        method: ``"rdp"`` or ``"pld"``, as for :func:`dpsgd_epsilon`. With
+            ``"pld"``, a z so small that its losses outgrow the PLD grid (ε in
+            the hundreds) is evaluated by RDP instead, also a valid bound.
         discrete: True for discrete Gaussian noise, as for :func:`dpsgd_epsilon`.
         rtol: relative width of the final bracket, in (0, 0.5].
 
@@ -120,7 +122,12 @@ def dpsgd_noise_multiplier(
     _accountant(method)
 
     def epsilon(z: float) -> float:
-        return dpsgd_epsilon(z, q, steps, delta, method=method, discrete=discrete)
+        try:
+            return dpsgd_epsilon(z, q, steps, delta, method=method, discrete=discrete)
+        except _GridTooLargeError:
+            # So little noise that the loss range outgrows the PLD grid (ε in the
+            # hundreds): the RDP bound, also valid, stands in for it.
+            return dpsgd_epsilon(z, q, steps, delta, method="rdp", discrete=discrete)
 
     hi = 1.0
     while epsilon(hi) > target:

@@ -49,13 +49,22 @@ way: into +∞ (or the lowest kept point) for the pessimistic PLD, onto the
 highest kept point (or dropped) for the optimistic one. The exact ε lies in
 ``epsilon_bounds(δ)``; its width is the stated discretisation error.
 
-**Floating point.** Every PLD carries a bound on the total (ℓ₁) error of its
-masses: the error of the normal CDFs (a few ulps of the smaller tail plus the
-argument's rounding error times the density) and of each FFT convolution
-(Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., §24.1:
-a radix-2 FFT's relative ℓ₂ error is at most ~log₂N·u; here 10·u·log₂N per
-transform, the ℓ₂ bounds of both inputs and the output, and √N from ℓ₂ to ℓ₁).
-The pessimistic δ adds that bound, the optimistic one subtracts it.
+**Floating point.** Every PLD carries two bounds, applied to δ in the
+safe direction (added for the pessimistic PLD, subtracted for the optimistic):
+
+* an error in Kolmogorov (sup-CDF) distance. δ(ε) = E[g(L)] with g monotone
+  and in [0, 1], so it moves δ by at most that much, and convolving with a
+  sub-probability does not increase it, so a k-fold composition has at most k
+  times the error of one step. Per step: the normal CDFs' rounding (each CDF
+  value within 32 ulps; interval masses telescope). Per FFT (power-of-two
+  lengths, run in long double): Higham, "Accuracy and Stability of Numerical
+  Algorithms", 2nd ed., §24.1, 10·u·log₂N relative ℓ₂ error per transform,
+  with √N from ℓ₂ to ℓ₁, and the mass cut or wrapped around at the tails.
+* a location error: how far from its grid point, in loss, rounding evaluated
+  each CDF; it adds up under composition and shifts ε by at most that much.
+
+The connect-the-dots split is lowered by its own rounding error bound, so it
+can only move mass up. For 1,000 DP-SGD steps the δ error is ~1.5e-11.
 
 **Events without a proven PLD.** The discrete Gaussian's privacy profile is
 known only for one dimension and integer sensitivity (Canonne, Kamath &
@@ -100,7 +109,6 @@ from privframe.accounting import (
     _check_nonnegative,
     _check_positive,
     _conversion_slack,
-    _increase_until,
     _round_up,
     _sqrt_down,
     _sqrt_up,
@@ -127,11 +135,20 @@ _FFT_UNIT = float(np.finfo(np.longdouble).eps)
 _FFT_GAMMA = 10 * _FFT_UNIT
 """Relative ℓ₂ error per FFT level (Higham §24.1, with margin)."""
 
-_SPLIT_GUARD = 1e-6
-"""Relative downward bias of the lower share in a connect-the-dots split."""
+_CDF_ERROR = 32 * _ULP
+"""Bound on the absolute error of each computed loss CDF value.
 
-_MAX_POINTS = 2**24
-"""Largest PLD support accepted (memory: 128 MiB per array); finer grids are refused."""
+scipy's ``ndtr`` (Cephes erf/erfc) is within a few ulps of the smaller tail,
+so within ~2 ulps of 1 in absolute terms; a CDF here is a mixture of at most
+two of them. The rounding of the *argument* is not a mass error: it moves the
+point at which the CDF was evaluated, which :attr:`_LossCDF.scale` covers.
+"""
+
+_MAX_COUNT = 2**40
+"""Most repetitions of one subsampled event (the FFT power's exponent)."""
+
+_MAX_POINTS = 2**22
+"""Largest PLD support accepted (64 MiB per long-double array, ~1 s per FFT power)."""
 
 
 # ---------------------------------------------------------------------------
@@ -139,22 +156,13 @@ _MAX_POINTS = 2**24
 # ---------------------------------------------------------------------------
 
 
-def _ndtr_error(z: np.ndarray) -> np.ndarray:
-    """Bound on the absolute error of ``ndtr(z)`` at the computed argument z.
-
-    scipy's ``ndtr`` (Cephes, via erf/erfc) is accurate to a few ulps of the
-    smaller tail. The rounding of z itself is not a mass error: it moves the
-    point at which the CDF was evaluated, which :attr:`_LossCDF.scale` covers.
-    """
-    return 8 * _ULP * special.ndtr(-np.abs(np.where(np.isnan(z), 0.0, z)))
-
-
 @dataclass(frozen=True)
 class _LossCDF:
     """CDFs of the privacy loss under P and under Q, at an array of loss values.
 
-    ``cdf(eps)`` returns (P[L <= ε], P[L > ε], Q[L <= ε], Q[L > ε], error),
-    with ``error`` an array bounding the absolute error of each P value.
+    ``cdf(eps)`` returns (P[L <= ε], P[L > ε], Q[L <= ε], Q[L > ε]), each
+    value within :data:`_CDF_ERROR` of the exact one at a point within
+    ``scale``'s bound of ε.
     ``range(tail)`` gives losses (lo, hi) with P[L < lo] and P[L > hi] both <= tail.
     ``scale`` bounds the magnitude of the intermediate values (thresholds over
     σ², means), so that 64·u·(1 + |ε| + scale) bounds how far from ε, in loss,
@@ -172,13 +180,7 @@ def _gaussian_loss(mu: float) -> _LossCDF:
     def cdf(eps: np.ndarray) -> tuple[np.ndarray, ...]:
         zp = (eps - mean) / sd
         zq = (eps + mean) / sd
-        return (
-            special.ndtr(zp),
-            special.ndtr(-zp),
-            special.ndtr(zq),
-            special.ndtr(-zq),
-            _ndtr_error(zp),
-        )
+        return special.ndtr(zp), special.ndtr(-zp), special.ndtr(zq), special.ndtr(-zq)
 
     def loss_range(tail: float) -> tuple[float, float]:
         z = -float(special.ndtri(tail))
@@ -199,7 +201,7 @@ def _sampled_loss(q: float, sigma: float, *, remove: bool) -> _LossCDF:
 
     def threshold(eps: np.ndarray) -> np.ndarray:
         # ψ(y) <= t  ⇔  y <= σ² ln((e^t − 1 + q)/q) + 1/2, for e^t > 1 − q.
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             gap = np.expm1(eps) + q
             return np.where(gap > 0, var * (np.log(np.maximum(gap, 1e-300)) - log_q) + 0.5, -np.inf)
 
@@ -209,23 +211,17 @@ def _sampled_loss(q: float, sigma: float, *, remove: bool) -> _LossCDF:
             return math.log1p(q * math.expm1(x))
         return x + math.log(q + (1 - q) * math.exp(-x))
 
-    def mixture(y: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
-        """P[Y <= y] (or P[Y > y]) for Y ~ (1−q)N(0,σ²) + qN(1,σ²), and its error."""
+    def mixture(y: np.ndarray, upper: bool) -> np.ndarray:
+        """P[Y <= y] (or P[Y > y]) for Y ~ (1−q)N(0,σ²) + qN(1,σ²)."""
         sign = -1.0 if upper else 1.0
-        z0 = sign * y / sigma
-        z1 = sign * (y - 1) / sigma
-        value = (1 - q) * special.ndtr(z0) + q * special.ndtr(z1)
-        error = (1 - q) * _ndtr_error(z0) + q * _ndtr_error(z1)
-        return value, error
+        return (1 - q) * special.ndtr(sign * y / sigma) + q * special.ndtr(sign * (y - 1) / sigma)
 
     if remove:
 
         def cdf(eps: np.ndarray) -> tuple[np.ndarray, ...]:
             y = threshold(eps)
-            fp, err = mixture(y, upper=False)
-            sp, _ = mixture(y, upper=True)
             z = y / sigma
-            return fp, sp, special.ndtr(z), special.ndtr(-z), err
+            return mixture(y, False), mixture(y, True), special.ndtr(z), special.ndtr(-z)
 
         def loss_range(tail: float) -> tuple[float, float]:
             z = -float(special.ndtri(tail))
@@ -237,9 +233,7 @@ def _sampled_loss(q: float, sigma: float, *, remove: bool) -> _LossCDF:
             # −ψ(y) <= ε  ⇔  ψ(y) >= −ε  ⇔  y >= threshold(−ε).
             y = threshold(-eps)
             z = y / sigma
-            fq, _ = mixture(y, upper=True)
-            sq, _ = mixture(y, upper=False)
-            return special.ndtr(-z), special.ndtr(z), fq, sq, _ndtr_error(z)
+            return special.ndtr(-z), special.ndtr(z), mixture(y, True), mixture(y, False)
 
         def loss_range(tail: float) -> tuple[float, float]:
             z = -float(special.ndtri(tail))
@@ -257,10 +251,13 @@ def _sampled_loss(q: float, sigma: float, *, remove: bool) -> _LossCDF:
 class _PLD:
     """A discretised PLD: P-mass ``pmf[i]`` at loss (offset + i)·h, ``infinity`` at +∞.
 
-    ``error`` bounds the ℓ₁ floating-point error of ``pmf`` (so of any δ);
-    ``shift`` bounds how far from their grid points, in loss, rounding placed
-    the masses. ``pessimistic`` says which way the discretisation and tail
-    cuts went, and so which way :meth:`delta` applies both bounds.
+    ``error`` bounds the floating-point error of ``pmf`` in Kolmogorov
+    (sup-CDF) distance, and so the error of any δ(ε) = E[g(L)], g being
+    monotone with values in [0, 1]; convolving with a sub-probability does not
+    increase that distance, so errors add up under composition. ``shift``
+    bounds how far from their grid points, in loss, rounding placed the
+    masses. ``pessimistic`` says which way the discretisation and tail cuts
+    went, and so which way :meth:`delta` applies both bounds.
     """
 
     h: float
@@ -300,54 +297,78 @@ class _PLD:
         return self.infinity + np.maximum(above - t, 0.0)
 
     def epsilon(self, delta: float) -> float:
-        """The smallest ε >= 0 with :meth:`delta` (ε) <= ``delta``, rounded up."""
+        """The ε at which :meth:`delta` crosses ``delta``, to 1e-12 relative.
+
+        Pessimistic: the smallest ε found with δ(ε) <= ``delta`` (an upper bound
+        on the exact ε). Optimistic: the largest ε found with δ(ε) > ``delta``
+        (a lower bound). δ(ε) is non-increasing, so a bisection brackets it; the
+        grid, without the error terms, gives the first bracket.
+        """
         if self.delta(0.0) <= delta:
             return 0.0
-        if self.infinity + self.error >= delta:
+        # Beyond the top loss (and the shift) δ is the constant ∞-mass term.
+        top = (self.offset + self.pmf.size) * self.h + self.shift + self.h
+        if self.delta(top) > delta:
             return math.inf
+        lo, hi = 0.0, top
         losses = self.losses()
-        below = np.nonzero((self.delta_at_grid() <= delta) & (losses > 0))[0]
-        j = int(below[0]) if below.size else losses.size - 1
-        # Between a = max(0, ℓ_{j−1}) and ℓ_j, δ(ε) = ∞-mass + Σ_{i>=j} p_i(1 − e^{ε−ℓ_i}),
-        # solved for e^{ε−a}; the certification below absorbs its rounding.
-        anchor = max(0.0, float(losses[j - 1])) if j > 0 else 0.0
-        start = anchor
-        weight = float((self.pmf[j:] * np.exp(anchor - losses[j:])).sum())
-        gap = self.infinity + float(self.pmf[j:].sum()) - delta
-        if weight > 0 and gap > 0:
-            start = anchor + max(0.0, math.log(gap / weight))
-        found = _increase_until(start, lambda eps: self.delta(eps) <= delta)
-        return math.inf if found is None else found
+        crossed = np.nonzero(self.delta_at_grid() <= delta)[0]
+        if crossed.size:
+            j = int(crossed[0])
+            below = float(losses[j - 1]) if j > 0 else 0.0
+            for guess in (below - self.shift - self.h, float(losses[j]) + self.shift + self.h):
+                if lo < guess < hi:
+                    if self.delta(guess) <= delta:
+                        hi = guess
+                    else:
+                        lo = guess
+        while hi - lo > 1e-12 * max(1.0, hi):
+            mid = (lo + hi) / 2
+            if self.delta(mid) <= delta:
+                hi = mid
+            else:
+                lo = mid
+        return hi if self.pessimistic else lo
+
+
+class _GridTooLargeError(InvalidValueError):
+    """A PLD would need more than :data:`_MAX_POINTS` grid points."""
+
+
+def _split_bias(mass_p: np.ndarray, mass_q: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """Relative error of e^{exponent}·ΔQ/ΔP from the CDFs' error and the exponent's rounding."""
+    with np.errstate(divide="ignore"):
+        return 2 * _CDF_ERROR * (1 / mass_p + 1 / mass_q) + 4 * _ULP * (np.abs(exponent) + 1)
 
 
 def _discretize(loss: _LossCDF, h: float, tail: float, *, pessimistic: bool) -> _PLD:
     lo, hi = loss.range(tail)
-    first, last = math.floor(lo / h), math.ceil(hi / h)
+    # The top point lies strictly above hi, so P[L > top] <= tail even when hi rounds to 0.
+    first, last = math.floor(lo / h), math.floor(hi / h) + 1
     if last - first + 1 > _MAX_POINTS:
-        raise InvalidValueError(
+        raise _GridTooLargeError(
             f"value_discretization_interval={h!r} needs {last - first + 1} grid points for "
-            f"this event (limit {_MAX_POINTS}); use a coarser interval"
+            f"this event (limit {_MAX_POINTS}); use a coarser interval, or RDP accounting"
         )
-    if last <= first:
-        last = first + 1
     points = np.arange(first, last + 1) * h
-    fp, sp, fq, sq, err = loss.cdf(points)
-    # Interval masses from whichever tail is smaller, so they keep relative accuracy.
+    fp, sp, fq, sq = loss.cdf(points)
+    # Interval masses from whichever tail is smaller, so they keep relative accuracy;
+    # either way they telescope, so the pmf's CDF is within ~2·_CDF_ERROR of the exact one.
     mass_p = np.maximum(np.where(fp[:-1] < 0.5, fp[1:] - fp[:-1], sp[:-1] - sp[1:]), 0.0)
     mass_q = np.maximum(np.where(fq[:-1] < 0.5, fq[1:] - fq[:-1], sq[:-1] - sq[1:]), 0.0)
-    error = float(2 * err.sum())
     pmf = np.zeros(points.size)
     infinity = 0.0
     if pessimistic:
-        # Connect the dots: the Q-mass of an interval with likelihood ratio r̄
+        # Connect the dots: the Q-mass of an interval with likelihood ratio r̄ = ΔP/ΔQ
         # splits as hat weights between e^{a} and e^{a+h}; in P-mass the lower
-        # point gets the fraction (e^{a+h}/r̄ − 1)/(e^h − 1), r̄ = ΔP/ΔQ.
+        # point gets the fraction (e^{a+h}/r̄ − 1)/(e^h − 1). Its rounding must not
+        # favour the lower point, so the fraction is lowered by its error bound,
+        # which only moves mass up by less than h (more pessimism, ~h·error in δ).
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            ratio = np.exp(points[1:] + np.log(mass_q) - np.log(mass_p))
-            fraction = np.clip(np.nan_to_num((ratio - 1) / math.expm1(h), nan=0.0), 0.0, 1.0)
-        # The split's rounding error (~1e-7 relative at worst) must not favour the
-        # lower point: bias it upwards, which only adds pessimism.
-        fraction *= 1 - _SPLIT_GUARD
+            exponent = points[1:] + np.log(mass_q) - np.log(mass_p)
+            raw = np.expm1(exponent) / math.expm1(h)
+            bias = _split_bias(mass_p, mass_q, points[1:]) * np.exp(exponent) / math.expm1(h)
+            fraction = np.clip(np.nan_to_num(raw - bias, nan=0.0), 0.0, 1.0)
         lower = mass_p * fraction
         pmf[:-1] += lower
         pmf[1:] += mass_p - lower
@@ -357,16 +378,17 @@ def _discretize(loss: _LossCDF, h: float, tail: float, *, pessimistic: bool) -> 
         top_p, top_q = float(sp[-1]), float(sq[-1])
         at_top = 0.0
         if top_p > 0 and top_q > 0:
-            log_ratio = float(points[-1]) + math.log(top_q) - math.log(top_p)
-            at_top = top_p * min(1.0, math.exp(min(log_ratio, 0.0)))
-        at_top *= 1 - _SPLIT_GUARD
+            exponent_top = float(points[-1]) + math.log(top_q) - math.log(top_p)
+            share = math.exp(min(exponent_top, 0.0))
+            bias_top = float(_split_bias(np.array(top_p), np.array(top_q), points[-1:])[0])
+            at_top = top_p * max(0.0, min(1.0, share * (1 - bias_top)))
         pmf[-1] += at_top
         infinity = top_p - at_top
     else:
         pmf[:-1] += mass_p
         pmf[-1] += sp[-1]
     shift = 64 * _ULP * (1 + max(abs(lo), abs(hi)) + loss.scale)
-    return _PLD(h, first, pmf, infinity, error, shift, pessimistic)
+    return _PLD(h, first, pmf, infinity, 2 * _CDF_ERROR, shift, pessimistic)
 
 
 def _truncate(pld: _PLD, tail: float) -> _PLD:
@@ -397,6 +419,11 @@ def _combine_infinity(a: float, b: float, pessimistic: bool) -> float:
     return min(1.0, value * (1 + 4 * _ULP)) if pessimistic else max(0.0, value * (1 - 4 * _ULP))
 
 
+def _fft_size(size: int) -> int:
+    """The power of two >= ``size``: Higham's error bound is for radix-2 FFTs."""
+    return 1 << max(0, size - 1).bit_length()
+
+
 def _wide(pmf: np.ndarray) -> np.ndarray:
     """The pmf in long double: FFT rounding error is what bounds the δ of long compositions."""
     return pmf.astype(np.longdouble)
@@ -404,7 +431,7 @@ def _wide(pmf: np.ndarray) -> np.ndarray:
 
 def _convolve(a: _PLD, b: _PLD, tail: float) -> _PLD:
     size = a.pmf.size + b.pmf.size - 1
-    n = fft.next_fast_len(size, real=True)
+    n = _fft_size(size)
     spectrum = fft.rfft(_wide(a.pmf), n) * fft.rfft(_wide(b.pmf), n)
     out = np.maximum(fft.irfft(spectrum, n)[:size].astype(np.float64), 0.0)
     norms = np.linalg.norm(a.pmf) + np.linalg.norm(b.pmf) + 2 * np.linalg.norm(out)
@@ -465,9 +492,9 @@ def _self_compose(pld: _PLD, count: int, tail: float) -> _PLD:
     if count == 1:
         return pld
     lo, hi = _chernoff_range(pld, count, tail)
-    n = fft.next_fast_len(max(hi - lo + 1, pld.pmf.size), real=True)
+    n = _fft_size(max(hi - lo + 1, pld.pmf.size))
     if n > _MAX_POINTS:
-        raise InvalidValueError(
+        raise _GridTooLargeError(
             f"composing this event {count} times needs {n} grid points (limit {_MAX_POINTS}); "
             "use a coarser value_discretization_interval"
         )
@@ -603,14 +630,14 @@ class PLDAccountant:
     See the module docstring for the construction and its error statement.
 
     Args:
-        value_discretization_interval: the loss grid h > 0 (default 1e-4, as
-            dp_accounting). The discretisation error shrinks with h; memory and
-            time grow as 1/h.
-        tail_mass: mass cut from each tail of every PLD (pessimistically), >= 0
-            and < 1e-6 (default 1e-15).
+        value_discretization_interval: the loss grid h, 0 < h <= 1 (default
+            1e-4, as dp_accounting). The discretisation error shrinks with h;
+            memory and time grow as 1/h.
+        tail_mass: mass cut from each tail of every PLD (pessimistically),
+            0 < tail_mass < 1e-6 (default 1e-15).
 
     Raises:
-        InvalidBudgetError: a non-positive interval or a tail mass out of range.
+        InvalidValueError: an interval or a tail mass out of range.
 
     Example:
         >>> from privframe.events import GaussianEvent
@@ -625,7 +652,11 @@ class PLDAccountant:
         self, value_discretization_interval: float = 1e-4, *, tail_mass: float = 1e-15
     ) -> None:
         self._h = _check_positive("value_discretization_interval", value_discretization_interval)
-        self._tail = _check_nonnegative("tail_mass", tail_mass)
+        if self._h > 1:
+            raise InvalidValueError(
+                f"value_discretization_interval must be <= 1, got {value_discretization_interval!r}"
+            )
+        self._tail = _check_positive("tail_mass", tail_mass)
         if self._tail >= 1e-6:
             raise InvalidValueError(f"tail_mass must be < 1e-6, got {tail_mass!r}")
         self._parts = _EMPTY
@@ -652,11 +683,11 @@ class PLDAccountant:
             'zcdp'
         """
         parts = self._parts
-        if parts.rdp_only:
-            return "rdp"
-        if parts.zcdp_rho == 0:
+        if parts.zcdp_rho == 0 and not parts.rdp_only:
             return None
-        if parts.gaussian_inverse_square == 0 and not parts.sampled:
+        # Without subsampled events every event has a ρ, and the zCDP conversion of
+        # their total is the tightest bound both methods know.
+        if not parts.sampled and not parts.rdp_only:
             return "zcdp"
         return "rdp"
 
@@ -678,8 +709,14 @@ class PLDAccountant:
                 f"event must be a privframe event, got {type(event).__name__}"
             )
         count = _check_count("count", count)
-        parts = _parts(event).times(count)
-        self._parts = self._parts + parts
+        parts = self._parts + _parts(event).times(count)
+        for q, sigma, total in parts.sampled:
+            if total > _MAX_COUNT:
+                raise InvalidValueError(
+                    f"the PLD accountant composes a subsampled event at most 2^40 times, got "
+                    f"{total} of (q={q!r}, sigma={sigma!r}); use RDP accounting"
+                )
+        self._parts = parts
         self._events.append(event if count == 1 else SelfComposedEvent(event, count))
         self._cache.clear()
         return self
@@ -723,6 +760,12 @@ class PLDAccountant:
         inverse_square = self._parts.gaussian_inverse_square
         return _sqrt_up(inverse_square) if pessimistic else _sqrt_down(inverse_square)
 
+    def _zcdp(self) -> zCDP:
+        """Every event's ρ added up (continuous Gaussians: 1/(2z²)), with the δ spent outright."""
+        parts = self._parts
+        rho = _round_up(Fraction(parts.zcdp_rho) + parts.gaussian_inverse_square / 2)
+        return zCDP(rho, parts.threshold_delta)
+
     def _rdp(self) -> RDPAccountant:
         rdp = RDPAccountant()
         for event in self._events:
@@ -763,7 +806,7 @@ class PLDAccountant:
         """
         delta = self._check_delta(delta)
         if self.fallback == "zcdp":
-            return zCDP(self._parts.zcdp_rho, self._parts.threshold_delta).epsilon(delta)
+            return self._zcdp().epsilon(delta)
         if self.fallback == "rdp":
             return self._rdp().epsilon(delta)
         return self._pld_epsilon(delta, pessimistic=True)
@@ -773,7 +816,9 @@ class PLDAccountant:
 
         ``upper`` is :meth:`epsilon`; ``lower`` is the optimistic PLD's ε. The
         width is the discretisation error at this δ (zero for Gaussians alone,
-        up to rounding).
+        up to rounding). The lower end rounds every step's losses down, so over
+        many steps it trails by about steps·h/2 (0.5 at 10,000 steps, h = 1e-4);
+        the upper end is far tighter (connect the dots).
 
         Raises:
             InvalidValueError: with a :attr:`fallback` (no PLD, so no lower bound).
@@ -804,7 +849,7 @@ class PLDAccountant:
         eps = _check_nonnegative("epsilon", epsilon)
         parts = self._parts
         if self.fallback == "zcdp":
-            return zCDP(parts.zcdp_rho, parts.threshold_delta).delta_at(eps)
+            return self._zcdp().delta_at(eps)
         if self.fallback == "rdp":
             return self._rdp().delta(eps)
         plds = self._plds(pessimistic=True)

@@ -102,8 +102,9 @@ def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp"
         method: ``"zcdp"``, ``"rdp"`` or ``"pld"`` (see the module docstring).
 
     Raises:
-        InvalidValueError: an unknown method, or malformed events.
-        InvalidBudgetError: δ not in (0, 1) or not above the δ spent outright.
+        InvalidValueError: an unknown method, malformed events, or δ not in
+            (0, 1) or not above the δ spent outright (InvalidBudgetError, a
+            subclass, for some of these).
 
     Example:
         >>> guarantee([], 1e-6, "rdp").epsilon

@@ -217,7 +217,8 @@ def test_delta_at_epsilon_matches_dp_accounting() -> None:
         assert delta >= case["delta_optimistic"]
         # Equal up to the floating-point error bound privframe adds to δ.
         stated = max(pld.error for pld in acct._plds(pessimistic=True))
-        assert delta == pytest.approx(case["delta_pessimistic"], rel=1e-4, abs=2 * stated)
+        assert stated < 1e-10
+        assert delta == pytest.approx(case["delta_pessimistic"], rel=1e-3, abs=2 * stated)
 
 
 def test_fine_grid_narrows_the_bracket() -> None:
@@ -280,6 +281,16 @@ def test_zcdp_only_events_fall_back_to_zcdp() -> None:
         acct.epsilon_bounds(1e-5)
 
 
+def test_gaussians_with_zcdp_events_fall_back_to_the_total_rho() -> None:
+    acct = PLDAccountant().compose(GaussianEvent(2.0), 3).compose(ZCDPEvent(0.1))
+    assert acct.fallback == "zcdp"
+    expected = zCDP(3 / 8 + 0.1).epsilon(1e-6)
+    assert acct.epsilon(1e-6) == pytest.approx(expected, rel=1e-12)
+    assert acct.epsilon(1e-6) <= RDPAccountant().compose(GaussianEvent(2.0), 3).compose(
+        ZCDPEvent(0.1)
+    ).epsilon(1e-6)
+
+
 def test_mixed_events_fall_back_to_rdp() -> None:
     events = [sampled(0.01, 1.1), ZCDPEvent(0.01)]
     acct = PLDAccountant()
@@ -320,11 +331,63 @@ def test_full_sampling_is_the_plain_gaussian() -> None:
 
 def test_floating_point_error_bound_is_small_and_added() -> None:
     acct = PLDAccountant().compose(sampled(0.01, 1.1), 1000)
-    remove, add = acct._plds(pessimistic=True)
-    for pld in (remove, add):
-        assert 0 < pld.error < 1e-7
-        assert abs(pld.pmf.sum() + pld.infinity - 1) < 1e-9
-        assert np.all(pld.pmf >= 0)
+    for pessimistic in (True, False):
+        for pld in acct._plds(pessimistic=pessimistic):
+            # Kolmogorov-distance bound: O(steps·u), not O(grid points·steps·u).
+            assert 0 < pld.error < 2e-11
+            assert 0 < pld.shift < 1e-9
+            assert abs(pld.pmf.sum() + pld.infinity - 1) < 1e-9
+            assert np.all(pld.pmf >= 0)
+            losses = pld.losses()
+            for eps in (0.5, 1.5, 3.0):
+                above = losses > eps
+                raw = pld.infinity + float((pld.pmf[above] * -np.expm1(eps - losses[above])).sum())
+                if pessimistic:
+                    assert pld.delta(eps) >= raw + pld.error
+                else:
+                    assert pld.delta(eps) <= max(0.0, raw - pld.error)
+
+
+def test_small_delta_stays_finite_and_below_rdp() -> None:
+    # The stated float error must stay far below δ: at δ = 1e-9 over 10,000 steps the
+    # PLD still beats RDP (dp_accounting's PLD gives 7.38 here, RDP 7.77).
+    pld = dpsgd.dpsgd_epsilon(1.1, 0.01, 10_000, 1e-9, method="pld")
+    rdp = dpsgd.dpsgd_epsilon(1.1, 0.01, 10_000, 1e-9)
+    assert pld < rdp
+    assert pld == pytest.approx(7.38, rel=0.02)
+    lower, upper = PLDAccountant().compose(sampled(0.01, 1.1), 1000).epsilon_bounds(1e-10)
+    assert math.isfinite(lower)
+    assert lower < upper
+
+
+@pytest.mark.parametrize(("q", "sigma"), [(0.9, 1.0), (0.99, 0.5), (0.5, 0.3), (1e-6, 1.0)])
+def test_extreme_single_steps_bracket_the_exact_value(q: float, sigma: float) -> None:
+    acct = PLDAccountant().compose(sampled(q, sigma))
+    for delta in (1e-12, 1e-5, 0.5):
+        exact = (
+            _exact_epsilon(delta, q, sigma, 1) if _exact_delta(0.0, q, sigma, 1) > delta else 0.0
+        )
+        lower, upper = acct.epsilon_bounds(delta)
+        assert lower <= exact <= upper
+
+
+@pytest.mark.parametrize(("q", "sigma"), [(0.01, 1.1), (0.3, 0.8)])
+def test_each_direction_is_on_its_side_of_the_exact_curve(q: float, sigma: float) -> None:
+    acct = PLDAccountant().compose(sampled(q, sigma))
+    (pess_remove, pess_add), (opt_remove, opt_add) = acct._plds(True), acct._plds(False)
+    for eps in (-0.5, -0.01, 0.0, 0.00005, 0.3, 1.23456, 4.0):
+        for exact, pess, opt in (
+            (_delta_remove(eps, q, sigma), pess_remove, opt_remove),
+            (_delta_add(eps, q, sigma), pess_add, opt_add),
+        ):
+            assert opt.delta(eps) <= exact + 1e-15
+            assert pess.delta(eps) >= exact - 1e-15
+
+
+def test_degenerate_sampling_probability_costs_almost_nothing() -> None:
+    lower, upper = PLDAccountant().compose(sampled(1e-300, 1.0), 100).epsilon_bounds(1e-5)
+    assert lower == 0.0
+    assert upper < 1e-3
 
 
 # ---------------------------------------------------------------------------
@@ -379,6 +442,13 @@ def test_reexports() -> None:
         (lambda: PLDAccountant(0.0), InvalidBudgetError, "value_discretization_interval"),
         (lambda: PLDAccountant(float("nan")), InvalidBudgetError, "value_discretization"),
         (lambda: PLDAccountant(tail_mass=1e-3), InvalidValueError, "tail_mass"),
+        (lambda: PLDAccountant(tail_mass=0.0), InvalidValueError, "tail_mass"),
+        (lambda: PLDAccountant(2.0), InvalidValueError, "value_discretization_interval"),
+        (
+            lambda: PLDAccountant().compose(sampled(0.01, 1.0), 10**30),
+            InvalidValueError,
+            "at most 2\\^40",
+        ),
         (lambda: PLDAccountant().compose("gaussian"), InvalidArgumentError, "event"),
         (lambda: PLDAccountant().compose(GaussianEvent(1.0), -1), InvalidValueError, "count"),
         (lambda: PLDAccountant().compose(GaussianEvent(1.0), 1.5), InvalidArgumentError, "count"),
