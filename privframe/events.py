@@ -114,19 +114,25 @@ class GaussianEvent(Event):
             sensitivity of the released vector.
         discrete: True for the discrete Gaussian on ℤ (Canonne, Kamath &
             Steinke 2020); it has at most the RDP of the continuous one.
+        dimension: how many noisy values the vector has, or None when it is
+            not public (e.g. groups chosen privately). The accountants do not
+            need it (Δ is the whole vector's L2 sensitivity); it is recorded
+            for audits and for analyses that depend on it.
 
     Raises:
         InvalidArgumentError: a field of the wrong type.
         InvalidBudgetError: a noise multiplier that is not a positive finite float.
+        InvalidValueError: a dimension below 1.
 
     Example:
-        >>> GaussianEvent(1.5, discrete=True)
-        GaussianEvent(noise_multiplier=1.5, discrete=True)
+        >>> GaussianEvent(1.5, discrete=True, dimension=12)
+        GaussianEvent(noise_multiplier=1.5, discrete=True, dimension=12)
     """
 
     TYPE: ClassVar[str] = "gaussian"
     noise_multiplier: float
     discrete: bool = False
+    dimension: int | None = None
 
     def __post_init__(self) -> None:
         sigma = _check_positive("noise_multiplier", self.noise_multiplier)
@@ -135,9 +141,20 @@ class GaussianEvent(Event):
             raise InvalidArgumentError(
                 f"discrete must be a bool, got {type(self.discrete).__name__}"
             )
+        if self.dimension is not None:
+            dimension = _check_count("dimension", self.dimension)
+            if dimension < 1:
+                raise InvalidValueError(f"dimension must be >= 1, got {dimension!r}")
+            object.__setattr__(self, "dimension", dimension)
 
     def _payload(self) -> dict[str, Any]:
-        return {"noise_multiplier": self.noise_multiplier, "discrete": self.discrete}
+        payload: dict[str, Any] = {
+            "noise_multiplier": self.noise_multiplier,
+            "discrete": self.discrete,
+        }
+        if self.dimension is not None:
+            payload["dimension"] = self.dimension
+        return payload
 
 
 @dataclass(frozen=True)
@@ -213,7 +230,7 @@ class ComposedEvent(Event):
 
     Example:
         >>> ComposedEvent([GaussianEvent(1.0), GaussianEvent(2.0)]).events[1]
-        GaussianEvent(noise_multiplier=2.0, discrete=False)
+        GaussianEvent(noise_multiplier=2.0, discrete=False, dimension=None)
     """
 
     TYPE: ClassVar[str] = "composed"
@@ -324,7 +341,7 @@ def from_dict(data: Mapping[str, Any]) -> Event:
 
     Example:
         >>> from_dict({"type": "gaussian", "version": 1, "noise_multiplier": 2.0})
-        GaussianEvent(noise_multiplier=2.0, discrete=False)
+        GaussianEvent(noise_multiplier=2.0, discrete=False, dimension=None)
     """
     if not isinstance(data, Mapping):
         raise InvalidArgumentError(f"an event dict must be a mapping, got {type(data).__name__}")
@@ -339,7 +356,7 @@ def from_dict(data: Mapping[str, Any]) -> Event:
     if cls is None:
         raise InvalidValueError(f"unknown event type {kind!r}; expected one of {sorted(_TYPES)}")
     allowed = {
-        GaussianEvent: {"noise_multiplier", "discrete"},
+        GaussianEvent: {"noise_multiplier", "discrete", "dimension"},
         PoissonSampledEvent: {"sampling_probability", "event"},
         SelfComposedEvent: {"event", "count"},
         ComposedEvent: {"events"},
@@ -351,7 +368,9 @@ def from_dict(data: Mapping[str, Any]) -> Event:
         raise InvalidValueError(f"{kind} event dict has unexpected fields {sorted(extra)}")
     if cls is GaussianEvent:
         return GaussianEvent(
-            _field(data, "noise_multiplier", kind), discrete=data.get("discrete", False)
+            _field(data, "noise_multiplier", kind),
+            discrete=data.get("discrete", False),
+            dimension=data.get("dimension"),
         )
     if cls is PoissonSampledEvent:
         q = _check_real("sampling_probability", _field(data, "sampling_probability", kind))

@@ -701,8 +701,8 @@ class PLDAccountant:
 
         Example:
             >>> from privframe.events import GaussianEvent
-            >>> PLDAccountant().compose(GaussianEvent(1.0), 3).events
-            (SelfComposedEvent(event=GaussianEvent(noise_multiplier=1.0, discrete=False), count=3),)
+            >>> PLDAccountant().compose(GaussianEvent(1.0), 3).events[0].count
+            3
         """
         if not isinstance(event, Event):
             raise InvalidArgumentError(

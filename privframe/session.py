@@ -978,20 +978,21 @@ def _output_columns(
     return columns
 
 
-def _events(release: ReleasePlan) -> list[dict[str, Any]]:
+def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
     """The release's mechanisms as versioned events (privframe.events), for replaying.
 
     Each noisy measurement is a discrete Gaussian with noise multiplier σ/Δ
-    (grid units); a private key selection adds its counts and a threshold
-    event with the δ it spends; a quantile is a ρ-zCDP event.
+    (grid units) and, with public keys, one value per group as its dimension;
+    a private key selection adds its counts (dimension not public) and a
+    threshold event with the δ it spends; a quantile is a ρ-zCDP event.
     """
-    gaussians = list(release.measurements)
-    if release.selection is not None:
-        gaussians.append(release.selection.measurement)
     events: list[Any] = [
-        GaussianEvent(m.sigma_units / m.l2_units, discrete=True) for m in gaussians
+        GaussianEvent(m.sigma_units / m.l2_units, discrete=True, dimension=n_groups)
+        for m in release.measurements
     ]
     if release.selection is not None:
+        m = release.selection.measurement
+        events.append(GaussianEvent(m.sigma_units / m.l2_units, discrete=True))
         events.append(ThresholdEvent(rho=0.0, delta=release.selection.delta))
     events += [ZCDPEvent(q.rho) for q in release.quantiles]
     return [event.to_dict() for event in events]
@@ -1013,5 +1014,5 @@ def _describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
             {"key": m.key, "rho": m.rho, "sigma": m.sigma} for m in release.measurements
         ]
         + [{"key": m.key, "rho": m.rho, "eta": m.eta} for m in release.quantiles],
-        "events": _events(release),
+        "events": _events(release, plan.n_groups),
     }

@@ -33,6 +33,9 @@ def test_ledger_entries_carry_events_whose_cost_is_the_charge(tmp_path) -> None:
         for event in events:
             if isinstance(event, GaussianEvent):
                 assert event.discrete
+                # One noisy value per public key; a private selection's size is not public.
+                public = entry.description["n_keys"]
+                assert event.dimension == public or (public is None and event.dimension is None)
                 rho += 1 / (2 * event.noise_multiplier**2)
             elif isinstance(event, ZCDPEvent):
                 rho += event.rho

@@ -274,7 +274,10 @@ def test_event_versioning_and_unknown_fields_refused() -> None:
     with pytest.raises(InvalidValueError, match="unknown event type"):
         from_dict({**data, "type": "laplace"})
     with pytest.raises(InvalidValueError, match="unexpected fields"):
-        from_dict({**data, "dimension": 3})
+        from_dict({**data, "width": 3})
+    with pytest.raises(InvalidValueError, match="dimension"):
+        from_dict({**data, "dimension": 0})
+    assert from_dict({**data, "dimension": 3}).dimension == 3
     with pytest.raises(InvalidValueError, match="noise_multiplier"):
         from_dict({"type": "gaussian", "version": 1})
     with pytest.raises(InvalidValueError, match="JSON"):
