@@ -56,6 +56,7 @@ __all__ = [
     "classical_gaussian_sigma",
     "gaussian_rho",
     "gaussian_sigma",
+    "mu_estimate",
     "to_zcdp",
     "zCDP",
 ]
@@ -452,6 +453,38 @@ def _gdp_epsilon(mu: float, delta: float) -> float:
         eps = hi
     certified_eps = _increase_until(eps, certified)
     return math.inf if certified_eps is None else certified_eps
+
+
+def mu_estimate(epsilon: float, delta: float) -> float:
+    """The μ whose μ-GDP curve passes through (ε, δ): a one-number summary.
+
+    μ-GDP (Dong, Roth & Su 2022) describes a whole privacy curve by one number;
+    a curve that is not Gaussian has no exact μ, and this is the μ of the
+    Gaussian curve that agrees with it at δ. It is exact for compositions of
+    continuous Gaussians and an estimate otherwise (the GDP central limit
+    theorem, their Thm. 3.4, says subsampled compositions approach a Gaussian
+    curve). It is a summary, not a guarantee at other δ.
+
+    Args:
+        epsilon: ε >= 0 (``inf`` gives ``inf``).
+        delta: δ in (0, 1).
+
+    Example:
+        >>> round(mu_estimate(GDP(1.5).epsilon(1e-6), 1e-6), 6)
+        1.5
+    """
+    eps = _check_nonnegative("epsilon", epsilon) if not math.isinf(epsilon) else math.inf
+    delta = _check_conversion_delta(delta)
+    if math.isinf(eps):
+        return math.inf
+    if eps == 0:
+        return 0.0
+    hi = 1.0
+    while GDP(hi).epsilon(delta) < eps:
+        hi *= 2
+        if hi > 2.0**60:
+            return math.inf
+    return float(brentq(lambda mu: GDP(mu).epsilon(delta) - eps, 0.0, hi, xtol=1e-12))
 
 
 # ---------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from privframe.accounting import (
     _exp_up,
     _round_up,
     _up,
+    mu_estimate,
 )
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.events import (
@@ -625,6 +626,20 @@ class RDPAccountant:
         return rdp_to_epsilon(
             self._orders, self._rdp, _conversion_slack(delta, self._threshold_delta)
         )
+
+    def mu_estimate(self, delta: float) -> float:
+        """The μ-GDP summary at δ: the μ whose Gaussian curve passes through (ε(δ), δ).
+
+        See :func:`privframe.accounting.mu_estimate`; a summary, not a guarantee.
+
+        Example:
+            >>> from privframe.events import GaussianEvent
+            >>> round(RDPAccountant().compose(GaussianEvent(1.0)).mu_estimate(1e-5), 3)
+            1.069
+
+            (the exact μ is 1.0: RDP's conversion is looser than the Gaussian curve)
+        """
+        return mu_estimate(self.epsilon(delta), delta)
 
     def delta(self, epsilon: float) -> float:
         """Upper bound on δ such that everything composed is (ε, δ)-DP (at most 1).
