@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -47,6 +45,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
 import peers  # noqa: E402  (a sibling script, not a package)
+from compare import machine  # noqa: E402
 
 DELTA = 1e-5
 PEER_NAMES = ("dp_accounting", "opacus")
@@ -276,19 +275,6 @@ def describe(case: dict[str, Any]) -> str:
     if case["kind"] == "gaussian":
         return f"Gaussian σ={case['sigma']:g} ×{case['steps']:,}"
     return f"DP-SGD q={case['q']:g} σ={case['sigma']:g} {case['steps']:,} steps"
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} CPUs; Python {platform.python_version()}"
 
 
 def table(header: list[str], rows: list[list[str]], left: tuple[int, ...] = (0, 1)) -> None:
