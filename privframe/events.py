@@ -9,8 +9,9 @@ format ``"version"``.
 
 * :class:`GaussianEvent` -- a Gaussian mechanism with noise multiplier σ/Δ
   (σ the noise standard deviation, Δ the L2 sensitivity of the whole released
-  vector, so the dimension needs no field). ``discrete=True`` marks the
-  discrete Gaussian on ℤ, whose Rényi divergences are at most those of the
+  vector, so accounting needs no dimension; it is recorded when public).
+  ``discrete=True`` marks the discrete Gaussian on ℤ, whose Rényi divergences
+  are at most those of the
   continuous Gaussian with the same σ/Δ (Canonne, Kamath & Steinke 2020,
   "The Discrete Gaussian for Differential Privacy", Thm. 4 / Cor. 9 for
   integer sensitivity).
@@ -37,7 +38,7 @@ from __future__ import annotations
 import json
 import numbers
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from privframe.accounting import _check_delta, _check_nonnegative, _check_positive, _check_real
@@ -56,8 +57,12 @@ __all__ = [
     "from_json",
 ]
 
-EVENT_FORMAT_VERSION = 1
-"""The version of the dict format written by :meth:`Event.to_dict`.
+EVENT_FORMAT_VERSION = 2
+"""The newest version of the dict format :meth:`Event.to_dict` writes.
+
+Version 2 adds GaussianEvent's ``dimension``; an event is written in the
+oldest version that holds it (version 1 unless it has a dimension), so older
+readers still read every event they can represent.
 
 Readers accept exactly the versions they know; a newer file is refused rather
 than misread (an accountant that misreads an event could under-count privacy
@@ -98,7 +103,9 @@ class Event:
             >>> GaussianEvent(2.0).to_dict()
             {'type': 'gaussian', 'version': 1, 'noise_multiplier': 2.0, 'discrete': False}
         """
-        return {"type": self.TYPE, "version": EVENT_FORMAT_VERSION, **self._payload()}
+        payload = self._payload()
+        version = 2 if "dimension" in payload else 1
+        return {"type": self.TYPE, "version": version, **payload}
 
     def to_json(self) -> str:
         """:meth:`to_dict` as a JSON string (keys in a fixed order)."""
@@ -117,7 +124,8 @@ class GaussianEvent(Event):
         dimension: how many noisy values the vector has, or None when it is
             not public (e.g. groups chosen privately). The accountants do not
             need it (Δ is the whole vector's L2 sensitivity); it is recorded
-            for audits and for analyses that depend on it.
+            for audits and for analyses that depend on it, and takes no part
+            in ``==`` or hashing.
 
     Raises:
         InvalidArgumentError: a field of the wrong type.
@@ -132,7 +140,7 @@ class GaussianEvent(Event):
     TYPE: ClassVar[str] = "gaussian"
     noise_multiplier: float
     discrete: bool = False
-    dimension: int | None = None
+    dimension: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         sigma = _check_positive("noise_multiplier", self.noise_multiplier)
@@ -331,7 +339,7 @@ def _field(data: Mapping[str, Any], name: str, where: str) -> Any:
 def from_dict(data: Mapping[str, Any]) -> Event:
     """The event a dict written by :meth:`Event.to_dict` describes.
 
-    Every level must carry ``"version": 1`` and a known ``"type"``; unknown
+    Every level must carry ``"version"`` 1 or 2 and a known ``"type"``; unknown
     fields are refused, so a newer format is never silently half-read.
 
     Raises:
@@ -346,11 +354,13 @@ def from_dict(data: Mapping[str, Any]) -> Event:
     if not isinstance(data, Mapping):
         raise InvalidArgumentError(f"an event dict must be a mapping, got {type(data).__name__}")
     version = data.get("version")
-    if isinstance(version, bool) or version != EVENT_FORMAT_VERSION:
+    if isinstance(version, bool) or version not in (1, EVENT_FORMAT_VERSION):
         raise InvalidValueError(
-            f"event version must be {EVENT_FORMAT_VERSION}, got {version!r}; "
+            f"event version must be 1 or {EVENT_FORMAT_VERSION}, got {version!r}; "
             "this privframe cannot read that event format"
         )
+    if version == 1 and "dimension" in data:
+        raise InvalidValueError("a version 1 event dict has no 'dimension' (it came in version 2)")
     kind = data.get("type")
     cls = _TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:

@@ -587,11 +587,11 @@ def _report_guarantee(
     total_delta = reporting_delta + used.delta
     stated = guarantee(entries, total_delta, accounting)
     return _paragraph(
-        f"This report's {len(entries)} release(s) together are ρ-zCDP with ρ = {_num(used.rho)}"
-        + (f" and spend δ = {used.delta:.3g} outright" if used.delta else "")
-        + f"; so they are (ε, δ)-DP with ε = {_num(stated.epsilon)} at "
-        f"δ = {total_delta:.3g}, and μ = {_num(used.to_gdp().mu)}. "
-        f"Accounting method: {accounting} ({stated.basis})."
+        f"This report's {len(entries)} release(s) charged ρ = {_num(used.rho)} (zCDP)"
+        + (f" and spent δ = {used.delta:.3g} outright" if used.delta else "")
+        + f". Stated by {accounting} accounting, they are (ε, δ)-DP with ε = "
+        f"{_num(stated.epsilon)} at δ = {total_delta:.3g} ({stated.basis}). "
+        f"μ = √(2ρ) = {_num(used.to_gdp().mu)} is the Gaussian-DP summary."
     )
 
 

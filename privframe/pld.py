@@ -78,8 +78,8 @@ through Zhu & Wang's general subsampled-RDP bound
 "some ρ-zCDP mechanism" whose compositions stay ρ-zCDP, so such events cannot
 be mixed into a PLD soundly. When the events include any, the accountant says
 so in :attr:`PLDAccountant.fallback` and reports a bound that is valid: the
-zCDP conversion when every event is known through ρ alone, otherwise the Rényi
-accountant over all events.
+zCDP conversion of the total ρ when nothing is subsampled (every event, plain
+Gaussians included, has a ρ), otherwise the Rényi accountant over all events.
 
 Example:
     >>> from privframe.events import GaussianEvent, PoissonSampledEvent

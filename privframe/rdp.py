@@ -16,8 +16,8 @@ conversion are those of Google's ``dp_accounting`` (``RdpAccountant``, version
   & Zhang 2019, "Rényi Differential Privacy of the Sampled Gaussian
   Mechanism" (arXiv 1908.10530, Sec. 3.2-3.3; Abadi et al. 2016 for DP-SGD).
   Their analysis is for continuous noise; a subsampled *discrete* Gaussian gets
-  Zhu & Wang 2019's general bound for any mechanism (:func:`poisson_rdp_general`)
-  at integer orders, a little looser.
+  Zhu & Wang 2019's general bound for any mechanism (:func:`poisson_rdp_general`),
+  looser (ε +18% for 1,000 steps at q = 0.01, z = 1.1).
 * RDP → (ε, δ): ε = min over α of ε(α) + ln(1 − 1/α) − (ln δ + ln α)/(α − 1)
   (Canonne, Kamath & Steinke 2020, arXiv 2004.00010, Prop. 12; Asoodeh et
   al. 2020, arXiv 2001.05990, Eq. 20), for α > 1.01, together with the
@@ -104,6 +104,14 @@ _MAX_STEPS_LOG_A_FRAC = 1000
 # ---------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------
+
+
+def _up_or_inf(value: Fraction) -> float:
+    """``value`` rounded up to a float, or ``inf`` past the float range (a valid RDP bound)."""
+    try:
+        return _round_up(value)
+    except OverflowError:
+        return math.inf
 
 
 def _check_orders(orders: object) -> tuple[float, ...]:
@@ -250,7 +258,7 @@ def gaussian_rdp(noise_multiplier: float, orders: Sequence[float] = DEFAULT_ORDE
         [0.25, 4.0]
     """
     sigma = _check_positive("noise_multiplier", noise_multiplier)
-    return [_round_up(Fraction(a) / (2 * Fraction(sigma) ** 2)) for a in _check_orders(orders)]
+    return [_up_or_inf(Fraction(a) / (2 * Fraction(sigma) ** 2)) for a in _check_orders(orders)]
 
 
 def poisson_gaussian_rdp(
@@ -415,7 +423,13 @@ def _effective_noise_multiplier(event: Event) -> tuple[float, bool]:
 
 def _inverse_square_sum(event: Event) -> tuple[float, bool]:
     if isinstance(event, GaussianEvent):
-        return event.noise_multiplier**-2, event.discrete
+        try:
+            return event.noise_multiplier**-2, event.discrete
+        except OverflowError:
+            raise InvalidValueError(
+                f"noise_multiplier={event.noise_multiplier!r} is too small to subsample: "
+                "1/z² exceeds the float range"
+            ) from None
     if isinstance(event, SelfComposedEvent):
         total, discrete = _inverse_square_sum(event.event)
         return event.count * total, discrete and event.count > 0
@@ -440,7 +454,8 @@ def poisson_rdp_general(
     more than the base's αρ (quasi-convexity of Rényi divergence). Without the
     factor 3 the bound is Mironov, Talwar & Zhang's exact series for the
     continuous Gaussian; with it, it holds for every mechanism, so for the
-    discrete Gaussian. Fractional orders get ``inf`` (no bound used there).
+    discrete Gaussian. A fractional order α takes the bound at ⌈α⌉ (Rényi
+    divergence does not decrease with the order).
 
     Args:
         sampling_probability: q in [0, 1].
@@ -450,24 +465,24 @@ def poisson_rdp_general(
     Example:
         >>> general = poisson_rdp_general(0.01, 1 / (2 * 1.1**2), [2.0, 8.0, 8.5])
         >>> exact = poisson_gaussian_rdp(0.01, 1.1, [2.0, 8.0])
-        >>> general[0] >= exact[0] and general[1] >= exact[1], general[2]
-        (True, inf)
+        >>> general[0] >= exact[0] and general[1] >= exact[1]
+        True
     """
     q = _check_probability("sampling_probability", sampling_probability)
     rho = _check_nonnegative("rho", rho)
     orders = _check_orders(orders)
-    base = [_round_up(Fraction(rho) * Fraction(a)) for a in orders]
+    base = [_up_or_inf(Fraction(rho) * Fraction(a)) for a in orders]
     if q == 1 or rho == 0:
         return base
     if q == 0:
         return [0.0 for _ in orders]
-    out = []
-    for a, ceiling in zip(orders, base, strict=True):
-        if not a.is_integer():
-            out.append(math.inf)
-            continue
-        out.append(min(ceiling, _zhu_wang(q, rho, int(a))))
-    return out
+    if math.isinf(rho):
+        return base
+    # RDP does not decrease with the order, so a fractional α takes the bound at ⌈α⌉.
+    return [
+        min(ceiling, _zhu_wang(q, rho, max(2, math.ceil(a))))
+        for a, ceiling in zip(orders, base, strict=True)
+    ]
 
 
 def _zhu_wang(q: float, rho: float, alpha: int) -> float:
@@ -476,10 +491,13 @@ def _zhu_wang(q: float, rho: float, alpha: int) -> float:
     ell = np.arange(2, alpha + 1, dtype=np.float64)
     log_binom = float(special.gammaln(alpha + 1)) - special.gammaln(ell + 1)
     log_binom = log_binom - special.gammaln(alpha - ell + 1)
-    terms = log_binom + ell * log_q + (alpha - ell) * log1mq + (ell - 1) * ell * rho
+    with np.errstate(over="ignore"):
+        terms = log_binom + ell * log_q + (alpha - ell) * log1mq + (ell - 1) * ell * rho
     terms[1:] += math.log(3)
     first = (alpha - 1) * log1mq + math.log1p(q * (alpha - 1))
     everything = np.concatenate([[first], terms])
+    if not np.isfinite(everything).all():
+        return math.inf  # a term past the float range: no finite bound at this order
     top = float(everything.max())
     log_a = top + math.log(float(np.exp(everything - top).sum()))
     magnitude = float(np.abs(everything).max()) + abs(float(special.gammaln(alpha + 1))) + 1.0
@@ -548,14 +566,14 @@ class RDPAccountant:
             if math.isinf(sigma) or event.sampling_probability == 0:
                 return [0.0] * len(self._orders), 0.0
             if discrete:
-                rho = _round_up(1 / (2 * Fraction(sigma) ** 2))
+                rho = _up_or_inf(1 / (2 * Fraction(sigma) ** 2))
                 curve = poisson_rdp_general(event.sampling_probability, rho, self._orders)
                 return curve, 0.0
             return poisson_gaussian_rdp(event.sampling_probability, sigma, self._orders), 0.0
         if isinstance(event, ThresholdEvent | ZCDPEvent):
             rho = Fraction(event.rho)
             delta = event.delta if isinstance(event, ThresholdEvent) else 0.0
-            return [_round_up(rho * Fraction(a)) for a in self._orders], delta
+            return [_up_or_inf(rho * Fraction(a)) for a in self._orders], delta
         if isinstance(event, SelfComposedEvent):
             curve, delta = self._curve(event.event)
             return self._scale(curve, delta, event.count)
@@ -569,7 +587,7 @@ class RDPAccountant:
 
     @staticmethod
     def _scale(curve: list[float], delta: float, count: int) -> tuple[list[float], float]:
-        scaled = [r if math.isinf(r) else _round_up(count * Fraction(r)) for r in curve]
+        scaled = [r if math.isinf(r) else _up_or_inf(count * Fraction(r)) for r in curve]
         if count == 0:
             scaled = [0.0] * len(curve)
         return scaled, min(1.0, _round_up(count * Fraction(delta)))
@@ -579,7 +597,7 @@ class RDPAccountant:
         curve: list[float], delta: float, other: list[float], other_delta: float
     ) -> tuple[list[float], float]:
         added = [
-            a + b if math.isinf(a) or math.isinf(b) else _round_up(Fraction(a) + Fraction(b))
+            a + b if math.isinf(a) or math.isinf(b) else _up_or_inf(Fraction(a) + Fraction(b))
             for a, b in zip(curve, other, strict=True)
         ]
         return added, min(1.0, _round_up(Fraction(delta) + Fraction(other_delta)))

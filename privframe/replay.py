@@ -10,8 +10,9 @@ privframe, the mechanism events it was made of (:mod:`privframe.events`).
 * ``"rdp"``: the events replayed by :class:`privframe.rdp.RDPAccountant`.
 * ``"pld"``: the events replayed by :class:`privframe.pld.PLDAccountant`.
 
-An entry without events (written by hand, or by an older privframe) counts
-as a ThresholdEvent(ρ, δ): known only through its zCDP cost. privframe's own
+An entry without events (written by hand, or by an older privframe), or
+whose events do not account for its charged (ρ, δ), counts as
+ThresholdEvent(ρ, δ): known only through its zCDP cost. privframe's own
 noisy releases are discrete Gaussians, which have no proven PLD as vectors
 (see :mod:`privframe.pld`), so for them ``"pld"`` states the zCDP bound and
 says so in :attr:`Guarantee.basis`.
@@ -28,12 +29,22 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from privframe.accounting import zCDP
-from privframe.errors import InvalidValueError
-from privframe.events import Event, ThresholdEvent, from_dict
+from privframe.errors import InvalidValueError, PrivframeError
+from privframe.events import (
+    ComposedEvent,
+    Event,
+    GaussianEvent,
+    PoissonSampledEvent,
+    SelfComposedEvent,
+    ThresholdEvent,
+    ZCDPEvent,
+    from_dict,
+)
 from privframe.ledger import LedgerEntry
 from privframe.pld import PLDAccountant
 from privframe.rdp import RDPAccountant
@@ -79,17 +90,89 @@ def _check_method(method: object) -> str:
     return str(method)
 
 
-def entry_events(entry: LedgerEntry) -> list[Event]:
-    """The events a ledger entry was made of; a ThresholdEvent(ρ, δ) if it records none.
+def _cost(event: Event) -> tuple[Fraction, Fraction]:
+    """The zCDP (ρ, δ) an event stands for; a subsampled event at its unsampled cost."""
+    if isinstance(event, GaussianEvent):
+        return 1 / (2 * Fraction(event.noise_multiplier) ** 2), Fraction(0)
+    if isinstance(event, PoissonSampledEvent):
+        return _cost(event.event)
+    if isinstance(event, ThresholdEvent):
+        return Fraction(event.rho), Fraction(event.delta)
+    if isinstance(event, ZCDPEvent):
+        return Fraction(event.rho), Fraction(0)
+    if isinstance(event, SelfComposedEvent):
+        rho, delta = _cost(event.event)
+        return rho * event.count, delta * event.count
+    assert isinstance(event, ComposedEvent)
+    costs = [_cost(e) for e in event.events]
+    return sum((r for r, _ in costs), Fraction(0)), sum((d for _, d in costs), Fraction(0))
+
+
+_COST_SLACK = Fraction(1, 10**9)
+"""Relative rounding allowed between an entry's charge and its events' cost."""
+
+
+def entry_events(entry: LedgerEntry) -> tuple[list[Event], bool]:
+    """The events a ledger entry was made of, and whether they were used.
+
+    An entry's recorded events are used only when they account for its charge:
+    their zCDP cost (subsampled events at their unsampled cost) is at least the
+    charged (ρ, δ). Otherwise, and when it records none, the entry counts as
+    ``ThresholdEvent(ρ, δ)``: a description must never make a statement weaker
+    than what the ledger charged.
 
     Raises:
-        InvalidValueError: the entry's events are malformed or of an unknown version.
+        InvalidValueError: the entry's events are malformed or of an unknown
+            version; the message names the entry.
     """
     description = entry.description
-    events = description.get("events") if isinstance(description, Mapping) else None
-    if not events:
-        return [ThresholdEvent(entry.rho, entry.delta)]
-    return [from_dict(event) for event in events]
+    raw = description.get("events") if isinstance(description, Mapping) else None
+    charge = [ThresholdEvent(entry.rho, entry.delta)]
+    if not raw:
+        return charge, False
+    try:
+        if isinstance(raw, str | bytes) or not isinstance(raw, Sequence):
+            raise InvalidValueError(f"events must be a list of event dicts, got {raw!r}")
+        events = [from_dict(event) for event in raw]
+    except PrivframeError as err:
+        raise InvalidValueError(
+            f"ledger entry {entry.index} ({entry.label!r}) has malformed events: {err}"
+        ) from None
+    rho = delta = Fraction(0)
+    for event in events:
+        r, d = _cost(event)
+        rho, delta = rho + r, delta + d
+    if rho < Fraction(entry.rho) * (1 - _COST_SLACK) or delta < Fraction(entry.delta) * (
+        1 - _COST_SLACK
+    ):
+        return charge, False
+    return events, True
+
+
+def _walk(events: Sequence[Event]) -> Iterator[Event]:
+    for event in events:
+        yield event
+        if isinstance(event, PoissonSampledEvent | SelfComposedEvent):
+            yield from _walk([event.event])
+        elif isinstance(event, ComposedEvent):
+            yield from _walk(event.events)
+
+
+def _rdp_basis(events: Sequence[Event]) -> str:
+    parts = ["Renyi DP over dp_accounting's orders (Mironov 2017)"]
+    sampled = [e for e in _walk(events) if isinstance(e, PoissonSampledEvent)]
+    discrete = [e for e in sampled if any(_discrete(g) for g in _walk([e.event]))]
+    if len(discrete) < len(sampled):
+        parts.append("Poisson-subsampled Gaussians by Mironov, Talwar & Zhang 2019")
+    if discrete:
+        parts.append("subsampled discrete Gaussians by Zhu & Wang 2019's general bound")
+    if any(isinstance(e, ThresholdEvent) and e.delta for e in _walk(events)):
+        parts.append("the delta spent outright added")
+    return "; ".join(parts) + "; converted by Canonne, Kamath & Steinke 2020, Prop. 12"
+
+
+def _discrete(event: Event) -> bool:
+    return isinstance(event, GaussianEvent) and event.discrete
 
 
 def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp") -> Guarantee:
@@ -102,9 +185,9 @@ def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp"
         method: ``"zcdp"``, ``"rdp"`` or ``"pld"`` (see the module docstring).
 
     Raises:
-        InvalidValueError: an unknown method, malformed events, or δ not in
-            (0, 1) or not above the δ spent outright (InvalidBudgetError, a
-            subclass, for some of these).
+        InvalidValueError: an unknown method, malformed events (naming the
+            entry), or δ not in (0, 1) or not above the δ spent outright
+            (InvalidBudgetError, a subclass, for some of these).
 
     Example:
         >>> guarantee([], 1e-6, "rdp").epsilon
@@ -115,16 +198,18 @@ def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp"
         spent = sum((zCDP(e.rho, e.delta) for e in entries), zCDP(0.0))
         return Guarantee(spent.epsilon(delta), delta, method, _ZCDP_BASIS)
     accountant = RDPAccountant() if method == "rdp" else PLDAccountant()
+    replayed: list[Event] = []
+    by_charge = []
     for entry in entries:
-        for event in entry_events(entry):
-            accountant.compose(event)
+        events, used = entry_events(entry)
+        if not used and isinstance(entry.description, Mapping) and entry.description.get("events"):
+            by_charge.append(entry.index)
+        replayed += events
+    for event in replayed:
+        accountant.compose(event)
     epsilon = accountant.epsilon(delta)
     if isinstance(accountant, RDPAccountant):
-        basis = (
-            "the ledger's mechanism events replayed in Renyi DP over dp_accounting's orders "
-            "(Mironov 2017; Mironov, Talwar & Zhang 2019), converted by Canonne, Kamath & "
-            "Steinke 2020, Prop. 12"
-        )
+        basis = "the ledger's mechanism events replayed in " + _rdp_basis(replayed)
     elif accountant.fallback is None:
         basis = (
             "the ledger's mechanism events replayed as privacy loss distributions "
@@ -133,12 +218,19 @@ def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp"
         )
     elif accountant.fallback == "zcdp":
         basis = (
-            "no event has a proven privacy loss distribution (discrete Gaussian noise, or "
-            f"costs known only as rho), so the PLD accountant states the zCDP bound: {_ZCDP_BASIS}"
+            "every event is a plain Gaussian or known only through its rho (discrete "
+            "Gaussian noise has no proven privacy loss distribution as a vector), so the "
+            f"PLD accountant states the zCDP bound of their total: {_ZCDP_BASIS}"
         )
     else:
         basis = (
-            "some events have no proven privacy loss distribution (discrete Gaussian noise, "
-            "or costs known only as rho), so the PLD accountant composed all events in Renyi DP"
+            "events without a proven privacy loss distribution (discrete Gaussian noise, or "
+            "costs known only as rho) come with subsampled ones, so the PLD accountant "
+            "composed all events in " + _rdp_basis(replayed)
+        )
+    if by_charge:
+        basis += (
+            f". Entries {by_charge} record events that do not account for their charged "
+            "(rho, delta); they count by their charge"
         )
     return Guarantee(epsilon, delta, method, basis)

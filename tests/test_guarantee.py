@@ -6,7 +6,15 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.events import GaussianEvent, ThresholdEvent, ZCDPEvent, from_dict
+from privframe import replay
+from privframe.events import (
+    GaussianEvent,
+    PoissonSampledEvent,
+    ThresholdEvent,
+    ZCDPEvent,
+    from_dict,
+)
+from privframe.ledger import LedgerEntry
 
 
 def _session(tmp_path=None) -> pf.Session:
@@ -78,3 +86,45 @@ def test_pld_replay_states_the_zcdp_bound_for_discrete_gaussians() -> None:
     assert statement.method == "pld"
     assert "zCDP" in statement.basis
     assert "discrete Gaussian" in statement.basis
+
+
+def _entry(index: int, rho: float, delta: float, events: object) -> LedgerEntry:
+    return LedgerEntry(
+        index, "2026-01-01T00:00:00+00:00", f"e{index}", rho, delta, {"events": events}, False
+    )
+
+
+def test_events_that_do_not_account_for_the_charge_are_not_trusted() -> None:
+    # The entry charged rho = 2 and delta = 5e-6; its events claim far less.
+    cheap = _entry(0, 2.0, 5e-6, [GaussianEvent(100.0).to_dict()])
+    charged = pf.zCDP(2.0, delta=5e-6).epsilon(6e-6)
+    for method in ("rdp", "pld"):
+        statement = replay.guarantee([cheap], 6e-6, method)
+        assert statement.epsilon >= charged * (1 - 1e-12)
+        assert "Entries [0] record events that do not account" in statement.basis
+    # Events costing at least the charge are replayed.
+    fair = _entry(1, 0.5, 0.0, [GaussianEvent(1.0).to_dict()])
+    assert replay.entry_events(fair) == ([GaussianEvent(1.0)], True)
+
+
+def test_malformed_events_name_the_entry() -> None:
+    with pytest.raises(pf.InvalidValueError, match=r"ledger entry 3 \('e3'\)"):
+        replay.guarantee([_entry(3, 0.1, 0.0, ["clicks"])], 1e-6, "rdp")
+    with pytest.raises(pf.InvalidValueError, match="ledger entry 4"):
+        replay.guarantee([_entry(4, 0.1, 0.0, "clicks")], 1e-6, "pld")
+
+
+def test_the_basis_names_the_analyses_used() -> None:
+    continuous = PoissonSampledEvent(0.01, GaussianEvent(1.1))
+    discrete = PoissonSampledEvent(0.01, GaussianEvent(1.1, discrete=True))
+    cost = 1 / (2 * 1.1**2)
+    only_continuous = replay.guarantee([_entry(0, cost, 0.0, [continuous.to_dict()])], 1e-6, "rdp")
+    assert "Mironov, Talwar & Zhang" in only_continuous.basis
+    assert "Zhu & Wang" not in only_continuous.basis
+    only_discrete = replay.guarantee([_entry(0, cost, 0.0, [discrete.to_dict()])], 1e-6, "rdp")
+    assert "Zhu & Wang" in only_discrete.basis
+    assert "Mironov, Talwar & Zhang" not in only_discrete.basis
+    plain = [GaussianEvent(2.0).to_dict(), GaussianEvent(2.0, discrete=True).to_dict()]
+    mixed = replay.guarantee([_entry(0, 0.25, 0.0, plain)], 1e-6, "pld")
+    assert mixed.basis.startswith("every event is a plain Gaussian or known only through its rho")
+    assert mixed.epsilon == pytest.approx(pf.zCDP(0.25).epsilon(1e-6), rel=1e-12)

@@ -358,7 +358,8 @@ def test_report_page_is_well_formed_and_complete(sess: pf.Session) -> None:
     delta = sess.report().delta
     assert f"ρ = {used.rho:.6g}" in page
     assert f"ε = {used.epsilon(delta):.6g} at δ = {delta:.3g}" in page
-    assert f"μ = {used.to_gdp().mu:.6g}" in page
+    assert f"μ = √(2ρ) = {used.to_gdp().mu:.6g}" in page
+    assert "Stated by zcdp accounting" in page
     assert "T&amp;T/&lt;one&gt;" in page
     assert "<script" not in page
     assert "http://" not in page.replace('xmlns="http://www.w3.org/1999/xhtml"', "").replace(

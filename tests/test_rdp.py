@@ -264,7 +264,7 @@ def test_event_json_round_trip(event: Any) -> None:
 def test_event_versioning_and_unknown_fields_refused() -> None:
     data = GaussianEvent(1.0).to_dict()
     with pytest.raises(InvalidValueError, match="version"):
-        from_dict({**data, "version": 2})
+        from_dict({**data, "version": 3})
     with pytest.raises(InvalidValueError, match="version"):
         from_dict({k: v for k, v in data.items() if k != "version"})
     nested = sampled(0.1, 1.0).to_dict()
@@ -275,9 +275,17 @@ def test_event_versioning_and_unknown_fields_refused() -> None:
         from_dict({**data, "type": "laplace"})
     with pytest.raises(InvalidValueError, match="unexpected fields"):
         from_dict({**data, "width": 3})
+    with pytest.raises(InvalidValueError, match="came in version 2"):
+        from_dict({**data, "dimension": 3})
     with pytest.raises(InvalidValueError, match="dimension"):
-        from_dict({**data, "dimension": 0})
-    assert from_dict({**data, "dimension": 3}).dimension == 3
+        from_dict({**data, "version": 2, "dimension": 0})
+    assert from_dict({**data, "version": 2, "dimension": 3}).dimension == 3
+    # Written in the oldest version that holds it; dimension is metadata, not identity.
+    assert GaussianEvent(1.0).to_dict()["version"] == 1
+    with_dimension = GaussianEvent(1.0, dimension=4)
+    assert with_dimension.to_dict()["version"] == 2
+    assert from_json(with_dimension.to_json()).dimension == 4
+    assert with_dimension == GaussianEvent(1.0)
     with pytest.raises(InvalidValueError, match="noise_multiplier"):
         from_dict({"type": "gaussian", "version": 1})
     with pytest.raises(InvalidValueError, match="JSON"):
@@ -377,6 +385,20 @@ def test_subsampled_discrete_gaussian_uses_the_general_bound() -> None:
     # Amplified (far below no subsampling), and at least the continuous value.
     assert eps_continuous <= eps_discrete < unsampled.epsilon(1e-5) / 10
     assert eps_discrete < 1.5 * eps_continuous
-    curve = rdp.RDPAccountant().compose(discrete).rdp
-    fractional = [r for a, r in zip(rdp.DEFAULT_ORDERS, curve, strict=True) if not a.is_integer()]
-    assert all(math.isinf(r) for r in fractional)
+    # A fractional order takes the bound at the next integer order (RDP is monotone).
+    curve = dict(zip(rdp.DEFAULT_ORDERS, rdp.RDPAccountant().compose(discrete).rdp, strict=True))
+    assert curve[2.5] == curve[3.0]
+    assert curve[1.5] == curve[2.0]
+    # Never worse than no subsampling, even at q close to 1.
+    nearly_all = PoissonSampledEvent(0.9, GaussianEvent(3.0, discrete=True))
+    eps = rdp.RDPAccountant().compose(nearly_all, 5).epsilon(1e-6)
+    plain = rdp.RDPAccountant().compose(GaussianEvent(3.0, discrete=True), 5).epsilon(1e-6)
+    assert eps <= plain * (1 + 1e-12)  # up to the rounding of σ_eff
+
+
+def test_curves_past_the_float_range_are_infinite_or_named() -> None:
+    assert math.isinf(rdp.RDPAccountant().compose(GaussianEvent(1e-160)).epsilon(1e-5))
+    assert math.isinf(rdp.RDPAccountant().compose(ZCDPEvent(1e308), 10).epsilon(1e-5))
+    assert math.isinf(rdp.poisson_rdp_general(0.01, 1e308, [2.0])[0])
+    with pytest.raises(InvalidValueError, match="too small to subsample"):
+        rdp.RDPAccountant().compose(PoissonSampledEvent(0.5, GaussianEvent(1e-160, discrete=True)))
