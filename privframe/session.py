@@ -386,9 +386,9 @@ class Session:
             >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
             >>> _ = sess.query().agg(pf.count()).release(rho=0.5)
             >>> statement = sess.guarantee_statement(1e-6, "pld")
-            >>> statement.method, statement.epsilon == sess.guarantee(1e-6)
+            >>> statement.method, round(statement.epsilon, 9) == round(sess.guarantee(1e-6), 9)
             ('pld', True)
-            >>> statement.basis.startswith("no event has a proven privacy loss distribution")
+            >>> "zCDP bound" in statement.basis
             True
         """
         if delta is None:
