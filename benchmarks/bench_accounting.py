@@ -378,16 +378,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer settings and searches")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument(
-        "--peers",
-        default=",".join(PEER_NAMES),
-        help="comma-separated peers to run (default: all); empty for none",
-    )
-    parser.add_argument(
-        "--skip-missing",
-        action="store_true",
-        help="skip peers whose virtualenv is not installed yet instead of installing them",
-    )
+    peers.add_arguments(parser, PEER_NAMES)
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per library")
     args = parser.parse_args()
     wanted = [p for p in args.peers.split(",") if p]

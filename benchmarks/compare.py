@@ -607,16 +607,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
-    parser.add_argument(
-        "--peers",
-        default=",".join(PEER_NAMES),
-        help="comma-separated peers to run (default: all); empty for none",
-    )
-    parser.add_argument(
-        "--skip-missing",
-        action="store_true",
-        help="skip peers whose virtualenv is not installed yet instead of installing them",
-    )
+    peers.add_arguments(parser, PEER_NAMES)
     parser.add_argument(
         "--data-dir",
         type=Path,

@@ -13,6 +13,7 @@ rebuilds that virtualenv.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -148,3 +149,17 @@ if __name__ == "__main__":
         python = peer_python(peer)
         took = INSTALL_SECONDS.get(peer)
         print(peer, python, f"(installed in {took:.0f} s)" if took is not None else "")
+
+
+def add_arguments(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """The ``--peers`` and ``--skip-missing`` options every comparison script takes."""
+    parser.add_argument(
+        "--peers",
+        default=",".join(names),
+        help="comma-separated peers to run (default: all); empty for none",
+    )
+    parser.add_argument(
+        "--skip-missing",
+        action="store_true",
+        help="skip peers whose virtualenv is not installed yet instead of installing them",
+    )
