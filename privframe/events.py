@@ -89,6 +89,10 @@ class Event:
     """Base class of the mechanism events; use the subclasses.
 
     Subclasses define ``TYPE`` (the dict tag) and the fields of their dataclass.
+
+    Example:
+        >>> isinstance(GaussianEvent(1.0), Event)
+        True
     """
 
     TYPE: ClassVar[str] = ""
@@ -108,7 +112,12 @@ class Event:
         return {"type": self.TYPE, "version": version, **payload}
 
     def to_json(self) -> str:
-        """:meth:`to_dict` as a JSON string (keys in a fixed order)."""
+        """:meth:`to_dict` as a JSON string (keys in a fixed order).
+
+        Example:
+            >>> ZCDPEvent(0.25).to_json()
+            '{"type": "zcdp", "version": 1, "rho": 0.25}'
+        """
         return json.dumps(self.to_dict())
 
 

@@ -772,6 +772,12 @@ class PLDAccountant:
         Raises:
             InvalidBudgetError: δ not in (0, 1).
             InvalidValueError: δ not above the δ spent outright by threshold events.
+
+        Example:
+            >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+            >>> step = PoissonSampledEvent(0.01, GaussianEvent(1.1))
+            >>> round(PLDAccountant().compose(step, 1000).epsilon(1e-5), 3)
+            1.515
         """
         delta = self._check_delta(delta)
         if self.fallback == "zcdp":
@@ -834,6 +840,14 @@ class PLDAccountant:
 
         Exact for continuous Gaussians alone; otherwise the μ of the Gaussian
         curve through (:meth:`epsilon` (δ), δ).
+
+        Example:
+            >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+            >>> PLDAccountant().compose(GaussianEvent(0.5)).mu_estimate(1e-6)
+            2.0
+            >>> step = PoissonSampledEvent(0.01, GaussianEvent(1.1))
+            >>> round(PLDAccountant().compose(step, 1000).mu_estimate(1e-5), 2)
+            0.39
         """
         delta = self._check_delta(delta)
         parts = self._parts

@@ -634,6 +634,11 @@ class RDPAccountant:
 
         Raises:
             InvalidBudgetError: δ not in (0, 1), or not above :attr:`threshold_delta`.
+
+        Example:
+            >>> from privframe.events import GaussianEvent
+            >>> round(RDPAccountant().compose(GaussianEvent(1.0)).epsilon(1e-5), 4)
+            4.7285
         """
         delta = _check_conversion_delta(delta)
         if not delta > self._threshold_delta:
@@ -663,6 +668,11 @@ class RDPAccountant:
         """Upper bound on δ such that everything composed is (ε, δ)-DP (at most 1).
 
         :func:`rdp_to_delta` of the RDP part plus :attr:`threshold_delta`.
+
+        Example:
+            >>> from privframe.events import GaussianEvent
+            >>> RDPAccountant().compose(GaussianEvent(1.0)).delta(4.73) <= 1e-5
+            True
         """
         rdp_delta = rdp_to_delta(self._orders, self._rdp, epsilon)
         return min(1.0, _round_up(Fraction(rdp_delta) + Fraction(self._threshold_delta)))

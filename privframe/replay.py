@@ -70,6 +70,11 @@ class Guarantee:
         method: the method asked for: ``"zcdp"``, ``"rdp"`` or ``"pld"``.
         basis: how the number was obtained, with citations; says when a
             method fell back to another because an event has no bound in it.
+
+    Example:
+        >>> g = Guarantee(1.5, 1e-6, "rdp", "the ledger's events replayed in Renyi DP")
+        >>> str(g)
+        "(epsilon = 1.5, delta = 1e-06)-DP by rdp: the ledger's events replayed in Renyi DP"
     """
 
     epsilon: float
@@ -124,6 +129,14 @@ def entry_events(entry: LedgerEntry) -> tuple[list[Event], bool]:
     Raises:
         InvalidValueError: the entry's events are malformed or of an unknown
             version; the message names the entry.
+
+    Example:
+        >>> from privframe.ledger import LedgerEntry
+        >>> event = GaussianEvent(1.0, discrete=True)
+        >>> entry = LedgerEntry(0, "2026-01-01T00:00:00+00:00", "q", 0.5, 0.0,
+        ...                     {"events": [event.to_dict()]}, False)
+        >>> entry_events(entry)
+        ([GaussianEvent(noise_multiplier=1.0, discrete=True, dimension=None)], True)
     """
     description = entry.description
     raw = description.get("events") if isinstance(description, Mapping) else None
