@@ -60,7 +60,7 @@ safe direction (added for the pessimistic PLD, subtracted for the optimistic):
   and in [0, 1], so it moves δ by at most that much, and convolving with a
   sub-probability does not increase it, so a k-fold composition has at most k
   times the error of one step. Per step: the normal CDFs' rounding (each CDF
-  value within 32 ulps; interval masses telescope). Per FFT (power-of-two
+  value within 8 ulps; interval masses telescope). Per FFT (power-of-two
   lengths, run in long double): Higham, "Accuracy and Stability of Numerical
   Algorithms", 2nd ed., §24.1, 10·u·log₂N relative ℓ₂ error per transform,
   with √N from ℓ₂ to ℓ₁, and the mass cut or wrapped around at the tails.
@@ -140,13 +140,14 @@ _FFT_UNIT = float(np.finfo(np.longdouble).eps)
 _FFT_GAMMA = 10 * _FFT_UNIT
 """Relative ℓ₂ error per FFT level (Higham §24.1, with margin)."""
 
-_CDF_ERROR = 32 * _ULP
+_CDF_ERROR = 8 * _ULP
 """Bound on the absolute error of each computed loss CDF value.
 
-scipy's ``ndtr`` (Cephes erf/erfc) is within a few ulps of the smaller tail,
-so within ~2 ulps of 1 in absolute terms; a CDF here is a mixture of at most
-two of them. The rounding of the *argument* is not a mass error: it moves the
-point at which the CDF was evaluated, which :attr:`_LossCDF.scale` covers.
+scipy's ``ndtr`` (Cephes erf/erfc; peak relative error ~3.5e-16 in their
+tests, under 2 ulps) is within 2 ulps of 1 in absolute terms; a CDF here is a
+mixture of at most two of them, plus a multiply and an add: 8 ulps covers it.
+The rounding of the *argument* is not a mass error: it moves the point at
+which the CDF was evaluated, which :attr:`_LossCDF.scale` covers.
 """
 
 _MAX_COUNT = 2**40
@@ -165,7 +166,9 @@ _MAX_POINTS = 2**22
 class _LossCDF:
     """CDFs of the privacy loss under P and under Q, at an array of loss values.
 
-    ``cdf(eps)`` returns (P[L <= ε], P[L > ε], Q[L <= ε], Q[L > ε]), each
+    ``cdf(eps)`` returns (P[L <= ε], P[L > ε], Q[L <= ε], Q[L > ε]), P and
+    Q evaluated at the same computed threshold (certifying a merged window's
+    loss relies on it), each
     value within :data:`_CDF_ERROR` of the exact one at a point within
     ``scale``'s bound of ε.
     ``range(tail)`` gives losses (lo, hi) with P[L < lo] and P[L > hi] both <= tail.
@@ -393,7 +396,9 @@ def _discretize(loss: _LossCDF, h: float, tail: float, *, pessimistic: bool) -> 
         pmf = _merged_down(loss, points, h)
         first -= 1
     shift = 64 * _ULP * (1 + max(abs(lo), abs(hi)) + loss.scale)
-    return _PLD(h, first, pmf, infinity, 2 * _CDF_ERROR, shift, pessimistic)
+    # Masses telescope to within 2·_CDF_ERROR of the exact CDF; where the two tails'
+    # differences meet, and where an uncertified window moves a point down, up to 8.
+    return _PLD(h, first, pmf, infinity, 8 * _CDF_ERROR, shift, pessimistic)
 
 
 def _merged_down(loss: _LossCDF, points: np.ndarray, h: float) -> np.ndarray:
@@ -779,14 +784,21 @@ class PLDAccountant:
 
     def _pld_epsilon(self, delta: float, pessimistic: bool) -> float:
         parts = self._parts
-        residual = _conversion_slack(delta, parts.threshold_delta)
+        if pessimistic:
+            # δ_total(ε) = δ₀ + (1 − δ₀)·δ_PLD(ε) <= δ₀ + δ_PLD(ε): δ − δ₀ suffices.
+            residual = _conversion_slack(delta, parts.threshold_delta)
+        else:
+            # The exact crossing is at δ_PLD = (δ − δ₀)/(1 − δ₀), rounded up for a lower ε.
+            d0 = Fraction(parts.threshold_delta)
+            residual = min(_round_up((Fraction(delta) - d0) / (1 - d0)), delta)
         plds = self._plds(pessimistic)
         if plds is None:
             mu = self._gaussian_mu(pessimistic)
             eps = GDP(mu).epsilon(residual) if mu else 0.0
             if not pessimistic:
-                # GDP.epsilon certifies upwards by a few ulps; a lower bound steps back.
-                eps *= 1 - 1e-9
+                # GDP.epsilon certifies upwards by a few ulps (relative) and ~1e-14 near
+                # ε = 0 (absolute); a lower bound steps back by more than both.
+                eps = max(0.0, eps * (1 - 1e-9) - 1e-12)
             return eps
         return max(pld.epsilon(residual) for pld in plds)
 
@@ -830,7 +842,8 @@ class PLDAccountant:
         up to rounding). The lower end rounds each step's merged losses down:
         over 10,000 steps at q = 0.01 the bracket is 0.016 wide, but where a
         step's loss sits within one grid step (q = 0.001, z = 0.8) it trails by
-        up to steps·h/2 (0.18 there). The upper end is the tight one.
+        up to h a step (the bracket is [0.60, 0.78] there). The upper end is the
+        tight one.
 
         Raises:
             InvalidValueError: with a :attr:`fallback` (no PLD, so no lower bound).

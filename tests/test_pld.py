@@ -490,3 +490,23 @@ def test_a_refused_event_composes_nothing() -> None:
         acct.compose(PoissonSampledEvent(0.1, ZCDPEvent(0.1)))
     assert acct.epsilon(1e-5) == before
     assert len(acct.events) == 1
+
+
+def test_lower_bound_with_a_threshold_delta_stays_below_the_exact_value() -> None:
+    # Exact: δ₀ + (1 − δ₀)·δ_PLD(ε) = δ, so δ_PLD crosses at (δ − δ₀)/(1 − δ₀).
+    q, sigma, d0, delta = 0.1, 1.0, 0.01, 0.02
+    acct = PLDAccountant().compose(sampled(q, sigma)).compose(ThresholdEvent(0.0, d0))
+    exact = _exact_epsilon((delta - d0) / (1 - d0), q, sigma, 1)
+    lower, upper = acct.epsilon_bounds(delta)
+    assert lower <= exact <= upper
+    gaussian = PLDAccountant().compose(GaussianEvent(1.0)).compose(ThresholdEvent(0.0, 1e-3))
+    lower, upper = gaussian.epsilon_bounds(1e-2)
+    assert lower <= GDP(1.0).epsilon((1e-2 - 1e-3) / (1 - 1e-3)) <= upper
+
+
+def test_gaussian_lower_bound_near_zero_epsilon() -> None:
+    # δ just below δ(0): ε is ~4e-6, where GDP's certification slack is absolute.
+    acct = PLDAccountant().compose(GaussianEvent(0.5))
+    delta = 0.6826888094475937
+    lower, _ = acct.epsilon_bounds(delta)
+    assert GDP(2.0 * (1 + 1e-14)).delta(lower) >= delta
