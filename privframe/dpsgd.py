@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 from privframe.accounting import _check_conversion_delta, _check_positive
 from privframe.errors import CalibrationError, InvalidValueError
 from privframe.events import GaussianEvent, PoissonSampledEvent, _check_count
@@ -121,6 +123,8 @@ def dpsgd_noise_multiplier(
         raise InvalidValueError(f"rtol must be <= 0.5, got {rtol!r}")
     _accountant(method)
 
+    # Cached: the bracket's ends are evaluated while bracketing and again by the search.
+    @functools.cache
     def epsilon(z: float) -> float:
         try:
             return dpsgd_epsilon(z, q, steps, delta, method=method, discrete=discrete)

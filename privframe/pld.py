@@ -130,7 +130,7 @@ from privframe.events import (
     ZCDPEvent,
     _check_count,
 )
-from privframe.rdp import RDPAccountant, _effective_noise_multiplier
+from privframe.rdp import RDPAccountant, _effective_noise_multiplier, _log_sum_exp
 
 __all__ = ["PLDAccountant", "mu_estimate"]
 
@@ -166,11 +166,10 @@ _MAX_POINTS = 2**22
 class _LossCDF:
     """CDFs of the privacy loss under P and under Q, at an array of loss values.
 
-    ``cdf(eps)`` returns (P[L <= ε], P[L > ε], Q[L <= ε], Q[L > ε]), P and
-    Q evaluated at the same computed threshold (certifying a merged window's
-    loss relies on it), each
-    value within :data:`_CDF_ERROR` of the exact one at a point within
-    ``scale``'s bound of ε.
+    ``cdf(eps)`` returns (P[L <= ε], P[L > ε], Q[L <= ε], Q[L > ε]), P and Q
+    evaluated at the same computed threshold (certifying a merged window's loss
+    relies on it), each value within :data:`_CDF_ERROR` of the exact one at a
+    point within ``scale``'s bound of ε.
     ``range(tail)`` gives losses (lo, hi) with P[L < lo] and P[L > hi] both <= tail.
     ``scale`` bounds the magnitude of the intermediate values (thresholds over
     σ², means), so that 64·u·(1 + |ε| + scale) bounds how far from ε, in loss,
@@ -343,6 +342,15 @@ class _GridTooLargeError(InvalidValueError):
     """A PLD would need more than :data:`_MAX_POINTS` grid points."""
 
 
+def _interval_masses(cdf: np.ndarray, sf: np.ndarray) -> np.ndarray:
+    """The mass between consecutive points, from whichever tail is smaller there.
+
+    Differences of the smaller tail keep their relative accuracy; either way they
+    telescope, so the masses' CDF stays within a few :data:`_CDF_ERROR` of the exact one.
+    """
+    return np.maximum(np.where(cdf[:-1] < 0.5, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:]), 0.0)
+
+
 def _split_bias(mass_p: np.ndarray, mass_q: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     """Relative error of e^{exponent}·ΔQ/ΔP from the CDFs' error and the exponent's rounding."""
     with np.errstate(divide="ignore"):
@@ -360,10 +368,7 @@ def _discretize(loss: _LossCDF, h: float, tail: float, *, pessimistic: bool) -> 
         )
     points = np.arange(first, last + 1) * h
     fp, sp, fq, sq = loss.cdf(points)
-    # Interval masses from whichever tail is smaller, so they keep relative accuracy;
-    # either way they telescope, so the pmf's CDF is within ~2·_CDF_ERROR of the exact one.
-    mass_p = np.maximum(np.where(fp[:-1] < 0.5, fp[1:] - fp[:-1], sp[:-1] - sp[1:]), 0.0)
-    mass_q = np.maximum(np.where(fq[:-1] < 0.5, fq[1:] - fq[:-1], sq[:-1] - sq[1:]), 0.0)
+    mass_p, mass_q = _interval_masses(fp, sp), _interval_masses(fq, sq)
     pmf = np.zeros(points.size)
     infinity = 0.0
     if pessimistic:
@@ -418,8 +423,7 @@ def _merged_down(loss: _LossCDF, points: np.ndarray, h: float) -> np.ndarray:
     offset = h / 64
     bounds = np.concatenate([points - h / 2, points[-1:] + h / 2]) + offset
     fp, sp, fq, sq = loss.cdf(bounds)
-    window_p = np.maximum(np.where(fp[:-1] < 0.5, fp[1:] - fp[:-1], sp[:-1] - sp[1:]), 0.0)
-    window_q = np.maximum(np.where(fq[:-1] < 0.5, fq[1:] - fq[:-1], sq[:-1] - sq[1:]), 0.0)
+    window_p, window_q = _interval_masses(fp, sp), _interval_masses(fq, sq)
     with np.errstate(divide="ignore", invalid="ignore"):
         excess = np.log(window_p) - np.log(window_q) - points
         error = _split_bias(window_p, window_q, points)
@@ -499,7 +503,7 @@ def _chernoff_range(pld: _PLD, count: int, tail: float) -> tuple[int, int]:
     losses = pld.losses()
     with np.errstate(divide="ignore"):
         log_p = np.log(pld.pmf)
-    log_tail = math.log(tail) if tail > 0 else math.log(1e-300)
+    log_tail = math.log(tail)
     lambdas = np.geomspace(1e-3, 1e4, 81)
     finite = np.isfinite(log_p)
     log_p, losses = log_p[finite], losses[finite]
@@ -510,9 +514,7 @@ def _chernoff_range(pld: _PLD, count: int, tail: float) -> tuple[int, int]:
     def reach(sign: float) -> float:
         best = math.inf
         for lam in lambdas:
-            exponent = log_p + sign * lam * losses
-            top = float(exponent.max())
-            log_m = top + math.log(float(np.exp(exponent - top).sum()))
+            log_m = _log_sum_exp(log_p + sign * lam * losses)
             best = min(best, (count * log_m - log_tail) / lam)
         return best
 
@@ -706,8 +708,9 @@ class PLDAccountant:
 
         Raises:
             InvalidArgumentError: ``event`` is not an event or ``count`` not an int.
-            InvalidValueError: a negative count, or a Poisson-subsampled event
-                other than (composed) continuous Gaussians; nothing is composed then.
+            InvalidValueError: a negative count, a Poisson-subsampled event other
+                than (composed) Gaussians, or one subsampled event composed more
+                than 2^40 times; nothing is composed then.
 
         Example:
             >>> from privframe.events import GaussianEvent

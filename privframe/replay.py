@@ -117,6 +117,12 @@ _COST_SLACK = Fraction(1, 10**9)
 """Relative rounding allowed between an entry's charge and its events' cost."""
 
 
+def _recorded(entry: LedgerEntry) -> object:
+    """The entry's ``description["events"]`` as stored, or None."""
+    description = entry.description
+    return description.get("events") if isinstance(description, Mapping) else None
+
+
 def entry_events(entry: LedgerEntry) -> tuple[list[Event], bool]:
     """The events a ledger entry was made of, and whether they were used.
 
@@ -138,8 +144,7 @@ def entry_events(entry: LedgerEntry) -> tuple[list[Event], bool]:
         >>> entry_events(entry)
         ([GaussianEvent(noise_multiplier=1.0, discrete=True, dimension=None)], True)
     """
-    description = entry.description
-    raw = description.get("events") if isinstance(description, Mapping) else None
+    raw = _recorded(entry)
     charge = [ThresholdEvent(entry.rho, entry.delta)]
     if not raw:
         return charge, False
@@ -215,7 +220,7 @@ def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp"
     by_charge = []
     for entry in entries:
         events, used = entry_events(entry)
-        if not used and isinstance(entry.description, Mapping) and entry.description.get("events"):
+        if not used and _recorded(entry):
             by_charge.append(entry.index)
         replayed += events
     for event in replayed:
