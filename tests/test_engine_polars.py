@@ -23,12 +23,18 @@ def vspec(
     *,
     j: int = 0,
     centred: bool = False,
+    square: bool = False,
     fill: float | None = None,
 ) -> ValueSpec:
+    """A ValueSpec as the planner builds it: a sum, a centred sum, or a centred sum of squares."""
+    mid = (lower + upper) / 2
+    if square:
+        top = round(math.ldexp(((upper - lower) / 2) ** 2, j))
+        return ValueSpec(name, column, lower, upper, j, 0, top, top // 2, mid, square_around=mid)
     lo, hi = round(math.ldexp(lower, j)), round(math.ldexp(upper, j))
     centre = (lo + hi) // 2 if centred else 0
     if fill is None:
-        fill = (lower + upper) / 2 if centred else 0.0
+        fill = mid if centred else 0.0
     return ValueSpec(name, column, float(lower), float(upper), j, lo, hi, centre, fill)
 
 

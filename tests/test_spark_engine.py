@@ -7,12 +7,12 @@ the data sets are small and shared by module-scoped fixtures, and every
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+from test_engine_polars import vspec
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
@@ -28,26 +28,6 @@ from privframe.engines.spec import (
 KEYS = ["a", "b", "c", "d", "e", "f", "g", "h"]  # "g", "h" have no rows; "zz" is not public
 # Quantile candidates 0, 0.5, ..., 10: some values sit on them, others between.
 GRID = tuple(pf.quantile("x", 0.5, bounds=(0, 10), candidates=21).candidate_values())
-
-
-def vspec(
-    name: str,
-    column: str,
-    lower: float,
-    upper: float,
-    *,
-    j: int = 0,
-    centred: bool = False,
-    square: bool = False,
-) -> ValueSpec:
-    """A ValueSpec as the planner builds it: a sum, a centred sum, or a centred sum of squares."""
-    mid = lower / 2 + upper / 2
-    if square:
-        top = round(math.ldexp(((upper - lower) / 2) ** 2, j))
-        return ValueSpec(name, column, lower, upper, j, 0, top, top // 2, mid, square_around=mid)
-    lo, hi = round(math.ldexp(lower, j)), round(math.ldexp(upper, j))
-    centre = (lo + hi) // 2 if centred else 0
-    return ValueSpec(name, column, lower, upper, j, lo, hi, centre, mid if centred else 0.0)
 
 
 VALUES = (
