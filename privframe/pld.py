@@ -104,7 +104,6 @@ from fractions import Fraction
 
 import numpy as np
 from scipy import fft, special
-from scipy.signal import lfilter
 
 from privframe.accounting import (
     _ULP,
@@ -296,6 +295,10 @@ class _PLD:
         δ(ℓ_j) = ∞-mass + Σ_{i>j} p_i − Σ_{i>j} p_i e^{ℓ_j − ℓ_i}; the last sum
         obeys T_j = e^{−h}(p_{j+1} + T_{j+1}), a decaying linear recurrence.
         """
+        # Imported here: scipy.signal (and the scipy.stats it loads) would add ~0.3 s
+        # to every `import privframe`, for a filter only PLD conversions use.
+        from scipy.signal import lfilter
+
         pmf = self.pmf
         above = np.concatenate([np.cumsum(pmf[::-1])[::-1][1:], [0.0]])
         decay = math.exp(-self.h)
