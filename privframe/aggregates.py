@@ -31,8 +31,9 @@ from typing import Self, TypeVar, overload
 
 import numpy as np
 
+from privframe._arguments import hinted
 from privframe.accounting import _check_real
-from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
 
 __all__ = [
     "Aggregate",
@@ -54,16 +55,42 @@ __all__ = [
 ]
 
 
-def _check_bounds(column: str, bounds: object) -> tuple[float, float]:
+_BOUNDS = (
+    "bounds=(lower, upper) are public clipping bounds: finite numbers, lower < upper, chosen "
+    "from knowledge of the domain (e.g. bounds=(0, 1000)), never computed from the data; "
+    "values outside them are clipped to them"
+)
+_Q = "q is the quantile to release, a number in [0, 1] (0.5 for the median)"
+
+
+def _number(where: str, name: str, value: object, fix: str) -> float:
+    """``value`` as an exact, finite float, or an error of ``where`` saying how to ``fix`` it.
+
+    A bound or a quantile's q is not a budget: the accounting check's
+    InvalidBudgetError becomes an InvalidValueError about the aggregate.
+    """
+    error: type[PrivframeError]
+    try:
+        return _check_real(name, value)
+    except InvalidArgumentError as err:
+        error, problem = InvalidArgumentError, str(err)
+    except InvalidValueError as err:
+        error, problem = InvalidValueError, str(err)
+    # Raised outside the except blocks, so the accounting error is not chained to it.
+    raise error(f"{where}: {problem}. {fix}")
+
+
+def _check_bounds(kind: str, column: str, bounds: object) -> tuple[float, float]:
+    where = f"{kind}({column!r})"
     if not isinstance(bounds, tuple | list) or len(bounds) != 2:
         raise InvalidArgumentError(
-            f"bounds for column {column!r} must be a (lower, upper) pair, got {bounds!r}"
+            f"{where}: bounds must be a (lower, upper) pair, got {bounds!r}. {_BOUNDS}"
         )
-    lower = _check_real(f"lower bound of {column!r}", bounds[0])
-    upper = _check_real(f"upper bound of {column!r}", bounds[1])
+    lower = _number(where, "the lower bound", bounds[0], _BOUNDS)
+    upper = _number(where, "the upper bound", bounds[1], _BOUNDS)
     if not lower < upper:
         raise InvalidValueError(
-            f"bounds for column {column!r} must satisfy lower < upper, got ({lower!r}, {upper!r})"
+            f"{where}: bounds must satisfy lower < upper, got ({lower!r}, {upper!r}). {_BOUNDS}"
         )
     return lower, upper
 
@@ -214,10 +241,14 @@ _B = TypeVar("_B", bound=_Bounded)
 def _bounded(cls: type[_B], column: object, bounds: object) -> _B:
     """A bounded aggregate of ``column`` after checking the column name and the bounds."""
     name = _check_column(column)
-    lower, upper = _check_bounds(name, bounds)
+    lower, upper = _check_bounds(cls.__name__.lower(), name, bounds)
     return cls(column=name, lower=lower, upper=upper)
 
 
+@hinted(
+    "count() counts the rows of each group and takes no column; filter rows first, and name "
+    "the output with .alias(...)"
+)
 def count() -> Count:
     """Count rows per group; the output column is ``count``.
 
@@ -229,6 +260,10 @@ def count() -> Count:
     return Count()
 
 
+@hinted(
+    "count_distinct() counts the distinct privacy units of each group and takes no column; "
+    "name the output with .alias(...)"
+)
 def count_distinct() -> CountDistinct:
     """Count distinct privacy units per group; the output column is ``count_distinct``.
 
@@ -240,6 +275,7 @@ def count_distinct() -> CountDistinct:
     return CountDistinct()
 
 
+@hinted(bounds=_BOUNDS)
 def sum(column: str, bounds: tuple[float, float]) -> Sum:
     """Sum ``column`` per group, each value clipped to ``bounds`` first.
 
@@ -256,6 +292,7 @@ def sum(column: str, bounds: tuple[float, float]) -> Sum:
     return _bounded(Sum, column, bounds)
 
 
+@hinted(bounds=_BOUNDS)
 def var(column: str, bounds: tuple[float, float]) -> Var:
     """Variance of ``column`` per group, each value clipped to ``bounds`` first.
 
@@ -267,6 +304,7 @@ def var(column: str, bounds: tuple[float, float]) -> Var:
     return _bounded(Var, column, bounds)
 
 
+@hinted(bounds=_BOUNDS)
 def std(column: str, bounds: tuple[float, float]) -> Std:
     """Standard deviation of ``column`` per group, each value clipped to ``bounds`` first.
 
@@ -278,6 +316,7 @@ def std(column: str, bounds: tuple[float, float]) -> Std:
     return _bounded(Std, column, bounds)
 
 
+@hinted(bounds=_BOUNDS)
 def mean(column: str, bounds: tuple[float, float]) -> Mean:
     """Average ``column`` per group, each value clipped to ``bounds`` first.
 
@@ -303,8 +342,8 @@ def _grid(lower: float, upper: float, n: int) -> tuple[float, ...]:
     return tuple(float(lo + width * Fraction(i, n - 1)) for i in range(n))
 
 
-def _check_q(q: object) -> float:
-    value = _check_real("q", q)
+def _check_q(column: str, q: object) -> float:
+    value = _number(f"quantile({column!r})", "q", q, _Q)
     if not 0 <= value <= 1:
         raise InvalidValueError(f"quantile q must be in [0, 1], got {q!r}")
     return value
@@ -333,6 +372,7 @@ def quantile(
 def quantile(
     column: str, q: Sequence[float], bounds: tuple[float, float], *, candidates: int = ...
 ) -> tuple[Quantile, ...]: ...
+@hinted(bounds=_BOUNDS, q=_Q)
 def quantile(
     column: str,
     q: float | Sequence[float],
@@ -364,7 +404,7 @@ def quantile(
         [0.0, 10.0, 20.0]
     """
     name = _check_column(column)
-    lower, upper = _check_bounds(name, bounds)
+    lower, upper = _check_bounds("quantile", name, bounds)
     n = _check_candidates(candidates)
     grid = _grid(lower, upper, n)
     if any(a >= b for a, b in itertools.pairwise(grid)):
@@ -375,13 +415,14 @@ def quantile(
     if isinstance(q, np.ndarray):
         q = q.tolist()
     if isinstance(q, str) or not isinstance(q, Sequence):
-        return Quantile(column=name, lower=lower, upper=upper, q=_check_q(q), candidates=n)
-    qs = [_check_q(x) for x in q]
+        return Quantile(column=name, lower=lower, upper=upper, q=_check_q(name, q), candidates=n)
+    qs = [_check_q(name, x) for x in q]
     if not qs or len(set(qs)) != len(qs):
         raise InvalidValueError(f"q must be a non-empty sequence of distinct numbers, got {q!r}")
     return tuple(Quantile(column=name, lower=lower, upper=upper, q=x, candidates=n) for x in qs)
 
 
+@hinted(bounds=_BOUNDS)
 def median(
     column: str, bounds: tuple[float, float], *, candidates: int = _DEFAULT_CANDIDATES
 ) -> Quantile:

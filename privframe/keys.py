@@ -54,6 +54,14 @@ class KeySet:
                     f"public keys of column {name!r} contain null; nulls cannot be public keys "
                     "(rows with a null key are dropped). Fill them with a value first."
                 )
+            if frame.schema[name].is_float() and frame[name].is_nan().any():
+                # NaN means "missing" to pandas users, and a pandas input's NaN becomes a null,
+                # whose rows are dropped: a NaN key would spend budget on a group of pure noise.
+                raise InvalidValueError(
+                    f"public keys of column {name!r} contain NaN; NaN cannot be a public key, "
+                    "as null cannot (both stand for a missing value). Remove it from the keys, "
+                    "or give such rows a value with with_columns(...) and list that value."
+                )
         if frame.is_duplicated().any():
             raise InvalidValueError(f"public keys over {frame.columns} contain duplicate rows")
         self._frame = frame

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
+from privframe._arguments import RHO_HINTS, hinted
 from privframe.aggregates import Aggregate
 from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -136,6 +137,7 @@ class Query:
     def _with(self, **changes: Any) -> Query:
         return Query(self.session, dataclasses.replace(self.plan, **changes))
 
+    @hinted()
     def filter(self, predicate: pl.Expr) -> Query:
         """Keep the rows where a polars boolean expression holds (before bounding).
 
@@ -152,6 +154,7 @@ class Query:
         step = RowStep("filter", (check_filter(predicate),))
         return self._with(steps=(*self.plan.steps, step))
 
+    @hinted()
     def join(
         self,
         table: pl.DataFrame | pd.DataFrame,
@@ -190,6 +193,7 @@ class Query:
         step = RowStep("join", table=frame, on=keys, how=how)
         return self._with(steps=(*self.plan.steps, step))
 
+    @hinted()
     def with_columns(self, *exprs: pl.Expr | Bin, **named: pl.Expr | Bin) -> Query:
         """Add or replace columns with row-wise polars expressions (or :func:`~privframe.bin`).
 
@@ -213,6 +217,7 @@ class Query:
         step = RowStep("with_columns", tuple(derived))
         return self._with(steps=(*self.plan.steps, step))
 
+    @hinted()
     def bound(
         self,
         max_groups: int | None = None,
@@ -230,6 +235,7 @@ class Query:
         """
         return self._with(bound=Bound(max_groups, max_rows_per_group, max_rows))
 
+    @hinted()
     def group_by(
         self,
         columns: str | Sequence[str],
@@ -251,6 +257,10 @@ class Query:
                 (and null keys) instead of dropping them. It is a public key
                 like the others, and bounding applies to it.
 
+        Raises:
+            InvalidValueError: the query already has a group_by (group by
+                every column in one call), or the keys do not fit the columns.
+
         Example:
             >>> import polars as pl
             >>> import privframe as pf
@@ -258,6 +268,13 @@ class Query:
             >>> sess.query().group_by("r", keys=["a", "b"]).plan.group_by
             ('r',)
         """
+        if self.plan.group_by:
+            # A second call replacing the first would release groups the user did not ask for.
+            raise InvalidValueError(
+                f"this query already groups by {list(self.plan.group_by)}; call group_by once "
+                "with every column, e.g. group_by(['region', 'month'], "
+                "keys=pf.keys.product(region=[...], month=[...]))"
+            )
         if isinstance(columns, str):
             cols: tuple[str, ...] = (columns,)
         elif isinstance(columns, list | tuple):
@@ -284,6 +301,10 @@ class Query:
                 raise InvalidValueError(f"other={other!r} is already one of the public keys")
         return self._with(group_by=cols, keys=keyset, other=other)
 
+    @hinted(
+        "agg takes aggregates as positional arguments and names their outputs with "
+        ".alias(...): agg(pf.count().alias('n'), pf.sum('x', bounds=(0, 10)))"
+    )
     def agg(self, *aggregates: Aggregate | tuple[Aggregate, ...]) -> Query:
         """Choose the aggregates to release.
 
@@ -314,6 +335,7 @@ class Query:
             )
         return self._with(aggregates=combined)
 
+    @hinted()
     def check(self, with_error: bool = False) -> None:
         """Everything a release checks against the data's schema, without planning a budget.
 
@@ -336,6 +358,7 @@ class Query:
 
         return query_html(self)
 
+    @hinted(**RHO_HINTS)
     def explain(
         self,
         rho: float,
@@ -350,6 +373,7 @@ class Query:
         """
         return self.session._explain(self, rho, weights, delta)
 
+    @hinted(**RHO_HINTS)
     def release(
         self,
         rho: float,
