@@ -53,15 +53,17 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import html
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from privframe import aggregates as agg
 from privframe.aggregates import Aggregate
@@ -143,6 +145,83 @@ def _refuse(node: exp.Expression, construct: str, message: str) -> SQLError:
     return SQLError(f"{message}{at}", construct=construct, position=where)
 
 
+# ------------------------------------------------------------------ names
+
+# The clause and operator words a typo most often hits.
+_KEYWORDS = (
+    *("SELECT", "FROM", "WHERE", "GROUP", "BY", "HAVING", "ORDER", "LIMIT", "OFFSET"),
+    *("JOIN", "INNER", "LEFT", "OUTER", "ON", "USING", "AS", "DISTINCT", "ASC", "DESC"),
+    *("AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "LIKE", "CAST"),
+    *("CASE", "WHEN", "THEN", "ELSE", "END"),
+)
+
+
+def _misspelt_keyword(word: str) -> str | None:
+    """The SQL keyword ``word`` is most likely a typo of (``SELEC`` -> ``SELECT``), if any."""
+    if len(word) < 2 or word.upper() in _KEYWORDS:
+        return None
+    near = difflib.get_close_matches(word.upper(), _KEYWORDS, n=1, cutoff=0.75)
+    return near[0] if near else None
+
+
+def _identifier(node: exp.Expression) -> tuple[str, bool]:
+    """The name a column, table or identifier node spells, and whether it was quoted."""
+    inner = node.this if isinstance(node, exp.Column | exp.Table) else node
+    return node.name, isinstance(inner, exp.Identifier) and bool(inner.quoted)
+
+
+def _lookup(name: str, quoted: bool, names: Iterable[str]) -> list[str]:
+    """The ``names`` an identifier denotes: quoted, exactly; unquoted, ignoring case."""
+    if quoted:
+        return [n for n in dict.fromkeys(names) if n == name]
+    folded = name.casefold()
+    return [n for n in dict.fromkeys(names) if n.casefold() == folded]
+
+
+def _resolve(
+    node: exp.Expression, names: Iterable[str], where: str, hint: str = "", kind: str = "column"
+) -> str:
+    """The one name of ``names`` that ``node`` (a column or identifier) denotes, or an SQLError.
+
+    SQL folds unquoted identifiers, so ``Region`` and ``REGION`` find the column
+    ``region``; a quoted one (``"Region"``) must match exactly. Two names that
+    differ only in case make an unquoted identifier ambiguous. Names are public
+    schema, never data, so the error may list and suggest them.
+    """
+    name, quoted = _identifier(node)
+    names = list(dict.fromkeys(names))
+    found = _lookup(name, quoted, names)
+    if len(found) == 1:
+        return found[0]
+    construct = f"the {kind} {name!r}"
+    node = node.this if isinstance(node, exp.Column) else node  # the name, not its qualifier
+    if found:
+        raise _refuse(
+            node,
+            construct,
+            f"{construct} is ambiguous: it matches {found} {where}, which differ only in "
+            f'case; write the one you mean in double quotes, e.g. "{found[0]}"',
+        )
+    message = f"{construct} does not exist {where}"
+    folded = {n.casefold(): n for n in names}
+    near = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    if quoted and name.casefold() in folded:
+        message += f'; did you mean "{folded[name.casefold()]}"? (quoted, a name keeps its case)'
+    elif quoted:  # most often a string written in double quotes
+        message += (
+            f"; in SQL, double quotes name a column: for the text {name}, write it in single "
+            f"quotes ('{name}')"
+        )
+    elif near:
+        message += f"; did you mean {folded[near[0]]!r}?"
+    elif not hint:  # a hint says what can be used instead
+        shown = sorted(names)
+        message += f"; they are {shown[:20]}" + (" ..." if len(shown) > 20 else "")
+    if hint:
+        message += f"; {hint}"
+    raise _refuse(node, construct, message)
+
+
 def _only(node: exp.Expression, allowed: set[str], what: str) -> None:
     """Refuse any clause or modifier of ``node`` privframe does not translate.
 
@@ -220,6 +299,14 @@ def _literal_value(node: exp.Expression) -> Any:
         return bool(node.this)
     if isinstance(node, exp.Null):
         return None
+    name, quoted = _identifier(node)
+    if isinstance(node, exp.Column) and quoted:
+        raise _error(
+            node,
+            f'the column "{name}"',
+            f"only literal values are allowed here; in SQL, double quotes name a column: "
+            f"write the text in single quotes ('{name}')",
+        )
     raise _error(node, _construct(node), "only literal values are allowed here")
 
 
@@ -351,13 +438,6 @@ class _Item:
     group: str | None = None  # for a group column: the name the release gives it
 
 
-def _unqualified(node: exp.Expression) -> exp.Expression:
-    """The node with table prefixes dropped, so ``d.region`` and ``region`` compare equal."""
-    return node.transform(
-        lambda n: exp.column(n.name) if isinstance(n, exp.Column) and n.table else n
-    )
-
-
 _SELECT_CLAUSES = {
     "expressions",
     "from",
@@ -391,7 +471,9 @@ class _Translator:
         self.metadata = metadata
         self.contributions = contributions
         self.tables = tables
-        self.aliases: dict[str, str] = {}  # table aliases -> table names
+        self.aliases: dict[str, str] = {}  # table aliases (as written) -> table names
+        self.joined: list[str] = []  # the public tables joined so far
+        self.selection: SQLError | None = None  # set when GROUP BY has no public keys
         self.derived: dict[str, pl.Expr] = {}
         self.rows = _Rows(self._column)
         # Names a derived column must not take: it would replace the data's column.
@@ -399,11 +481,64 @@ class _Translator:
 
     # -- names
 
+    def _columns_of(self, table: str) -> list[str]:
+        return list(self.query.session.columns if table == TABLE else self.tables[table].columns)
+
+    def _available(self) -> list[str]:
+        """The columns a row expression can name: the data's and those of the joined tables."""
+        return [c for table in (TABLE, *self.joined) for c in self._columns_of(table)]
+
     def _column(self, node: exp.Column) -> str:
-        table = node.table
-        if table and self.aliases.get(table.lower(), None) is None:
-            raise _error(node, f"the table {table!r}", "it is not in FROM or JOIN")
-        return node.name
+        """The data (or joined table) column ``node`` names, matched as SQL matches names."""
+        if not node.table:
+            return _resolve(node, self._available(), "in the data or the joined tables")
+        qualifier = node.args["table"]
+        if not _lookup(*_identifier(qualifier), self.aliases):
+            raise _error(node, f"the table {node.table!r}", "it is not in FROM or JOIN")
+        table = self.aliases[_resolve(qualifier, self.aliases, "in FROM or JOIN", kind="table")]
+        where = "in the data" if table == TABLE else f"in the table {table!r}"
+        return _resolve(node, self._columns_of(table), where)
+
+    def _canonical(self, node: exp.Expression) -> exp.Expression:
+        """``node`` with every column spelt as the column it names, without table prefix.
+
+        So ``d.Region`` and ``region`` compare equal, as they name the same column.
+        """
+        return node.transform(
+            lambda n: exp.column(self._column(n), quoted=True) if isinstance(n, exp.Column) else n
+        )
+
+    def _metadata(self, name: str) -> Column | None:
+        """The metadata entry of a column or alias: its exact key, else one equal but for case.
+
+        Metadata keys are Python strings, but SQL users expect SQL's name rules.
+        """
+        if name in self.metadata:
+            return self.metadata[name]
+        found = _lookup(name, False, self.metadata)
+        if len(found) > 1:
+            raise SQLError(
+                f"metadata has keys {found} that differ only in case, and the query names "
+                f"{name!r}: give one key for it, spelt as the column or alias",
+                construct="metadata",
+            )
+        return self.metadata[found[0]] if found else None
+
+    def _alias(self, table: exp.Table, owner: str) -> None:
+        """Register ``table``'s alias, refusing a misspelt keyword (``FROM data WHER``)."""
+        alias = table.args.get("alias")
+        if alias is None or not table.alias:
+            return
+        name, quoted = _identifier(alias.this)
+        keyword = None if quoted else _misspelt_keyword(name)
+        if keyword is not None:
+            raise _refuse(
+                alias,
+                "syntax",
+                f"{name!r} reads as an alias of the table {owner!r} but looks like a misspelt "
+                f'{keyword}: correct the keyword, or quote the alias ("{name}") to keep it',
+            )
+        self.aliases[name] = owner
 
     def _derive(self, expr: pl.Expr, name: str) -> str:
         """Add a derived column under ``name``, or ``name_2``, ... if that is taken."""
@@ -459,12 +594,15 @@ class _Translator:
             raise _error(self.select, "a SELECT without FROM", f"select FROM {TABLE}")
         _only(source, {"this"}, "FROM")
         table = source.this
-        if not isinstance(table, exp.Table) or table.name.lower() != TABLE or table.db:
+        if (
+            not isinstance(table, exp.Table)
+            or not _lookup(*_identifier(table), [TABLE])
+            or table.db
+        ):
             raise _error(table, f"FROM {table.sql()}", f"the private table is called {TABLE!r}")
         _only(table, {"this", "alias"}, "FROM")
         self.aliases[TABLE] = TABLE
-        if table.alias:
-            self.aliases[table.alias.lower()] = TABLE
+        self._alias(table, TABLE)
 
     def _join(self, query: Query, join: exp.Join) -> Query:
         table = join.this
@@ -475,31 +613,44 @@ class _Translator:
             raise _error(join, f"{str(method).upper()} JOIN", "join with ON or USING")
         _only(join, {"this", "on", "using", "side", "kind"}, "a JOIN")
         _only(table, {"this", "alias"}, "a JOIN")
-        name = table.name
-        if name not in self.tables:
+        if not _lookup(*_identifier(table), self.tables):
             raise _error(
                 table,
-                f"JOIN {name!r}",
+                f"JOIN {table.name!r}",
                 f"only public tables registered on the Session (tables=) can be joined; "
                 f"registered: {sorted(self.tables)}",
             )
+        name = _resolve(table.this, self.tables, "among the public tables", kind="table")
         side = (join.side or "").upper()
         kind = (join.kind or "").upper()
         if side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER"):
             raise _error(join, f"{side} {kind} JOIN".strip().replace("  ", " "))
         if kind == "OUTER" and side != "LEFT":
             raise _error(join, "FULL OUTER JOIN")
-        self.aliases[name.lower()] = name
-        if table.alias:
-            self.aliases[table.alias.lower()] = name
+        self.aliases[name] = name
+        self._alias(table, name)
+        self.joined.append(name)
         using = join.args.get("using")
         if using:
-            on = [column.name for column in using]
+            on = [self._using(column, name) for column in using]
         elif join.args.get("on") is not None:
             on = self._equalities(join.args["on"])
         else:
             raise _error(join, "a JOIN without ON or USING")
         return query.join(self.tables[name], on=on, how="left" if side == "LEFT" else "inner")
+
+    def _using(self, column: exp.Expression, table: str) -> str:
+        """A USING column: one name, in the data and in the public table alike."""
+        mine = _resolve(column, self._columns_of(TABLE), "in the data")
+        theirs = _resolve(column, self._columns_of(table), f"in the table {table!r}")
+        if mine != theirs:
+            raise _refuse(
+                column,
+                "JOIN",
+                f"USING ({column.name}) names {mine!r} in the data but {theirs!r} in the table "
+                f"{table!r}: joins match columns of the same name",
+            )
+        return mine
 
     def _equalities(self, condition: exp.Expression) -> list[str]:
         """Columns of ``a.c = b.c AND ...``: joins must match columns of the same name."""
@@ -511,11 +662,10 @@ class _Translator:
             isinstance(condition, exp.EQ)
             and isinstance(condition.this, exp.Column)
             and isinstance(condition.expression, exp.Column)
-            and condition.this.name == condition.expression.name
         ):
-            self._column(condition.this)  # refuses an unknown table prefix
-            self._column(condition.expression)
-            return [condition.this.name]
+            left, right = self._column(condition.this), self._column(condition.expression)
+            if left == right:
+                return [left]
         raise _error(
             condition,
             f"the join condition {condition.sql()}",
@@ -529,15 +679,9 @@ class _Translator:
             return {}
         _only(group, {"expressions"}, "GROUP BY")
         items = self.select.expressions
-        # GROUP BY a name means a select-list alias only for a row expression; an
-        # aggregate's alias never names a group (and a data column wins, as in SQL).
-        aliased = {
-            i.alias: i.this
-            for i in items
-            if isinstance(i, exp.Alias)
-            and i.this.find(exp.AggFunc) is None
-            and i.alias not in self.existing
-        }
+        # GROUP BY a name means a select-list alias only when no column has that name
+        # (a data column wins, as in SQL), and never an aggregate's alias.
+        aliased = {i.alias: i.this for i in items if isinstance(i, exp.Alias)}
         groups: dict[str, exp.Expression] = {}
         for node in group.expressions:
             if isinstance(node, exp.Literal) and not node.is_string:
@@ -546,18 +690,31 @@ class _Translator:
                     raise _error(node, f"GROUP BY {index}", "no such select-list position")
                 node = items[index - 1]
                 node = node.this if isinstance(node, exp.Alias) else node
-            if isinstance(node, exp.Column) and node.name in aliased and not node.table:
-                node = aliased[node.name]
+            if (
+                isinstance(node, exp.Column)
+                and not node.table
+                and not _lookup(*_identifier(node), self._available())
+            ):
+                where = "in the data, the joined tables or the select list's aliases"
+                alias = _resolve(node, [*self._available(), *aliased], where)
+                if aliased[alias].find(exp.AggFunc) is not None:
+                    raise _error(node, "GROUP BY an aggregate", f"{alias!r} names an aggregate")
+                node = aliased[alias]
             if isinstance(node, exp.Column):
-                groups[self._column(node)] = _unqualified(node)
+                groups[self._column(node)] = self._canonical(node)
                 continue
             if node.find(exp.AggFunc) is not None:
                 raise _error(node, "GROUP BY an aggregate")
+            canonical = self._canonical(node)
             name = next(
-                (a for a, e in aliased.items() if _unqualified(e) == _unqualified(node)),
+                (
+                    a
+                    for a, e in aliased.items()
+                    if e.find(exp.AggFunc) is None and self._canonical(e) == canonical
+                ),
                 f"group_{len(groups) + 1}",
             )
-            groups[self._derive(self.rows(node), name)] = _unqualified(node)
+            groups[self._derive(self.rows(node), name)] = canonical
         return groups
 
     def _items(self, groups: Mapping[str, exp.Expression]) -> list[_Item]:
@@ -595,7 +752,9 @@ class _Translator:
         return items
 
     def _group_name(self, node: exp.Expression, groups: Mapping[str, exp.Expression]) -> str | None:
-        plain = _unqualified(node)
+        if not groups:
+            return None
+        plain = self._canonical(node)
         return next((name for name, expr in groups.items() if plain == expr), None)
 
     # -- aggregates
@@ -603,9 +762,12 @@ class _Translator:
     def _bounds(self, node: exp.Expression, alias: str | None, what: str) -> Column:
         if isinstance(node, exp.Distinct):
             raise _error(node, f"{what}(DISTINCT ...)")
-        names = [n for n in (node.name if isinstance(node, exp.Column) else None, alias) if n]
+        # Every column named must exist before bounds are asked for: a typo is the cause.
+        self._canonical(node)
+        own = self._column(node) if isinstance(node, exp.Column) else None
+        names = [n for n in (own, alias) if n]
         for name in names:
-            column = self.metadata.get(name)
+            column = self._metadata(name)
             if column is not None and column.bounds is not None:
                 return column
         example = repr(names[0]) if names else "'alias'"
@@ -684,7 +846,8 @@ class _Translator:
                 f"only COUNT(DISTINCT {self.unit or '<privacy unit>'}) is supported",
             )
         # COUNT(x) counts the rows where x is not null: a sum of 0/1 indicators.
-        name = alias or f"count_{argument.name if isinstance(argument, exp.Column) else 'rows'}"
+        counted = self._column(argument) if isinstance(argument, exp.Column) else "rows"
+        name = alias or f"count_{counted}"
         flag = self._derive(
             self.rows(argument).is_not_null().cast(pl.Int64, strict=False), f"{name}_flag"
         )
@@ -705,23 +868,40 @@ class _Translator:
     # -- keys and post-processing
 
     def _keys(self, groups: Mapping[str, exp.Expression]) -> KeySet | None:
-        given = {name: self.metadata.get(name) for name in groups}
+        given = {name: self._metadata(name) for name in groups}
         with_keys = [n for n, c in given.items() if c is not None and c.keys is not None]
+        clause = self.select.args.get("group")
         if not with_keys:
-            return None  # chosen privately
+            named = ", ".join(
+                repr(n) if isinstance(e, exp.Column) else f"{n!r} ({e.sql()})"
+                for n, e in groups.items()
+            )
+            self.selection = _refuse(
+                clause,
+                "GROUP BY",
+                f"GROUP BY has no public keys for {named}, so its groups would be "
+                "chosen privately from the data, which spends delta as well as rho. Give "
+                f"the keys in metadata, e.g. metadata={{{next(iter(groups))!r}: "
+                "pf.Column(keys=[...])}, which spends no delta; or opt into private "
+                "selection with delta= on the call, e.g. sess.sql(text, rho=..., delta=...) "
+                "or .release(rho, delta=...), which spends that delta (a share of the "
+                "budget's). Nothing was charged",
+            )
+            return None
         if len(with_keys) != len(groups):
             missing = sorted(set(groups) - set(with_keys))
             raise _refuse(
-                self.select.args["group"],
+                clause,
                 "GROUP BY",
                 f"GROUP BY mixes columns with public keys and without ({missing}): give keys "
-                "for every group column in metadata, or for none (groups chosen privately)",
+                "for every group column in metadata, or for none (groups chosen privately, "
+                "with delta=)",
             )
         return product(**{n: list(given[n].keys) for n in with_keys})  # type: ignore[union-attr]
 
     def _post(self, items: list[_Item], groups: Mapping[str, exp.Expression]) -> dict[str, Any]:
         copies = [(i.group, i.name) for i in items if i.group is not None and i.group != i.name]
-        outputs = _Outputs(items, list(groups))
+        outputs = _Outputs(items, list(groups), self._canonical)
         having = self.select.args.get("having")
         order = self.select.args.get("order")
         if order is not None:
@@ -745,6 +925,10 @@ class _Translator:
                 for clause, node in (("HAVING", having), ("ORDER BY", order), ("LIMIT", limit))
                 if node is not None
             ),
+            # Private selection needs delta= on the call: the refusal, kept for release.
+            "selection": None
+            if self.selection is None
+            else (str(self.selection), self.selection.position, ", ".join(groups)),
         }
 
 
@@ -766,22 +950,29 @@ def _count_of(node: exp.Expression, clause: str) -> int:
 class _Outputs(_Rows):
     """HAVING and ORDER BY: expressions over the released columns (aggregates by their SQL)."""
 
-    def __init__(self, items: list[_Item], groups: Sequence[str]) -> None:
+    def __init__(
+        self,
+        items: list[_Item],
+        groups: Sequence[str],
+        canonical: Callable[[exp.Expression], exp.Expression],
+    ) -> None:
         super().__init__(self._released)
-        self._names = {item.name for item in items} | set(groups)
-        self._by_sql = {item.node.sql(): item.name for item in items if item.aggregate}
+        self._names = sorted({item.name for item in items} | set(groups))
+        self._canonical = canonical
+        self._by_sql = {canonical(i.node).sql(): i.name for i in items if i.aggregate}
         self._items = items
 
     def _released(self, node: exp.Column) -> str:
-        if node.name in self._names:
-            return node.name
-        raise _error(
-            node, f"the column {node.name!r}", f"HAVING and ORDER BY see only {sorted(self._names)}"
+        return _resolve(
+            node,
+            self._names,
+            "in the released table",
+            f"HAVING and ORDER BY see only the released columns {self._names}",
         )
 
     def __call__(self, node: exp.Expression) -> pl.Expr:
         if isinstance(node, exp.AggFunc | exp.WithinGroup):
-            name = self._by_sql.get(node.sql())
+            name = self._by_sql.get(self._canonical(node).sql())
             if name is None:
                 raise _error(
                     node,
@@ -834,10 +1025,23 @@ class SQLQuery:
         weights: Mapping[str, float] | Balance | None = None,
         delta: float | None = None,
     ) -> Explanation:
-        """What the release would do, from public parameters only; spends nothing."""
+        """What the release would do, from public parameters only; spends nothing.
+
+        A GROUP BY without public keys is explained even without ``delta``
+        (with the δ the session has left, as the builder's ``explain`` does),
+        with a note that its release needs ``delta=``.
+        """
         self.check(with_error=True)
         explanation = self._query.explain(rho, weights=weights, delta=delta)
-        return dataclasses.replace(explanation, notes=(*explanation.notes, *self._post["notes"]))
+        notes = (*explanation.notes, *self._post["notes"])
+        selection = self._post["selection"]
+        if selection is not None and delta is None:
+            notes += (
+                f"GROUP BY {selection[2]} has no public keys: its groups are chosen privately, "
+                "which spends delta, so the release needs delta=... (this explanation "
+                "assumes all the delta left)",
+            )
+        return dataclasses.replace(explanation, notes=notes)
 
     def release(
         self,
@@ -852,8 +1056,17 @@ class SQLQuery:
         The post-processing is first run on an empty table of the release's
         types, so a HAVING or ORDER BY that cannot run fails before anything
         is charged.
+
+        Raises:
+            SQLError: the query cannot run, or its GROUP BY has no public keys
+                and no ``delta`` was given: choosing groups privately spends δ,
+                which SQL spends only when asked.
         """
         self.check(with_error)
+        selection = self._post["selection"]
+        if selection is not None and delta is None:
+            message, position, _ = selection
+            raise SQLError(message, construct="GROUP BY", position=position)
         return self._query.session._release(
             self._query,
             rho,
@@ -883,14 +1096,18 @@ class SQLQuery:
             if with_error:
                 for suffix in ("_std", "_ci95", "_rank_ci95"):
                     columns[aggregate.output_name + suffix] = pl.Float64()
+        failure = None
         try:
             self._finish(pl.DataFrame(schema=columns), with_error)
         except pl.exceptions.PolarsError as err:
+            failure = f"{type(err).__name__}: {err}"  # of an empty table: no data in it
+        if failure is not None:
+            # Raised outside the handler, so no polars error rides along as its context.
             raise SQLError(
-                f"HAVING or ORDER BY cannot run on the released columns: {err}; nothing was "
-                "charged",
+                f"HAVING or ORDER BY cannot run on the released columns: {failure}; nothing "
+                "was charged",
                 construct="post-processing",
-            ) from None
+            )
 
     def _finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
         post = self._post
@@ -939,29 +1156,74 @@ def parse(
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError(f"sql takes a non-empty SQL string, got {text!r}")
+    names = [*query.session.columns, *tables, *(c for t in tables.values() for c in t.columns)]
+    nested = False
     try:
-        statement = _select(text)
+        statement = _select(text, names)
         translator = _Translator(statement, query, unit, metadata, contributions, tables)
         built, post = translator.translate()
     except RecursionError:
-        raise SQLError("the SQL is nested too deeply to translate", construct="nesting") from None
+        nested = True
+    if nested:
+        raise SQLError("the SQL is nested too deeply to translate", construct="nesting")
     return SQLQuery(text, built, post)
 
 
-def _select(text: str) -> exp.Select:
-    """The one SELECT statement of ``text``, or an SQLError."""
+def _located(text: str, offset: int) -> tuple[int, int]:
+    """(line, column), 1-based, of the character at ``offset`` in ``text``."""
+    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
+
+
+def _syntax_error(text: str, err: sqlglot.errors.SqlglotError, names: Sequence[str]) -> SQLError:
+    """A parse error, located at the token to blame.
+
+    sqlglot reports the token where parsing stopped, which is often after the
+    real mistake: ``SELEC COUNT(*)`` stops at ``(`` (``SELEC`` read as a column
+    and ``COUNT`` as its alias), ``FORM data`` at ``data``. So a word just
+    before the stop that is not a known name but is close to a keyword is
+    blamed first; otherwise the error points at the start of the stopping token.
+    """
+    detail = (getattr(err, "errors", None) or [{}])[0]
+    line, col = detail.get("line"), detail.get("col")
+    if not line:  # tokenizer errors carry no position
+        return SQLError(f"the SQL does not parse: {err}", construct="syntax")
+    tokens = sqlglot.tokenize(text)
+    # sqlglot's (line, col) is the last character of the token it stopped at.
+    stop = next(
+        (i for i, t in enumerate(tokens) if (t.line, t.col) >= (line, col)), len(tokens) - 1
+    )
+    known = {n.casefold() for n in names}
+    for token in reversed(tokens[max(0, stop - 2) : stop + 1]):
+        keyword = None
+        if token.token_type == TokenType.VAR and token.text.casefold() not in known:
+            keyword = _misspelt_keyword(token.text)
+        if keyword is not None:
+            where = _located(text, token.start)
+            return SQLError(
+                f"the SQL does not parse: {token.text!r} at line {where[0]}, column "
+                f"{where[1]} is not a SQL keyword; did you mean {keyword}?",
+                construct="syntax",
+                position=where,
+            )
+    where = _located(text, tokens[stop].start) if tokens else (line, col)
+    found = f" {tokens[stop].text!r}" if tokens else ""
+    return SQLError(
+        f"the SQL does not parse: {detail.get('description', 'invalid SQL')}{found} at line "
+        f"{where[0]}, column {where[1]}",
+        construct="syntax",
+        position=where,
+    )
+
+
+def _select(text: str, names: Sequence[str]) -> exp.Select:
+    """The one SELECT statement of ``text``, or an SQLError; ``names`` are the known columns."""
+    failure = None
     try:
         statements = sqlglot.parse(text)
     except sqlglot.errors.SqlglotError as err:  # parse and tokenizer errors alike
-        first = (getattr(err, "errors", None) or [{}])[0]
-        where = (first.get("line"), first.get("col")) if first else None
-        described = first.get("description", "invalid SQL") if first else str(err)
-        raise SQLError(
-            f"the SQL does not parse: {described}"
-            + (f" at line {where[0]}, column {where[1]}" if where and where[0] else ""),
-            construct="syntax",
-            position=where if where and where[0] else None,
-        ) from None
+        failure = _syntax_error(text, err, names)
+    if failure is not None:
+        raise failure  # outside the handler: the sqlglot error is not kept as context
     statements = [s for s in statements if s is not None]
     if len(statements) != 1:
         raise SQLError(

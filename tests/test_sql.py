@@ -670,15 +670,73 @@ def test_group_by_unnamed_expression_without_keys() -> None:
         .agg(pf.count().alias("n"))
     )
     assert_same_plan(a.sql(text).query.plan, query.plan)
-    got = a.sql(text, rho=RHO)
+    got = a.sql(text, rho=RHO, delta=5e-7)
     assert got.columns == ["group_1", "n"]
-    assert_same_release(got, query.release(rho=RHO))
+    assert_same_release(got, query.release(rho=RHO, delta=5e-7))
 
 
-def test_private_selection_without_delta_is_refused_and_charges_nothing() -> None:
+KEYLESS = "SELECT month, COUNT(*) AS n FROM data GROUP BY month"
+
+
+def test_group_by_without_keys_and_without_delta_is_refused_and_charges_nothing() -> None:
+    sess = session(metadata=NO_MONTH_KEYS)
+    before = sess.remaining
+    for release in (
+        lambda: sess.sql(KEYLESS, rho=0.1),
+        lambda: sess.sql(KEYLESS).release(0.1),
+        lambda: sess.sql(KEYLESS).release(0.1, with_error=True, label="months"),
+    ):
+        with pytest.raises(pf.SQLError) as info:
+            release()
+        err = info.value
+        assert err.construct == "GROUP BY"
+        assert err.position == _where(KEYLESS, "month", 1)
+        message = str(err)
+        for piece in ("no public keys for 'month'", "pf.Column(keys=", "delta=", "spends"):
+            assert piece in message
+        assert sess.ledger == ()
+        assert sess.remaining == before
+    # The refusal spent no delta: a release that opts in still has all of it.
+    sess.sql(KEYLESS, rho=0.1, delta=1e-6)
+    assert sess.spent.delta == pytest.approx(1e-6)
+
+
+def test_group_by_without_keys_spends_the_delta_given() -> None:
+    sess = session(metadata=NO_MONTH_KEYS)
+    sess.sql(KEYLESS, rho=0.1, delta=4e-7)
+    sess.sql(KEYLESS).release(0.1, delta=5e-7)
+    assert [entry.delta for entry in sess.ledger] == pytest.approx([4e-7, 5e-7])
+    assert sess.remaining.delta == pytest.approx(1e-7)
+
+
+def test_group_by_with_keys_needs_no_delta_and_refuses_one() -> None:
+    sess = session()
+    text = "SELECT month, COUNT(*) AS n FROM data GROUP BY month"
+    assert sess.sql(text, rho=0.1)["month"].to_list() == MONTHS
+    assert sess.spent.delta == 0
+    with pytest.raises(pf.InvalidValueError, match="delta is only spent"):
+        sess.sql(text, rho=0.1, delta=1e-7)
+    assert len(sess.ledger) == 1
+
+
+def test_explain_without_delta_explains_and_says_the_release_needs_it() -> None:
+    sess = session(metadata=NO_MONTH_KEYS)
+    parsed = sess.sql(KEYLESS)
+    without = parsed.explain(RHO)
+    assert without.plan.selection is not None
+    assert any("needs delta=" in note and "month" in note for note in without.notes)
+    given = parsed.explain(RHO, delta=5e-7)
+    assert not any("delta=" in note for note in given.notes)
+    assert sess.ledger == ()
+    assert sess.spent.rho == 0
+
+
+def test_private_selection_on_a_budget_without_delta_charges_nothing() -> None:
     sess = session(metadata=NO_MONTH_KEYS, budget=pf.zCDP(rho=1.0))
-    with pytest.raises(pf.InvalidBudgetError, match="keys"):
+    with pytest.raises(pf.SQLError, match="delta="):
         sess.sql("SELECT month, COUNT(*) FROM data GROUP BY month", rho=0.1)
+    with pytest.raises(pf.BudgetExceededError):
+        sess.sql("SELECT month, COUNT(*) FROM data GROUP BY month", rho=0.1, delta=1e-7)
     assert sess.spent.rho == 0
     assert sess.ledger == ()
 
@@ -1578,7 +1636,7 @@ def test_count_distinct_needs_a_privacy_unit() -> None:
     [
         ("SELECT COUNT(*) FROM data WHERE region > 5", pf.InvalidArgumentError, "cast one side"),
         ("SELECT COUNT(*) FROM data WHERE age", pf.InvalidValueError, "Boolean"),
-        ("SELECT SUM(nope) AS s FROM data", pf.SQLError, "bounds"),
+        ("SELECT SUM(nope) AS s FROM data", pf.SQLError, "'nope' does not exist"),
         ("SELECT COUNT(*) AS a, SUM(amount) AS a FROM data", pf.InvalidValueError, "alias"),
     ],
 )
