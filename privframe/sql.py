@@ -16,8 +16,13 @@ What comes from where:
 * **Contribution limits**: the Session's ``contributions=pf.Bound(...)``,
   overridable per query.
 * **Keys**: a GROUP BY whose columns all have ``keys`` uses their product as
-  public keys; one whose columns have none chooses its groups privately (which
-  spends δ); a mix is refused.
+  public keys; one whose columns have none chooses its groups privately, which
+  spends δ, so its release needs ``delta=`` (the δ to spend) and is refused
+  without it; a mix is refused.
+* **Names**: as in SQL, unquoted names match columns, aliases and tables
+  whatever their case (two columns differing only in case make one
+  ambiguous), quoted names match exactly; metadata is found by its exact key,
+  else by the one key that differs only in case.
 
 Supported: aggregates in the select list (``COUNT(*)``, ``COUNT(col)``,
 ``COUNT(DISTINCT <privacy unit>)``, ``SUM``, ``AVG``/``MEAN``, ``VARIANCE``/
@@ -299,8 +304,8 @@ def _literal_value(node: exp.Expression) -> Any:
         return bool(node.this)
     if isinstance(node, exp.Null):
         return None
-    name, quoted = _identifier(node)
-    if isinstance(node, exp.Column) and quoted:
+    if isinstance(node, exp.Column) and _identifier(node)[1]:
+        name = node.name
         raise _error(
             node,
             f'the column "{name}"',

@@ -100,7 +100,7 @@ def bounded(q: Query) -> Query:
     return q.bound(max_groups=3, max_rows_per_group=5)
 
 
-def _where(text: str, fragment: str, nth: int = 0) -> tuple[int, int]:
+def position_of(text: str, fragment: str, nth: int = 0) -> tuple[int, int]:
     """(line, column), 1-based, where the ``nth`` occurrence of ``fragment`` starts in ``text``."""
     index = text.index(fragment)
     for _ in range(nth):
@@ -690,7 +690,7 @@ def test_group_by_without_keys_and_without_delta_is_refused_and_charges_nothing(
             release()
         err = info.value
         assert err.construct == "GROUP BY"
-        assert err.position == _where(KEYLESS, "month", 1)
+        assert err.position == position_of(KEYLESS, "month", 1)
         message = str(err)
         for piece in ("no public keys for 'month'", "pf.Column(keys=", "delta=", "spends"):
             assert piece in message
@@ -1534,14 +1534,14 @@ def _check_refusal(err: pf.SQLError, refusal: Refusal) -> None:
     assert refusal.construct.lower() in err.construct.lower(), err.construct
     assert refusal.message in str(err)
     if refusal.at is not None:
-        assert err.position == _where(text, refusal.at, refusal.nth), str(err)
+        assert err.position == position_of(text, refusal.at, refusal.nth), str(err)
     elif refusal.within is not None:
         assert err.position is not None, str(err)
-        start = _where(text, refusal.within, refusal.nth)
+        start = position_of(text, refusal.within, refusal.nth)
         assert err.position[0] == start[0]
         assert start[1] <= err.position[1] < start[1] + len(refusal.within), err.position
     else:
-        assert err.position is None or (1, 1) <= err.position <= _where(text, text[-1])
+        assert err.position is None or (1, 1) <= err.position <= position_of(text, text[-1])
     if refusal.named:
         assert err.construct in str(err)
         if err.position is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from test_sql import position_of
 
 import privframe as pf
 from privframe.sql import SQLQuery
@@ -47,14 +48,6 @@ def session(data: pl.DataFrame = DATA, **metadata: pf.Column) -> pf.Session:
         contributions=pf.Bound(max_groups=1, max_rows_per_group=1),
         tables={"zones": ZONES},
     )
-
-
-def _where(text: str, fragment: str, nth: int = 0) -> tuple[int, int]:
-    """(line, column), 1-based, where the ``nth`` occurrence of ``fragment`` starts in ``text``."""
-    index = text.index(fragment)
-    for _ in range(nth):
-        index = text.index(fragment, index + 1)
-    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
 def refused(text: str, sess: pf.Session | None = None) -> pf.SQLError:
@@ -92,7 +85,7 @@ def test_a_misspelt_column_is_named_with_the_nearest_name(
     assert f"the column {typo!r} does not exist" in message
     assert f"did you mean {nearest!r}?" in message
     assert "bounds" not in message
-    assert err.position == _where(text, typo, text.count(typo) - 1)
+    assert err.position == position_of(text, typo, text.count(typo) - 1)
 
 
 def test_a_missing_column_with_no_near_name_lists_the_columns() -> None:
@@ -130,7 +123,7 @@ def test_a_double_quoted_string_is_named_as_a_missing_column(text: str) -> None:
     message = str(err)
     assert "the column 'Action' does not exist" in message
     assert "single quotes ('Action')" in message
-    assert err.position == _where(text, '"Action"')
+    assert err.position == position_of(text, '"Action"')
 
 
 @pytest.mark.parametrize(
@@ -143,7 +136,7 @@ def test_a_double_quoted_string_is_named_as_a_missing_column(text: str) -> None:
 def test_a_double_quoted_string_in_a_literal_list_says_to_use_single_quotes(text: str) -> None:
     err = refused(text)
     assert "single quotes ('Action')" in str(err)
-    assert err.position == _where(text, '"Action"')
+    assert err.position == position_of(text, '"Action"')
 
 
 def test_the_same_string_in_single_quotes_runs() -> None:
@@ -176,7 +169,7 @@ def test_a_misspelt_keyword_is_located_at_the_misspelt_word(
 ) -> None:
     err = refused(text)
     assert err.construct == "syntax"
-    assert err.position == _where(text, typo)
+    assert err.position == position_of(text, typo)
     line, column = err.position
     assert f"{typo!r} at line {line}, column {column}" in str(err)
     assert f"did you mean {keyword}?" in str(err)
@@ -185,7 +178,7 @@ def test_a_misspelt_keyword_is_located_at_the_misspelt_word(
 def test_a_parse_error_without_a_misspelt_keyword_points_at_the_unexpected_token() -> None:
     text = "SELECT genre, COUNT(*) FROM data GROUP genre"
     err = refused(text)
-    assert err.position == _where(text, "genre", 1)
+    assert err.position == position_of(text, "genre", 1)
     assert "'genre' at line 1, column" in str(err)
 
 
@@ -193,7 +186,7 @@ def test_a_misspelt_keyword_read_as_a_table_alias_is_refused() -> None:
     # FROM data WHER parses: WHER becomes the table's alias and the filter is lost.
     text = "SELECT COUNT(*) FROM data WHER"
     err = refused(text)
-    assert err.position == _where(text, "WHER")
+    assert err.position == position_of(text, "WHER")
     assert "misspelt WHERE" in str(err)
     sess = session()
     sess.sql('SELECT COUNT(*) FROM data "WHER"', rho=0.1)  # quoted: an alias by intent
@@ -206,7 +199,7 @@ def test_a_column_named_like_a_keyword_is_not_blamed() -> None:
     text = "SELECT ordr 1 FROM data"  # ORDR is one edit from ORDER, but a known column
     err = refused(text, session(data))
     assert "keyword" not in str(err)
-    assert err.position == _where(text, "1")
+    assert err.position == position_of(text, "1")
 
 
 # -- case -------------------------------------------------------------------------------------
@@ -225,6 +218,8 @@ def test_unquoted_names_match_regardless_of_case() -> None:
     assert [a.output_name for a in plan.aggregates] == ["n", "rating_mean"]
     result = parsed.release(0.1)
     assert result.columns == ["genre", "n", "rating_mean"]
+    distinct = sess.sql("SELECT COUNT(DISTINCT U) AS people FROM data").query.plan
+    assert isinstance(distinct.aggregates[0], pf.aggregates.CountDistinct)
 
 
 def test_a_group_column_and_a_select_item_match_across_case_and_qualifiers() -> None:
@@ -258,7 +253,7 @@ def test_quoted_names_match_exactly() -> None:
     text = 'SELECT "region", COUNT(*) FROM data GROUP BY "region"'
     err = refused(text)
     assert 'did you mean "Region"?' in str(err)
-    assert err.position == _where(text, '"region"', 1)  # GROUP BY is read first
+    assert err.position == position_of(text, '"region"', 1)  # GROUP BY is read first
     err = refused('SELECT COUNT(*) FROM "DATA"')
     assert "private table is called 'data'" in str(err)
 
@@ -270,7 +265,7 @@ def test_names_differing_only_in_case_are_ambiguous_unless_quoted() -> None:
     assert "ambiguous" in str(err)
     assert "['rating', 'Rating']" in str(err)
     assert "double quotes" in str(err)
-    assert err.position == _where(text, "RATING")
+    assert err.position == position_of(text, "RATING")
     sess = session(data, Rating=pf.Column(bounds=(0, 20)))
     assert sess.sql('SELECT SUM("Rating") FROM data').query.plan.aggregates[0].column == "Rating"
 
