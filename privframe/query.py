@@ -400,6 +400,8 @@ class Query:
         Raises:
             BudgetExceededError: ``rho`` does not fit in what remains; nothing
                 is released and nothing is charged.
+            InvalidArgumentError: an argument it does not take (``epsilon=``:
+                the message says how to spend an (ε, δ) budget) or no ``rho``.
         """
         return self.session._release(
             self, rho, with_error=with_error, weights=weights, label=label, delta=delta
