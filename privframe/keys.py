@@ -27,7 +27,7 @@ __all__ = ["KeySet", "from_dataframe", "from_list", "product"]
 
 
 class KeySet:
-    """An ordered set of distinct public key rows over one or more columns.
+    """An ordered set of distinct public key rows over one or more columns (no null, no NaN).
 
     Build one with :func:`from_list`, :func:`from_dataframe` or
     :func:`product`; ``group_by(..., keys=...)`` also accepts a list or a
