@@ -7,13 +7,13 @@ would not fit raises :class:`~privframe.errors.BudgetExceededError` before
 anything is recorded, and a spend that fits is on the ledger (committed to disk,
 for a file ledger) before ``spend`` returns.
 
-Spends are compared exactly: the ledger's running total is the exact rational
-sum of the recorded float ρ values (every float is a rational), and a spend
-fits when ``total + cost <= budget`` holds exactly, in ρ and in δ. So
-``sum(entries) <= budget`` always holds exactly; ten spends of the float
-``0.1`` do *not* fit in a budget of ``1.0`` (the float 0.1 is slightly more
-than 1/10), and spending :attr:`Accountant.remaining` (rounded down) always
-fits.
+Spends are compared exactly: budgets and costs are exact rationals (a float
+the user gives is read as the decimal it shows, :func:`privframe.accounting.exact`),
+the ledger's running total is their exact sum, and a spend fits when
+``total + cost <= budget`` holds exactly, in ρ and in δ (in each of them the
+spend adds to). So ``sum(entries) <= budget`` holds for everything this
+accountant recorded; ten spends of 0.1 fit a budget of 1.0 exactly, with
+nothing left, and spending :attr:`Accountant.remaining` always fits.
 
 Example:
     >>> import privframe as pf
@@ -27,6 +27,11 @@ Example:
     ... except pf.BudgetExceededError:
     ...     print("refused; entries:", len(acct.entries))
     refused; entries: 1
+    >>> even = Accountant(pf.zCDP(0.3))
+    >>> for i in range(3):
+    ...     _ = even.spend(pf.zCDP(0.1), label=f"third {i}")
+    >>> even.remaining
+    zCDP(rho=0.0, delta=0.0)
 """
 
 from __future__ import annotations
@@ -41,16 +46,14 @@ from pathlib import Path
 from typing import Any
 
 from privframe import accounting
-from privframe.accounting import GDP, ApproxDP, Budget, zCDP
-from privframe.accounting import _round_down as _round_down  # the one rounding rule
-from privframe.accounting import _round_up as _round_up
+from privframe.accounting import GDP, ApproxDP, Budget, Number, round_up, zCDP
 from privframe.errors import (
     BudgetExceededError,
     InvalidArgumentError,
     InvalidBudgetError,
     SeededRandomnessWarning,
 )
-from privframe.ledger import Ledger, LedgerEntry, SQLiteLedger
+from privframe.ledger import DataIdentity, Ledger, LedgerEntry, SQLiteLedger
 
 __all__ = ["DEFAULT_REPORTING_DELTA", "Accountant", "BudgetReport"]
 
@@ -58,38 +61,48 @@ DEFAULT_REPORTING_DELTA = 1e-6
 """δ at which (ε, δ) is reported when the budget does not name one."""
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.6g}"
+def _fmt(x: float | Fraction) -> str:
+    """A budget figure for people: six significant digits (0.9, not 0.8999999999999999)."""
+    return f"{float(x):.6g}"
 
 
 @dataclass(frozen=True)
 class BudgetReport:
     """A snapshot of an accountant's budget in every reporting unit.
 
-    ρ is the accounting unit. Each row (budget, spent, remaining) is also
-    stated as (ε, δ)-DP with the tightest conversion valid for *every* ρ-zCDP
-    mechanism (:meth:`privframe.accounting.zCDP.epsilon`, Canonne, Kamath &
-    Steinke 2020), at the reporting δ. μ = sqrt(2ρ)
-    (:meth:`privframe.accounting.zCDP.to_gdp`) is the Gaussian-equivalent
-    summary: exact when every release was a continuous Gaussian, not a
-    guarantee for sessions that used other mechanisms.
+    ρ is the accounting unit, and it adds up exactly: ``spent + remaining ==
+    budget`` (the exact :class:`~privframe.accounting.zCDP` fields), in ρ and
+    in the δ spent outright (approximate zCDP, e.g. private partition
+    selection). The other units are each row's own conversion, and do not add
+    up (ε and μ are not additive):
 
-    δ spent outright (approximate zCDP, e.g. private partition selection) is
-    reported in the ``*_delta`` fields and adds to the statement: a row with
-    ρ and δ₀ is (ε, ``delta`` + δ₀)-DP. With no such spends (the usual case)
-    every row is simply (ε, ``delta``)-DP.
+    * (ε, δ)-DP with the tightest conversion valid for *every* ρ-zCDP
+      mechanism (:meth:`privframe.accounting.zCDP.epsilon`, Canonne, Kamath &
+      Steinke 2020), at δ = the reporting δ (the conversion's slack) + the
+      row's δ spent outright. With no δ spent outright (the usual case) every
+      row is simply (ε, ``delta``)-DP.
+    * μ = sqrt(2ρ) (:meth:`privframe.accounting.zCDP.to_gdp`), the
+      Gaussian-equivalent summary: exact when every release was a continuous
+      Gaussian, not a guarantee for sessions that used other mechanisms.
+
+    The float fields are the nearest floats of exact values (ε and μ rounded
+    up), for display; ``str()`` prints six significant digits.
 
     Attributes:
         delta: the reporting δ: the slack of the zCDP to (ε, δ) conversion.
             For a budget ``ApproxDP(ε, δ).to_zcdp(selection_delta=δ_s)`` it
-            defaults to δ − δ_s (rounded down), so the budget row, and the
-            spent row once everything is spent, read (ε' <= ε, δ).
+            defaults to δ − δ_s, so the budget row, and the spent row once
+            everything is spent, read (ε' <= ε, δ).
+        budget: the budget, exactly.
+        spent: what was spent, exactly (the exact sum of the ledger's entries).
+        remaining: ``budget - spent``, exactly (0 if more was spent, which a
+            ledger reopened with a smaller budget can show).
         budget_rho: ρ of the budget.
-        spent_rho: ρ spent (exact sum, rounded up).
-        remaining_rho: ρ left (rounded down, >= 0).
+        spent_rho: ρ spent.
+        remaining_rho: ρ left.
         budget_delta: δ₀ of the (approximate zCDP) budget; usually 0.
-        spent_delta: δ₀ spent outright (rounded up).
-        remaining_delta: δ₀ left (rounded down).
+        spent_delta: δ₀ spent outright.
+        remaining_delta: δ₀ left.
         budget_epsilon: ε of the budget at δ = ``delta`` + ``budget_delta``.
         spent_epsilon: ε of what was spent at δ = ``delta`` + ``spent_delta``.
         remaining_epsilon: ε of what is left at δ = ``delta`` + ``remaining_delta``.
@@ -113,15 +126,14 @@ class BudgetReport:
         >>> r = acct.report()
         >>> r.spent_rho, r.remaining_rho, r.delta, r.spent_mu
         (0.125, 0.375, 1e-06, 0.5)
+        >>> r.spent + r.remaining == r.budget
+        True
     """
 
     delta: float
-    budget_rho: float
-    spent_rho: float
-    remaining_rho: float
-    budget_delta: float
-    spent_delta: float
-    remaining_delta: float
+    budget: zCDP
+    spent: zCDP
+    remaining: zCDP
     budget_epsilon: float
     spent_epsilon: float
     remaining_epsilon: float
@@ -132,11 +144,41 @@ class BudgetReport:
     n_entries: int
     n_seeded: int
 
+    @property
+    def budget_rho(self) -> float:
+        """ρ of the budget (nearest float)."""
+        return self.budget.rho
+
+    @property
+    def spent_rho(self) -> float:
+        """ρ spent (nearest float)."""
+        return self.spent.rho
+
+    @property
+    def remaining_rho(self) -> float:
+        """ρ left (nearest float)."""
+        return self.remaining.rho
+
+    @property
+    def budget_delta(self) -> float:
+        """δ₀ of the budget, spent outright (nearest float)."""
+        return self.budget.delta
+
+    @property
+    def spent_delta(self) -> float:
+        """δ₀ spent outright (nearest float)."""
+        return self.spent.delta
+
+    @property
+    def remaining_delta(self) -> float:
+        """δ₀ left to spend outright (nearest float)."""
+        return self.remaining.delta
+
     def rows(self) -> list[tuple[str, float, float, float, float, float]]:
         """(name, ρ, ε, μ, δ spent outright, total δ) for budget, spent and remaining.
 
-        Each row is (ε, total δ)-DP, with total δ = the reporting δ plus the δ
-        spent outright, rounded up.
+        Each row is (ε, total δ)-DP, with total δ = the reporting δ plus the
+        row's δ spent outright, rounded up.
 
         Example:
             >>> import privframe as pf
@@ -145,40 +187,47 @@ class BudgetReport:
             [('budget', 1.0), ('spent', 0.0), ('remaining', 1.0)]
         """
         parts = [
-            ("budget", self.budget_rho, self.budget_epsilon, self.budget_mu, self.budget_delta),
-            ("spent", self.spent_rho, self.spent_epsilon, self.spent_mu, self.spent_delta),
-            (
-                "remaining",
-                self.remaining_rho,
-                self.remaining_epsilon,
-                self.remaining_mu,
-                self.remaining_delta,
-            ),
+            ("budget", self.budget, self.budget_epsilon, self.budget_mu),
+            ("spent", self.spent, self.spent_epsilon, self.spent_mu),
+            ("remaining", self.remaining, self.remaining_epsilon, self.remaining_mu),
         ]
         return [
-            (name, rho, eps, mu, d, _round_up(Fraction(self.delta) + Fraction(d)))
-            for name, rho, eps, mu, d in parts
+            (name, b.rho, eps, mu, b.delta, round_up(Fraction(self.delta) + b.exact_delta))
+            for name, b, eps, mu in parts
         ]
 
     def __str__(self) -> str:
-        show_delta = self.budget_delta > 0 or self.spent_delta > 0
-        eps_title = "epsilon" if show_delta else f"epsilon @ delta={self.delta:g}"
-        header = f"{'':<10} {'rho (zCDP)':>12} {eps_title:>24} {'mu (GDP)':>10}"
-        if show_delta:
-            header += f" {'delta (total)':>14} {'delta spent outright':>21}"
+        outright = self.budget.exact_delta > 0 or self.spent.exact_delta > 0
+        left = f"{'':<10} {'rho (zCDP)':>12}"
+        if outright:
+            left += f" {'delta spent outright':>21}"
+        eps_title = "epsilon" if outright else f"epsilon @ delta={self.delta:g}"
+        right = f"{eps_title:>24}" + (f" {'delta':>10}" if outright else "") + f" {'mu (GDP)':>10}"
         lines = [
             f"privacy budget: {self.n_entries} ledger entr{'y' if self.n_entries == 1 else 'ies'}",
-            header,
+            f"{left} | {right}",
         ]
         for name, rho, eps, mu, d, total in self.rows():
-            line = f"{name:<10} {_fmt(rho):>12} {_fmt(eps):>24} {_fmt(mu):>10}"
-            if show_delta:
-                line += f" {_fmt(total):>14} {_fmt(d):>21}"
-            lines.append(line)
-        if show_delta:
+            row = f"{name:<10} {_fmt(rho):>12}"
+            if outright:
+                row += f" {_fmt(d):>21}"
+            converted = f"{_fmt(eps):>24}" + (f" {_fmt(total):>10}" if outright else "")
+            lines.append(f"{row} | {converted} {_fmt(mu):>10}")
+        added = "rho and the delta spent outright add" if outright else "rho adds"
+        lines.append(
+            f"left of |: {added} up (spent + remaining = budget). Right of |: each row "
+            "stated on its own as (epsilon, delta)-DP and mu = sqrt(2 rho), which do not add up"
+        )
+        if self.spent.exact_rho > self.budget.exact_rho or (
+            self.spent.exact_delta > self.budget.exact_delta
+        ):
             lines.append(
-                f"each row is (epsilon, delta (total))-DP: the reporting delta={self.delta:g} "
-                "plus the delta spent outright"
+                "more than this budget was spent (the ledger was charged under a larger "
+                "budget, or by an older privframe's floats); nothing remains of it"
+            )
+        if outright:
+            lines.append(
+                f"delta = the conversion's slack {self.delta:g} + the row's delta spent outright"
             )
         if self.spent_epsilon_gaussian is not None:
             lines.append(
@@ -208,13 +257,19 @@ class Accountant:
             smaller budget against everything the file has recorded.
         delta: the reporting δ: the slack of the ρ → (ε, δ) conversion, to
             which each row adds the δ spent outright (see
-            :class:`BudgetReport`). Default: for a budget given as an
+            :class:`BudgetReport`), read exactly. Default: for a budget given as an
             :class:`~privframe.accounting.ApproxDP`, or converted from one
             (a zCDP whose ``converted_from`` is set, as
             :meth:`~privframe.accounting.ApproxDP.to_zcdp` returns), the part
             of that budget's δ not reserved for selection, so the budget row
             restates the user's (ε, δ) exactly; else
             :data:`DEFAULT_REPORTING_DELTA` (1e-6).
+        data: with a ledger file, the :class:`~privframe.ledger.DataIdentity`
+            of the data spent on: the file records it and refuses other data
+            (:class:`~privframe.ledger.SQLiteLedger`). A
+            :class:`~privframe.session.Session` passes its data's.
+        same_data: accept ``data`` that differs from the file's record as the
+            same data (say, with a column added); the file then records it.
 
     Raises:
         InvalidBudgetError: ``budget`` is not a Budget, or ``delta`` is not in (0, 1).
@@ -246,33 +301,35 @@ class Accountant:
         budget: Budget,
         ledger: str | os.PathLike[str] | None = None,
         *,
-        delta: float | None = None,
+        delta: Number | None = None,
+        data: DataIdentity | None = None,
+        same_data: bool = False,
     ) -> None:
         if not isinstance(budget, zCDP | ApproxDP | GDP):
             raise InvalidBudgetError(
                 f"budget must be a zCDP, ApproxDP or GDP, got {type(budget).__name__}"
             )
         self._budget = accounting.to_zcdp(budget)
-        if delta is None:
-            source = self._budget.converted_from
-            if source is not None:
-                # The budget row then reads (ε_ρ(δ − δ_s), δ): the user's own statement.
-                delta = accounting._conversion_slack(source.delta, self._budget.delta)
-            else:
-                delta = DEFAULT_REPORTING_DELTA
-        self._delta = accounting._check_conversion_delta(delta)
+        source = self._budget.converted_from
+        if delta is not None:
+            self._delta = accounting.exact("delta", delta, positive=True)
+        elif source is not None:
+            # The budget row then reads (ε_ρ(δ − δ_s), δ): the user's own statement.
+            self._delta = source.exact_delta - self._budget.exact_delta
+        else:
+            self._delta = accounting.exact("delta", DEFAULT_REPORTING_DELTA)
+        if self._delta >= 1:
+            raise InvalidBudgetError(f"delta must be in (0, 1), got {delta!r}")
         self._ledger: Ledger
         if ledger is None:
             self._ledger = Ledger()
         elif isinstance(ledger, str | os.PathLike):
-            self._ledger = SQLiteLedger(ledger, self._budget)
+            self._ledger = SQLiteLedger(ledger, self._budget, data=data, same_data=same_data)
         else:
             raise InvalidArgumentError(
                 f"ledger must be None or a file path (str or os.PathLike), "
                 f"got {type(ledger).__name__}"
             )
-        self._cap_rho = Fraction(self._budget.rho)
-        self._cap_delta = Fraction(self._budget.delta)
 
     # -- budget -------------------------------------------------------------------
 
@@ -290,7 +347,7 @@ class Accountant:
 
     @property
     def delta(self) -> float:
-        """The δ at which (ε, δ) is reported.
+        """The δ at which (ε, δ) is reported (nearest float of the exact value).
 
         Example:
             >>> import privframe as pf
@@ -298,7 +355,7 @@ class Accountant:
             >>> Accountant(pf.zCDP(1.0)).delta
             1e-06
         """
-        return self._delta
+        return float(self._delta)
 
     @property
     def path(self) -> Path | None:
@@ -314,7 +371,7 @@ class Accountant:
 
     @property
     def spent(self) -> zCDP:
-        """Everything recorded so far, as zCDP (exact sum, rounded up).
+        """Everything recorded so far, as zCDP: the exact sum of the entries.
 
         For a file ledger this includes spends by other accountants and
         processes sharing the file.
@@ -326,14 +383,13 @@ class Accountant:
             >>> _ = acct.spend(pf.zCDP(0.1))
             >>> _ = acct.spend(pf.zCDP(0.2))
             >>> acct.spent
-            zCDP(rho=0.30000000000000004, delta=0.0)
+            zCDP(rho=0.3, delta=0.0)
         """
-        rho, delta = self._ledger.totals()
-        return zCDP(_round_up(rho), _round_up(delta))
+        return zCDP(*self._ledger.totals())
 
     @property
     def remaining(self) -> zCDP:
-        """What is left (budget minus the exact spent total, rounded down, at least 0).
+        """What is left: the budget minus the exact spent total (at least 0).
 
         Spending exactly ``remaining`` always fits.
 
@@ -342,8 +398,8 @@ class Accountant:
             >>> from privframe.accountant import Accountant
             >>> acct = Accountant(pf.zCDP(1.0))
             >>> _ = acct.spend(pf.zCDP(0.1))
-            >>> acct.remaining  # the float 0.1 is a bit more than 1/10: round down
-            zCDP(rho=0.8999999999999999, delta=0.0)
+            >>> acct.remaining
+            zCDP(rho=0.9, delta=0.0)
         """
         rho, delta = self._ledger.totals()
         return self._remaining(rho, delta)
@@ -445,8 +501,8 @@ class Accountant:
             self._fits(cost, label, rho, delta)
 
         entry = self._ledger.append(
-            cost.rho,
-            cost.delta,
+            cost.exact_rho,
+            cost.exact_delta,
             label=label,
             description=description,
             seeded=seeded,
@@ -479,19 +535,16 @@ class Accountant:
             True
         """
         entries = self._ledger.entries
-        rho = sum((Fraction(e.rho) for e in entries), Fraction(0))
-        delta = sum((Fraction(e.delta) for e in entries), Fraction(0))
-        spent = zCDP(_round_up(rho), _round_up(delta))
+        rho = sum((e.exact_rho for e in entries), Fraction(0))
+        delta = sum((e.exact_delta for e in entries), Fraction(0))
+        spent = zCDP(rho, delta)
         remaining = self._remaining(rho, delta)
         budget = self._budget
         return BudgetReport(
-            delta=self._delta,
-            budget_rho=budget.rho,
-            spent_rho=spent.rho,
-            remaining_rho=remaining.rho,
-            budget_delta=budget.delta,
-            spent_delta=spent.delta,
-            remaining_delta=remaining.delta,
+            delta=float(self._delta),
+            budget=budget,
+            spent=spent,
+            remaining=remaining,
             budget_epsilon=self._epsilon(budget),
             spent_epsilon=self._epsilon(spent),
             remaining_epsilon=self._epsilon(remaining),
@@ -530,15 +583,15 @@ class Accountant:
 
     def _epsilon(self, budget: zCDP) -> float:
         """ε of ``budget`` at δ = reporting δ + the budget's own δ₀ (see BudgetReport)."""
-        total = _round_up(Fraction(self._delta) + Fraction(budget.delta))
+        total = self._delta + budget.exact_delta
         if total >= 1:
             return math.inf  # a statement with δ >= 1 says nothing
         return budget.epsilon(total)
 
     def _remaining(self, rho: Fraction, delta: Fraction) -> zCDP:
+        cap = self._budget
         return zCDP(
-            _round_down(max(self._cap_rho - rho, Fraction(0))),
-            _round_down(max(self._cap_delta - delta, Fraction(0))),
+            max(cap.exact_rho - rho, Fraction(0)), max(cap.exact_delta - delta, Fraction(0))
         )
 
     @staticmethod
@@ -551,24 +604,38 @@ class Accountant:
 
     def _fits(self, cost: zCDP, label: str, rho: Fraction, delta: Fraction) -> None:
         """Raise BudgetExceededError unless ``cost`` fits on top of the exact totals."""
-        if cost.rho == 0 and cost.delta == 0:
+        cap = self._budget
+        # Each part the spend adds to must stay within the budget; a part it does not add
+        # to is not checked, so that a total already past the budget there (a ledger
+        # reopened with a smaller budget, or a schema-1 file's floats, which exceed the
+        # decimals typed by a few ulps) does not block, say, releases that spend rho alone.
+        if (cost.exact_rho == 0 or rho + cost.exact_rho <= cap.exact_rho) and (
+            cost.exact_delta == 0 or delta + cost.exact_delta <= cap.exact_delta
+        ):
             return
-        new_rho = rho + Fraction(cost.rho)
-        new_delta = delta + Fraction(cost.delta)
-        if new_rho <= self._cap_rho and new_delta <= self._cap_delta:
-            return
-        spent = zCDP(_round_up(rho), _round_up(delta))
         left = self._remaining(rho, delta)
         what = f"spend {label!r}" if label else "spend"
         parts = [
-            f"{what} refused, nothing was recorded: it requests rho={cost.rho!r}, "
-            f"but rho={spent.rho!r} is spent and rho={left.rho!r} remains "
-            f"of the budget rho={self._budget.rho!r}"
+            f"{what} refused, nothing was recorded: it requests rho={_fmt(cost.exact_rho)}, "
+            f"but rho={_fmt(rho)} is spent and rho={_fmt(left.exact_rho)} remains "
+            f"of the budget rho={_fmt(cap.exact_rho)}"
         ]
-        if cost.delta > 0 or self._budget.delta > 0:
+        if cost.exact_delta > 0 or cap.exact_delta > 0:
             parts.append(
-                f"(delta: requests {cost.delta!r}, spent {spent.delta!r}, "
-                f"remaining {left.delta!r} of {self._budget.delta!r})"
+                f"(delta: requests {_fmt(cost.exact_delta)}, spent {_fmt(delta)}, "
+                f"remaining {_fmt(left.exact_delta)} of {_fmt(cap.exact_delta)})"
             )
-        parts.append("Request at most the remaining budget, or start a new privacy budget.")
+        if (
+            left.exact_rho
+            and cost.exact_rho > left.exact_rho
+            and _fmt(cost.exact_rho) == _fmt(left.exact_rho)
+        ):
+            # Six digits cannot show the difference: say what it is, exactly.
+            parts.append(
+                f"(the request exceeds what remains by rho={cost.exact_rho - left.exact_rho})"
+            )
+        parts.append(
+            "Request at most the remaining budget (its exact_rho is exactly what is left), "
+            "or start a new privacy budget."
+        )
         raise BudgetExceededError(" ".join(parts[:-1]) + ". " + parts[-1])

@@ -5,23 +5,31 @@ Steinke 2016): a Gaussian release with L2 sensitivity Δ and noise scale σ cost
 ρ = Δ²/(2σ²), and releases compose by adding ρ. (ε, δ)-DP and μ-GDP are
 reporting units, converted with the tightest conversion proven valid.
 
-Budget arithmetic is exact on the rationals that floats represent and rounds
-conservatively: a sum of spends rounds up, a difference (what is left) rounds
-down, so accumulated floating-point error can never manufacture budget.
+Budgets are exact rationals (:class:`fractions.Fraction`), as in Tumult
+Analytics. A number the user writes is read as written: a float as the
+shortest decimal that rounds to it (``0.1`` is exactly 1/10), an int, a
+:class:`~fractions.Fraction` or a :class:`~decimal.Decimal` as itself. Sums
+and differences of budgets are then exact, so three spends of 0.1 use up a
+budget of 0.3 exactly and leave exactly 0. Each budget keeps its exact
+parameters in ``exact_*`` fields; ``.rho``, ``.delta``, ``.epsilon`` and
+``.mu`` are the nearest floats, for display and plotting.
 
-Conversions and calibrations follow the same policy. A *guarantee* (the ε a
-ρ-zCDP mechanism satisfies at δ, the ρ a Gaussian costs, the σ needed for a
-target) is rounded towards less privacy claimed: ε, δ, ρ spent and σ round up.
-An *allowance* (the ρ a user's (ε, δ) or μ budget lets a session spend) rounds
-down. Transcendental functions cannot be evaluated exactly, so each one carries
-an explicit floating-point error guard of a few ulps in the safe direction.
+A value privframe computes (a conversion, a calibration) is a float rounded
+conservatively and then used at its exact binary value. A *guarantee* (the ε
+a ρ-zCDP mechanism satisfies at δ, the ρ a Gaussian costs, the σ needed for a
+target) is rounded towards less privacy claimed: ε, δ, ρ spent and σ round
+up. An *allowance* (the ρ a user's (ε, δ) budget lets a session spend)
+rounds down. Transcendental functions cannot be evaluated exactly, so each
+one carries an explicit floating-point error guard of a few ulps in the safe
+direction; their exact inputs are rounded to floats in the safe direction
+first.
 
 Example:
     >>> import privframe as pf
     >>> pf.zCDP(0.5) + pf.zCDP(0.25)
     zCDP(rho=0.75, delta=0.0)
-    >>> pf.zCDP(1.0) - pf.zCDP(0.25)
-    zCDP(rho=0.75, delta=0.0)
+    >>> pf.zCDP(0.3) - pf.zCDP(0.1) - pf.zCDP(0.1) - pf.zCDP(0.1)
+    zCDP(rho=0.0, delta=0.0)
     >>> pf.zCDP(0.1) <= pf.zCDP(1.0)
     True
     >>> round(pf.zCDP(0.5).epsilon(1e-5), 6)
@@ -32,10 +40,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtri
@@ -50,13 +60,17 @@ __all__ = [
     "GDP",
     "ApproxDP",
     "Budget",
+    "Number",
     "PLDAccountant",
     "RDPAccountant",
     "analytic_gaussian_sigma",
     "classical_gaussian_sigma",
+    "exact",
     "gaussian_rho",
     "gaussian_sigma",
     "mu_estimate",
+    "round_down",
+    "round_up",
     "to_zcdp",
     "zCDP",
 ]
@@ -76,20 +90,42 @@ _LOG_FLOOR = -1e4
 # ---------------------------------------------------------------------------
 
 
-def _round_up(x: Fraction) -> float:
-    """Smallest float that is >= the exact rational ``x``."""
+def round_up(x: Fraction) -> float:
+    """Smallest float that is >= the exact rational ``x``: a guarantee stated as a float.
+
+    Raises:
+        OverflowError: ``x`` is beyond the float range.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> from privframe.accounting import round_up
+        >>> round_up(Fraction(1, 10)) == 0.1  # the float 0.1 is a little above 1/10
+        True
+    """
     f = float(x)
     if Fraction(f) < x:
         f = math.nextafter(f, math.inf)
     return f
 
 
-def _round_down(x: Fraction) -> float:
-    """Largest float that is <= the exact rational ``x``."""
+def round_down(x: Fraction) -> float:
+    """Largest float that is <= the exact rational ``x``: an allowance stated as a float.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> from privframe.accounting import round_down
+        >>> round_down(Fraction(1, 10)) < 0.1  # the float below 0.1
+        True
+    """
     f = float(x)
     if Fraction(f) > x:
         f = math.nextafter(f, -math.inf)
     return f
+
+
+# The names the numeric modules (noise, selection, rdp, pld) have always imported.
+_round_up = round_up
+_round_down = round_down
 
 
 def _sqrt_up(x: Fraction) -> float:
@@ -228,18 +264,112 @@ def _sum_up(name: str, a: float, b: float) -> float:
         ) from None
 
 
-def _check_not_larger(name: str, a: float, b: float) -> None:
-    """Refuse taking ``b`` away from a smaller ``a``."""
-    if b > a:
+# ---------------------------------------------------------------------------
+# Exact budget parameters
+# ---------------------------------------------------------------------------
+
+Number: TypeAlias = int | float | Fraction | Decimal
+"""A number a user may give as a budget parameter; numpy scalars are accepted too."""
+
+_FLOAT_MAX = Fraction(sys.float_info.max)
+
+
+def exact(name: str, value: object, *, positive: bool = False) -> Fraction:
+    """A budget parameter as the exact rational the user wrote; >= 0 (> 0 if ``positive``).
+
+    A float is read as the shortest decimal that rounds to it (its ``repr``):
+    ``0.1`` is 1/10, not the binary double nearest to it, because 0.1 is
+    what the user typed. A numpy float of another precision (``float32``) is
+    read the same way at its own precision. Ints, :class:`~fractions.Fraction`
+    and :class:`~decimal.Decimal` are exact as they are. privframe passes the
+    values it computes as ``Fraction(x)``, which keeps their binary value.
+
+    Args:
+        name: the parameter's name, for error messages.
+        value: the number.
+        positive: refuse 0 as well as negative values.
+
+    Raises:
+        InvalidArgumentError: ``value`` is not a real number (a str, None, a bool).
+        InvalidBudgetError: ``value`` is NaN, infinite, negative (or 0 with
+            ``positive``), or beyond the float range (about 1.8e308).
+
+    Example:
+        >>> from fractions import Fraction
+        >>> from decimal import Decimal
+        >>> from privframe.accounting import exact
+        >>> exact("rho", 0.1), exact("rho", Decimal("0.25")), exact("rho", Fraction(1, 3))
+        (Fraction(1, 10), Fraction(1, 4), Fraction(1, 3))
+        >>> exact("rho", Fraction(0.1)) == Fraction(0.1)  # a binary value, kept as is
+        True
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
+        raise InvalidArgumentError(f"{name} must be a real number, got {type(value).__name__}")
+    if isinstance(value, Decimal):
+        finite = value.is_finite()
+    else:
+        finite = not isinstance(value, float) or math.isfinite(value)
+    if not finite:
+        raise InvalidBudgetError(f"{name} must be finite, got {value!r}")
+    if isinstance(value, numbers.Rational):
+        x = Fraction(int(value.numerator), int(value.denominator))
+    elif isinstance(value, float):
+        x = Fraction(float.__repr__(value))  # np.float64 is a float; its repr is decorated
+    elif isinstance(value, Decimal):
+        x = Fraction(value)
+    else:
+        # Other reals (numpy float32/float16/longdouble): their str is the shortest
+        # decimal at their own precision.
+        text = str(value)
+        try:
+            x = Fraction(text)
+        except ValueError:
+            problem = "must be finite" if text.lower().lstrip("+-") in ("nan", "inf") else None
+            if problem is None:
+                raise InvalidArgumentError(
+                    f"{name}={value!r} cannot be read exactly; give a float, int, "
+                    "fractions.Fraction or decimal.Decimal"
+                ) from None
+            raise InvalidBudgetError(f"{name} {problem}, got {text}") from None
+    if abs(x) > _FLOAT_MAX:
         raise InvalidBudgetError(
-            f"cannot subtract a larger {name} ({b!r}) from a smaller one ({a!r})"
+            f"{name} is beyond the float range (about 1.8e308); give a smaller value"
         )
+    if x < 0 or (positive and x == 0):
+        raise InvalidBudgetError(f"{name} must be {'>' if positive else '>='} 0, got {value!r}")
+    return x
 
 
-def _difference_down(name: str, a: float, b: float) -> float:
-    """``a - b`` rounded down; refused if negative."""
-    _check_not_larger(name, a, b)
-    return _round_down(Fraction(a) - Fraction(b))
+def _exact_delta(value: object) -> Fraction:
+    """The δ of a budget, exactly: 0 <= δ < 1."""
+    d = exact("delta", value)
+    if d >= 1:
+        raise InvalidBudgetError(f"delta must be < 1, got {value!r}")
+    return d
+
+
+def _exact_conversion_delta(value: object) -> Fraction:
+    """δ for an (ε, δ) statement, exactly: strictly inside (0, 1)."""
+    d = _exact_delta(value)
+    if d == 0:
+        raise InvalidBudgetError(
+            "delta must be in (0, 1) for an (epsilon, delta) conversion, got 0; "
+            "zCDP and GDP imply pure epsilon-DP for no finite epsilon"
+        )
+    return d
+
+
+def _literal(x: Fraction) -> str:
+    """An exact value as a Python literal: the float's repr when that is exact, else a Fraction.
+
+    ``0.9``, ``1e-06`` and ``1.0`` read back as the same exact value (floats
+    are read as their decimal); 1/3 or the binary value of a computed float
+    show as ``Fraction(1, 3)`` so that the repr is never ambiguous.
+    """
+    shown = repr(float(x))
+    if Fraction(shown) == x:
+        return shown
+    return f"Fraction({x.numerator}, {x.denominator})"
 
 
 def _conversion_slack(total: float, reserved: float) -> float:
@@ -511,7 +641,7 @@ class _Ordered:
 
     __slots__ = ()
 
-    def _parameters(self) -> tuple[float, ...]:
+    def _parameters(self) -> tuple[Fraction, ...]:
         # Privacy parameters only: fields excluded from == (provenance) do not order either.
         return tuple(
             getattr(self, f.name)
@@ -540,12 +670,19 @@ class _Ordered:
         return other < self
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False, repr=False)
 class zCDP(_Ordered):
     """A ρ-zCDP budget, optionally approximate: (ρ, δ)-zCDP.
 
     ``delta`` is nonzero only for sessions that spend δ outright, e.g. on
     private partition selection; Gaussian releases cost ρ alone.
+
+    ρ and δ are exact rationals (see the module docstring for how a float is
+    read): ``exact_rho`` and ``exact_delta`` hold them, and ``rho`` and
+    ``delta`` are the nearest floats, for display. Sums and differences are
+    exact. The repr shows a value as a float literal when that literal is
+    exact (``0.9``), and as ``Fraction(n, d)`` otherwise (1/3, or the binary
+    value of a converted budget), so ``eval(repr(b)) == b``.
 
     ``converted_from`` records the (ε, δ) budget this one was converted from
     by :meth:`ApproxDP.to_zcdp` (or :func:`to_zcdp`). It is provenance, not a
@@ -568,63 +705,94 @@ class zCDP(_Ordered):
             budget does not imply.
 
     Example:
+        >>> from fractions import Fraction
         >>> import privframe as pf
         >>> b = pf.zCDP(0.5)
         >>> b.rho, b.delta
         (0.5, 0.0)
         >>> pf.zCDP(0.1, delta=1e-9) + pf.zCDP(0.2)
-        zCDP(rho=0.30000000000000004, delta=1e-09)
+        zCDP(rho=0.3, delta=1e-09)
+        >>> pf.zCDP(1.0) - pf.zCDP(0.1)
+        zCDP(rho=0.9, delta=0.0)
+        >>> third = pf.zCDP(Fraction(1, 3))
+        >>> third, third + third + third == pf.zCDP(1)
+        (zCDP(rho=Fraction(1, 3), delta=0.0), True)
         >>> c = pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=1e-7)
-        >>> c.converted_from, c == pf.zCDP(c.rho, delta=1e-7)
+        >>> c.converted_from, c == pf.zCDP(c.exact_rho, delta=1e-7)
         (ApproxDP(epsilon=1.0, delta=1e-06), True)
     """
 
-    rho: float
-    delta: float = 0.0
-    converted_from: ApproxDP | None = field(default=None, compare=False, kw_only=True)
+    exact_rho: Fraction
+    exact_delta: Fraction
+    converted_from: ApproxDP | None = field(default=None, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _check_nonnegative("rho", self.rho))
-        object.__setattr__(self, "delta", _check_delta(self.delta))
-        source = self.converted_from
+    def __init__(
+        self, rho: Number, delta: Number = 0.0, *, converted_from: ApproxDP | None = None
+    ) -> None:
+        object.__setattr__(self, "exact_rho", exact("rho", rho))
+        object.__setattr__(self, "exact_delta", _exact_delta(delta))
+        object.__setattr__(self, "converted_from", converted_from)
+        source = converted_from
         if source is None:
             return
         if not isinstance(source, ApproxDP):
             raise InvalidArgumentError(
                 f"converted_from must be an ApproxDP or None, got {type(source).__name__}"
             )
-        if not self.delta < source.delta:
+        if not self.exact_delta < source.exact_delta:
             raise InvalidBudgetError(
                 f"converted_from={source!r} must have a delta larger than this budget's "
                 f"delta={self.delta!r}, which is spent outright"
             )
-        if self.epsilon(source.delta) > source.epsilon:
+        if self.epsilon(source.exact_delta) > source.exact_epsilon:
             raise InvalidBudgetError(
-                f"zCDP(rho={self.rho!r}, delta={self.delta!r}) does not imply "
-                f"converted_from={source!r}; use {source!r}.to_zcdp(...) to convert"
+                f"{self!r} does not imply converted_from={source!r}; use "
+                f"{source!r}.to_zcdp(...) to convert"
             )
+
+    @property
+    def rho(self) -> float:
+        """ρ as the nearest float, for display; :attr:`exact_rho` is the exact value.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.zCDP(0.1).rho, pf.zCDP(0.1).exact_rho
+            (0.1, Fraction(1, 10))
+        """
+        return float(self.exact_rho)
+
+    @property
+    def delta(self) -> float:
+        """δ as the nearest float, for display; :attr:`exact_delta` is the exact value.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.zCDP(1.0, delta=1e-7).delta
+            1e-07
+        """
+        return float(self.exact_delta)
 
     def __repr__(self) -> str:
         # The provenance is shown when present: it sets an accountant's reporting δ.
         source = "" if self.converted_from is None else f", converted_from={self.converted_from!r}"
-        return f"zCDP(rho={self.rho!r}, delta={self.delta!r}{source})"
+        rho, delta = _literal(self.exact_rho), _literal(self.exact_delta)
+        return f"zCDP(rho={rho}, delta={delta}{source})"
 
     def __add__(self, other: zCDP) -> zCDP:
-        """Compose two zCDP budgets: ρ and δ add (Bun & Steinke 2016, Lemma 2.3)."""
+        """Compose two zCDP budgets: ρ and δ add (Bun & Steinke 2016, Lemma 2.3), exactly."""
         if not isinstance(other, zCDP):
             return NotImplemented
-        return zCDP(_sum_up("rho", self.rho, other.rho), _sum_up("delta", self.delta, other.delta))
+        return zCDP(self.exact_rho + other.exact_rho, self.exact_delta + other.exact_delta)
 
     def __sub__(self, other: zCDP) -> zCDP:
-        """What is left of ``self`` after ``other``, rounded down."""
+        """What is left of ``self`` after ``other``, exactly; refused if negative."""
         if not isinstance(other, zCDP):
             return NotImplemented
-        return zCDP(
-            _difference_down("rho", self.rho, other.rho),
-            _difference_down("delta", self.delta, other.delta),
-        )
+        _check_not_larger("rho", self.exact_rho, other.exact_rho)
+        _check_not_larger("delta", self.exact_delta, other.exact_delta)
+        return zCDP(self.exact_rho - other.exact_rho, self.exact_delta - other.exact_delta)
 
-    def epsilon(self, delta: float) -> float:
+    def epsilon(self, delta: Number) -> float:
         """The ε for which every mechanism with this budget is (ε, ``delta``)-DP.
 
         The minimum of two bounds valid for *any* ρ-zCDP mechanism, rounded up:
@@ -642,11 +810,13 @@ class zCDP(_Ordered):
         ρ-zCDP but not exactly Gaussian.
 
         For an approximate budget (ρ, δ₀) with δ₀ > 0, ``delta`` is the total:
-        it must exceed δ₀, and ρ is converted at ``delta`` − δ₀ (rounded down).
-        ρ = 0 gives ε = 0.
+        it must exceed δ₀, and ρ is converted at ``delta`` − δ₀. The formulas
+        are evaluated in floats at ρ rounded up and δ − δ₀ rounded down, both
+        of which can only raise ε. ρ = 0 gives ε = 0.
 
         Args:
-            delta: the total δ of the (ε, δ) statement, δ₀ < δ < 1.
+            delta: the total δ of the (ε, δ) statement, δ₀ < δ < 1 (read
+                exactly, as budgets are).
 
         Returns:
             ε >= 0, rounded up.
@@ -661,26 +831,26 @@ class zCDP(_Ordered):
             >>> pf.zCDP(0.0).epsilon(1e-5)
             0.0
         """
-        delta = _check_conversion_delta(delta)
-        if delta <= self.delta:
+        total = _exact_conversion_delta(delta)
+        if total <= self.exact_delta:
             raise InvalidBudgetError(
                 f"delta must exceed this budget's own delta ({self.delta!r}), got {delta!r}"
             )
-        residual = _conversion_slack(delta, self.delta)
-        if self.rho == 0:
+        if self.exact_rho == 0:
             return 0.0
-        return min(
-            _zcdp_epsilon_simple(self.rho, residual),
-            _zcdp_epsilon_cks(self.rho, residual),
-        )
+        residual = _round_down(total - self.exact_delta)
+        if residual == 0:
+            return math.inf  # a residual below the smallest float: no finite ε is certified
+        return _epsilon_up(_round_up(self.exact_rho), residual)
 
-    def delta_at(self, epsilon: float) -> float:
+    def delta_at(self, epsilon: Number) -> float:
         """The δ for which every mechanism with this budget is (``epsilon``, δ)-DP.
 
         Named ``delta_at`` because ``delta`` is the budget's own δ₀ field.
         Canonne, Kamath & Steinke 2020 (arXiv 2004.00010), Sec. 2.3, Cor. 13:
         δ = inf_{α>1} exp((α−1)(αρ − ε)) (1 − 1/α)^α / (α−1), minimised where
         (2α−1)ρ − ε + ln(1 − 1/α) = 0; plus δ₀, rounded up and capped at 1.
+        Evaluated at ρ rounded up and ε rounded down.
 
         Args:
             epsilon: ε >= 0.
@@ -699,9 +869,10 @@ class zCDP(_Ordered):
             >>> pf.zCDP(0.0, delta=1e-9).delta_at(1.0)
             1e-09
         """
-        eps = _check_nonnegative("epsilon", epsilon)
-        base = 0.0 if self.rho == 0 else _exp_up(_zcdp_log_delta_cks(self.rho, eps))
-        return min(1.0, _sum_up("delta", base, self.delta))
+        eps = _round_down(exact("epsilon", epsilon))
+        rho = _round_up(self.exact_rho)
+        base = 0.0 if rho == 0 else _exp_up(_zcdp_log_delta_cks(rho, eps))
+        return min(1.0, _round_up(Fraction(base) + self.exact_delta))
 
     def to_gdp(self) -> GDP:
         """The Gaussian-equivalent μ = sqrt(2ρ), rounded up.
@@ -722,10 +893,10 @@ class zCDP(_Ordered):
             >>> pf.zCDP(0.5).to_gdp()
             GDP(mu=1.0)
         """
-        return GDP(_sqrt_up(2 * Fraction(self.rho)))
+        return GDP(Fraction(_sqrt_up(2 * self.exact_rho)))
 
     @classmethod
-    def from_approx_dp(cls, epsilon: float, delta: float) -> zCDP:
+    def from_approx_dp(cls, epsilon: Number, delta: Number) -> zCDP:
         """The largest ρ such that ρ-zCDP implies (ε, δ)-DP, rounded down.
 
         Inverts the Canonne, Kamath & Steinke 2020 (Sec. 2.3, Cor. 13)
@@ -733,9 +904,11 @@ class zCDP(_Ordered):
         Every α gives a valid ρ, so the sup is taken at the α where the CKS
         optimum ρ(α−1)² = ln(1/(αδ)) meets ε(α) = ε (a root of a decreasing
         function of α on (1, 1/δ)), floored by the Bun & Steinke 2016 inverse
-        (sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)))². Finally ρ is lowered until
+        (sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)))². ε and δ enter rounded down to
+        floats (a smaller ρ). Finally ρ is lowered until
         ``zCDP(rho).epsilon(delta) <= epsilon`` holds for privframe's own
-        (rounded-up) conversion, so a round trip never exceeds ε.
+        (rounded-up) conversion, so a round trip never exceeds ε. The result
+        is that float, kept at its exact binary value.
 
         Args:
             epsilon: ε >= 0.
@@ -756,24 +929,47 @@ class zCDP(_Ordered):
             >>> b.epsilon(1e-5) <= 1.0
             True
         """
-        eps = _check_nonnegative("epsilon", epsilon)
-        delta = _check_conversion_delta(delta)
-        log_inv_delta = -math.log(delta)
-        simple = (math.sqrt(log_inv_delta + eps) - math.sqrt(log_inv_delta)) ** 2
-        rho = max(0.0, _down(simple, _GUARD * (simple + eps + log_inv_delta)))
-        rho = max(rho, _cks_inverse_rho(eps, log_inv_delta))
+        return cls(
+            Fraction(_from_approx_dp(exact("epsilon", epsilon), _exact_conversion_delta(delta)))
+        )
 
-        def fits(r: float) -> bool:
-            return r == 0 or cls(r).epsilon(delta) <= eps
 
-        if not fits(rho):
-            for k in range(60):
-                rho = rho * (1 - 2.0 ** (k - 52))
-                if fits(rho):
-                    break
-            else:
-                rho = 0.0
-        return cls(rho)
+def _check_not_larger(name: str, a: Fraction, b: Fraction) -> None:
+    """Refuse taking ``b`` away from a smaller ``a``."""
+    if b > a:
+        raise InvalidBudgetError(
+            f"cannot subtract a larger {name} ({_literal(b)}) from a smaller one ({_literal(a)})"
+        )
+
+
+def _epsilon_up(rho: float, delta: float) -> float:
+    """ε of ρ-zCDP at δ (floats, ρ > 0, 0 < δ < 1): the better of the two bounds, rounded up."""
+    return min(_zcdp_epsilon_simple(rho, delta), _zcdp_epsilon_cks(rho, delta))
+
+
+def _from_approx_dp(epsilon: Fraction, delta: Fraction) -> float:
+    """The float ρ of :meth:`zCDP.from_approx_dp` for exact ε >= 0 and δ in (0, 1)."""
+    eps = _round_down(epsilon)
+    delta_f = _round_down(delta)
+    if delta_f == 0:
+        return 0.0  # δ below the smallest float: certify nothing rather than round δ up
+    log_inv_delta = -math.log(delta_f)
+    simple = (math.sqrt(log_inv_delta + eps) - math.sqrt(log_inv_delta)) ** 2
+    rho = max(0.0, _down(simple, _GUARD * (simple + eps + log_inv_delta)))
+    rho = max(rho, _cks_inverse_rho(eps, log_inv_delta))
+
+    def fits(r: float) -> bool:
+        # zCDP(r).epsilon(δ) converts at δ rounded down: exactly delta_f.
+        return r == 0 or _epsilon_up(r, delta_f) <= eps
+
+    if not fits(rho):
+        for k in range(60):
+            rho = rho * (1 - 2.0 ** (k - 52))
+            if fits(rho):
+                break
+        else:
+            rho = 0.0
+    return rho
 
 
 def _cks_inverse_rho(epsilon: float, log_inv_delta: float) -> float:
@@ -814,12 +1010,14 @@ def _cks_inverse_rho(epsilon: float, log_inv_delta: float) -> float:
     return max(0.0, _down(r, _GUARD * magnitude / (1 + x)))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False, repr=False)
 class ApproxDP(_Ordered):
     """An (ε, δ)-DP budget (Dwork & Roth 2014, Def. 2.4).
 
     Adding two composes them by basic composition (ε and δ add);
-    subtracting gives what is left, rounded down.
+    subtracting gives what is left. Both are exact: ε and δ are exact
+    rationals (``exact_epsilon``, ``exact_delta``; ``epsilon`` and ``delta``
+    are the nearest floats), read as :class:`zCDP` reads its parameters.
 
     Args:
         epsilon: ε >= 0.
@@ -831,40 +1029,67 @@ class ApproxDP(_Ordered):
         ApproxDP(epsilon=1.5, delta=2e-06)
     """
 
-    epsilon: float
-    delta: float = 0.0
+    exact_epsilon: Fraction
+    exact_delta: Fraction
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _check_nonnegative("epsilon", self.epsilon))
-        object.__setattr__(self, "delta", _check_delta(self.delta))
+    def __init__(self, epsilon: Number, delta: Number = 0.0) -> None:
+        object.__setattr__(self, "exact_epsilon", exact("epsilon", epsilon))
+        object.__setattr__(self, "exact_delta", _exact_delta(delta))
+
+    @property
+    def epsilon(self) -> float:
+        """ε as the nearest float; :attr:`exact_epsilon` is the exact value.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.ApproxDP(1.0, 1e-6).epsilon
+            1.0
+        """
+        return float(self.exact_epsilon)
+
+    @property
+    def delta(self) -> float:
+        """δ as the nearest float; :attr:`exact_delta` is the exact value.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.ApproxDP(1.0, 1e-6).delta
+            1e-06
+        """
+        return float(self.exact_delta)
+
+    def __repr__(self) -> str:
+        return (
+            f"ApproxDP(epsilon={_literal(self.exact_epsilon)}, delta={_literal(self.exact_delta)})"
+        )
 
     def __add__(self, other: ApproxDP) -> ApproxDP:
-        """Basic composition (Dwork & Roth 2014, Thm. 3.16)."""
+        """Basic composition (Dwork & Roth 2014, Thm. 3.16), exactly."""
         if not isinstance(other, ApproxDP):
             return NotImplemented
         return ApproxDP(
-            _sum_up("epsilon", self.epsilon, other.epsilon),
-            _sum_up("delta", self.delta, other.delta),
+            self.exact_epsilon + other.exact_epsilon, self.exact_delta + other.exact_delta
         )
 
     def __sub__(self, other: ApproxDP) -> ApproxDP:
-        """What is left of ``self`` after ``other`` under basic composition, rounded down."""
+        """What is left of ``self`` after ``other`` under basic composition, exactly."""
         if not isinstance(other, ApproxDP):
             return NotImplemented
+        _check_not_larger("epsilon", self.exact_epsilon, other.exact_epsilon)
+        _check_not_larger("delta", self.exact_delta, other.exact_delta)
         return ApproxDP(
-            _difference_down("epsilon", self.epsilon, other.epsilon),
-            _difference_down("delta", self.delta, other.delta),
+            self.exact_epsilon - other.exact_epsilon, self.exact_delta - other.exact_delta
         )
 
-    def to_zcdp(self, selection_delta: float = 0.0) -> zCDP:
+    def to_zcdp(self, selection_delta: Number = 0.0) -> zCDP:
         """The zCDP allowance this (ε, δ) budget lets a session spend, rounded down.
 
         Returns ``zCDP(rho, delta=selection_delta, converted_from=self)``: δ_s =
-        ``selection_delta`` is kept as is, to be spent outright on private
+        ``selection_delta`` is kept exactly, to be spent outright on private
         partition selection (privacy.md §6), and ρ = :meth:`zCDP.from_approx_dp`
-        (ε, δ₁) with δ₁ = δ − δ_s rounded down, the largest float with
-        δ₁ + δ_s <= δ exactly. ``selection_delta=0`` (the default) is the
-        all-to-ρ conversion of :func:`to_zcdp`.
+        (ε, δ₁) with δ₁ = δ − δ_s (exact), so δ₁ + δ_s = δ.
+        ``selection_delta=0`` (the default) is the all-to-ρ conversion of
+        :func:`to_zcdp`.
 
         Why it is valid. A session that spends at most (ρ, δ_s) is (ρ, δ_s)-
         approximately zCDP: ρ and δ add under composition (Bun & Steinke
@@ -877,7 +1102,7 @@ class ApproxDP(_Ordered):
         some Q, and (1 − δ_s)P′(S) <= P[E′]P′(S) <= M(x′)(S); so for every S,
         M(x)(S) <= (1 − δ_s)(e^ε₁ P′(S) + δ₁) + δ_s <= e^ε₁ M(x′)(S) + δ₁ + δ_s.
         ρ is chosen so that ε₁ <= ε (certified with privframe's rounded-up
-        conversion), and δ₁ + δ_s <= δ: the session is (ε, δ)-DP.
+        conversion), and δ₁ + δ_s = δ: the session is (ε, δ)-DP.
 
         This is an allowance, the budget-side conversion. (The other
         direction, which :meth:`GDP.to_zcdp` takes, does not exist here: an
@@ -892,9 +1117,9 @@ class ApproxDP(_Ordered):
 
         Raises:
             InvalidArgumentError: ``selection_delta`` is not a real number.
-            InvalidBudgetError: ``selection_delta`` is NaN, infinite, negative,
-                not exactly a float or not below δ; or δ = 0 (pure DP, which
-                Gaussian releases cannot meet).
+            InvalidBudgetError: ``selection_delta`` is NaN, infinite, negative
+                or not below δ; or δ = 0 (pure DP, which Gaussian releases
+                cannot meet).
 
         Example:
             >>> import privframe as pf
@@ -906,30 +1131,31 @@ class ApproxDP(_Ordered):
             >>> pf.ApproxDP(1.0, 1e-6).to_zcdp() == pf.zCDP.from_approx_dp(1.0, 1e-6)
             True
         """
-        reserve = _check_nonnegative("selection_delta", selection_delta)
-        if self.delta == 0:
+        reserve = exact("selection_delta", selection_delta)
+        if self.exact_delta == 0:
             raise InvalidBudgetError(
-                f"ApproxDP(epsilon={self.epsilon!r}, delta=0.0) is a pure-DP budget, which "
-                "Gaussian (zCDP) releases cannot meet; give a delta in (0, 1), e.g. 1e-6"
+                f"{self!r} is a pure-DP budget, which Gaussian (zCDP) releases cannot "
+                "meet; give a delta in (0, 1), e.g. 1e-6"
             )
-        if reserve >= self.delta:
+        if reserve >= self.exact_delta:
             raise InvalidBudgetError(
                 f"selection_delta must be below the budget's delta={self.delta!r}, got "
-                f"{reserve!r}; the rest of delta converts to rho (e.g. reserve a tenth: "
-                f"selection_delta={self.delta / 10!r})"
+                f"{selection_delta!r}; the rest of delta converts to rho (e.g. reserve a "
+                f"tenth: selection_delta={float(self.exact_delta / 10)!r})"
             )
-        slack = _conversion_slack(self.delta, reserve)
-        rho = zCDP.from_approx_dp(self.epsilon, slack).rho
-        return zCDP(rho, reserve, converted_from=self)
+        rho = _from_approx_dp(self.exact_epsilon, self.exact_delta - reserve)
+        return zCDP(Fraction(rho), reserve, converted_from=self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False, repr=False)
 class GDP(_Ordered):
     """A μ-Gaussian-DP budget (Dong, Roth & Su 2022, Def. 2.6).
 
     μ-GDP composes as μ = sqrt(μ₁² + μ₂²) (their Cor. 3.3). A Gaussian
     mechanism with sensitivity Δ and std σ is exactly (Δ/σ)-GDP, which is also
-    Δ²/(2σ²)-zCDP; so μ = sqrt(2ρ) for Gaussian releases.
+    Δ²/(2σ²)-zCDP; so μ = sqrt(2ρ) for Gaussian releases. μ is read exactly
+    (``exact_mu``; ``mu`` is the nearest float); a composition, being a square
+    root, is rounded up to a float (a difference down).
 
     Args:
         mu: μ >= 0.
@@ -942,17 +1168,31 @@ class GDP(_Ordered):
         GDP(mu=3.0)
     """
 
-    mu: float
+    exact_mu: Fraction
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mu", _check_nonnegative("mu", self.mu))
+    def __init__(self, mu: Number) -> None:
+        object.__setattr__(self, "exact_mu", exact("mu", mu))
+
+    @property
+    def mu(self) -> float:
+        """μ as the nearest float; :attr:`exact_mu` is the exact value.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.GDP(0.5).mu
+            0.5
+        """
+        return float(self.exact_mu)
+
+    def __repr__(self) -> str:
+        return f"GDP(mu={_literal(self.exact_mu)})"
 
     def __add__(self, other: GDP) -> GDP:
         """Compose: μ = sqrt(μ₁² + μ₂²), rounded up."""
         if not isinstance(other, GDP):
             return NotImplemented
         try:
-            return GDP(_sqrt_up(Fraction(self.mu) ** 2 + Fraction(other.mu) ** 2))
+            return GDP(Fraction(_sqrt_up(self.exact_mu**2 + other.exact_mu**2)))
         except OverflowError:
             raise InvalidBudgetError(
                 f"composed mu of {self.mu!r} and {other.mu!r} exceeds the float range"
@@ -966,14 +1206,15 @@ class GDP(_Ordered):
         """
         if not isinstance(other, GDP):
             return NotImplemented
-        _check_not_larger("mu", self.mu, other.mu)
-        return GDP(_sqrt_down(Fraction(self.mu) ** 2 - Fraction(other.mu) ** 2))
+        _check_not_larger("mu", self.exact_mu, other.exact_mu)
+        return GDP(Fraction(_sqrt_down(self.exact_mu**2 - other.exact_mu**2)))
 
-    def delta(self, epsilon: float) -> float:
+    def delta(self, epsilon: Number) -> float:
         """δ(ε) on the exact μ-GDP curve, rounded up.
 
         δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022,
-        Cor. 2.13; Balle & Wang 2018, Thm. 8), evaluated in log space.
+        Cor. 2.13; Balle & Wang 2018, Thm. 8), evaluated in log space at μ
+        rounded up and ε rounded down.
 
         Args:
             epsilon: ε >= 0.
@@ -986,17 +1227,17 @@ class GDP(_Ordered):
             >>> round(pf.GDP(1.0).delta(1.0), 6)
             0.126937
         """
-        eps = _check_nonnegative("epsilon", epsilon)
-        return _exp_up(_gaussian_log_delta(self.mu, eps, upper=True))
+        eps = _round_down(exact("epsilon", epsilon))
+        return _exp_up(_gaussian_log_delta(_round_up(self.exact_mu), eps, upper=True))
 
-    def epsilon(self, delta: float) -> float:
+    def epsilon(self, delta: Number) -> float:
         """The smallest ε with δ(ε) <= ``delta`` on the exact μ-GDP curve, rounded up.
 
         Same curve as :meth:`delta` (Dong, Roth & Su 2022, Cor. 2.13), solved
         with Brent's method and then raised until a rounded-up evaluation of
-        δ(ε) is <= ``delta``. Exact for compositions of *continuous* Gaussian
-        releases only; see :meth:`zCDP.to_gdp` for why privframe's stated
-        (ε, δ) is the zCDP one.
+        δ(ε) is <= ``delta``, at μ rounded up and δ rounded down. Exact for
+        compositions of *continuous* Gaussian releases only; see
+        :meth:`zCDP.to_gdp` for why privframe's stated (ε, δ) is the zCDP one.
 
         Args:
             delta: δ in (0, 1).
@@ -1009,49 +1250,52 @@ class GDP(_Ordered):
             >>> round(pf.GDP(1.0).epsilon(1e-5), 6)
             4.377178
         """
-        return _gdp_epsilon(self.mu, _check_conversion_delta(delta))
+        delta_f = _round_down(_exact_conversion_delta(delta))
+        if delta_f == 0:
+            return math.inf
+        return _gdp_epsilon(_round_up(self.exact_mu), delta_f)
 
     def to_zcdp(self) -> zCDP:
-        """The ρ = μ²/2 that a μ-GDP mechanism satisfies, rounded up.
+        """The ρ = μ²/2 that a μ-GDP mechanism satisfies, exactly.
 
         μ-GDP implies (μ²/2)-zCDP: by Blackwell's theorem (Dong, Roth & Su
         2022, Sec. 2) a μ-GDP pair is a post-processing of
-        (N(0,1), N(μ,1)), whose Rényi divergence of order α is αμ²/2. This is
-        a guarantee, so it rounds up; the allowance conversion
-        :func:`to_zcdp` rounds down.
+        (N(0,1), N(μ,1)), whose Rényi divergence of order α is αμ²/2. μ is
+        exact, so μ²/2 is too: no rounding either way.
 
         Example:
             >>> import privframe as pf
             >>> pf.GDP(1.0).to_zcdp()
             zCDP(rho=0.5, delta=0.0)
         """
-        return zCDP(_half_square(self.mu, _round_up))
+        return _half_square(self)
 
 
 Budget = zCDP | ApproxDP | GDP
 """Any budget a user may hand to privframe; sessions account in :class:`zCDP`."""
 
 
-def _half_square(mu: float, rounding: Callable[[Fraction], float]) -> float:
-    """μ²/2 in exact arithmetic, rounded by ``rounding``."""
-    try:
-        return rounding(Fraction(mu) ** 2 / 2)
-    except OverflowError:
+def _half_square(budget: GDP) -> zCDP:
+    """zCDP(μ²/2), exactly; refused beyond the float range."""
+    rho = budget.exact_mu**2 / 2
+    if rho > _FLOAT_MAX:
         raise InvalidBudgetError(
-            f"mu={mu!r} is too large: rho = mu**2/2 exceeds the float range"
-        ) from None
+            f"mu={budget.mu!r} is too large: rho = mu**2/2 exceeds the float range"
+        )
+    return zCDP(rho)
 
 
 def to_zcdp(budget: Budget) -> zCDP:
-    """The zCDP allowance a session may spend under a user's budget, rounded down.
+    """The zCDP allowance a session may spend under a user's budget.
 
     - ``zCDP``: itself (including any δ for partition selection).
     - ``ApproxDP(ε, δ)``: :meth:`zCDP.from_approx_dp` (Canonne, Kamath &
-      Steinke 2020 inverse); all of δ goes to the conversion, so a session
-      with this budget cannot choose groups privately. δ = 0 is refused. To
-      keep part of δ for partition selection, convert it yourself with
-      :meth:`ApproxDP.to_zcdp` (``selection_delta=...``) and give the result.
-    - ``GDP(μ)``: ρ = μ²/2, rounded down. Caveat: the session then guarantees
+      Steinke 2020 inverse), rounded down; all of δ goes to the conversion,
+      so a session with this budget cannot choose groups privately. δ = 0 is
+      refused. To keep part of δ for partition selection, convert it
+      yourself with :meth:`ApproxDP.to_zcdp` (``selection_delta=...``) and
+      give the result.
+    - ``GDP(μ)``: ρ = μ²/2, exactly. Caveat: the session then guarantees
       ρ-zCDP; that equals μ-GDP only if every release is a continuous Gaussian
       (Dong, Roth & Su 2022). privframe's discrete Gaussian releases are ρ-zCDP
       (Canonne, Kamath & Steinke 2020) but not exactly μ-GDP.
@@ -1078,7 +1322,7 @@ def to_zcdp(budget: Budget) -> zCDP:
     if isinstance(budget, ApproxDP):
         return budget.to_zcdp()
     if isinstance(budget, GDP):
-        return zCDP(_half_square(budget.mu, _round_down))
+        return _half_square(budget)
     raise InvalidBudgetError(f"budget must be a zCDP, ApproxDP or GDP, got {type(budget).__name__}")
 
 
@@ -1087,12 +1331,14 @@ def to_zcdp(budget: Budget) -> zCDP:
 # ---------------------------------------------------------------------------
 
 
-def gaussian_sigma(l2_sensitivity: float, rho: float) -> float:
+def gaussian_sigma(l2_sensitivity: float, rho: Number) -> float:
     """The σ at which a Gaussian with L2 sensitivity Δ costs at most ρ: Δ/sqrt(2ρ).
 
     Bun & Steinke 2016 (arXiv 1605.02065), Prop. 1.6: the Gaussian mechanism
     is Δ²/(2σ²)-zCDP. Returns the smallest float σ with
-    Δ²/(2σ²) <= ρ in exact rational arithmetic.
+    Δ²/(2σ²) <= ρ in exact rational arithmetic. ρ is a budget, read exactly
+    (:func:`exact`: ``0.1`` is 1/10, a ``Fraction`` is itself); Δ is a float
+    taken at its binary value.
 
     Args:
         l2_sensitivity: Δ > 0.
@@ -1106,19 +1352,23 @@ def gaussian_sigma(l2_sensitivity: float, rho: float) -> float:
         CalibrationError: if σ exceeds the float range.
 
     Example:
+        >>> from fractions import Fraction
         >>> from privframe.accounting import gaussian_sigma
         >>> gaussian_sigma(1.0, 0.5)
         1.0
         >>> gaussian_sigma(2.0, 0.125)
         4.0
+        >>> sigma = gaussian_sigma(1.0, Fraction(1, 30))
+        >>> 1 / (2 * Fraction(sigma) ** 2) <= Fraction(1, 30)
+        True
     """
     delta_f = Fraction(_check_positive("l2_sensitivity", l2_sensitivity))
-    rho_f = Fraction(_check_positive("rho", rho))
+    rho_f = exact("rho", rho, positive=True)
     try:
         return _sqrt_up(delta_f**2 / (2 * rho_f))
     except OverflowError:
         raise CalibrationError(
-            f"sigma for l2_sensitivity={float(delta_f)!r} and rho={float(rho_f)!r} exceeds "
+            f"sigma for l2_sensitivity={float(delta_f)!r} and rho={float(rho_f):.6g} exceeds "
             "the float range; increase rho or reduce the sensitivity"
         ) from None
 

@@ -64,9 +64,11 @@ _LABEL_WIDTH = 170
 _PLOT_WIDTH = 460
 
 _CONVERSION = (
-    "(ε, δ) is converted from ρ with the tightest bound valid for every ρ-zCDP mechanism "
-    "(Canonne, Kamath & Steinke 2020, Cor. 13), at δ = the reporting δ plus any δ spent "
-    "outright; μ = √(2ρ) is the Gaussian-DP summary, exact only for continuous Gaussian noise."
+    "ρ (and any δ spent outright) add up: spent + remaining = budget. ε, δ and μ state each "
+    "row on its own and do not add up: (ε, δ) is converted from ρ with the tightest bound "
+    "valid for every ρ-zCDP mechanism (Canonne, Kamath & Steinke 2020, Cor. 13), at δ = the "
+    "reporting δ (the conversion's slack) plus the row's δ spent outright; μ = √(2ρ) is the "
+    "Gaussian-DP summary, exact only for continuous Gaussian noise."
 )
 
 _PAGE_STYLE = """
@@ -150,11 +152,15 @@ def _gauge(spent: float, budget: float) -> str:
     )
 
 
-def _guarantee_rows(report: BudgetReport) -> list[tuple[str, str, str, str, str]]:
-    return [
-        (name, _num(rho), _num(eps), f"{total:.3g}", _num(mu))
-        for name, rho, eps, mu, _, total in report.rows()
+def _guarantee_table(report: BudgetReport) -> str:
+    """Budget, spent and remaining: the parts that add up first, then each row's conversion."""
+    outright = report.budget.exact_delta > 0 or report.spent.exact_delta > 0
+    header = ["", "ρ (zCDP)", *(["δ spent outright"] if outright else []), "ε", "δ", "μ (GDP)"]
+    rows = [
+        (name, _num(rho), *([_num(d)] if outright else []), _num(eps), f"{total:.3g}", _num(mu))
+        for name, rho, eps, mu, d, total in report.rows()
     ]
+    return _table(header, rows, "guarantee: spent + remaining = budget in ρ")
 
 
 def _budget_html(report: BudgetReport) -> str:
@@ -166,7 +172,7 @@ def _budget_html(report: BudgetReport) -> str:
             f"({_num(report.remaining_rho)} remaining) in {report.n_entries} "
             f"release{'' if report.n_entries == 1 else 's'}"
         ),
-        _table(["", "ρ (zCDP)", "ε", "δ", "μ (GDP)"], _guarantee_rows(report), "guarantee"),
+        _guarantee_table(report),
         _paragraph(_CONVERSION, "pf-meta"),
     ]
     if report.n_seeded:
@@ -583,7 +589,7 @@ def _report_guarantee(
     entries: Sequence[LedgerEntry], reporting_delta: float, accounting: str
 ) -> str:
     """This report's own (ρ, δ), stated as (ε, δ) by the chosen accounting method, and μ."""
-    used = sum((zCDP(e.rho, e.delta) for e in entries), zCDP(0.0))
+    used = sum((e.cost for e in entries), zCDP(0))
     total_delta = reporting_delta + used.delta
     stated = guarantee(entries, total_delta, accounting)
     return _paragraph(

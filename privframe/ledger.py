@@ -3,8 +3,8 @@
 A ledger holds :class:`LedgerEntry` values: immutable, serialisable records of
 one spend each (its ρ and δ, a label, a description, whether the release used
 seeded randomness). Entries are only ever appended; their meaning never changes
-once written. The ledger keeps the running total as an exact rational (every
-float is one), so the sum of the recorded costs is known exactly.
+once written. Costs are exact rationals (:mod:`privframe.accounting`), stored
+exactly, and the running total is their exact sum.
 
 A ledger does not decide what may be spent: :meth:`Ledger.append` takes a
 ``check`` callback that sees the exact totals *inside* the same critical
@@ -29,6 +29,15 @@ journal, ``synchronous=FULL``):
   initialised, only opened as a ledger or refused;
 * the file remembers the budget it was created with, and refuses to be reopened
   with a larger one;
+* the file remembers the data it is spent on (:class:`DataIdentity`: the
+  privacy unit and the column names and types, never values), and refuses to
+  be reopened for other data unless the caller says it is the same data;
+* costs and the budget are stored exactly, as ``"numerator/denominator"``
+  text (schema 2). A file of schema 1 (REAL costs, the budget as a float's
+  repr) is read as it is: its entries at their exact binary value, which is
+  what that privframe charged, and its budget as the larger of the decimal it
+  shows and that float (what the user typed, or what the old file enforced).
+  Its first new entry marks it schema 2;
 * the file is recognised by ``PRAGMA application_id`` and ``user_version``, is
   checked with ``PRAGMA quick_check`` on open, and its entries form a SHA-256
   hash chain (whose head, the count and last hash, is recorded with every
@@ -43,7 +52,8 @@ Example:
     >>> entry = ledger.append(0.25, 0.0, label="q1", description={"query": "count"})
     >>> entry.index, entry.label, entry.rho
     (0, 'q1', 0.25)
-    >>> ledger.totals() == (Fraction(1, 4), Fraction(0))
+    >>> _ = ledger.append(0.1, label="q2")
+    >>> ledger.totals() == (Fraction(7, 20), Fraction(0))
     True
 """
 
@@ -54,6 +64,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sqlite3
 import threading
 import uuid
@@ -65,16 +76,27 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from privframe.accounting import zCDP
+from privframe.accounting import Number, zCDP
 from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Ledger", "LedgerEntry", "SQLiteLedger"]
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "DataIdentity",
+    "Ledger",
+    "LedgerEntry",
+    "SQLiteLedger",
+]
 
 APPLICATION_ID = 0x50464C47
 """``PRAGMA application_id`` of a privframe ledger file (ASCII ``PFLG``)."""
 
-SCHEMA_VERSION = 1
-"""``PRAGMA user_version`` of the ledger schema this module reads and writes."""
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version`` of the ledger schema this module writes (it also reads 1).
+
+Schema 2 stores costs and the budget as exact ``"numerator/denominator"``
+text; schema 1 stored them as floats.
+"""
 
 _FORMAT = "privframe-ledger"
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -159,11 +181,50 @@ def _description_json(description: object) -> str:
     return _canonical_json(_thaw(description))
 
 
-def _cost(rho: object, delta: object) -> tuple[float, float]:
-    """Validate a (ρ, δ) pair the way :class:`~privframe.accounting.zCDP` does."""
+def _cost(rho: object, delta: object) -> tuple[Fraction, Fraction]:
+    """Validate a (ρ, δ) pair the way :class:`~privframe.accounting.zCDP` does; exact."""
     budget = zCDP(rho, delta)  # type: ignore[arg-type]
-    # + 0.0 maps -0.0 to 0.0, which SQLite would not preserve (and the hash would break).
-    return budget.rho + 0.0, budget.delta + 0.0
+    return budget.exact_rho, budget.exact_delta
+
+
+_RATIO = re.compile(r"(0|[1-9][0-9]*)/([1-9][0-9]*)")
+_FLOAT_HEX = re.compile(r"0x[01]\.[0-9a-f]+p[+-][0-9]+")
+
+
+def _ratio_text(x: Fraction) -> str:
+    """The exact text of a rational as stored and hashed: ``"numerator/denominator"``."""
+    return f"{x.numerator}/{x.denominator}"
+
+
+def _parse_ratio(text: str) -> Fraction:
+    """Inverse of :func:`_ratio_text`, refusing any other spelling (it is hashed)."""
+    match = _RATIO.fullmatch(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a 'numerator/denominator' ratio")
+    value = Fraction(int(match[1]), int(match[2]))
+    if _ratio_text(value) != text:
+        raise ValueError(f"{text!r} is not in lowest terms")
+    return value
+
+
+def _charge_value(value: object) -> tuple[Fraction, bool]:
+    """A stored cost: ``"n/d"`` text (exact), or a schema-1 float (a float or its ``hex``).
+
+    Returns the exact value and whether it was a schema-1 float, which the
+    hash chain covers as ``float.hex``.
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("a stored cost is not finite")
+        return Fraction(value + 0.0), True
+    if isinstance(value, str):
+        if _FLOAT_HEX.fullmatch(value) is None:
+            return _parse_ratio(value), False
+        number = float.fromhex(value)
+        if number.hex() != value:
+            raise ValueError(f"{value!r} is not the canonical hex of a float")
+        return Fraction(number), True
+    raise TypeError(f"a stored cost must be text or a float, got {type(value).__name__}")
 
 
 def _check_label_and_seeded(label: object, seeded: object) -> None:
@@ -185,7 +246,7 @@ def _chain(prev_hash: str, entry: LedgerEntry) -> str:
 # --------------------------------------------------------------------------- entries
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class LedgerEntry:
     """One recorded spend: immutable, serialisable, and its meaning never changes.
 
@@ -193,20 +254,29 @@ class LedgerEntry:
         index: position in the ledger, 0-based and contiguous.
         time: when it was recorded, a UTC ISO-8601 string.
         label: the caller's short name for the release.
-        rho: the ρ spent (zCDP).
+        rho: the ρ spent (zCDP), read exactly as budgets are
+            (:func:`privframe.accounting.exact`).
         delta: the δ spent outright (approximate zCDP); 0 for Gaussian releases.
         description: a str or a JSON-serialisable mapping describing the
             release (public parameters only). It is stored as canonical JSON
             text; mappings come back read-only (nested objects as mapping
             proxies, arrays as tuples).
         seeded: True when the release used a seeded, non-private random stream.
+        legacy_floats: keyword only; the entry was written by a schema-1
+            ledger, which recorded ρ and δ as floats: they are then floats,
+            taken at their exact binary value (what that privframe charged),
+            and the hash chain covers them as ``float.hex``.
+
+    Attributes:
+        exact_rho: the exact ρ; ``rho`` is the nearest float, for display.
+        exact_delta: the exact δ; ``delta`` is the nearest float.
 
     Example:
         >>> from privframe.ledger import LedgerEntry
         >>> e = LedgerEntry(0, "2024-01-01T00:00:00.000000+00:00", "q1", 0.1, 0.0,
         ...                 {"query": "count", "keys": ["a", "b"]}, False)
-        >>> e.description["keys"]
-        ('a', 'b')
+        >>> e.description["keys"], e.exact_rho
+        (('a', 'b'), Fraction(1, 10))
         >>> e.description_json
         '{"keys":["a","b"],"query":"count"}'
         >>> LedgerEntry.from_dict(e.to_dict()) == e
@@ -216,31 +286,79 @@ class LedgerEntry:
     index: int
     time: str
     label: str
-    rho: float
-    delta: float
+    exact_rho: Fraction
+    exact_delta: Fraction
     description: Mapping[str, Any] | str
     seeded: bool
-    _description_json: str = field(init=False, repr=False, compare=False)
+    legacy_floats: bool = False
+    _description_json: str = field(default="", repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if isinstance(self.index, bool) or not isinstance(self.index, int):
-            raise InvalidArgumentError(f"index must be an int, got {type(self.index).__name__}")
-        if self.index < 0:
-            raise InvalidValueError(f"index must be >= 0, got {self.index!r}")
-        if not isinstance(self.time, str):
+    def __init__(
+        self,
+        index: int,
+        time: str,
+        label: str,
+        rho: Number,
+        delta: Number,
+        description: Mapping[str, Any] | str,
+        seeded: bool,
+        *,
+        legacy_floats: bool = False,
+    ) -> None:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise InvalidArgumentError(f"index must be an int, got {type(index).__name__}")
+        if index < 0:
+            raise InvalidValueError(f"index must be >= 0, got {index!r}")
+        if not isinstance(time, str):
+            raise InvalidArgumentError(f"time must be an ISO-8601 str, got {type(time).__name__}")
+        _check_label_and_seeded(label, seeded)
+        if not isinstance(legacy_floats, bool):
             raise InvalidArgumentError(
-                f"time must be an ISO-8601 str, got {type(self.time).__name__}"
+                f"legacy_floats must be a bool, got {type(legacy_floats).__name__}"
             )
-        _check_label_and_seeded(self.label, self.seeded)
-        rho, delta = _cost(self.rho, self.delta)
-        text = _description_json(self.description)
-        object.__setattr__(self, "rho", rho)
-        object.__setattr__(self, "delta", delta)
-        object.__setattr__(self, "description", _freeze(json.loads(text)))
-        object.__setattr__(self, "_description_json", text)
+        if legacy_floats:
+            if not (isinstance(rho, float) and isinstance(delta, float)):
+                raise InvalidArgumentError("a legacy_floats entry's rho and delta must be floats")
+            rho, delta = Fraction(rho + 0.0), Fraction(delta + 0.0)
+        exact_rho, exact_delta = _cost(rho, delta)
+        text = _description_json(description)
+        for name, value in (
+            ("index", index),
+            ("time", time),
+            ("label", label),
+            ("exact_rho", exact_rho),
+            ("exact_delta", exact_delta),
+            ("description", _freeze(json.loads(text))),
+            ("seeded", seeded),
+            ("legacy_floats", legacy_floats),
+            ("_description_json", text),
+        ):
+            object.__setattr__(self, name, value)
 
     def __hash__(self) -> int:
         return hash(self.canonical_json())
+
+    @property
+    def rho(self) -> float:
+        """ρ as the nearest float, for display; :attr:`exact_rho` is the exact value.
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry
+            >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.1, 0.0, "", False).rho
+            0.1
+        """
+        return float(self.exact_rho)
+
+    @property
+    def delta(self) -> float:
+        """δ as the nearest float, for display; :attr:`exact_delta` is the exact value.
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry
+            >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.0, 1e-7, "", False).delta
+            1e-07
+        """
+        return float(self.exact_delta)
 
     @property
     def description_json(self) -> str:
@@ -256,30 +374,35 @@ class LedgerEntry:
 
     @property
     def cost(self) -> zCDP:
-        """The spend as a :class:`~privframe.accounting.zCDP` budget.
+        """The spend as an exact :class:`~privframe.accounting.zCDP` budget.
 
         Example:
             >>> from privframe.ledger import LedgerEntry
             >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.5, 0.0, "", False).cost
             zCDP(rho=0.5, delta=0.0)
         """
-        return zCDP(self.rho, self.delta)
+        return zCDP(self.exact_rho, self.exact_delta)
+
+    def _stored(self, value: Fraction) -> str:
+        """The text a cost is stored and hashed as: ``float.hex`` for schema-1 floats."""
+        return float(value).hex() if self.legacy_floats else _ratio_text(value)
 
     def to_dict(self) -> dict[str, Any]:
-        """A plain, JSON-serialisable dict; floats round-trip exactly through JSON.
+        """A plain, JSON-serialisable dict; ρ and δ as their exact stored text.
 
         Example:
             >>> from privframe.ledger import LedgerEntry
-            >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "q", 0.5, 0.0, {"k": 1},
-            ...             False).to_dict()["description"]
-            {'k': 1}
+            >>> d = LedgerEntry(0, "2024-01-01T00:00:00+00:00", "q", 0.1, 0.0, {"k": 1},
+            ...                 False).to_dict()
+            >>> d["rho"], d["delta"], d["description"]
+            ('1/10', '0/1', {'k': 1})
         """
         return {
             "index": self.index,
             "time": self.time,
             "label": self.label,
-            "rho": self.rho,
-            "delta": self.delta,
+            "rho": self._stored(self.exact_rho),
+            "delta": self._stored(self.exact_delta),
             "description": _thaw(self.description),
             "seeded": self.seeded,
         }
@@ -288,10 +411,13 @@ class LedgerEntry:
     def from_dict(cls, data: Mapping[str, Any]) -> LedgerEntry:
         """Rebuild an entry from :meth:`to_dict` output (exactly these keys).
 
+        ρ and δ are ``"n/d"`` text, or (from a schema-1 ledger) floats or
+        their ``float.hex``, which are taken at their binary value.
+
         Example:
             >>> from privframe.ledger import LedgerEntry
             >>> d = {"index": 0, "time": "2024-01-01T00:00:00+00:00", "label": "q",
-            ...      "rho": 0.5, "delta": 0.0, "description": "", "seeded": False}
+            ...      "rho": "1/2", "delta": "0/1", "description": "", "seeded": False}
             >>> LedgerEntry.from_dict(d).rho
             0.5
         """
@@ -300,25 +426,39 @@ class LedgerEntry:
             raise InvalidArgumentError(
                 f"data must be a ledger entry dict with exactly the keys {sorted(expected)}"
             )
-        return cls(**data)
+        try:
+            (rho, old_rho), (delta, old_delta) = (
+                _charge_value(data["rho"]),
+                _charge_value(data["delta"]),
+            )
+        except (TypeError, ValueError) as err:
+            raise InvalidValueError(
+                f"a ledger entry's rho and delta are malformed ({err})"
+            ) from None
+        if old_rho != old_delta:
+            raise InvalidValueError("a ledger entry's rho and delta must be stored alike")
+        values = {k: v for k, v in data.items() if k not in ("rho", "delta")}
+        if old_rho:
+            return cls(**values, rho=float(rho), delta=float(delta), legacy_floats=True)
+        return cls(**values, rho=rho, delta=delta)
 
     def canonical_json(self) -> str:
-        """The exact text the hash chain covers (floats as ``float.hex``).
+        """The exact text the hash chain covers (ρ and δ as their stored text).
 
         Example:
             >>> from privframe.ledger import LedgerEntry
             >>> import json
             >>> text = LedgerEntry(0, "t", "q", 0.5, 0.0, "", False).canonical_json()
             >>> json.loads(text)["rho"]
-            '0x1.0000000000000p-1'
+            '1/2'
         """
         return _canonical_json(
             {
                 "index": self.index,
                 "time": self.time,
                 "label": self.label,
-                "rho": self.rho.hex(),
-                "delta": self.delta.hex(),
+                "rho": self._stored(self.exact_rho),
+                "delta": self._stored(self.exact_delta),
                 "description": self._description_json,
                 "seeded": self.seeded,
             }
@@ -331,7 +471,7 @@ class LedgerEntry:
 class Ledger:
     """An in-memory, append-only, thread-safe ledger.
 
-    The running totals are exact rationals of the recorded floats.
+    The running totals are the exact sums of the recorded costs.
     :meth:`append` runs an optional ``check`` and the write under one lock, so
     a check cannot be overtaken by a concurrent append.
 
@@ -342,7 +482,7 @@ class Ledger:
         >>> _ = ledger.append(0.2, 0.0, label="b")
         >>> [e.label for e in ledger.entries], len(ledger)
         (['a', 'b'], 2)
-        >>> float(ledger.totals()[0]) == 0.1 + 0.2
+        >>> ledger.totals()[0] == Fraction(3, 10)  # 0.1 + 0.2 exactly, not 0.30000000000000004
         True
     """
 
@@ -395,8 +535,8 @@ class Ledger:
 
     def append(
         self,
-        rho: float,
-        delta: float = 0.0,
+        rho: Number,
+        delta: Number = 0.0,
         *,
         label: str = "",
         description: Mapping[str, Any] | str = "",
@@ -411,8 +551,9 @@ class Ledger:
         recorded and the exception propagates.
 
         Args:
-            rho: ρ spent, a finite float >= 0.
-            delta: δ spent, 0 <= δ < 1.
+            rho: ρ spent, >= 0, read exactly (a float as its decimal, a
+                ``Fraction`` as itself).
+            delta: δ spent, 0 <= δ < 1, read the same way.
             label: a short public name for the release.
             description: a str or JSON-serialisable mapping of public parameters.
             seeded: whether the release used a seeded (non-private) stream.
@@ -510,8 +651,8 @@ class Ledger:
 
     def _remember(self, entry: LedgerEntry) -> None:
         self._entries.append(entry)
-        self._rho += Fraction(entry.rho)
-        self._delta += Fraction(entry.delta)
+        self._rho += entry.exact_rho
+        self._delta += entry.exact_delta
 
 
 # --------------------------------------------------------------------------- SQLite
@@ -525,13 +666,17 @@ CREATE TABLE entries (
     idx         INTEGER PRIMARY KEY,
     time        TEXT    NOT NULL,
     label       TEXT    NOT NULL,
-    rho         REAL    NOT NULL,
-    delta       REAL    NOT NULL,
+    rho         TEXT    NOT NULL,
+    delta       TEXT    NOT NULL,
     description TEXT    NOT NULL,
     seeded      INTEGER NOT NULL,
     hash        TEXT    NOT NULL
 );
 """
+# Schema 1 declared rho and delta REAL and stored floats. Its files keep that
+# table: their old rows stay floats, and new rows hold "n/d" text, which SQLite
+# keeps as TEXT in a REAL column since it is not a number literal. Rows are read
+# by their storage class (privframe.ledger._charge_value).
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -554,6 +699,155 @@ def _genesis(meta: Mapping[str, str]) -> str:
     return hashlib.sha256(b"privframe-ledger\x00" + payload.encode()).hexdigest()
 
 
+_READABLE = (1, SCHEMA_VERSION)
+"""The ``user_version`` values this module opens."""
+
+_SCHEMA_NAMES = ("1", str(SCHEMA_VERSION))
+"""``meta.schema``: the version a file was created with (its genesis hash covers it)."""
+
+
+def _stored_budget(meta: Mapping[str, str]) -> zCDP:
+    """The budget a file was created with, exactly.
+
+    Schema 2 writes ``"n/d"``. Schema 1 wrote ``repr(float)``: the decimal the
+    user typed for a budget they gave (``0.3``), or the shortest repr of a
+    computed float (a converted budget). Either may be meant, and that file
+    enforced the float, so it is read as the larger of the decimal and the
+    float: reopening it with either exact value is not a "larger" budget.
+    """
+    if meta["schema"] != "1":
+        return zCDP(_parse_ratio(meta["budget_rho"]), _parse_ratio(meta["budget_delta"]))
+    parts = []
+    for key in ("budget_rho", "budget_delta"):
+        text = meta[key]
+        number = float(text)
+        if not math.isfinite(number) or repr(number) != text:
+            raise ValueError(f"{key} is not the repr of a float")
+        parts.append(max(Fraction(text), Fraction(number)))
+    return zCDP(*parts)
+
+
+def _data_meta(genesis: str, data: DataIdentity | None, text: str | None = None) -> dict[str, str]:
+    """The meta rows recording ``data`` (or its JSON ``text``), with a hash bound to the file."""
+    text = data.to_json() if data is not None else text
+    if text is None:
+        return {}
+    digest = hashlib.sha256(bytes.fromhex(genesis) + b"data\x00" + text.encode()).hexdigest()
+    return {"data": text, "data_hash": digest}
+
+
+@dataclass(frozen=True)
+class DataIdentity:
+    """What a ledger file records of the data it is spent on: public facts only.
+
+    The privacy unit column and the input's columns with their types, as the
+    session sees them after loading; never a data value. A ledger spent on
+    one dataset must not be reopened for another: its spends would be carried
+    over to (or credited to) the wrong data.
+
+    Args:
+        privacy_unit: the privacy unit column, or None (each row a person).
+        columns: (name, type) pairs, in the data's order; types as strings
+            (e.g. polars' ``str(dtype)``).
+
+    Example:
+        >>> from privframe.ledger import DataIdentity
+        >>> old = DataIdentity("user", (("user", "Int64"), ("amount", "Float64")))
+        >>> new = DataIdentity("user", (("user", "String"), ("amount", "Float64")))
+        >>> new.differences(old)
+        ["column 'user' has type String here but Int64 in the ledger"]
+        >>> DataIdentity.from_json(old.to_json()) == old
+        True
+    """
+
+    privacy_unit: str | None
+    columns: tuple[tuple[str, str], ...]
+
+    def __post_init__(self) -> None:
+        if self.privacy_unit is not None and not isinstance(self.privacy_unit, str):
+            raise InvalidArgumentError(
+                f"privacy_unit must be a str or None, got {type(self.privacy_unit).__name__}"
+            )
+        columns = tuple(tuple(c) for c in self.columns)
+        if not all(
+            len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], str) for c in columns
+        ):
+            raise InvalidArgumentError("columns must be (name, type) pairs of strings")
+        object.__setattr__(self, "columns", columns)
+
+    @classmethod
+    def of(cls, privacy_unit: str | None, schema: Mapping[str, object]) -> DataIdentity:
+        """The identity of data with this unit and schema (a mapping of names to dtypes).
+
+        Example:
+            >>> import polars as pl
+            >>> from privframe.ledger import DataIdentity
+            >>> DataIdentity.of("u", pl.Schema({"u": pl.Int64})).columns
+            (('u', 'Int64'),)
+        """
+        return cls(privacy_unit, tuple((str(name), str(t)) for name, t in schema.items()))
+
+    def to_json(self) -> str:
+        """Canonical JSON text, as stored in the ledger file.
+
+        Example:
+            >>> from privframe.ledger import DataIdentity
+            >>> DataIdentity(None, (("x", "Float64"),)).to_json()
+            '{"columns":[["x","Float64"]],"privacy_unit":null}'
+        """
+        return _canonical_json(
+            {"privacy_unit": self.privacy_unit, "columns": [list(c) for c in self.columns]}
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> DataIdentity:
+        """Inverse of :meth:`to_json`.
+
+        Raises:
+            ValueError: the text is not such JSON.
+
+        Example:
+            >>> from privframe.ledger import DataIdentity
+            >>> DataIdentity.from_json('{"columns":[],"privacy_unit":"u"}').privacy_unit
+            'u'
+        """
+        data = json.loads(text)
+        if not isinstance(data, dict) or set(data) != {"privacy_unit", "columns"}:
+            raise ValueError("not a data identity")
+        try:
+            return cls(data["privacy_unit"], tuple(tuple(c) for c in data["columns"]))
+        except (InvalidArgumentError, TypeError) as err:
+            raise ValueError(f"not a data identity ({err})") from None
+
+    def differences(self, recorded: DataIdentity) -> list[str]:
+        """How this data differs from the ``recorded`` one, one phrase per difference.
+
+        Example:
+            >>> from privframe.ledger import DataIdentity
+            >>> DataIdentity("a", ()).differences(DataIdentity("b", ()))
+            ["the privacy unit is 'a' here but 'b' in the ledger"]
+        """
+        found = []
+        if self.privacy_unit != recorded.privacy_unit:
+            found.append(
+                f"the privacy unit is {self.privacy_unit!r} here but "
+                f"{recorded.privacy_unit!r} in the ledger"
+            )
+        mine, theirs = dict(self.columns), dict(recorded.columns)
+        added = [c for c in mine if c not in theirs]
+        removed = [c for c in theirs if c not in mine]
+        if added:
+            found.append(f"columns {added} are not in the ledger's data")
+        if removed:
+            found.append(f"the ledger's data has columns {removed} that are not here")
+        for name, kind in mine.items():
+            if name in theirs and theirs[name] != kind:
+                found.append(
+                    f"column {name!r} has type {kind} here but {theirs[name]} in the ledger"
+                )
+        return found  # the columns' order does not matter: the data is the same
+
+
 class SQLiteLedger(Ledger):
     """A ledger persisted in a SQLite file, safe across threads, processes and crashes.
 
@@ -563,19 +857,29 @@ class SQLiteLedger(Ledger):
     initialised, even an empty one: it must already be a privframe ledger.
     Opening an existing ledger checks that it is a privframe ledger of a known
     schema, runs ``PRAGMA quick_check`` and verifies the hash chain; it
-    refuses a ``budget`` larger (in ρ or δ) than the one the file was created
-    with. A smaller budget is accepted: enforcing it is the caller's job (the
-    :class:`~privframe.accountant.Accountant` does).
+    refuses a ``budget`` larger (in ρ or δ, compared exactly) than the one the
+    file was created with. A smaller budget is accepted: enforcing it is the
+    caller's job (the :class:`~privframe.accountant.Accountant` does).
+
+    With ``data``, the file records the data it is spent on (at creation, or
+    the first time a file that has no record is opened with one), and
+    opening it for other data (another privacy unit, columns added, removed
+    or of another type) is refused, unless ``same_data=True``: the caller
+    states that it is the same data (say, with a column added), and the file
+    then records this ``data`` instead. Without ``data`` nothing is checked.
 
     Args:
         path: the ledger file; its directory must exist.
         budget: the budget the caller intends to enforce.
+        data: keyword only; the :class:`DataIdentity` of the data spent on.
+        same_data: keyword only; accept ``data`` that differs from the
+            file's record as the same data, and record it.
 
     Raises:
         LedgerError: missing directory; an existing file that is not a
             privframe ledger (including an empty or truncated file); a
-            corrupted file; unknown schema version; or a budget larger than
-            the persisted one.
+            corrupted file; unknown schema version; a budget larger than
+            the persisted one; or other data than the file records.
 
     Example:
         >>> import os, tempfile
@@ -590,10 +894,23 @@ class SQLiteLedger(Ledger):
         1 zCDP(rho=1.0, delta=0.0)
     """
 
-    def __init__(self, path: str | os.PathLike[str], budget: zCDP) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        budget: zCDP,
+        *,
+        data: DataIdentity | None = None,
+        same_data: bool = False,
+    ) -> None:
         super().__init__()
         if not isinstance(budget, zCDP):
             raise InvalidArgumentError(f"budget must be a zCDP, got {type(budget).__name__}")
+        if data is not None and not isinstance(data, DataIdentity):
+            raise InvalidArgumentError(
+                f"data must be a DataIdentity or None, got {type(data).__name__}"
+            )
+        if not isinstance(same_data, bool):
+            raise InvalidArgumentError(f"same_data must be a bool, got {type(same_data).__name__}")
         if not isinstance(path, str | os.PathLike):
             raise InvalidArgumentError(
                 f"path must be a str or os.PathLike, got {type(path).__name__}"
@@ -603,10 +920,13 @@ class SQLiteLedger(Ledger):
         self._hashes: list[str] = []
         self._genesis = ""
         self._pending_hash = ""
+        self._version = SCHEMA_VERSION
         try:
-            self._conn = self._open(budget)
+            self._conn = self._open(budget, data)
             self._budget = self._load_meta(budget)
             self._refresh(full=True)
+            if data is not None:
+                self._settle_data(data, same_data)
         except BaseException:
             self._close_connection()
             raise
@@ -680,12 +1000,12 @@ class SQLiteLedger(Ledger):
             "for a new ledger (a new privacy budget)"
         )
 
-    def _open(self, budget: zCDP) -> sqlite3.Connection:
+    def _open(self, budget: zCDP, data: DataIdentity | None) -> sqlite3.Connection:
         path = self._path
         if not path.parent.is_dir():
             raise self._fail(f"directory {str(path.parent)!r} does not exist; create it first")
         if not os.path.lexists(path):
-            self._create(budget)
+            self._create(budget, data)
         if not path.is_file():
             raise self._fail("is not a regular file")
         try:
@@ -753,13 +1073,14 @@ class SQLiteLedger(Ledger):
                 f"is a SQLite database of another application (application_id={app_id}), "
                 "not a privframe ledger; choose another path"
             )
-        if version != SCHEMA_VERSION:
+        if version not in _READABLE:
             raise self._fail(
                 f"has ledger schema version {version}, which this privframe does not know "
-                f"(it reads version {SCHEMA_VERSION}); upgrade privframe"
+                f"(it reads versions {', '.join(map(str, _READABLE))}); upgrade privframe"
             )
+        self._version = version
 
-    def _create(self, budget: zCDP) -> None:
+    def _create(self, budget: zCDP, data: DataIdentity | None) -> None:
         """Create the ledger file, unless another opener creates it first.
 
         The ledger is built in a temporary file of this call's own, created
@@ -780,7 +1101,7 @@ class SQLiteLedger(Ledger):
             conn = self._connect(tmp)
             try:
                 self._set_pragmas(conn)
-                self._initialise(conn, budget)
+                self._initialise(conn, budget, data)
             finally:
                 conn.close()
             try:
@@ -800,7 +1121,9 @@ class SQLiteLedger(Ledger):
                 with contextlib.suppress(FileNotFoundError):
                     leftover.unlink()
 
-    def _initialise(self, conn: sqlite3.Connection, budget: zCDP) -> None:
+    def _initialise(
+        self, conn: sqlite3.Connection, budget: zCDP, data: DataIdentity | None
+    ) -> None:
         """Write the schema and meta rows into the new, private database ``conn``."""
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -815,12 +1138,14 @@ class SQLiteLedger(Ledger):
                 "schema": str(SCHEMA_VERSION),
                 "ledger_id": str(uuid.uuid4()),
                 "created": _now(),
-                "budget_rho": repr(budget.rho),
-                "budget_delta": repr(budget.delta),
+                "budget_rho": _ratio_text(budget.exact_rho),
+                "budget_delta": _ratio_text(budget.exact_delta),
             }
             meta["genesis"] = _genesis(meta)
             meta["head"] = meta["genesis"]
             meta["count"] = "0"
+            if data is not None:
+                meta.update(_data_meta(meta["genesis"], data))
             conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
             conn.execute("COMMIT")
         except BaseException:
@@ -835,22 +1160,67 @@ class SQLiteLedger(Ledger):
         except sqlite3.DatabaseError as err:
             raise self._corrupt(f"its meta table cannot be read ({err})") from None
         try:
-            if meta.get("format") != _FORMAT or meta.get("schema") != str(SCHEMA_VERSION):
+            if meta.get("format") != _FORMAT or meta.get("schema") not in _SCHEMA_NAMES:
                 raise ValueError("format marker")
-            stored = zCDP(float(meta["budget_rho"]), float(meta["budget_delta"]))
+            stored = _stored_budget(meta)
             genesis = _genesis(meta)
-        except (KeyError, ValueError, TypeError) as err:
+        except (KeyError, ValueError, TypeError, InvalidValueError) as err:
             raise self._corrupt(f"its meta table is malformed ({err})") from None
         if meta.get("genesis") != genesis:
             raise self._corrupt("its meta table does not match its recorded hash")
         self._genesis = genesis
-        if requested.rho > stored.rho or requested.delta > stored.delta:
+        if requested.exact_rho > stored.exact_rho or requested.exact_delta > stored.exact_delta:
             raise self._fail(
                 f"was created with budget {stored!r}; it cannot be reopened with the larger "
                 f"budget {requested!r} (a persisted ledger keeps its budget). Use a budget "
                 f"no larger than {stored!r}, or a new ledger file for a new privacy budget"
             )
         return stored
+
+    def _settle_data(self, data: DataIdentity, same_data: bool) -> None:
+        """Check ``data`` against the file's record; record it if there is none (or if same)."""
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            raise self._fail(f"could not lock the ledger to check its data ({err})") from None
+        try:
+            rows = conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('data', 'data_hash')"
+            ).fetchall()
+            recorded = dict(rows)
+            if recorded:
+                if _data_meta(self._genesis, None, recorded.get("data")) != recorded:
+                    raise self._corrupt("its record of the data does not match its hash")
+                try:
+                    previous = DataIdentity.from_json(recorded["data"])
+                except ValueError as err:
+                    raise self._corrupt(f"its record of the data is malformed ({err})") from None
+                differences = data.differences(previous)
+                if differences and not same_data:
+                    raise self._fail(
+                        "records spending on other data: "
+                        + "; ".join(differences)
+                        + ". Its spends would be carried over to this data (and this data's "
+                        "to the other). Use another ledger file for other data; if it is "
+                        "the same data (e.g. a column was added or renamed), open it with "
+                        "same_data=True (a report spec: [budget] same_data = true), and the "
+                        "ledger then records this data's columns"
+                    )
+                if not differences:
+                    conn.execute("COMMIT")
+                    return
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                _data_meta(self._genesis, data).items(),
+            )
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise self._fail(f"its record of the data could not be written ({exc})") from None
+            raise
 
     # -- reading and writing (lock held) -----------------------------------------
 
@@ -883,14 +1253,22 @@ class SQLiteLedger(Ledger):
             if idx != expected:
                 raise self._corrupt(f"entry {expected} is missing (found entry {idx} instead)")
             try:
-                if not isinstance(rho, float) or not isinstance(delta, float):
-                    raise TypeError("rho and delta must be stored as REAL")
+                (rho, old_rho), (delta, old_delta) = _charge_value(rho), _charge_value(delta)
+                if old_rho != old_delta:
+                    raise TypeError("rho and delta are stored differently")
                 if seeded not in (0, 1) or not isinstance(description, str):
                     raise TypeError("malformed seeded flag or description")
                 entry = LedgerEntry(
-                    idx, time, label, rho, delta, json.loads(description), bool(seeded)
+                    idx,
+                    time,
+                    label,
+                    float(rho) if old_rho else rho,
+                    float(delta) if old_delta else delta,
+                    json.loads(description),
+                    bool(seeded),
+                    legacy_floats=old_rho,
                 )
-            except (TypeError, ValueError) as err:
+            except (TypeError, ValueError, InvalidValueError) as err:
                 raise self._corrupt(f"entry {idx} is malformed ({err})") from None
             if entry.description_json != description:
                 raise self._corrupt(f"entry {idx} has a non-canonical description")
@@ -926,8 +1304,8 @@ class SQLiteLedger(Ledger):
             if self._entries and entries[: len(self._entries)] != self._entries:
                 raise self._corrupt("entries changed after they were read")
             self._entries, self._hashes = entries, hashes
-            self._rho = sum((Fraction(e.rho) for e in entries), Fraction(0))
-            self._delta = sum((Fraction(e.delta) for e in entries), Fraction(0))
+            self._rho = sum((e.exact_rho for e in entries), Fraction(0))
+            self._delta = sum((e.exact_delta for e in entries), Fraction(0))
         else:
             for entry, link in zip(entries, hashes, strict=True):
                 super()._remember(entry)
@@ -965,15 +1343,20 @@ class SQLiteLedger(Ledger):
     def _write(self, entry: LedgerEntry) -> None:
         prev = self._hashes[-1] if self._hashes else self._genesis
         link = _chain(prev, entry)
-        self._connection().execute(
+        conn = self._connection()
+        if self._version != SCHEMA_VERSION:
+            # A schema-1 file gets its first exact entry: a privframe that reads only
+            # schema 1 must now refuse it (as an unknown version), not misread it.
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute(
             "INSERT INTO entries(idx, time, label, rho, delta, description, seeded, hash) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.index,
                 entry.time,
                 entry.label,
-                entry.rho,
-                entry.delta,
+                entry._stored(entry.exact_rho),
+                entry._stored(entry.exact_delta),
                 entry.description_json,
                 int(entry.seeded),
                 link,
@@ -988,3 +1371,4 @@ class SQLiteLedger(Ledger):
     def _remember(self, entry: LedgerEntry) -> None:
         super()._remember(entry)
         self._hashes.append(self._pending_hash)
+        self._version = SCHEMA_VERSION

@@ -26,8 +26,9 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from fractions import Fraction
 from typing import Literal
 
@@ -35,12 +36,13 @@ from scipy import special
 
 from privframe import quantiles
 from privframe.accounting import (
-    _check_conversion_delta,
+    Number,
     _check_positive,
-    _round_down,
-    _round_up,
     _sqrt_up,
+    exact,
     gaussian_sigma,
+    round_down,
+    round_up,
     zCDP,
 )
 from privframe.aggregates import (
@@ -54,7 +56,12 @@ from privframe.aggregates import (
     Var,
     _Bounded,
 )
-from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
+from privframe.errors import (
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    PrivframeError,
+)
 from privframe.noise import MAX_SIGMA, MIN_SIGMA, discrete_gaussian_halfwidth
 from privframe.query import Plan
 from privframe.selection import (
@@ -125,9 +132,14 @@ class Measurement:
     centre_units: int
     row_units: int  # the most one row changes this measurement, in grid units
     l2_units: float  # sqrt(S)·row_units, rounded up
-    rho: float
+    exact_rho: Fraction  # its exact share of the release's ρ; σ is calibrated to it
     sigma_units: float
     derivation: str
+
+    @property
+    def rho(self) -> float:
+        """The ρ share as the nearest float, for display; ``exact_rho`` is charged."""
+        return float(self.exact_rho)
 
     @property
     def scale(self) -> float:
@@ -155,14 +167,20 @@ class QuantileMeasurement:
     """One quantile per key, chosen by the exponential mechanism (:mod:`privframe.quantiles`).
 
     ``eta`` is the weight per row of rank distance; the cost over all groups
-    is ρ = (η·max(q, 1 − q))²·S/2, at most the ``rho`` share it was given.
+    is ρ = (η·max(q, 1 − q))²·S/2 rounded up to a float, ``exact_rho``, at
+    most the share it was given.
     """
 
     key: str
     aggregate: Quantile
-    rho: float
+    exact_rho: Fraction
     eta: float
     derivation: str
+
+    @property
+    def rho(self) -> float:
+        """The ρ charged for this quantile (a float: ``exact_rho`` is one)."""
+        return float(self.exact_rho)
 
     def rank_error(self, probability: float = 0.95) -> float:
         """Rows of rank error beyond the best candidate's, at ``probability`` (public)."""
@@ -185,7 +203,8 @@ class Selection:
     The counts have L2 sensitivity sqrt(k) (a unit adds 1 to at most k
     groups); a group that only one unit holds has count 1 and survives with
     probability P[1 + Z >= threshold], so some group of that unit survives
-    with probability at most ``delta`` (:mod:`privframe.selection`).
+    with probability at most ``delta`` (:mod:`privframe.selection`): the
+    charged δ rounded down to a float, so the mechanism's δ never exceeds it.
     """
 
     measurement: Measurement
@@ -317,7 +336,7 @@ class Explanation:
         assert self.report_delta is not None
         total = self.report_delta + selection.delta
         rho, k, p = (
-            self.plan.cost.rho,
+            round_up(self.plan.cost.exact_rho),
             self.plan.limits.max_groups,
             selection.single_unit_survival(),
         )
@@ -521,8 +540,21 @@ _SELECTION = "distinct units (selection)"
 _DISTINCT = "distinct units"
 
 
+class _NoiseRangeError(Exception):
+    """A measurement cannot be drawn exactly at its ρ share (too little or too much noise)."""
+
+
+def _sigma(l2: float, rho: Fraction, key: str) -> float:
+    """σ calibrated to the exact share ``rho`` (rounded up: Δ²/(2σ²) <= ρ exactly)."""
+    try:
+        return gaussian_sigma(l2, rho)
+    except PrivframeError:
+        reason = f"{key} would need noise beyond the float range"
+    raise _NoiseRangeError(reason)
+
+
 def _integer_measurement(
-    key: str, kind: Literal["count", "distinct"], squares: int, symbol: str, rho: float
+    key: str, kind: Literal["count", "distinct"], squares: int, symbol: str, rho: Fraction
 ) -> Measurement:
     """A per-group integer count whose L2 sensitivity is sqrt(squares)."""
     l2 = _sqrt_up(Fraction(squares))
@@ -538,24 +570,24 @@ def _integer_measurement(
         centre_units=0,
         row_units=1,
         l2_units=l2,
-        rho=rho,
-        sigma_units=gaussian_sigma(l2, rho),
+        exact_rho=rho,
+        sigma_units=_sigma(l2, rho, key),
         derivation=f"sensitivity sqrt({symbol}) = sqrt({squares}) = {l2:.6g}",
     )
 
 
-def _distinct_measurement(key: str, limits: Limits, rho: float) -> Measurement:
+def _distinct_measurement(key: str, limits: Limits, rho: Fraction) -> Measurement:
     """Distinct units per group: each unit adds 1 to at most k groups."""
     return _integer_measurement(key, "distinct", limits.max_groups, "k", rho)
 
 
-def _count_measurement(limits: Limits, rho: float) -> Measurement:
+def _count_measurement(limits: Limits, rho: Fraction) -> Measurement:
     """Rows per group: a unit's weights w_g satisfy sum_g w_g² <= S."""
     return _integer_measurement("count", "count", limits.squares, "S", rho)
 
 
 def _value_measurement(
-    key: str, kind: ValueKind, agg: _Bounded, limits: Limits, rho: float
+    key: str, kind: ValueKind, agg: _Bounded, limits: Limits, rho: Fraction
 ) -> Measurement:
     """A sum of per-row values in [low, high], snapped to a grid chosen from public numbers.
 
@@ -577,15 +609,16 @@ def _value_measurement(
         low, high = agg.lower, agg.upper
         spread, formula = half_width, f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half_width:g}"
     scale = max(abs(low), abs(high))
-    estimate = math.sqrt(limits.squares) * spread / math.sqrt(2 * rho)
+    rho_f = round_down(rho)
+    estimate = math.sqrt(limits.squares) * spread / math.sqrt(2 * rho_f) if rho_f else math.inf
     if (
         not (high > low and math.isfinite(estimate))
         or _grid_exponent(scale, estimate) > _MAX_GRID_BITS
     ):
-        raise InvalidValueError(
-            f"bounds ({agg.lower:g}, {agg.upper:g}) of column {agg.column!r} are too extreme "
-            f"for {'a variance' if squares else 'exact arithmetic'} at this rho; rescale the "
-            "column and its bounds (e.g. to thousands or millionths) or use a larger rho"
+        raise _NoiseRangeError(
+            f"the bounds ({agg.lower:g}, {agg.upper:g}) of column {agg.column!r} are too "
+            f"extreme for {'a variance' if squares else 'exact arithmetic'} at its rho share "
+            f"{float(rho):.3g}"
         )
     j = _grid_exponent(scale, estimate)
     lo = round(math.ldexp(low, j))
@@ -597,9 +630,9 @@ def _value_measurement(
         centre = (lo + hi) // 2
         row_units = max(centre - lo, hi - centre)
     if row_units == 0:
-        raise InvalidBudgetError(
-            f"the rho share {rho:.3g} of {key} is too small for the bounds of column "
-            f"{agg.column!r}: the noise would exceed them 2^39 times over; use a larger rho"
+        raise _NoiseRangeError(
+            f"at its rho share {float(rho):.3g}, the noise of {key} would exceed the bounds of "
+            f"column {agg.column!r} 2^39 times over"
         )
     l2 = _sqrt_up(Fraction(limits.squares) * row_units * row_units)
     noun = "squares" if squares else "values"
@@ -615,8 +648,8 @@ def _value_measurement(
         centre_units=centre,
         row_units=row_units,
         l2_units=l2,
-        rho=rho,
-        sigma_units=gaussian_sigma(l2, rho),
+        exact_rho=rho,
+        sigma_units=_sigma(l2, rho, key),
         derivation=(
             f"sensitivity {formula} = {math.ldexp(l2, -j):.6g} ({noun} on the grid 2^{-j})"
         ),
@@ -624,16 +657,29 @@ def _value_measurement(
 
 
 def _quantile_measurement(
-    key: str, agg: Quantile, limits: Limits, rho: float
+    key: str, agg: Quantile, limits: Limits, rho: Fraction
 ) -> QuantileMeasurement:
-    """The exponential mechanism's η for one quantile at ``rho``; its cost is recomputed exactly."""
-    eta = quantiles.scale(rho, agg.q, limits.squares)
-    spent = _round_up(quantiles.cost(eta, agg.q, limits.squares))
+    """The exponential mechanism's η for one quantile at ``rho``; its cost is recomputed exactly.
+
+    η is found for ``rho`` rounded down to a float and its exact cost rounded
+    up to a float: at most that float, hence at most ``rho``.
+    """
+    failure = None
+    try:
+        eta = quantiles.scale(round_down(rho), agg.q, limits.squares)
+    except PrivframeError:
+        failure = (
+            f"the contribution limits are too large for {key} at its rho share "
+            f"{float(rho):.3g}: its choice would be all but uniform"
+        )
+    if failure is not None:
+        raise _NoiseRangeError(failure)
+    spent = round_up(quantiles.cost(eta, agg.q, limits.squares))
     spread = max(agg.q, 1 - agg.q)
     return QuantileMeasurement(
         key=key,
         aggregate=agg,
-        rho=spent,
+        exact_rho=Fraction(spent),
         eta=eta,
         derivation=(
             f"exponential mechanism over {agg.candidates} candidates (spacing {agg.spacing:.6g}); "
@@ -649,21 +695,141 @@ def _selects(plan: Plan) -> bool:
     return bool(plan.group_by) and plan.keys is None
 
 
+_Measured = tuple[list[Measurement], list[QuantileMeasurement]]
+
+
+def _measure(
+    rho: Fraction,
+    shares: Mapping[str, Fraction],
+    limits: Limits,
+    asked: Mapping[str, Quantile],
+    values: Mapping[str, tuple[ValueKind, _Bounded]],
+) -> _Measured:
+    """Every measurement at its exact share ρ·share/total; _NoiseRangeError if one cannot be drawn.
+
+    The shares add up to exactly ρ, and each σ is calibrated to its exact share.
+    """
+    total = sum(shares.values(), Fraction(0))
+    measurements = []
+    chosen_quantiles = []
+    for key, share in shares.items():
+        rho_i = rho * share / total
+        if key in asked:
+            chosen_quantiles.append(_quantile_measurement(key, asked[key], limits, rho_i))
+        elif key in (_SELECTION, _DISTINCT):
+            measurements.append(_distinct_measurement(key, limits, rho_i))
+        elif key == "count":
+            measurements.append(_count_measurement(limits, rho_i))
+        else:
+            kind, agg = values[key]
+            measurements.append(_value_measurement(key, kind, agg, limits, rho_i))
+    for m in measurements:
+        # Post-processing squares σ (mean and variance errors): refuse, before anything
+        # is charged, a scale whose square would overflow.
+        if not m.sigma < 1e150:
+            raise _NoiseRangeError(f"{m.key} would need noise of scale {m.sigma:.3g}")
+        # Refuse here, before anything is charged, what the sampler would refuse later.
+        if not MIN_SIGMA <= m.sigma_units <= MAX_SIGMA:
+            raise _NoiseRangeError(
+                f"{m.key} would need a noise scale of {m.sigma_units:.6g} grid units, outside "
+                f"the exact sampler's range [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}]"
+            )
+    return measurements, chosen_quantiles
+
+
+_EXPONENT_STEP = 16  # the scan for a working ρ: every 16th power of two, then bisection
+
+
+def _working_exponents(works: Callable[[Fraction], bool]) -> tuple[int, int] | None:
+    """The least and greatest e with ``works(2**e)`` among the float range's powers of two.
+
+    Scans every 16th exponent, then bisects each edge; assumes the exponents that
+    work form an interval (too little noise above it, too much below), as they
+    do for the planner's checks. None if no scanned exponent works.
+    """
+    scanned = [e for e in range(-1070, 1024, _EXPONENT_STEP) if works(Fraction(2) ** e)]
+    if not scanned:
+        return None
+
+    def edge(good: int, bad: int) -> int:
+        while abs(good - bad) > 1:
+            middle = (good + bad) // 2
+            good, bad = (middle, bad) if works(Fraction(2) ** middle) else (good, middle)
+        return good
+
+    low = edge(scanned[0], max(scanned[0] - _EXPONENT_STEP, -1075))
+    high = edge(scanned[-1], min(scanned[-1] + _EXPONENT_STEP, 1024))
+    return low, high
+
+
+def _two_digits(x: float, *, up: bool) -> str:
+    """``x`` to two significant digits, rounded up or down (so the advice it gives holds)."""
+    d = Decimal(x)
+    exponent = d.adjusted() - 1
+    digits = d.scaleb(-exponent).to_integral_value(ROUND_CEILING if up else ROUND_FLOOR)
+    return f"{float(digits.scaleb(exponent)):.2g}"  # the two digits, exactly
+
+
+def _out_of_range(
+    rho: Fraction, reason: str, measure: Callable[[Fraction], _Measured]
+) -> Exception:
+    """The error for a ρ at which some measurement cannot be drawn: the real cause, and the fix."""
+
+    def works(candidate: Fraction) -> bool:
+        try:
+            measure(candidate)
+        except _NoiseRangeError:
+            return False
+        return True
+
+    found = _working_exponents(works)
+    if found is None:
+        return InvalidValueError(
+            f"{reason}, and no rho makes this query work: its bounds or contribution limits "
+            "are too extreme; rescale the columns and their bounds (e.g. to thousands or "
+            "millionths), or lower the contribution limits"
+        )
+    low, high = (math.ldexp(1.0, e) for e in found)
+    if low <= rho <= high:  # not expected: the failure is not a matter of rho
+        return InvalidValueError(
+            f"{reason}; rescale the columns and their bounds, or change the contribution limits"
+        )
+    size = "small" if rho < low else "large"
+    return InvalidBudgetError(
+        f"rho={float(rho):.3g} is too {size} for exact noise at these bounds and contribution "
+        f"limits: {reason}. This query can be released with rho from {_two_digits(low, up=True)} "
+        f"to {_two_digits(high, up=False)}; use a rho in that range"
+        + (", or lower the contribution limits" if size == "small" else "")
+    )
+
+
 def plan_release(
     plan: Plan,
     has_unit: bool,
-    rho: float,
+    rho: Number,
     weights: Mapping[str, float] | Balance | None = None,
-    delta: float | None = None,
+    delta: Number | None = None,
 ) -> ReleasePlan:
     """Derive limits, measurements, the ρ split and σ for releasing ``plan`` at ``rho``.
+
+    ``rho`` and ``delta`` are budgets, read exactly
+    (:func:`privframe.accounting.exact`: ``0.1`` is 1/10). Each measurement's
+    share is exactly ρ·weight/(sum of weights), its σ is calibrated to that
+    exact share (rounded up, so Δ²/(2σ²) <= share), and the plan's cost is the
+    exact sum of the shares charged: exactly ρ, or less when a quantile's
+    recomputed cost is below its share.
 
     ``weights`` maps output names to relative weights (default: equal), or is
     a :class:`~privframe.split.Balance` to balance relative error. A plan that
     groups without public keys also gets a :class:`Selection`, which needs
     ``delta`` and takes the average output's share of ρ as one more output.
+
+    Raises:
+        InvalidBudgetError: ``rho`` is not a positive number, or is outside
+            the range in which every measurement's noise can be drawn
+            exactly (the message gives that range).
     """
-    rho = _check_positive("rho", rho)
+    rho = exact("rho", rho, positive=True)
     if not plan.aggregates:
         raise InvalidValueError("the query has no aggregates: add .agg(pf.count(), ...)")
     selecting = _selects(plan)
@@ -681,7 +847,6 @@ def plan_release(
     if selecting:
         # One more output's worth: the average share of the others.
         shares[_SELECTION] = sum(shares.values(), Fraction(0)) / len(outputs)
-    total = sum(shares.values(), Fraction(0))
     values: dict[str, tuple[ValueKind, _Bounded]] = {}
     asked: dict[str, Quantile] = {}
     for out in outputs:
@@ -695,37 +860,18 @@ def plan_release(
         elif isinstance(agg, Var):
             values[out.measurements[0]] = ("centred_sum_sq", agg)
             values[out.measurements[1]] = ("centred_sum", agg)
-    measurements = []
-    chosen_quantiles = []
-    for key, share in shares.items():
-        rho_i = _round_down(Fraction(rho) * share / total)
-        if key in asked:
-            chosen_quantiles.append(_quantile_measurement(key, asked[key], limits, rho_i))
-        elif key in (_SELECTION, _DISTINCT):
-            measurements.append(_distinct_measurement(key, limits, rho_i))
-        elif key == "count":
-            measurements.append(_count_measurement(limits, rho_i))
-        else:
-            kind, agg = values[key]
-            measurements.append(_value_measurement(key, kind, agg, limits, rho_i))
-    for m in measurements:
-        # Post-processing squares σ (mean and variance errors): refuse, before anything
-        # is charged, a scale whose square would overflow.
-        if not m.sigma < 1e150:
-            raise InvalidValueError(
-                f"{m.key} would need noise of scale {m.sigma:.3g}: the bounds are too extreme; "
-                "rescale the column and its bounds"
-            )
-        # Refuse here, before anything is charged, what the sampler would refuse later.
-        if not MIN_SIGMA <= m.sigma_units <= MAX_SIGMA:
-            raise InvalidBudgetError(
-                f"rho={rho!r} gives {m.key} a noise scale of {m.sigma_units:.6g} grid units, "
-                f"outside the sampler's range [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}]; "
-                f"use a {'larger' if m.sigma_units > MAX_SIGMA else 'smaller'} rho"
-            )
-    rho_spent = _round_up(
-        sum((Fraction(m.rho) for m in (*measurements, *chosen_quantiles)), Fraction(0))
-    )
+
+    def measure(candidate: Fraction) -> _Measured:
+        return _measure(candidate, shares, limits, asked, values)
+
+    failure = None
+    try:
+        measurements, chosen_quantiles = measure(rho)
+    except _NoiseRangeError as err:
+        failure = str(err)
+    if failure is not None:
+        raise _out_of_range(rho, failure, measure)
+    rho_spent = sum((m.exact_rho for m in (*measurements, *chosen_quantiles)), Fraction(0))
     found = tuple(chosen_quantiles)
     relative = tuple(
         (name, math.sqrt(sum(b / _rho_of(key, measurements, found) for key, b in row.items())))
@@ -735,13 +881,17 @@ def plan_release(
         return ReleasePlan(
             limits, tuple(measurements), outputs, zCDP(rho_spent), None, found, relative
         )
-    delta = _check_conversion_delta(delta)
+    selection_delta = exact("delta", delta, positive=True)
+    cost = zCDP(rho_spent, selection_delta)  # refuses a delta >= 1
     chosen = next(m for m in measurements if m.key == _SELECTION)
+    threshold_delta = round_down(selection_delta)
     selection = Selection(
-        chosen, discrete_threshold(chosen.sigma_units, limits.max_groups, delta), delta
+        chosen,
+        discrete_threshold(chosen.sigma_units, limits.max_groups, threshold_delta),
+        threshold_delta,
     )
     kept = tuple(m for m in measurements if m.key != _SELECTION)
-    return ReleasePlan(limits, kept, outputs, zCDP(rho_spent, delta), selection, found, relative)
+    return ReleasePlan(limits, kept, outputs, cost, selection, found, relative)
 
 
 def explain(

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from privframe.accounting import zCDP
+from privframe.accounting import round_up, zCDP
 from privframe.errors import InvalidValueError, PrivframeError
 from privframe.events import (
     ComposedEvent,
@@ -145,7 +145,8 @@ def entry_events(entry: LedgerEntry) -> tuple[list[Event], bool]:
         ([GaussianEvent(noise_multiplier=1.0, discrete=True, dimension=None)], True)
     """
     raw = _recorded(entry)
-    charge = [ThresholdEvent(entry.rho, entry.delta)]
+    # The charge as an event: floats rounded up, so it never states less than was charged.
+    charge = [ThresholdEvent(round_up(entry.exact_rho), round_up(entry.exact_delta))]
     if not raw:
         return charge, False
     try:
@@ -160,9 +161,7 @@ def entry_events(entry: LedgerEntry) -> tuple[list[Event], bool]:
     for event in events:
         r, d = _cost(event)
         rho, delta = rho + r, delta + d
-    if rho < Fraction(entry.rho) * (1 - _COST_SLACK) or delta < Fraction(entry.delta) * (
-        1 - _COST_SLACK
-    ):
+    if rho < entry.exact_rho * (1 - _COST_SLACK) or delta < entry.exact_delta * (1 - _COST_SLACK):
         return charge, False
     return events, True
 
@@ -213,7 +212,7 @@ def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp"
     """
     method = _check_method(method)
     if method == "zcdp":
-        spent = sum((zCDP(e.rho, e.delta) for e in entries), zCDP(0.0))
+        spent = sum((e.cost for e in entries), zCDP(0))
         return Guarantee(spent.epsilon(delta), delta, method, _ZCDP_BASIS)
     accountant = RDPAccountant() if method == "rdp" else PLDAccountant()
     replayed: list[Event] = []

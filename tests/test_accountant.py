@@ -72,18 +72,18 @@ def test_reporting_delta_type_validated(delta: object) -> None:
         Accountant(pf.zCDP(1.0), delta=delta)  # type: ignore[arg-type]
 
 
-def test_reporting_delta_uses_the_shared_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    # One validation rule for a conversion δ: accounting's, not a copy of it.
+def test_reporting_delta_uses_the_shared_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One reading rule for a number the user gives: accounting's, not a copy of it.
     seen: list[object] = []
-    real = accounting._check_conversion_delta
+    real = accounting.exact
 
-    def spy(value: object) -> float:
+    def spy(name: str, value: object, **kw: bool) -> Fraction:
         seen.append(value)
-        return real(value)
+        return real(name, value, **kw)
 
-    monkeypatch.setattr(accounting, "_check_conversion_delta", spy)
+    monkeypatch.setattr(accounting, "exact", spy)
     assert Accountant(pf.zCDP(1.0), delta=1e-5).delta == 1e-5
-    assert seen == [1e-5]
+    assert seen[-1] == 1e-5  # the reporting delta, read by the same rule as budgets
 
 
 @pytest.mark.parametrize("ledger", [42, b"spend.ledger", ["spend.ledger"]])
@@ -101,8 +101,7 @@ def test_spend_records(make) -> None:
     assert acct.entries[0] == e
     assert [x.label for x in acct.entries] == ["q1", "q2"]
     assert acct.spent == pf.zCDP(0.75, 1e-9)
-    assert acct.remaining.rho == 0.25
-    assert Fraction(acct.remaining.delta) <= Fraction(1e-6) - Fraction(1e-9)
+    assert acct.remaining == pf.zCDP(0.25, Fraction(999, 10**9))  # 1e-6 − 1e-9, exactly
 
 
 @pytest.mark.parametrize("cost", [pf.ApproxDP(0.1, 0.0), pf.GDP(0.1), 0.1, None])
@@ -167,20 +166,41 @@ def test_delta_is_a_budget_dimension(make) -> None:
     assert acct.remaining.delta == 0.0
 
 
-def test_exact_rational_boundary_tenths(make) -> None:
-    # The float 0.1 is 0.1000000000000000055...: ten of them exceed the float 1.0
-    # exactly, so the tenth is refused; sum(entries) <= budget holds exactly.
-    acct = make(pf.zCDP(1.0))
-    for _ in range(9):
-        acct.spend(pf.zCDP(0.1))
+@pytest.mark.parametrize(
+    ("budget", "spend", "count"),
+    [(0.3, 0.1, 3), (1.0, 0.1, 10), (1.0, 0.2, 5), (1.0, 0.01, 100), (0.7, 0.07, 10)],
+)
+def test_an_even_split_uses_the_budget_exactly(
+    make, budget: float, spend: float, count: int
+) -> None:
+    # 0.1 is read as 1/10, not as the double 0.1000000000000000055...: an even split of
+    # a budget fits exactly, leaves exactly 0, and one more spend of anything is refused.
+    acct = make(pf.zCDP(budget))
+    for i in range(count):
+        acct.spend(pf.zCDP(spend), label=f"part {i}")
+    assert acct.remaining == pf.zCDP(0)
+    assert acct.spent == pf.zCDP(budget)
+    assert sum(e.exact_rho for e in acct.entries) == Fraction(str(budget))
+    with pytest.raises(BudgetExceededError, match="rho=0 remains"):
+        acct.spend(pf.zCDP(Fraction(1, 10**300)), label="one more")
+    assert len(acct.entries) == count
+
+
+def test_thirds_of_a_fraction_budget_fit_exactly(make) -> None:
+    acct = make(pf.zCDP(Fraction(1, 3)))
+    for _ in range(3):
+        acct.spend(pf.zCDP(Fraction(1, 9)))
+    assert acct.remaining == pf.zCDP(0)
     with pytest.raises(BudgetExceededError):
-        acct.spend(pf.zCDP(0.1))
-    left = acct.remaining
-    assert 0.0999 < left.rho < 0.1
-    acct.spend(left)  # spending exactly `remaining` always fits
-    total = sum(Fraction(e.rho) for e in acct.entries)
-    assert total <= Fraction(1.0)
-    assert len(acct.entries) == 10
+        acct.spend(pf.zCDP(5e-324))
+
+
+def test_spending_remaining_always_fits(make) -> None:
+    acct = make(pf.zCDP(1.0))
+    acct.spend(pf.zCDP(Fraction(1, 3)))
+    acct.spend(acct.remaining)
+    assert acct.spent == pf.zCDP(1.0)
+    assert acct.remaining == pf.zCDP(0)
 
 
 def test_exact_rational_boundary_dyadic(make) -> None:
@@ -196,10 +216,9 @@ def test_exact_rational_boundary_dyadic(make) -> None:
 def test_point_one_plus_point_two(make) -> None:
     acct = make(pf.zCDP(0.3))
     acct.spend(pf.zCDP(0.1))
-    with pytest.raises(BudgetExceededError):
-        acct.spend(pf.zCDP(0.2))  # exactly 0.3000000000000000166... > 0.2999999999999999888...
-    acct.spend(acct.remaining)
-    assert sum(Fraction(e.rho) for e in acct.entries) <= Fraction(0.3)
+    acct.spend(pf.zCDP(0.2))  # 1/10 + 2/10 = 3/10 exactly, though 0.1 + 0.2 != 0.3 in floats
+    assert sum(e.exact_rho for e in acct.entries) == Fraction(3, 10)
+    assert acct.remaining == pf.zCDP(0)
 
 
 def test_zero_spend_always_recorded(make) -> None:
@@ -211,14 +230,25 @@ def test_zero_spend_always_recorded(make) -> None:
     acct.check(pf.zCDP(0.0))
 
 
-def test_spent_rounds_up_remaining_rounds_down() -> None:
+def test_spent_and_remaining_are_exact_and_show_rounded() -> None:
     acct = Accountant(pf.zCDP(1.0))
     acct.spend(pf.zCDP(0.1))
     acct.spend(pf.zCDP(0.2))
-    exact = Fraction(0.1) + Fraction(0.2)
-    assert Fraction(acct.spent.rho) >= exact
-    assert Fraction(acct.remaining.rho) <= 1 - exact
-    assert Fraction(acct.remaining.rho) + exact <= 1
+    assert acct.spent.exact_rho == Fraction(3, 10)
+    assert acct.remaining.exact_rho == Fraction(7, 10)
+    assert (repr(acct.spent), repr(acct.remaining)) == (
+        "zCDP(rho=0.3, delta=0.0)",
+        "zCDP(rho=0.7, delta=0.0)",
+    )
+
+
+def test_a_float_that_is_binary_is_kept_binary_when_given_as_a_fraction(make) -> None:
+    # Computed values are passed as Fraction(x): their binary value, which is charged.
+    acct = make(pf.zCDP(0.3))
+    acct.spend(pf.zCDP(Fraction(0.1)))  # 0.1000000000000000055...
+    acct.spend(pf.zCDP(0.1))
+    with pytest.raises(BudgetExceededError, match=r"exceeds what remains by rho=1/\d+"):
+        acct.spend(pf.zCDP(0.1))
 
 
 # --------------------------------------------------------------------------- seeded
@@ -393,9 +423,9 @@ def test_threads_never_exceed_budget(make) -> None:
     for t in threads:
         t.join()
     entries = acct.entries
-    assert sum(successes) == len(entries) == 99  # 100 x float(0.01) > 1.0 exactly
-    assert sum(Fraction(e.rho) for e in entries) <= Fraction(1.0)
-    assert [e.index for e in entries] == list(range(99))
+    assert sum(successes) == len(entries) == 100  # 100 x 1/100 = 1 exactly
+    assert sum(e.exact_rho for e in entries) == 1
+    assert [e.index for e in entries] == list(range(100))
 
 
 def test_threads_with_separate_accountants_on_one_file(tmp_path: Path) -> None:
@@ -407,9 +437,9 @@ def test_threads_with_separate_accountants_on_one_file(tmp_path: Path) -> None:
         t.start()
     for t in threads:
         t.join()
-    total = sum(Fraction(e.rho) for e in accts[0].entries)
-    assert total <= Fraction(0.5)
-    assert sum(successes) == len(accts[0].entries) == 49
+    total = sum(e.exact_rho for e in accts[0].entries)
+    assert total == Fraction(1, 2)
+    assert sum(successes) == len(accts[0].entries) == 50
     for a in accts:
         a.close()
 
@@ -435,9 +465,9 @@ def test_processes_never_exceed_budget(tmp_path: Path) -> None:
         assert p.exitcode == 0
     with Accountant(pf.zCDP(1.0), path) as acct:
         entries = acct.entries
-    assert sum(results) == len(entries) == 99
-    assert sum(Fraction(e.rho) for e in entries) <= Fraction(1.0)
-    assert [e.index for e in entries] == list(range(99))
+    assert sum(results) == len(entries) == 100
+    assert sum(e.exact_rho for e in entries) == 1
+    assert [e.index for e in entries] == list(range(100))
 
 
 def test_crash_right_after_spend_loses_nothing(tmp_path: Path) -> None:
@@ -463,13 +493,15 @@ def test_report_with_delta_spent_outright() -> None:
     acct = Accountant(pf.zCDP(1.0, 1e-6), delta=1e-5)
     acct.spend(pf.zCDP(0.25, 1e-7), label="partition selection")
     r = acct.report()
-    assert (r.budget_delta, r.spent_delta) == (1e-6, 1e-7)
-    assert r.remaining_delta == pytest.approx(9e-7)
+    assert (r.budget_delta, r.spent_delta, r.remaining_delta) == (1e-6, 1e-7, 9e-7)
+    assert r.spent + r.remaining == r.budget  # exactly, in rho and in delta
     # each row is (epsilon, delta + its own delta)-DP
-    assert r.spent_epsilon == pf.zCDP(0.25, 1e-7).epsilon(1e-5 + 1e-7)
-    assert r.budget_epsilon == pf.zCDP(1.0, 1e-6).epsilon(1e-5 + 1e-6)
+    assert r.spent_epsilon == pf.zCDP(0.25, 1e-7).epsilon(Fraction(101, 10**7))
+    assert r.budget_epsilon == pf.zCDP(1.0, 1e-6).epsilon(Fraction(11, 10**6))
     assert r.spent_epsilon_gaussian is None  # the Gaussian curve says nothing about δ spent
-    assert "delta (total)" in str(r)
+    text = str(r)
+    assert "delta spent outright" in text
+    assert "the conversion's slack 1e-05 + the row's delta spent outright" in text
 
 
 def test_pure_dp_budget_refused() -> None:

@@ -212,7 +212,8 @@ def test_zcdp_delta_monotone_and_inverse_of_epsilon() -> None:
 def test_zcdp_zero_rho() -> None:
     assert pf.zCDP(0.0).epsilon(1e-6) == 0.0
     assert pf.zCDP(0.0).delta_at(0.0) == 0.0
-    assert pf.zCDP(0.0, delta=1e-7).delta_at(0.3) == 1e-7
+    # δ₀ = 1e-7 exactly; stated as a float it rounds up.
+    assert pf.zCDP(0.0, delta=1e-7).delta_at(0.3) == acc.round_up(Fraction(1, 10**7))
     assert pf.zCDP(0.0).to_gdp() == pf.GDP(0.0)
     assert pf.GDP(0.0).epsilon(1e-9) == 0.0
     assert pf.GDP(0.0).delta(0.0) == 0.0
@@ -336,16 +337,15 @@ def test_gdp_delta_at_zero_is_total_variation() -> None:
         assert close(pf.GDP(mu).delta(0.0), expected, 1e-12)
 
 
-def test_gdp_zcdp_round_trips_round_in_the_stated_direction() -> None:
-    for mu in (0.1, 0.3, 1.7, 2.9):  # μ²/2 not a float
-        exact = Fraction(mu) ** 2 / 2
-        up, down = pf.GDP(mu).to_zcdp().rho, acc.to_zcdp(pf.GDP(mu)).rho
-        assert Fraction(up) >= exact >= Fraction(down)
-        assert up == math.nextafter(down, math.inf)
+def test_gdp_to_zcdp_is_exact_and_zcdp_to_gdp_rounds_up() -> None:
+    for mu in (0.1, 0.3, 1.7, 2.9):  # μ²/2 not a float, but exact: μ is read as written
+        exact = acc.exact("mu", mu) ** 2 / 2
+        assert pf.GDP(mu).to_zcdp().exact_rho == exact == acc.to_zcdp(pf.GDP(mu)).exact_rho
+    assert pf.GDP(0.3).to_zcdp() == pf.zCDP(0.045)
     for rho in (0.1, 0.3, 0.7, 1e-5):
         mu = pf.zCDP(rho).to_gdp().mu
-        assert Fraction(mu) ** 2 >= 2 * Fraction(rho)
-        assert Fraction(math.nextafter(mu, 0.0)) ** 2 < 2 * Fraction(rho)
+        assert Fraction(mu) ** 2 >= 2 * acc.exact("rho", rho)
+        assert Fraction(math.nextafter(mu, 0.0)) ** 2 < 2 * acc.exact("rho", rho)
 
 
 # ---------------------------------------------------------------------------
@@ -360,12 +360,13 @@ def test_gaussian_sigma_is_smallest_float_within_rho() -> None:
     for sens in SENSITIVITIES:
         for rho in TARGET_RHOS:
             sigma = acc.gaussian_sigma(sens, rho)
+            share = acc.exact("rho", rho)  # ρ is a budget, read as written
             spent = Fraction(sens) ** 2 / (2 * Fraction(sigma) ** 2)
-            assert spent <= Fraction(rho)
+            assert spent <= share
             smaller = math.nextafter(sigma, 0.0)
-            assert Fraction(sens) ** 2 / (2 * Fraction(smaller) ** 2) > Fraction(rho)
+            assert Fraction(sens) ** 2 / (2 * Fraction(smaller) ** 2) > share
             assert close(sigma, sens / math.sqrt(2 * rho), 1e-15)
-            assert acc.gaussian_rho(sens, sigma) <= rho
+            assert acc.gaussian_rho(sens, sigma) <= acc.round_up(share)
 
 
 def test_gaussian_rho_rounds_up() -> None:
@@ -381,22 +382,20 @@ def test_gaussian_sigma_monotone() -> None:
     assert all(a > b for a, b in itertools.pairwise(sigmas))
 
 
-def test_budget_arithmetic_rounds_conservatively() -> None:
-    pairs = [(0.1, 0.2), (1 / 3, 1 / 7), (0.7, 1e-17), (1e-3, 0.3)]
+def test_budget_arithmetic_is_exact_on_the_numbers_as_written() -> None:
+    pairs = [(0.1, 0.2), (1 / 3, 1 / 7), (0.7, 1e-17), (1e-3, 0.3), (Fraction(1, 3), 0.25)]
     for a, b in pairs:
-        exact_sum, exact_diff = Fraction(a) + Fraction(b), Fraction(a) - Fraction(b)
+        x, y = acc.exact("a", a), acc.exact("b", b)
         total = pf.zCDP(a, delta=b / 10) + pf.zCDP(b, delta=a / 10)
-        assert Fraction(total.rho) >= exact_sum
-        assert Fraction(total.delta) >= Fraction(b / 10) + Fraction(a / 10)
-        eps_total = pf.ApproxDP(a, 1e-9) + pf.ApproxDP(b, 1e-9)
-        assert Fraction(eps_total.epsilon) >= exact_sum
-        if exact_diff >= 0:
-            left = pf.zCDP(a) - pf.zCDP(b)
-            assert Fraction(left.rho) <= exact_diff
-            assert Fraction(left.rho) > exact_diff - Fraction(math.ulp(left.rho))
-            assert Fraction((pf.ApproxDP(a) - pf.ApproxDP(b)).epsilon) <= exact_diff
-        mu = (pf.GDP(a) + pf.GDP(b)).mu
-        assert Fraction(mu) ** 2 >= Fraction(a) ** 2 + Fraction(b) ** 2
+        assert total.exact_rho == x + y
+        assert total.exact_delta == acc.exact("d", b / 10) + acc.exact("d", a / 10)
+        assert (pf.ApproxDP(a, 1e-9) + pf.ApproxDP(b, 1e-9)).exact_epsilon == x + y
+        if x >= y:
+            assert (pf.zCDP(a) - pf.zCDP(b)).exact_rho == x - y
+            assert (pf.ApproxDP(a) - pf.ApproxDP(b)).exact_epsilon == x - y
+        mu = (pf.GDP(a) + pf.GDP(b)).mu  # a square root: rounded up
+        assert Fraction(mu) ** 2 >= x**2 + y**2
+    assert pf.zCDP(0.1) + pf.zCDP(0.2) == pf.zCDP(0.3)  # not 0.30000000000000004
     with pytest.raises(InvalidBudgetError, match="cannot subtract"):
         pf.zCDP(0.1) - pf.zCDP(0.2)
 
@@ -408,7 +407,7 @@ def test_budget_arithmetic_rounds_conservatively() -> None:
 NOT_FINITE = (math.nan, math.inf, -math.inf)
 
 
-@pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, 0.0, 1.0, 1.5, Fraction(1, 3)])
+@pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, 0.0, 1.0, 1.5])
 def test_conversion_delta_validated(bad: object) -> None:
     calls = [
         lambda: pf.zCDP(0.5).epsilon(bad),  # type: ignore[arg-type]
@@ -470,7 +469,9 @@ def test_calibration_out_of_float_range_is_a_calibration_error() -> None:
 def test_extreme_inputs_give_valid_bounds_not_tracebacks(rho: float, delta: float) -> None:
     budget = pf.zCDP(rho)
     eps = budget.epsilon(delta)
-    assert 0.0 <= eps <= acc._zcdp_epsilon_simple(rho, delta)
+    # 5e-324 is read as 5·10⁻³²⁴, a little more than the float: ρ rounds up, δ down.
+    rho_up = acc.round_up(acc.exact("rho", rho))
+    assert 0.0 <= eps <= acc._zcdp_epsilon_simple(rho_up, acc.round_down(acc.exact("d", delta)))
     assert 0.0 <= budget.delta_at(eps) <= 1.0
     assert budget.to_gdp().epsilon(delta) >= 0.0
     inverse = pf.zCDP.from_approx_dp(min(eps, 1e6), delta)
@@ -516,11 +517,16 @@ def test_wrong_types_are_argument_errors(bad: object) -> None:
 )
 def test_numpy_scalars_and_fractions_are_accepted(cast: Any) -> None:
     half, tiny = cast(0.5), cast(1e-3)  # 1e-3 in float32/16 is another float
-    assert pf.zCDP(half, delta=tiny) == pf.zCDP(0.5, delta=float(tiny))
+    # A budget is read as written: a numpy float as its shortest decimal at its own
+    # precision (float32(1e-3) is 0.001), a Fraction as itself.
+    written = Fraction(str(tiny)) if cast not in (np.float64, Fraction) else Fraction(tiny)
+    if cast is np.float64:
+        written = Fraction("0.001")
+    assert pf.zCDP(half, delta=tiny) == pf.zCDP(0.5, delta=written)
     assert type(pf.zCDP(half).rho) is float
-    assert pf.ApproxDP(half, tiny) == pf.ApproxDP(0.5, float(tiny))
+    assert pf.ApproxDP(half, tiny) == pf.ApproxDP(0.5, written)
     assert pf.GDP(half) == pf.GDP(0.5)
-    assert pf.zCDP(0.5).epsilon(tiny) == pf.zCDP(0.5).epsilon(float(tiny))
+    assert pf.zCDP(0.5).epsilon(tiny) == pf.zCDP(0.5).epsilon(written)
     assert pf.GDP(1.0).delta(half) == pf.GDP(1.0).delta(0.5)
     assert acc.gaussian_sigma(half, half) == acc.gaussian_sigma(0.5, 0.5)
     assert acc.analytic_gaussian_sigma(half, half, tiny) == acc.analytic_gaussian_sigma(
@@ -573,9 +579,9 @@ def test_numbers_beyond_the_float_range_are_budget_errors() -> None:
 
 
 def test_sums_beyond_the_float_range_are_budget_errors() -> None:
-    with pytest.raises(InvalidBudgetError, match=r"composed rho of .* exceeds the float range"):
+    with pytest.raises(InvalidBudgetError, match=r"rho is beyond the float range"):
         pf.zCDP(1e308) + pf.zCDP(1e308)
-    with pytest.raises(InvalidBudgetError, match=r"composed epsilon of .* exceeds the float range"):
+    with pytest.raises(InvalidBudgetError, match=r"epsilon is beyond the float range"):
         pf.ApproxDP(1e308, 1e-6) + pf.ApproxDP(1e308, 1e-6)
     with pytest.raises(InvalidBudgetError, match="mu"):
         pf.GDP(1.5e308) + pf.GDP(1.5e308)
@@ -594,7 +600,7 @@ def test_gdp_subtraction_inverts_composition_rounding_down() -> None:
     assert pf.GDP(2.0) - pf.GDP(0.0) == pf.GDP(2.0)
     for a, b in [(1.0, 0.3), (2.9, 1.7), (0.3, 0.1), (1e300, 1e299), (1e-300, 3e-301)]:
         left = (pf.GDP(a) - pf.GDP(b)).mu
-        exact = Fraction(a) ** 2 - Fraction(b) ** 2
+        exact = acc.exact("a", a) ** 2 - acc.exact("b", b) ** 2
         assert Fraction(left) ** 2 <= exact  # an allowance: rounded down ...
         assert Fraction(math.nextafter(left, math.inf)) ** 2 > exact  # ... by less than an ulp
         assert (pf.GDP(b) + pf.GDP(left)).mu <= math.nextafter(a, math.inf)

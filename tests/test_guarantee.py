@@ -17,12 +17,15 @@ from privframe.events import (
 from privframe.ledger import LedgerEntry
 
 
-def _session(tmp_path=None) -> pf.Session:
-    df = pl.DataFrame(
+def _data() -> pl.DataFrame:
+    return pl.DataFrame(
         {"u": list(range(400)), "g": ["a", "b"] * 200, "x": [float(i % 50) for i in range(400)]}
     )
+
+
+def _session(tmp_path=None) -> pf.Session:
     ledger = None if tmp_path is None else str(tmp_path / "ledger.sqlite")
-    return pf.Session(df, "u", pf.zCDP(2.0, delta=1e-6), ledger)
+    return pf.Session(_data(), "u", pf.zCDP(2.0, delta=1e-6), ledger)
 
 
 def _spend(sess: pf.Session) -> None:
@@ -54,9 +57,7 @@ def test_ledger_entries_carry_events_whose_cost_is_the_charge(tmp_path) -> None:
         assert rho == pytest.approx(entry.rho, rel=1e-9)
         assert rho <= entry.rho * (1 + 1e-12)
     # The events survive the SQLite ledger: reopen and replay.
-    reopened = pf.Session(
-        pl.DataFrame({"u": [1]}), "u", pf.zCDP(2.0, delta=1e-6), str(tmp_path / "ledger.sqlite")
-    )
+    reopened = pf.Session(_data(), "u", pf.zCDP(2.0, delta=1e-6), str(tmp_path / "ledger.sqlite"))
     assert reopened.guarantee(method="rdp") == pytest.approx(sess.guarantee(method="rdp"))
 
 

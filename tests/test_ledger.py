@@ -121,7 +121,7 @@ class TestLedgerEntry:
         a = _entry(description={"b": 1, "a": 2})
         b = _entry(description={"a": 2, "b": 1})
         assert a.canonical_json() == b.canonical_json()
-        assert json.loads(a.canonical_json())["rho"] == (0.1).hex()
+        assert json.loads(a.canonical_json())["rho"] == "1/10"  # exact, as stored
 
 
 # --------------------------------------------------------------------------- in memory
@@ -134,7 +134,7 @@ class TestMemoryLedger:
             e = ledger.append(0.1, label=f"q{i}")
             assert e.index == i
         rho, delta = ledger.totals()
-        assert rho == 10 * Fraction(0.1)
+        assert rho == 1  # ten tenths, exactly
         assert delta == 0
         assert len(ledger) == 10
         assert [e.label for e in ledger.entries] == [f"q{i}" for i in range(10)]
@@ -151,7 +151,7 @@ class TestMemoryLedger:
         ledger.append(0.5, 1e-9)
         with pytest.raises(RuntimeError):
             ledger.append(0.25, check=refuse)
-        assert seen == [(Fraction(0.5), Fraction(1e-9))]
+        assert seen == [(Fraction(1, 2), Fraction(1, 10**9))]
         assert len(ledger) == 1
 
     def test_closed(self) -> None:
@@ -199,7 +199,7 @@ class TestSQLiteLedger:
         with _ledger(path) as ledger:
             assert ledger.entries == tuple(written)
             assert [e.rho for e in ledger.entries] == values
-            assert ledger.totals()[0] == sum(map(Fraction, values))
+            assert ledger.totals()[0] == sum(Fraction(repr(v)) for v in values)
             assert ledger.budget == zCDP(1.0)
         conn = _raw(path)
         assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
@@ -228,7 +228,7 @@ class TestSQLiteLedger:
             copy.write_bytes(path.read_bytes())
         with _ledger(copy) as again:
             assert again.entries == tuple(written)
-            assert again.totals()[0] == 3 * Fraction(0.3)
+            assert again.totals()[0] == Fraction(9, 10)
 
     def test_reopen_converts_a_wal_ledger(self, tmp_path: Path) -> None:
         path = tmp_path / "a.ledger"
@@ -437,7 +437,7 @@ class TestSQLiteLedger:
         path = tmp_path / "a.ledger"
         self._two_entries(path)
         conn = _raw(path)
-        conn.execute("UPDATE entries SET rho = 0.0625 WHERE idx = 0")
+        conn.execute("UPDATE entries SET rho = '1/16' WHERE idx = 0")
         conn.close()
         with pytest.raises(LedgerError, match="entry 0 does not match its hash"):
             _ledger(path)
@@ -460,7 +460,7 @@ class TestSQLiteLedger:
             ledger.append(0.5)
             ledger.append(0.25)
             conn = _raw(path)
-            conn.execute("UPDATE entries SET rho = 0.0 WHERE idx = 0")
+            conn.execute("UPDATE entries SET rho = '0/1' WHERE idx = 0")
             conn.close()
             with pytest.raises(LedgerError, match="hash"):
                 _ = ledger.entries

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -167,9 +168,9 @@ def test_weights():
     assert release.measurements[1].rho == 0.25
     # Unnamed outputs weigh 1.
     partial = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, 1.0, {"count": 4})
-    # Each share is rounded down: never more than asked.
-    assert Fraction(partial.measurement("count").rho) <= Fraction(4, 5)
-    assert partial.measurement("count").rho == pytest.approx(0.8, rel=1e-15)
+    # Each share is exact, and the shares add up to exactly the ρ asked.
+    assert partial.measurement("count").exact_rho == Fraction(4, 5)
+    assert partial.cost == pf.zCDP(1)
 
 
 def test_bad_weights():
@@ -266,8 +267,8 @@ def test_explain_shows_sensitivity_split_sigma_and_error():
         assert f"sigma = {mm.sigma:.6g}" in text
         assert f"95% ± {mm.ci95:.6g}" in text
     assert [row["output"] for row in expl.rows] == ["count", "amount_sum", "avg"]
-    total = sum(Fraction(mm.rho) for mm in expl.measurements)
-    assert total <= Fraction(0.3)
+    total = sum(mm.exact_rho for mm in expl.measurements)
+    assert total == Fraction(3, 10) == expl.plan.cost.exact_rho
     # explain and release plan the same measurements.
     assert expl.plan == plan_release(_query(sess).plan, True, 0.3)
 
@@ -294,3 +295,26 @@ def test_rho_too_small_for_the_bounds_is_refused_clearly():
     p = plan(10, k=2, m=3, aggregates=(pf.sum("x", bounds=(0, 1e6)),))
     with pytest.raises(pf.InvalidBudgetError, match="'x'"):
         plan_release(p, True, 1e-30)
+
+
+@pytest.mark.parametrize("rho", [1e-300, 5e-324, 1e-40])
+def test_a_rho_too_small_for_exact_noise_names_the_cause_and_the_rho_that_works(rho):
+    sess = pf.Session(_data(50, 3, 1.0), "user", pf.zCDP(1.0))
+    with pytest.raises(pf.InvalidBudgetError) as err:
+        _query(sess).release(rho=rho)
+    message = str(err.value)
+    assert isinstance(err.value, pf.PrivframeError)
+    assert err.value.__context__ is None
+    assert f"rho={rho:.3g} is too small for exact noise at these bounds" in message
+    assert "bounds are too extreme" not in message
+    found = re.search(r"rho from (\S+) to (\S+);", message)
+    assert found is not None
+    low, high = (float(x) for x in found.groups())
+    # The range it gives is the range that works, to a factor of two.
+    assert _query(sess).explain(rho=low).plan.cost == pf.zCDP(low)
+    assert _query(sess).explain(rho=high).plan.cost == pf.zCDP(high)
+    for outside in (low / 4, high * 4):
+        with pytest.raises(pf.InvalidBudgetError, match=r"is too (small|large)"):
+            _query(sess).explain(rho=outside)
+    assert sess.spent == pf.zCDP(0)
+    assert sess.ledger == ()
