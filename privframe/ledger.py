@@ -1179,16 +1179,9 @@ class SQLiteLedger(Ledger):
 
     def _settle_data(self, data: DataIdentity, same_data: bool) -> None:
         """Check ``data`` against the file's record; record it if there is none (or if same)."""
-        conn = self._connection()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as err:
-            raise self._fail(f"could not lock the ledger to check its data ({err})") from None
-        try:
-            rows = conn.execute(
-                "SELECT key, value FROM meta WHERE key IN ('data', 'data_hash')"
-            ).fetchall()
-            recorded = dict(rows)
+        with self._immediate("to check its data", "its record of the data failed") as conn:
+            rows = conn.execute("SELECT key, value FROM meta WHERE key IN ('data', 'data_hash')")
+            recorded = dict(rows.fetchall())
             if recorded:
                 if _data_meta(self._genesis, None, recorded.get("data")) != recorded:
                     raise self._corrupt("its record of the data does not match its hash")
@@ -1197,7 +1190,9 @@ class SQLiteLedger(Ledger):
                 except ValueError as err:
                     raise self._corrupt(f"its record of the data is malformed ({err})") from None
                 differences = data.differences(previous)
-                if differences and not same_data:
+                if not differences:
+                    return
+                if not same_data:
                     raise self._fail(
                         "records spending on other data: "
                         + "; ".join(differences)
@@ -1207,20 +1202,10 @@ class SQLiteLedger(Ledger):
                         "same_data=True (a report spec: [budget] same_data = true), and the "
                         "ledger then records this data's columns"
                     )
-                if not differences:
-                    conn.execute("COMMIT")
-                    return
             conn.executemany(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                 _data_meta(self._genesis, data).items(),
             )
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise self._fail(f"its record of the data could not be written ({exc})") from None
-            raise
 
     # -- reading and writing (lock held) -----------------------------------------
 
@@ -1323,22 +1308,32 @@ class SQLiteLedger(Ledger):
             raise self._corrupt(f"SQLite reports an error ({err})") from None
 
     @contextlib.contextmanager
-    def _write_transaction(self) -> Iterator[None]:
+    def _immediate(self, purpose: str, failure: str) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back.
+
+        ``purpose`` completes "could not lock the ledger ...", ``failure`` names what
+        a SQLite error in the block prevented.
+        """
         conn = self._connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as err:
-            raise self._fail(f"could not lock the ledger for writing ({err})") from None
+            raise self._fail(f"could not lock the ledger {purpose} ({err})") from None
         try:
-            self._catch_up(conn, full=False)
-            yield
+            yield conn
             conn.execute("COMMIT")
         except BaseException as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.DatabaseError):
-                raise self._fail(f"the spend could not be recorded ({exc})") from None
+                raise self._fail(f"{failure} ({exc})") from None
             raise
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        with self._immediate("for writing", "the spend could not be recorded") as conn:
+            self._catch_up(conn, full=False)
+            yield
 
     def _write(self, entry: LedgerEntry) -> None:
         prev = self._hashes[-1] if self._hashes else self._genesis

@@ -74,6 +74,27 @@ class TestLedgerEntry:
         assert again.delta == 5e-324
         assert hash(again) == hash(e)
 
+    def test_schema_one_floats_roundtrip_at_their_binary_value(self) -> None:
+        e = _entry(rho=0.1, delta=1e-9, legacy_floats=True)
+        assert e.exact_rho == Fraction(0.1) > Fraction(1, 10)  # what that privframe charged
+        d = e.to_dict()
+        assert (d["rho"], d["delta"]) == ((0.1).hex(), (1e-9).hex())
+        assert json.loads(e.canonical_json())["rho"] == (0.1).hex()  # the hash it was given
+        assert LedgerEntry.from_dict(d) == e
+        old = {**d, "rho": 0.1, "delta": 1e-9}  # a to_dict() of schema 1: plain floats
+        assert LedgerEntry.from_dict(old) == e
+        with pytest.raises(InvalidArgumentError, match="floats"):
+            _entry(rho=Fraction(1, 10), legacy_floats=True)
+
+    @pytest.mark.parametrize(
+        ("rho", "delta"),
+        [("0.1", "0/1"), ("2/4", "0/1"), ("1/10", 0.0), ("0x1.8p-1", "0/1"), ("1/0", "0/1")],
+    )
+    def test_from_dict_refuses_other_spellings_of_a_cost(self, rho: object, delta: object) -> None:
+        d = {**_entry().to_dict(), "rho": rho, "delta": delta}
+        with pytest.raises(InvalidValueError, match="rho and delta"):
+            LedgerEntry.from_dict(d)
+
     def test_string_description(self) -> None:
         e = _entry(description="plain text")
         assert e.description == "plain text"
