@@ -50,6 +50,7 @@ __all__ = [
     "check_expression",
     "check_filter",
     "check_types",
+    "exact_unit_type",
     "is_safe_filter",
     "plain_types",
 ]
@@ -243,7 +244,7 @@ def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
     return _typed_problem(list(body.values()) if isinstance(body, dict) else body, schema)
 
 
-def plain_types(frame: pl.LazyFrame) -> pl.LazyFrame:
+def plain_types(frame: pl.LazyFrame, unit: str | None = None) -> pl.LazyFrame:
     """Decimals as floats, categoricals/enums as strings, small integers as Int64 (lazily).
 
     Those types can make an operation fail on some values (decimal overflow,
@@ -251,24 +252,79 @@ def plain_types(frame: pl.LazyFrame) -> pl.LazyFrame:
     in UInt8); their plain twins cannot, and mean the same to a query.
     Applied to the private data and to public join tables.
 
+    The privacy unit column ``unit`` is the exception: it must keep every
+    distinct ID distinct (two people merged into one unit would be bounded as
+    one, and removing one of them would change a release by more than its
+    sensitivity). So it is only ever cast exactly (:func:`exact_unit_type`):
+    a scale-0 decimal becomes Int128, any other decimal its text.
+
     Example:
         >>> import polars as pl
         >>> from privframe.expressions import plain_types
         >>> df = pl.DataFrame({"c": ["a"]}, schema={"c": pl.Categorical})
         >>> plain_types(df.lazy()).collect_schema()["c"]
         String
+        >>> ids = pl.DataFrame({"id": [10**19, 10**19 + 1]}, schema={"id": pl.Decimal(38, 0)})
+        >>> plain_types(ids.lazy(), unit="id").collect()["id"].n_unique()
+        2
     """
     schema = frame.collect_schema()
-    decimals = [c for c, t in schema.items() if isinstance(t, pl.Decimal)]
-    labels = [c for c, t in schema.items() if isinstance(t, pl.Categorical | pl.Enum)]
-    small = [c for c, t in schema.items() if t in _SMALL_INTEGERS]
-    if decimals or labels or small:
-        frame = frame.with_columns(
-            *(pl.col(c).cast(pl.Float64) for c in decimals),
-            *(pl.col(c).cast(pl.String) for c in labels),
-            *(pl.col(c).cast(pl.Int64) for c in small),
-        )
+    casts: dict[str, pl.DataType] = {}
+    for name, dtype in schema.items():
+        if name == unit:
+            target = exact_unit_type(dtype)
+        elif isinstance(dtype, pl.Decimal):
+            target = pl.Float64()
+        elif isinstance(dtype, pl.Categorical | pl.Enum):
+            target = pl.String()
+        elif dtype in _SMALL_INTEGERS:
+            target = pl.Int64()
+        else:
+            continue
+        if target != dtype:
+            casts[name] = target
+    if casts:
+        frame = frame.with_columns(pl.col(c).cast(t) for c, t in casts.items())
     return frame
+
+
+# Decimals are stored in 128 bits: one of precision <= 38 and scale 0 is an Int128 exactly.
+_INT128_DIGITS = 38
+
+
+def exact_unit_type(dtype: pl.DataType) -> pl.DataType:
+    """The type a privacy unit column of type ``dtype`` is worked on as: an injective cast.
+
+    Integers (widened to Int64 when small, where every value fits), strings,
+    binary, booleans, floats, dates and times stay as they are (a float ID is
+    its value: no cast merges two). Categoricals and enums become their
+    labels, scale-0 decimals Int128 and other decimals their exact text (one
+    scale per column, so one text per value). Types no query could group by
+    exactly (nested, objects, nulls) are refused.
+
+    Raises:
+        InvalidArgumentError: ``dtype`` cannot identify units exactly.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.expressions import exact_unit_type
+        >>> exact_unit_type(pl.Decimal(38, 0)), exact_unit_type(pl.Decimal(10, 2))
+        (Int128, String)
+    """
+    if isinstance(dtype, pl.Decimal):
+        if dtype.scale == 0 and (dtype.precision or _INT128_DIGITS) <= _INT128_DIGITS:
+            return pl.Int128()
+        return pl.String()
+    if isinstance(dtype, pl.Categorical | pl.Enum):
+        return pl.String()
+    if dtype in _SMALL_INTEGERS:
+        return pl.Int64()
+    if isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Object) or dtype == pl.Null:
+        raise InvalidArgumentError(
+            f"a privacy unit column of type {dtype} cannot identify units exactly; give one "
+            "ID per row as an integer, string, binary or date column"
+        )
+    return dtype
 
 
 _SMALL_INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)

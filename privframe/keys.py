@@ -23,7 +23,7 @@ import polars as pl
 
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
-__all__ = ["KeySet", "from_dataframe", "from_list", "product"]
+__all__ = ["KeySet", "exact_keys", "from_dataframe", "from_list", "product"]
 
 
 class KeySet:
@@ -164,3 +164,72 @@ def as_keyset(keys: object, columns: Sequence[str]) -> KeySet:
             f"keys cover columns {list(keyset.columns)} but group_by names {list(columns)}"
         )
     return KeySet(keyset.to_polars().select(list(columns)))
+
+
+def _family(dtype: pl.DataType) -> str:
+    if dtype.is_numeric():
+        return "numeric"
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
+        return "string"
+    if dtype.is_temporal():
+        return "temporal"
+    return str(dtype)
+
+
+def exact_keys(keys: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """The public keys cast to their columns' types, refused unless every key survives exactly.
+
+    Matching casts the keys, never the data, so no two values of the column
+    can merge. A key the column's type cannot hold, or holds only as another
+    value (``2**53 + 1`` as a Float64 is ``2**53``), is refused: two keys that
+    became one would put one row in two groups, a release whose sensitivity is
+    not what was planned. The round trip (key → column type → key type) being
+    the identity makes the cast injective; uniqueness is checked again after it.
+
+    Raises:
+        InvalidArgumentError: a key's type cannot match its column, or a key
+            does not survive the cast exactly.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.keys import exact_keys
+        >>> exact_keys(pl.DataFrame({"g": [1, 2]}), pl.Schema({"g": pl.Float64}))["g"].to_list()
+        [1.0, 2.0]
+        >>> from privframe.errors import InvalidArgumentError
+        >>> try:
+        ...     exact_keys(pl.DataFrame({"g": [2**53, 2**53 + 1]}), pl.Schema({"g": pl.Float64}))
+        ... except InvalidArgumentError as err:
+        ...     print(str(err)[:70])
+        group_by column 'g' has type Float64, and the public key 9007199254740
+    """
+    converted = []
+    for column in keys.columns:
+        source, target = keys.schema[column], schema[column]
+        if _family(source) != _family(target):
+            raise InvalidArgumentError(
+                f"group_by column {column!r}: keys of type {source} cannot match a column of "
+                f"type {target}"
+            )
+        values = keys[column]
+        cast = values.cast(target, strict=False)
+        lost = cast.is_null() | cast.cast(source, strict=False).ne_missing(values)
+        if lost.any():
+            index = lost.arg_true()[0]
+            key, became = values[index], cast[index]
+            what = (
+                "does not fit that type, so it could never match a row"
+                if became is None
+                else f"is not exactly a value of that type: it would be read as {became!r}, "
+                "which other keys and values can share, putting one row in two groups"
+            )
+            raise InvalidArgumentError(
+                f"group_by column {column!r} has type {target}, and the public key {key!r} "
+                f"{what}. Give keys that are exact values of the column's type"
+            )
+        converted.append(cast)
+    exact = pl.DataFrame(converted)
+    if exact.is_duplicated().any():
+        raise InvalidArgumentError(
+            f"public keys over {keys.columns} repeat after taking their columns' types"
+        )
+    return exact

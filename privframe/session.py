@@ -50,7 +50,8 @@ from privframe.engines.spec import (
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.events import GaussianEvent, ThresholdEvent, ZCDPEvent
 from privframe.expressions import check_types, plain_types
-from privframe.ledger import LedgerEntry
+from privframe.keys import exact_keys
+from privframe.ledger import DataIdentity, LedgerEntry
 from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
 from privframe.planner import (
     Z95,
@@ -100,15 +101,15 @@ def _partitions(data: object) -> int:
 def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool]:
     """(frame, kind of DataFrame to return, whether to stream) for a supported input."""
     if isinstance(data, pd.DataFrame):
-        try:
-            return pl.from_pandas(data).lazy(), "pandas", False
-        except (TypeError, ValueError, pl.exceptions.PolarsError, ArrowException):
+        converted = _from_pandas(data)
+        if converted is None:
             # The converter's message can quote a data value: name the columns instead.
-            bad = [str(c) for c in data.columns if not _converts(data[[c]])]
+            bad = [str(c) for c in data.columns if _from_pandas(data[[c]]) is None]
             raise InvalidArgumentError(
                 f"could not convert the pandas DataFrame: columns {bad} hold values of mixed "
                 "or unsupported types; give each column one type (e.g. .astype(str))"
-            ) from None
+            )
+        return converted.lazy(), "pandas", False
     if isinstance(data, pl.DataFrame):
         return data.lazy(), "polars", False
     if isinstance(data, pl.LazyFrame):
@@ -131,36 +132,16 @@ def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool
     )
 
 
-def _converts(frame: pd.DataFrame) -> bool:
+def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
+    """``frame`` as polars, or None if it does not convert.
+
+    None rather than the converter's error: its message (and so any error
+    raised while handling it, through ``__context__``) can quote a value.
+    """
     try:
-        pl.from_pandas(frame)
-    except (TypeError, ValueError, pl.exceptions.PolarsError, ArrowException):
-        return False
-    return True
-
-
-def _family(dtype: pl.DataType) -> str:
-    if dtype.is_numeric():
-        return "numeric"
-    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
-        return "string"
-    if dtype.is_temporal():
-        return "temporal"
-    return str(dtype)
-
-
-def _key_dtype(key: pl.DataType, column: pl.DataType) -> pl.DataType:
-    """The dtype both the keys and the data column are cast to before matching them."""
-    if _family(key) != _family(column):
-        raise InvalidArgumentError(f"keys of type {key} cannot match a column of type {column}")
-    if _family(key) == "numeric":
-        exact_ints = key.is_integer() and column.is_integer()
-        return pl.Int64 if exact_ints else pl.Float64
-    if _family(key) == "string":
-        return pl.String
-    if key != column:
-        raise InvalidArgumentError(f"keys of type {key} cannot match a column of type {column}")
-    return key
+        return pl.from_pandas(frame)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError, ArrowException):
+        return None
 
 
 def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
@@ -172,16 +153,38 @@ def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
     """
     column = pl.col(unit)
     missing = column.is_null() | column.is_nan() if dtype.is_float() else column.is_null()
+    failure = None
     try:
         found = frame.select(missing.any()).collect().item()
     except (pl.exceptions.PolarsError, _PanicException) as err:
-        # The reader's message can quote a value from the file: withhold it.
-        raise InvalidValueError(
-            f"the data could not be read ({type(err).__name__}; the message is withheld as "
-            "it may quote private values): check the file's format and column types"
-        ) from None
+        failure = type(err).__name__
+    if failure is not None:
+        raise _unreadable(failure)
     if found:
         raise InvalidValueError(_MISSING_UNITS.format(unit=unit))
+
+
+def _unreadable(failure: str) -> InvalidValueError:
+    """The error for data the reader failed on, to raise outside the handler.
+
+    The reader's message can quote a value from the file: it is withheld, and
+    raising outside the ``except`` block keeps it out of ``__context__`` too.
+    """
+    return InvalidValueError(
+        f"the data could not be read ({failure}; the message is withheld as it may quote "
+        "private values): check the file's format and column types"
+    )
+
+
+def _check_unit_column(unit: str | None, schema: pl.Schema) -> None:
+    if unit is not None and unit not in schema:
+        raise InvalidValueError(
+            f"privacy unit column {unit!r} is not in the data; columns: {list(schema)}"
+        )
+
+
+def _is_csv(data: object) -> bool:
+    return isinstance(data, str | os.PathLike) and Path(data).suffix.lower() == ".csv"
 
 
 _MISSING_UNITS = (
@@ -205,7 +208,9 @@ class Session:
             different person.
         budget: the total budget, e.g. ``pf.zCDP(rho=1.0)``,
             ``pf.ApproxDP(epsilon=2.0, delta=1e-6)`` or ``pf.GDP(mu=1.0)``.
-        ledger: optional path of a SQLite ledger that persists spending.
+        ledger: optional path of a SQLite ledger that persists spending; it
+            records the privacy unit and the columns' names and types (see
+            ``same_data``).
         rng: the noise source; the OS CSPRNG by default. A seeded source
             makes releases reproducible and NOT private: for tests and demos.
         metadata: for SQL, public facts per column (or aggregate alias):
@@ -216,6 +221,12 @@ class Session:
         tables: public (non-private) tables SQL may JOIN, by name.
         results: for a Spark DataFrame input, return released tables as
             pandas (the default) or as Spark DataFrames (``"spark"``).
+        same_data: with a ``ledger`` file that records other data (another
+            privacy unit, or columns added, removed or retyped), open it
+            anyway: you state it is the same data, and the file then records
+            this data's columns. Without it such a file is refused
+            (:class:`~privframe.errors.LedgerError`), so that one dataset's
+            spends are never carried over to another.
 
     Example:
         >>> import polars as pl
@@ -237,6 +248,7 @@ class Session:
         contributions: Bound | None = None,
         tables: Mapping[str, pl.DataFrame | pd.DataFrame] | None = None,
         results: Literal["pandas", "spark"] = "pandas",
+        same_data: bool = False,
     ) -> None:
         self._metadata = _check_metadata(metadata)
         self._contributions = _check_contributions(contributions)
@@ -254,20 +266,36 @@ class Session:
         if rng is not None and not isinstance(rng, Randomness):
             raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
         self._rng = rng
-        self._accountant = Accountant(budget, ledger)
+        # A ledger file records the data it is spent on (public facts: the unit, and the
+        # columns and types as this session sees them) and refuses other data.
+        self._accountant = Accountant(
+            budget,
+            ledger,
+            data=DataIdentity.of(privacy_unit, self._schema),
+            same_data=same_data,
+        )
 
     def _open_local(self, data: object, privacy_unit: str | None) -> None:
         """pandas, polars or a file: a polars engine."""
-        self._frame, self._kind, streaming = _load(data)
+        frame, self._kind, streaming = _load(data)
+        failure = None
         try:
-            self._frame = plain_types(self._frame)
-            self._schema = self._frame.collect_schema()
+            schema = frame.collect_schema()
         except (pl.exceptions.PolarsError, _PanicException) as err:
-            raise InvalidValueError(
-                f"the data's columns could not be read ({type(err).__name__}; the message is "
-                "withheld as it may quote private values): check the file's format"
-            ) from None
-        self._check_unit_column(privacy_unit)
+            failure = type(err).__name__
+        if failure is not None:
+            raise _unreadable(failure)
+        _check_unit_column(privacy_unit, schema)
+        if privacy_unit is not None and _is_csv(data) and schema[privacy_unit].is_float():
+            raise InvalidArgumentError(
+                f"the privacy unit column {privacy_unit!r} of the CSV file reads as decimal "
+                "numbers, and reading IDs as floats can merge different people (1.5 and "
+                "1.50000000000000001 are one float). Write the IDs as integers or text, or read "
+                f"the file with polars (schema_overrides={{{privacy_unit!r}: pl.String}}) and "
+                "pass the frame"
+            )
+        self._frame = plain_types(frame, privacy_unit)
+        self._schema = self._frame.collect_schema()
         if privacy_unit is not None:
             _check_units(self._frame, privacy_unit, self._schema[privacy_unit])
         self._engine = PolarsEngine(self._frame, streaming=streaming, partitions=_partitions(data))
@@ -276,24 +304,17 @@ class Session:
         """A Spark DataFrame: the Spark engine; queries are checked on its (public) schema."""
         from privframe.engines.spark import SparkEngine
 
-        frame, self._schema = spark.plain_frame(data)
+        frame, self._schema = spark.plain_frame(data, privacy_unit)
         # An empty polars frame of the same schema: what the checks and probes run on.
         self._frame = pl.LazyFrame(schema=self._schema)
         self._kind = "spark" if results == "spark" else "pandas"
         self._spark = frame.sparkSession
-        self._check_unit_column(privacy_unit)
+        _check_unit_column(privacy_unit, self._schema)
         if privacy_unit is not None and spark.has_missing_units(
             frame, privacy_unit, self._schema[privacy_unit]
         ):
             raise InvalidValueError(_MISSING_UNITS.format(unit=privacy_unit))
         self._engine = SparkEngine(frame, schema=self._schema)
-
-    def _check_unit_column(self, privacy_unit: str | None) -> None:
-        if privacy_unit is not None and privacy_unit not in self._schema:
-            raise InvalidValueError(
-                f"privacy unit column {privacy_unit!r} is not in the data; "
-                f"columns: {list(self._schema)}"
-            )
 
     @classmethod
     def from_spark_table(
@@ -510,6 +531,7 @@ class Session:
                         "split one person into many"
                     )
                 columns |= names
+        problem = None
         try:
             schema = self._schema
             for i, step in enumerate(plan.steps):
@@ -526,11 +548,15 @@ class Session:
             nulls = pl.LazyFrame([dict.fromkeys(self._schema)], schema=self._schema)
             apply_steps(nulls, plan.steps).collect()
         except pl.exceptions.PolarsError as err:
+            # Public inputs only (schemas, zero rows, a row of nulls): the message can be
+            # shown, but it is raised outside the handler to carry no exception chain.
             first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            problem = f"{type(err).__name__}: {first}"
+        if problem is not None:
             raise InvalidValueError(
                 f"the query's filters, derived columns or joins do not fit the data's "
-                f"columns: {type(err).__name__}: {first}"
-            ) from None
+                f"columns: {problem}"
+            )
         return schema
 
     def _validate(self, plan: Plan) -> pl.Schema:
@@ -543,7 +569,7 @@ class Session:
                 f"columns {internal} start with '__', which privframe reserves for its own "
                 "working columns; rename them"
             )
-        if plan.other is not None and _family(schema[plan.group_by[0]]) != "string":
+        if plan.other is not None and schema[plan.group_by[0]] != pl.String:
             raise InvalidArgumentError(
                 f"other= needs a string key column; {plan.group_by[0]!r} has type "
                 f"{schema[plan.group_by[0]]}"
@@ -577,18 +603,7 @@ class Session:
                     "give it another .alias(...)"
                 )
         if plan.keys is not None:
-            frame = plan.keys.to_polars()
-            for column in plan.group_by:
-                try:
-                    frame[column].cast(_key_dtype(frame.schema[column], schema[column]))
-                except InvalidArgumentError as err:
-                    raise InvalidArgumentError(f"group_by column {column!r}: {err}") from None
-                except pl.exceptions.PolarsError:
-                    # The keys are public, so naming the problem is safe.
-                    raise InvalidArgumentError(
-                        f"group_by column {column!r}: a public key does not fit the type "
-                        f"{schema[column]} of the column"
-                    ) from None
+            exact_keys(plan.keys.to_polars(), schema)
         return schema
 
     def _check(self, plan: Plan, with_error: bool) -> pl.Schema:
@@ -615,7 +630,7 @@ class Session:
                 )
             return None
         if delta is None:
-            delta = self._accountant.remaining.delta
+            delta = self._accountant.remaining.exact_delta
         if not delta:
             if self._accountant.budget.delta:
                 why = "has none left"
@@ -659,10 +674,7 @@ class Session:
         steps = plan.steps
         if plan.keys is not None:
             schema = schema if schema is not None else self._schema_after(plan)
-            frame = plan.keys.to_polars()
-            keys = frame.with_columns(
-                pl.col(c).cast(_key_dtype(frame.schema[c], schema[c])) for c in frame.columns
-            )
+            keys = exact_keys(plan.keys.to_polars(), schema)
             if plan.other is not None:
                 keys, steps = _with_other(keys, steps, plan.other)
         values = tuple(

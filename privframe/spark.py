@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from privframe.errors import InvalidValueError
+from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.expressions import exact_unit_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame as SparkDataFrame
@@ -62,13 +63,22 @@ def _polars_type(spark_type: Any) -> pl.DataType | None:
     return None
 
 
-def plain_frame(frame: SparkDataFrame) -> tuple[SparkDataFrame, pl.Schema]:
+def plain_frame(frame: SparkDataFrame, unit: str | None = None) -> tuple[SparkDataFrame, pl.Schema]:
     """The Spark frame with plain types, and the polars schema queries are checked against.
 
     As for polars input (:func:`privframe.expressions.plain_types`): decimals
     become doubles and small integers 64-bit, so no operation can overflow or
     fail on some values only. Columns of other types (arrays, maps, structs,
     binary) are left out: no query can read them.
+
+    The privacy unit column ``unit`` keeps every ID distinct, as
+    :func:`privframe.expressions.exact_unit_type` rules: a scale-0 decimal
+    stays a decimal in Spark (seen as Int128, which holds it exactly), another
+    decimal becomes its text, binary stays binary; a type that cannot identify
+    units exactly is refused.
+
+    Raises:
+        InvalidArgumentError: the unit column's type cannot identify units exactly.
 
     Example:
         >>> import privframe as pf  # doctest: +SKIP
@@ -81,17 +91,40 @@ def plain_frame(frame: SparkDataFrame) -> tuple[SparkDataFrame, pl.Schema]:
 
     columns, schema = [], {}
     for field in frame.schema.fields:
-        dtype = _polars_type(field.dataType)
-        if dtype is None:
-            continue
         column = f.col(f"`{field.name}`")
-        if isinstance(field.dataType, t.DecimalType):
-            column = column.cast("double")
-        elif dtype == pl.Int64 and not isinstance(field.dataType, t.LongType):
-            column = column.cast("long")
+        if field.name == unit:
+            column, dtype = _exact_unit(column, field.dataType)
+        else:
+            dtype = _polars_type(field.dataType)
+            if dtype is None:
+                continue
+            if isinstance(field.dataType, t.DecimalType):
+                column = column.cast("double")
+            elif dtype == pl.Int64 and not isinstance(field.dataType, t.LongType):
+                column = column.cast("long")
         columns.append(column.alias(field.name))
         schema[field.name] = dtype
     return frame.select(*columns), pl.Schema(schema)
+
+
+def _exact_unit(column: Any, spark_type: Any) -> tuple[Any, pl.DataType]:
+    """The unit column cast injectively, and the polars type it is seen as."""
+    from pyspark.sql import types as t
+
+    if isinstance(spark_type, t.DecimalType):
+        exact = exact_unit_type(pl.Decimal(spark_type.precision, spark_type.scale))
+        return (column if exact == pl.Int128 else column.cast("string")), exact
+    if isinstance(spark_type, t.BinaryType):
+        return column, pl.Binary()
+    dtype = _polars_type(spark_type)
+    if dtype is None:
+        raise InvalidArgumentError(
+            f"a privacy unit column of Spark type {spark_type.simpleString()} cannot identify "
+            "units exactly; give one ID per row as an integer, string, binary or date column"
+        )
+    if dtype == pl.Int64 and not isinstance(spark_type, t.LongType):
+        column = column.cast("long")
+    return column, dtype
 
 
 def has_missing_units(frame: SparkDataFrame, unit: str, dtype: pl.DataType) -> bool:

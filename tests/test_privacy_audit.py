@@ -554,3 +554,43 @@ def test_audit_covers_count_distinct_and_std(
     broken, _, _ = _engine_audit(newer, plan_release(plan, True, 25 * RHO), seed=405)
     _report("count_distinct + std, noise for 25ρ", claimed, broken)
     assert broken.epsilon_lb > claimed + 0.5
+
+
+# --------------------------------------------------------------------------- keys and a cast
+
+# As Float64 these 25 keys are all 2^60 (doubles are 256 apart there): a cast of the keys to
+# the column's type that merged them would count the row 2^60 in 25 groups, an L2 change of
+# 5 where the planner assumes 1 (each row is its own unit).
+CAST_KEYS = [2**60 + i for i in range(25)]
+
+
+def _key_cast_outputs(d: pl.DataFrame, d_prime: pl.DataFrame) -> EngineOutputs:
+    exact = []
+    for df in (d, d_prime):
+        sess = pf.Session(df, None, pf.zCDP(1.0))
+        query = sess.query().group_by("g", keys=CAST_KEYS).agg(pf.count())
+        release = plan_release(query.plan, False, RHO)
+        counts = sess._engine.aggregate(sess._spec(query.plan, release))[COUNT].to_numpy()
+        exact.append(counts.reshape(1, 1, -1).astype(np.int64))
+    return EngineOutputs(release, exact[0], exact[1])
+
+
+@pytest.mark.parametrize(("dtype", "refused"), [(pl.Int64, False), (pl.Float64, True)], ids=str)
+def test_audit_of_keys_the_column_type_could_merge(dtype: pl.DataType, refused: bool) -> None:
+    """Refused before anything is charged, or audited below the claim (the exact type)."""
+    values = pl.Series([5, 7, 2**60 + 300] * 20 + [2**60 + 3])
+    d = pl.DataFrame({"g": values.cast(dtype)})
+    d_prime = pl.concat([d, pl.DataFrame({"g": pl.Series([2**60]).cast(dtype)})])
+    sess = pf.Session(d_prime, None, pf.zCDP(1.0))
+    try:
+        sess.query().group_by("g", keys=CAST_KEYS).agg(pf.count()).release(rho=RHO)
+    except pf.InvalidArgumentError:
+        assert sess.ledger == ()
+        assert refused
+        return
+    outputs = _key_cast_outputs(d, d_prime)
+    claimed = _claimed(outputs.release)
+    result, _, _ = _engine_audit(outputs, outputs.release, seed=505)
+    _report(f"{len(CAST_KEYS)} integer keys on a {dtype} column", claimed, result)
+    assert result.epsilon_lb <= claimed
+    assert not refused

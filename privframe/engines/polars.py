@@ -172,7 +172,7 @@ class PolarsEngine:
                 pl.len().cast(pl.Int64).alias(DISTINCT),
                 *(pl.col(nm).sum() for nm in names),
             )
-            rows = _sampled_rows(frame, partial, spec.unit, by, spec.seed)
+            rows = _sampled_rows(frame, partial, spec.unit, by, spec)
         counts = [
             rows.filter(pl.col(h.name).is_not_null())
             .group_by(*by, h.name)
@@ -264,20 +264,26 @@ def _known_units(frame: pl.LazyFrame, unit: str) -> pl.LazyFrame:
 
 
 def _sampled_rows(
-    frame: pl.LazyFrame, partial: pl.LazyFrame, unit: str, by: list[str], seed: int
+    frame: pl.LazyFrame, partial: pl.LazyFrame, unit: str, by: list[str], spec: AggregationSpec
 ) -> pl.LazyFrame:
     """Each unit's rows in each kept key, cut to a random subset of its weight w.
 
     The rows ranking lowest by a keyed hash of (unit, key, row number) stay: a
-    uniformly random subset, chosen from the unit's own rows and fresh
-    randomness only. The row number is taken before the join, whose output
-    order polars does not fix, so a seeded release is reproducible.
+    uniformly random subset given a fresh seed. The row number is taken within
+    the (unit, key) cell, ordered by the histogram positions, so the subset
+    depends on the unit's own rows and the seed only (docs/sensitivity.md,
+    Lemma 1), never on other units' rows or on where the rows sit in the
+    input. Rows that tie in every position are interchangeable: whichever of
+    them is kept, the histograms are the same.
     """
     cell = [unit, *by]
-    rank = pl.struct(*cell, _INDEX).hash(seed ^ _ROW_SEED).rank("ordinal").over(cell)
+    number = pl.int_range(pl.len(), dtype=pl.Int64).over(
+        cell, order_by=[h.name for h in spec.histograms]
+    )
+    rank = pl.struct(*cell, _INDEX).hash(spec.seed ^ _ROW_SEED).rank("ordinal").over(cell)
     return (
-        frame.with_row_index(_INDEX)
-        .join(partial.select(*cell, _W), on=cell, how="inner")
+        frame.join(partial.select(*cell, _W), on=cell, how="inner")
+        .with_columns(number.alias(_INDEX))
         .filter(rank <= pl.col(_W))
     )
 
