@@ -39,7 +39,6 @@ from scipy import special
 
 from privframe.accounting import (
     _check_positive,
-    _round_down,
     _round_up,
     _sqrt_up,
     gaussian_sigma,
@@ -740,6 +739,7 @@ def clipped_gaussian_sum(
         shrink = peak * length > c * _CLIP_SLACK
     factor = np.where(shrink, c * _CLIP_SLACK / np.where(shrink, length, 1.0), peak)
     total = (unit * factor[:, None]).sum(axis=0)
-    # ρ rounded down: σ = Δ'/sqrt(2ρ) is then at least z·C, so accounting with z holds.
-    rho = _round_down(Fraction(1) / (2 * Fraction(z) ** 2))
+    # ρ = 1/(2z²) exactly: σ = Δ'/sqrt(2ρ), rounded up, is then at least z·C, so
+    # accounting with z holds.
+    rho = Fraction(1) / (2 * Fraction(z) ** 2)
     return gaussian_mechanism(total, l2_sensitivity=c, rho=rho, rng=rng)

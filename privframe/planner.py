@@ -362,10 +362,17 @@ def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
         )
     if _selects(plan):
         n_groups = bound.max_groups  # type: ignore[union-attr]
-    if bound is None or (bound.max_rows_per_group is None and bound.max_rows is None):
+    if bound is None:
         raise InvalidValueError(
             "a query over a privacy unit needs contribution limits: call "
             ".bound(max_groups=..., max_rows_per_group=...) (and optionally max_rows=...)"
+        )
+    if bound.max_rows_per_group is None and bound.max_rows is None:
+        raise InvalidValueError(
+            "the contribution limits have no row limit: max_rows_per_group is missing (the most "
+            "rows one privacy unit adds to one group, e.g. .bound(max_groups=3, "
+            "max_rows_per_group=5), or pf.Bound(...) the same way); or give max_rows (the most "
+            "rows one unit adds in all)"
         )
     m = bound.max_rows_per_group or bound.max_rows
     assert m is not None

@@ -780,7 +780,8 @@ class PLDAccountant:
         """Every event's ρ added up (continuous Gaussians: 1/(2z²)), with the δ spent outright."""
         parts = self._parts
         rho = _round_up(Fraction(parts.zcdp_rho) + parts.gaussian_inverse_square / 2)
-        return zCDP(rho, parts.threshold_delta)
+        # Fractions: computed floats at their exact value (zCDP reads a float as its decimal).
+        return zCDP(Fraction(rho), Fraction(parts.threshold_delta))
 
     def _rdp(self) -> RDPAccountant:
         rdp = RDPAccountant()

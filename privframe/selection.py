@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy import special
@@ -403,4 +404,6 @@ def standard_selection_epsilon(delta: float, rho: float, k: int, p: float) -> fl
     k = _check_k(k)
     p = _check_survival(p)
     floor = _check_reachable(target, k, p, strict=True)
-    return zCDP(rho, floor).epsilon(target)
+    # Fractions: the computed floats at their exact value (a float given to zCDP is
+    # read as its decimal, which may lie below it).
+    return zCDP(Fraction(rho), Fraction(floor)).epsilon(target)

@@ -27,17 +27,13 @@ CASES = [
     (0.1, 1e-8, 5e-9),
     (5.0, 1e-3, 9.99e-4),
     (1.0, 1e-6, math.nextafter(1e-6, 0.0)),  # almost all of δ reserved
-    (2.0, 0.3, 0.1),  # δ₁ = 0.3 − 0.1 is not a float: rounded down
+    (2.0, 0.3, 0.1),  # δ₁ = 0.3 − 0.1 = 0.2 exactly (not a float difference)
 ]
 
 
-def _slack(delta: float, reserve: float) -> float:
-    """The largest float s with s + reserve <= delta, found independently of privframe."""
-    s = float(Fraction(delta) - Fraction(reserve))
-    while Fraction(s) + Fraction(reserve) > Fraction(delta):
-        s = math.nextafter(s, 0.0)
-    assert Fraction(math.nextafter(s, 1.0)) + Fraction(reserve) > Fraction(delta)
-    return s
+def _slack(delta: float, reserve: float) -> Fraction:
+    """δ − δ_s exactly, with both read as written (their shortest decimals)."""
+    return Fraction(repr(delta)) - Fraction(repr(reserve))
 
 
 # -- the conversion -------------------------------------------------------------------
@@ -49,14 +45,14 @@ def test_reserved_budget_implies_the_users_epsilon_delta(
 ) -> None:
     budget = pf.ApproxDP(eps, delta).to_zcdp(selection_delta=reserve)
     s = _slack(delta, reserve)
-    assert budget.delta == reserve  # δ_s kept exactly
-    assert Fraction(s) + Fraction(reserve) <= Fraction(delta)
-    assert budget.rho == pf.zCDP.from_approx_dp(eps, s).rho
+    assert budget.exact_delta == Fraction(repr(reserve))  # δ_s kept exactly
+    assert s + budget.exact_delta == Fraction(repr(delta))
+    assert budget.exact_rho == pf.zCDP.from_approx_dp(eps, s).exact_rho
     # ρ-zCDP gives ε at δ − δ_s, and with δ_s spent outright the statement is at δ.
-    assert 0 < pf.zCDP(budget.rho).epsilon(s) <= eps
+    assert 0 < pf.zCDP(budget.exact_rho).epsilon(s) <= eps
     assert budget.epsilon(delta) <= eps
     # Rounded down, and tight: a ρ larger by a relative 1e-9 already exceeds ε.
-    assert pf.zCDP(budget.rho * (1 + 1e-9)).epsilon(s) > eps
+    assert pf.zCDP(budget.exact_rho * (1 + Fraction(1, 10**9))).epsilon(s) > eps
     assert budget.converted_from == pf.ApproxDP(eps, delta)
 
 
@@ -88,9 +84,10 @@ def test_bad_reserve_values_are_refused(reserve: object) -> None:
         pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=reserve)  # type: ignore[arg-type]
 
 
-def test_a_reserve_that_is_not_exactly_a_float_is_refused() -> None:
-    with pytest.raises(InvalidBudgetError, match="selection_delta"):
-        pf.ApproxDP(1.0, 0.5).to_zcdp(selection_delta=Fraction(1, 3))  # type: ignore[arg-type]
+def test_a_reserve_that_is_not_a_float_is_kept_exactly() -> None:
+    budget = pf.ApproxDP(1.0, 0.5).to_zcdp(selection_delta=Fraction(1, 3))
+    assert budget.exact_delta == Fraction(1, 3)
+    assert budget.epsilon(0.5) <= 1.0
 
 
 @pytest.mark.parametrize("reserve", ["1e-7", None, True, [1e-7], 1j], ids=repr)
@@ -117,7 +114,7 @@ def test_numpy_and_int_reserves_are_accepted() -> None:
 
 def test_converted_from_is_provenance_not_a_parameter() -> None:
     converted = pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=1e-7)
-    plain = pf.zCDP(converted.rho, delta=1e-7)
+    plain = pf.zCDP(converted.exact_rho, delta=1e-7)
     assert converted == plain
     assert hash(converted) == hash(plain)
     assert converted <= plain
@@ -126,9 +123,10 @@ def test_converted_from_is_provenance_not_a_parameter() -> None:
     assert (converted + pf.zCDP(0.0)).converted_from is None
     assert (converted - pf.zCDP(0.0)).converted_from is None
     assert "converted_from=ApproxDP(epsilon=1.0, delta=1e-06)" in repr(converted)
-    assert repr(plain) == f"zCDP(rho={converted.rho!r}, delta=1e-07)"
+    rho = converted.exact_rho  # a computed float's binary value: shown as a Fraction
+    assert repr(plain) == f"zCDP(rho=Fraction({rho.numerator}, {rho.denominator}), delta=1e-07)"
     zCDP, ApproxDP = pf.zCDP, pf.ApproxDP  # noqa: N806 (names for eval)
-    again = eval(repr(converted), {"zCDP": zCDP, "ApproxDP": ApproxDP})
+    again = eval(repr(converted), {"zCDP": zCDP, "ApproxDP": ApproxDP, "Fraction": Fraction})
     assert again == converted
     assert again.converted_from == converted.converted_from
     assert pickle.loads(pickle.dumps(converted)).converted_from == converted.converted_from
@@ -136,12 +134,12 @@ def test_converted_from_is_provenance_not_a_parameter() -> None:
 
 def test_converted_from_is_checked() -> None:
     source = pf.ApproxDP(1.0, 1e-6)
-    rho = source.to_zcdp(selection_delta=1e-7).rho
+    rho = source.to_zcdp(selection_delta=1e-7).exact_rho
     assert pf.zCDP(rho, 1e-7, converted_from=source).converted_from == source
     with pytest.raises(InvalidBudgetError, match="does not imply"):
         pf.zCDP(1.0, 1e-7, converted_from=source)
     with pytest.raises(InvalidBudgetError, match="does not imply"):
-        pf.zCDP(math.nextafter(rho * (1 + 1e-9), 1.0), 1e-7, converted_from=source)
+        pf.zCDP(rho * (1 + Fraction(1, 10**9)), 1e-7, converted_from=source)
     with pytest.raises(InvalidBudgetError, match="converted_from"):
         pf.zCDP(0.0, 1e-6, converted_from=source)  # δ₀ must be below the source's δ
     with pytest.raises(InvalidArgumentError, match="converted_from"):
@@ -158,10 +156,10 @@ def test_accountant_reports_a_converted_budget_at_the_users_delta() -> None:
     acct = Accountant(budget)
     assert acct.budget == budget
     assert acct.budget.converted_from == pf.ApproxDP(1.0, 1e-6)
-    assert acct.delta == _slack(1e-6, 1e-7)  # the slack, not the 1e-6 default
+    assert acct.delta == 9e-7  # the slack 1e-6 − 1e-7, not the 1e-6 default
     r = acct.report()
     assert r.budget_delta == 1e-7
-    assert Fraction(r.delta) + Fraction(r.budget_delta) <= Fraction(1e-6)
+    assert _slack(1e-6, 1e-7) + r.budget.exact_delta == Fraction(1, 10**6)
     assert r.budget_epsilon <= 1.0
     # An explicit reporting δ still wins.
     assert Accountant(budget, delta=1e-8).delta == 1e-8
@@ -172,18 +170,18 @@ def test_spending_the_whole_budget_reports_the_users_epsilon_at_the_users_delta(
     eps: float, delta: float, reserve: float
 ) -> None:
     acct = Accountant(pf.ApproxDP(eps, delta).to_zcdp(selection_delta=reserve))
-    rho = acct.budget.rho
-    _ = acct.spend(pf.zCDP(rho / 2), label="gaussian")  # halves of floats are exact
-    _ = acct.spend(pf.zCDP(0.0, delta=reserve / 2), label="selection")
+    rho = acct.budget.exact_rho
+    _ = acct.spend(pf.zCDP(rho / 2), label="gaussian")
+    _ = acct.spend(pf.zCDP(0.0, delta=Fraction(repr(reserve)) / 2), label="selection")
     part = acct.report()
     assert part.spent_epsilon <= eps
-    assert Fraction(part.delta) + Fraction(part.spent_delta) < Fraction(delta)
+    assert _slack(delta, reserve) + part.spent.exact_delta < Fraction(repr(delta))
     _ = acct.spend(acct.remaining, label="the rest")
     r = acct.report()
-    assert (r.spent_rho, r.spent_delta) == (rho, reserve)
-    assert (r.remaining_rho, r.remaining_delta) == (0.0, 0.0)
-    total = accounting._round_up(Fraction(r.delta) + Fraction(r.spent_delta))
-    assert total == delta  # the spent row is stated at exactly the user's δ
+    assert r.spent == acct.budget
+    assert r.remaining == pf.zCDP(0)
+    # the spent row is stated at exactly the user's δ
+    assert _slack(delta, reserve) + r.spent.exact_delta == Fraction(repr(delta))
     assert r.spent_epsilon <= eps
     assert r.spent_epsilon == r.budget_epsilon
     assert f"{delta:.6g}" in str(r)
@@ -204,7 +202,7 @@ def test_a_ledger_file_remembers_the_reserve(tmp_path: Path) -> None:
         _ = acct.spend(pf.zCDP(0.001, delta=1e-8), label="q1")
     with Accountant(budget, path) as again:
         assert again.spent == pf.zCDP(0.001, delta=1e-8)
-        assert again.delta == _slack(1e-6, 1e-7)
+        assert again.delta == 9e-7
     # Reopening with the all-to-rho conversion of the same (ε, δ) would raise ρ: refused.
     with pytest.raises(LedgerError, match="larger"):
         Accountant(pf.ApproxDP(1.0, 1e-6), path)
@@ -225,19 +223,19 @@ def _select(sess: pf.Session) -> pf.query.Query:
 def test_session_with_a_reserve_selects_groups_privately() -> None:
     budget = pf.ApproxDP(1.0, 1e-5).to_zcdp(selection_delta=1e-6)
     sess = pf.Session(_data(), "uid", budget=budget, rng=SeededRandomness(7))
-    out = _select(sess).release(rho=budget.rho / 2)
+    out = _select(sess).release(rho=budget.exact_rho / 2)
     assert out["g"].to_list() == ["a", "b"]  # 200 units each: far above the threshold
     entry = sess.ledger[-1]
     assert 0 < entry.delta <= 1e-6
     assert entry.description["selection"]["delta"] == entry.delta  # type: ignore[index]
     r = sess.report()
     assert r.spent_epsilon <= 1.0
-    assert Fraction(r.delta) + Fraction(r.spent_delta) <= Fraction(1e-5)
+    assert _slack(1e-5, 1e-6) + r.spent.exact_delta <= Fraction(1, 10**5)
     assert r.budget_epsilon <= 1.0
     # The reserve is spent (by default all of it): a second selection is refused.
     assert sess.remaining.delta == 0.0
     with pytest.raises(pf.InvalidBudgetError, match="public keys"):
-        _select(sess).release(rho=budget.rho / 4)
+        _select(sess).release(rho=budget.exact_rho / 4)
 
 
 def test_session_with_a_plain_approx_dp_budget_refuses_selection() -> None:
