@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
-from privframe.report import ExitCode, ReportError, describe_error, load_spec, prepare
+from privframe.report import (
+    NOT_PRIVATE,
+    ExitCode,
+    ReportError,
+    describe_error,
+    load_spec,
+    prepare,
+)
 
 if TYPE_CHECKING:
     from privframe.query import Query
@@ -115,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check the spec, the queries and the budget, print the plan, and spend nothing",
     )
+    report.add_argument(
+        "--allow-seeded-noise",
+        action="store_true",
+        help="for tests only: accept the spec's [report] seed, which makes the noise "
+        "reproducible and the results NOT private (a seed without this flag is refused); "
+        "every output then starts with NOT PRIVATE",
+    )
     return parser
 
 
@@ -185,15 +199,14 @@ def _error(message: str) -> None:
     print(f"privframe: error: {message}", file=sys.stderr)
 
 
-def _report(spec_path: str, out: str | None, dry_run: bool) -> ExitCode:
+def _report(spec_path: str, out: str | None, dry_run: bool, allow_seeded_noise: bool) -> ExitCode:
     """Run ``privframe report``; every outcome maps to one :class:`~privframe.report.ExitCode`."""
     try:
-        spec = load_spec(spec_path)
+        spec = load_spec(spec_path, allow_seeded_noise=allow_seeded_noise)
         if spec.seed is not None:
-            _error(
-                "WARNING: [report] seed is set: the noise is reproducible and the results are "
-                "NOT differentially private. Seeds are for tests only."
-            )
+            # First on both streams, before anything else is printed.
+            print(NOT_PRIVATE, flush=True)
+            print(NOT_PRIVATE, file=sys.stderr, flush=True)
         report = prepare(spec, dry_run=dry_run)
         if dry_run:
             print(report.plan_text())
@@ -232,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     if args.command == "report":
-        return _report(args.spec, args.out, args.dry_run)
+        return _report(args.spec, args.out, args.dry_run, args.allow_seeded_noise)
     try:
         if args.write_data:
             _write_data(args.write_data, args.rows, args.seed)

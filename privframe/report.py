@@ -37,7 +37,7 @@ Example:
     ... ''')
     >>> spec = load_spec(folder / "spec.toml")
     >>> spec.title, spec.queries[0].name, spec.queries[0].rho, spec.ledger.name
-    ('Regions', 'by_region', 0.1, 'ledger.sqlite')
+    ('Regions', 'by_region', Fraction(1, 10), 'ledger.sqlite')
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -57,7 +58,7 @@ import pandas as pd
 import polars as pl
 
 from privframe import aggregates as agg
-from privframe.accounting import GDP, ApproxDP, Budget, zCDP
+from privframe.accounting import GDP, ApproxDP, Budget, exact, zCDP
 from privframe.aggregates import Aggregate
 from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
 from privframe.html import ReportSection, report_html
@@ -70,6 +71,7 @@ from privframe.session import Session
 from privframe.sql import Column, SQLQuery
 
 __all__ = [
+    "NOT_PRIVATE",
     "ExitCode",
     "Planned",
     "QuerySpec",
@@ -116,6 +118,13 @@ _MEANINGS = {
         "charged (each ledger entry is labelled <title>/<query name>)"
     ),
 }
+
+
+NOT_PRIVATE = (
+    "NOT PRIVATE: this report's noise is seeded ([report] seed with --allow-seeded-noise), so "
+    "its results are reproducible and NOT differentially private; seeds are for tests only"
+)
+"""The first line of every output of a seeded report: stdout, each CSV and report.html."""
 
 
 class SpecError(InvalidValueError):
@@ -165,8 +174,6 @@ _AGGREGATES: dict[str, tuple[Callable[..., Aggregate | tuple[Aggregate, ...]], t
     "quantile": (agg.quantile, (*_BOUNDED_KEYS, "q", "candidates")),
     "median": (agg.median, (*_BOUNDED_KEYS, "candidates")),
 }
-# Shares are written as decimals (0.1 + 0.2 + 0.7): allow their float sum to pass 1 by rounding.
-_SHARE_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,8 @@ class QuerySpec:
 
     Attributes:
         name: the query's name (its CSV file is ``<name>.csv``).
-        rho: the ρ its release spends (a ``share`` is resolved against ``[report] rho``).
+        rho: the ρ its release spends, exactly as written (a ``share`` is resolved
+            against ``[report] rho`` exactly: ten shares of 0.1 spend the total).
         delta: the δ a private key selection spends, or None for the session's default.
         sql: the SQL text, for a SQL query.
         group_by: the grouping columns, for a structured query.
@@ -184,7 +192,7 @@ class QuerySpec:
     """
 
     name: str
-    rho: float
+    rho: Fraction
     delta: float | None = None
     sql: str | None = None
     group_by: tuple[str, ...] = ()
@@ -209,6 +217,15 @@ class ReportSpec:
         seed: a seed for the noise: the results are then NOT private (tests only).
         accounting: how the report states its guarantee: ``"zcdp"`` (default),
             ``"rdp"`` or ``"pld"`` (see :mod:`privframe.replay`).
+        allow_seeded_noise: the second key a ``seed`` needs; a seed without it
+            is refused (:class:`SpecError`), so no spec line alone makes the
+            noise non-private.
+        same_data: ``[budget] same_data = true``: the ledger may record other
+            columns (or another privacy unit) for what is the same data; see
+            the Session's ``same_data``.
+
+    Raises:
+        SpecError: a ``seed`` without ``allow_seeded_noise=True``.
     """
 
     path: Path
@@ -222,6 +239,17 @@ class ReportSpec:
     queries: tuple[QuerySpec, ...]
     seed: int | None = None
     accounting: str = "zcdp"
+    allow_seeded_noise: bool = False
+    same_data: bool = False
+
+    def __post_init__(self) -> None:
+        if self.seed is not None and not self.allow_seeded_noise:
+            raise SpecError(
+                f"{str(self.path)!r} sets [report] seed: the noise would be reproducible and "
+                "the results NOT differentially private. Seeds are for tests only: remove the "
+                "line, or, for a test, run with --allow-seeded-noise (privframe report) or "
+                "allow_seeded_noise=True (load_spec). Nothing was spent."
+            )
 
     def label(self, query: QuerySpec) -> str:
         """The ledger label of a query's release."""
@@ -313,9 +341,12 @@ def _guard(where: str, build: Callable[[], Any]) -> Any:
 def _budget(table: Mapping[str, Any]) -> Budget:
     where = "budget"
     _check_keys(
-        table, where, ("rho", "delta", "epsilon", "selection_delta", "mu", "ledger"), ("ledger",)
+        table,
+        where,
+        ("rho", "delta", "epsilon", "selection_delta", "mu", "ledger", "same_data"),
+        ("ledger",),
     )
-    given = set(table) - {"ledger"}
+    given = set(table) - {"ledger", "same_data"}
     if given in ({"rho"}, {"rho", "delta"}):
         rho = _positive(table, "rho", where)
         delta = _number(table, "delta", where) if "delta" in table else 0.0
@@ -437,9 +468,9 @@ def _keys(
 def _query(
     raw: object,
     where: str,
-    total: float | None,
+    total: Fraction | None,
     metadata: Mapping[str, Mapping[str, Any]],
-) -> tuple[QuerySpec, float | None]:
+) -> tuple[QuerySpec, Fraction | None]:
     """One query, and its share of ``[report] rho`` if it gave one."""
     table = _table(raw, where)
     _check_keys(
@@ -459,12 +490,12 @@ def _query(
         raise SpecError(f"{where}: give exactly one of rho and share")
     share = None
     if "share" in table:
-        share = _positive(table, "share", where)
+        share = exact("share", _positive(table, "share", where))
         if total is None:
             raise SpecError(f"{where}.share needs a total: [report] rho = ...")
         rho = share * total
     else:
-        rho = _positive(table, "rho", where)
+        rho = exact("rho", _positive(table, "rho", where))
     delta = _positive(table, "delta", where) if "delta" in table else None
     structured = [k for k in ("group_by", "keys", "aggregates") if k in table]
     if "sql" in table:
@@ -491,12 +522,18 @@ def _query(
     return QuerySpec(name, rho, delta, None, group_by, keys, aggregates), share
 
 
-def load_spec(path: str | Path) -> ReportSpec:
+def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSpec:
     """Read and validate a report spec (TOML); every problem names its key.
+
+    Args:
+        path: the spec file.
+        allow_seeded_noise: accept a ``[report] seed``, which makes the
+            results NOT private (for tests). Without it such a spec is refused.
 
     Raises:
         SpecError: the file is missing or not TOML, a key is unknown or
-            missing, or a value has the wrong type or range.
+            missing, or a value has the wrong type or range; or it sets a
+            seed without ``allow_seeded_noise``.
     """
     path = Path(path)
     try:
@@ -519,12 +556,15 @@ def load_spec(path: str | Path) -> ReportSpec:
         raise SpecError(
             f"report: accounting must be one of {', '.join(METHODS)}, got {accounting!r}"
         )
-    total = _positive(report, "rho", "report") if "rho" in report else None
+    total = exact("rho", _positive(report, "rho", "report")) if "rho" in report else None
     seed = _integer(report, "seed", "report") if "seed" in report else None
     data = _table(raw["data"], "data")
     _check_keys(data, "data", ("path", "privacy_unit"), ("path", "privacy_unit"))
     budget = _table(raw["budget"], "budget")
     allowance = _budget(budget)
+    same_data = budget.get("same_data", False)
+    if not isinstance(same_data, bool):
+        raise SpecError(f"budget.same_data must be true or false, got {_type(same_data)}")
     contributions = _contributions(_table(raw["contributions"], "contributions"))
     metadata = _metadata(_table(raw.get("metadata", {}), "metadata"))
     queries = raw["queries"]
@@ -536,13 +576,14 @@ def load_spec(path: str | Path) -> ReportSpec:
     if repeated:
         raise SpecError(f"queries: the names {repeated} are used twice; names must be unique")
     if total is not None:
-        shares = sum(share for _, share in parsed if share is not None)
-        if shares > 1 + _SHARE_SLACK:
-            raise SpecError(f"queries: the shares add up to {shares:g}, more than 1")
-        asked = sum(q.rho for q, _ in parsed)
-        if asked > total * (1 + _SHARE_SLACK):
+        shares = sum((share for _, share in parsed if share is not None), Fraction(0))
+        if shares > 1:
+            raise SpecError(f"queries: the shares add up to {float(shares):g}, more than 1")
+        asked = sum((q.rho for q, _ in parsed), Fraction(0))
+        if asked > total:
             raise SpecError(
-                f"queries ask for rho = {asked:.6g} in total, more than [report] rho = {total:g}"
+                f"queries ask for rho = {float(asked):.6g} in total, more than [report] "
+                f"rho = {float(total):g}"
             )
     folder = path.parent
     return ReportSpec(
@@ -557,6 +598,8 @@ def load_spec(path: str | Path) -> ReportSpec:
         queries=tuple(q for q, _ in parsed),
         seed=seed,
         accounting=accounting,
+        allow_seeded_noise=allow_seeded_noise,
+        same_data=same_data,
     )
 
 
@@ -595,6 +638,7 @@ def _session(spec: ReportSpec, ledger: Path | None) -> Session:
             rng=rng,
             metadata=metadata,
             contributions=Bound(**spec.contributions),
+            same_data=spec.same_data,
         ),
     )
 
@@ -696,6 +740,8 @@ class Report:
 
         One line per query goes to ``progress`` (stderr by default): its
         name, ρ, and done or failed. Returns the path of ``report.html``.
+        A seeded report's CSV files and page start with a :data:`NOT_PRIVATE`
+        line (a ``#`` comment in CSV: read them with ``comment_prefix="#"``).
 
         Raises:
             SpecError: ``out`` cannot hold the outputs (checked before any release).
@@ -728,7 +774,7 @@ class Report:
                     p.spec.rho, with_error=True, label=label, delta=p.cost.delta or None
                 )
                 charged.append(label)
-                _write_csv(result, target)
+                _write_csv(result, target, seeded=self.spec.seed is not None)
             # Whatever failed (even an interrupt), the caller must learn what was charged.
             except BaseException as err:
                 print("failed", file=stream, flush=True)
@@ -736,10 +782,13 @@ class Report:
             print("done", file=stream, flush=True)
             sections.append(_section(p, label, result))
         page = out / "report.html"
+        # An HTML comment may precede the doctype (the page stays in standards mode).
+        first = f"<!-- {NOT_PRIVATE} -->\n" if self.spec.seed is not None else ""
         try:
             entries = [e for e in self.session.ledger[start:] if e.label in charged]
             page.write_text(
-                report_html(
+                first
+                + report_html(
                     self.spec.title,
                     self.created,
                     sections,
@@ -786,11 +835,15 @@ class Report:
         )
 
 
-def _write_csv(result: pl.DataFrame | pd.DataFrame, target: Path) -> None:
-    if isinstance(result, pl.DataFrame):
-        result.write_csv(target)
-    else:
-        result.to_csv(target, index=False)
+def _write_csv(result: pl.DataFrame | pd.DataFrame, target: Path, *, seeded: bool) -> None:
+    """Write ``result``; a seeded report's CSV starts with a ``# NOT PRIVATE`` comment line."""
+    with target.open("w", encoding="utf-8", newline="") as handle:
+        if seeded:
+            handle.write(f"# {NOT_PRIVATE}\n")
+        if isinstance(result, pl.DataFrame):
+            result.write_csv(handle)
+        else:
+            result.to_csv(handle, index=False)
 
 
 def _section(planned: Planned, label: str, result: pl.DataFrame | pd.DataFrame) -> ReportSection:

@@ -89,7 +89,14 @@ def test_ten_tenths_and_five_fifths_of_a_session_budget_fit() -> None:
         assert sess.remaining == pf.zCDP(0)
 
 
-def test_a_report_spec_of_three_thirds_fits_and_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("total", "each", "n"),
+    [("", "rho = 0.1", 3), ("rho = 0.3", "share = 0.1", 10)],
+    ids=["rho", "share"],
+)
+def test_a_report_spec_of_even_parts_fits_and_runs(
+    tmp_path: Path, total: str, each: str, n: int
+) -> None:
     _frame(200).write_parquet(tmp_path / "data.parquet")
     spec = tmp_path / "spec.toml"
     queries = "".join(
@@ -99,14 +106,15 @@ name = "q{i}"
 group_by = ["region"]
 keys = ["north", "south"]
 aggregates = [{{ kind = "count" }}, {{ kind = "mean", column = "amount", bounds = [0, 40] }}]
-rho = 0.1
+{each}
 """
-        for i in range(3)
+        for i in range(n)
     )
     spec.write_text(
-        """
+        f"""
 [report]
-title = "Thirds"
+title = "Even parts"
+{total}
 
 [data]
 path = "data.parquet"
@@ -124,7 +132,8 @@ max_rows_per_group = 2
     )
     assert main(["report", str(spec), "--out", str(tmp_path / "out")]) == ExitCode.OK
     with Accountant(pf.zCDP(0.3), tmp_path / "ledger.sqlite") as acct:
-        assert [e.exact_rho for e in acct.entries] == [THIRD] * 3
+        assert sum(e.exact_rho for e in acct.entries) == Fraction(3, 10)
+        assert len({e.exact_rho for e in acct.entries}) == 1
         assert acct.remaining == pf.zCDP(0)
     # A second run finds nothing left: refused as a whole, nothing spent.
     assert main(["report", str(spec), "--out", str(tmp_path / "again")]) == ExitCode.OVER_BUDGET

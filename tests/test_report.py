@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -12,6 +13,7 @@ import sys
 import warnings
 import xml.etree.ElementTree as ET
 import zlib
+from fractions import Fraction
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -20,7 +22,7 @@ import pytest
 
 import privframe as pf
 from privframe.cli import main
-from privframe.report import ExitCode, load_spec
+from privframe.report import ExitCode, SpecError, load_spec
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "report_spec.toml"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -208,24 +210,67 @@ def test_dry_run_spends_nothing(folder: Path, capsys: pytest.CaptureFixture[str]
     assert len(_labels(folder)) == 3
 
 
-def test_seeded_reports_warn_are_flagged_and_reproducible(
+SEEDED = SPEC.replace("rho = 0.4\n", "rho = 0.4\nseed = 7\n", 1)
+
+
+def test_a_seed_alone_is_refused_before_anything_is_spent(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(folder, text=SEEDED) == ExitCode.INVALID
+    captured = capsys.readouterr()
+    assert "[report] seed" in captured.err
+    assert "--allow-seeded-noise" in captured.err
+    assert "NOT PRIVATE" not in captured.out
+    assert not (folder / "ledger.sqlite").exists()
+    assert not (folder / "out").exists()
+    # The same two-key rule in Python: load_spec, and a ReportSpec built directly.
+    with pytest.raises(SpecError, match="allow_seeded_noise=True"):
+        load_spec(folder / "spec.toml")
+    spec = load_spec(folder / "spec.toml", allow_seeded_noise=True)
+    with pytest.raises(SpecError, match="seed"):
+        dataclasses.replace(spec, allow_seeded_noise=False)
+
+
+def test_seeded_reports_say_not_private_first_are_flagged_and_reproducible(
     tmp_path: Path, data_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = SPEC.replace("rho = 0.4\n", "rho = 0.4\nseed = 7\n", 1)
     tables = []
     for run in ("a", "b"):
         folder = tmp_path / run
         folder.mkdir()
         shutil.copy(data_file, folder / "data.parquet")
         with pytest.warns(pf.SeededRandomnessWarning):
-            assert _run(folder, text=text) == ExitCode.OK
-        assert "NOT differentially private" in capsys.readouterr().err
-        tables.append((folder / "out" / "by_region.csv").read_text())
-        page = (folder / "out" / "report.html").read_text()
+            assert _run(folder, "--allow-seeded-noise", text=SEEDED) == ExitCode.OK
+        captured = capsys.readouterr()
+        assert captured.out.startswith("NOT PRIVATE: ")
+        assert captured.err.startswith("NOT PRIVATE: ")
+        out = folder / "out"
+        for csv in out.glob("*.csv"):
+            assert csv.read_text().startswith("# NOT PRIVATE: "), csv.name
+        assert pl.read_csv(out / "by_region.csv", comment_prefix="#")["region"].to_list() == REGIONS
+        tables.append((out / "by_region.csv").read_text())
+        page = (out / "report.html").read_text()
+        assert page.startswith("<!-- NOT PRIVATE: ")
+        assert page.split("\n", 1)[1].startswith("<!DOCTYPE html>")
         assert "Some releases in this report used seeded randomness" in page
         with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
             assert all(e.seeded for e in acct.entries)
     assert tables[0] == tables[1]
+
+
+def test_a_seeded_dry_run_says_not_private_first(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(folder, "--dry-run", "--allow-seeded-noise", text=SEEDED) == ExitCode.OK
+    assert capsys.readouterr().out.startswith("NOT PRIVATE: ")
+    assert not (folder / "ledger.sqlite").exists()
+
+
+def test_unseeded_outputs_carry_no_not_private_line(folder: Path) -> None:
+    assert _run(folder, "--allow-seeded-noise") == ExitCode.OK
+    out = folder / "out"
+    assert (out / "by_region.csv").read_text().startswith("region,")
+    assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
 # --------------------------------------------------------------------------- refusals
@@ -374,7 +419,7 @@ def test_load_spec_resolves_paths_shares_and_keys(folder: Path) -> None:
     spec = load_spec(_spec(folder))
     assert spec.data == folder / "data.parquet"
     assert spec.ledger == folder / "ledger.sqlite"
-    assert [q.rho for q in spec.queries] == [0.2, 0.1, 0.1]
+    assert [q.rho for q in spec.queries] == [Fraction(1, 5), Fraction(1, 10), Fraction(1, 10)]
     by_region, months, spread = spec.queries
     assert by_region.keys is not None
     assert by_region.keys.to_polars()["region"].to_list() == REGIONS
