@@ -71,6 +71,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from privframe import aggregates as agg
+from privframe._arguments import RHO_HINTS, hinted
 from privframe.aggregates import Aggregate
 from privframe.errors import InvalidArgumentError, SQLError
 from privframe.keys import KeySet, product
@@ -1024,6 +1025,7 @@ class SQLQuery:
         """The equivalent builder query."""
         return self._query
 
+    @hinted(**RHO_HINTS)
     def explain(
         self,
         rho: float,
@@ -1048,6 +1050,7 @@ class SQLQuery:
             )
         return dataclasses.replace(explanation, notes=notes)
 
+    @hinted(**RHO_HINTS)
     def release(
         self,
         rho: float,

@@ -267,3 +267,11 @@ def test_a_second_group_by_is_refused_rather_than_replacing_the_first(sess: pf.S
     assert "already groups by ['region']" in message
     assert "call group_by once with every column" in message
     assert first.plan.group_by == ("region",)
+
+
+@pytest.mark.parametrize("call", ["explain", "release"])
+def test_a_sql_epsilon_argument_says_to_pass_rho(sess: pf.Session, call: str) -> None:
+    query = sess.sql("SELECT COUNT(*) AS n FROM data", contributions=pf.Bound(1, 1))
+    message = _refused(sess, lambda: getattr(query, call)(epsilon=1.0))
+    assert f"SQLQuery.{call}() got an argument it does not take: 'epsilon'" in message
+    assert "pass rho=" in message
