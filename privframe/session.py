@@ -33,6 +33,7 @@ import polars as pl
 from pyarrow import ArrowException
 
 from privframe import quantiles, replay, spark
+from privframe._arguments import RHO_HINTS, hinted
 from privframe.accountant import Accountant, BudgetReport
 from privframe.accounting import Budget, zCDP
 from privframe.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
@@ -98,8 +99,15 @@ def _partitions(data: object) -> int:
     return max(1, -(-path.stat().st_size // _CSV_BYTES_PER_PARTITION))
 
 
-def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool]:
-    """(frame, kind of DataFrame to return, whether to stream) for a supported input."""
+def _load(data: object, unit: str | None) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool]:
+    """(frame, kind of DataFrame to return, whether to stream) for a supported input.
+
+    A file's privacy unit column is read as the text it holds wherever the
+    file stores it as text (a CSV column, a Hive partition directory's name):
+    parsing would merge IDs written differently (``007`` and ``7`` are one
+    integer, ``true`` and ``TRUE`` one boolean), and two people read as one
+    unit would be bounded as one.
+    """
     if isinstance(data, pd.DataFrame):
         converted = _from_pandas(data)
         if converted is None:
@@ -120,16 +128,40 @@ def _load(data: object) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool
             raise InvalidValueError(f"no data file at {str(path)!r}")
         suffix = path.suffix.lower()
         if suffix == ".parquet":
-            return pl.scan_parquet(path), "polars", True
+            return _scan_parquet(path, unit), "polars", True
         if suffix == ".csv":
             # Types from the whole file: a type guessed from the first rows could fail
             # on a later value, a data-dependent failure that no noise covers.
-            return pl.scan_csv(path, infer_schema_length=None), "polars", True
+            text = {unit: pl.String()} if unit is not None else None
+            return (
+                pl.scan_csv(path, infer_schema_length=None, schema_overrides=text),
+                "polars",
+                True,
+            )
         raise InvalidValueError(f"data files must be .parquet or .csv, got {path.name!r}")
     raise InvalidArgumentError(
         "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
         f"path; got {type(data).__name__}"
     )
+
+
+def _scan_parquet(path: Path, unit: str | None) -> pl.LazyFrame:
+    """A parquet file or Hive-partitioned directory; a unit in the directory names as text."""
+    frame = pl.scan_parquet(path)
+    if unit is None or not path.is_dir():
+        return frame
+    failure = None
+    try:
+        partitioned = frame.collect_schema()
+        stored = pl.scan_parquet(path, hive_partitioning=False).collect_schema()
+    except (pl.exceptions.PolarsError, _PanicException) as err:
+        failure = type(err).__name__
+    if failure is not None:
+        raise _unreadable(failure)
+    hive = {c: t for c, t in partitioned.items() if c not in stored}
+    if unit not in hive:
+        return frame
+    return pl.scan_parquet(path, hive_schema={**hive, unit: pl.String()})
 
 
 def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
@@ -140,7 +172,14 @@ def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
     """
     try:
         return pl.from_pandas(frame)
-    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError, ArrowException):
+    except (
+        TypeError,
+        ValueError,
+        OverflowError,
+        pl.exceptions.PolarsError,
+        ArrowException,
+        _PanicException,
+    ):
         return None
 
 
@@ -181,10 +220,6 @@ def _check_unit_column(unit: str | None, schema: pl.Schema) -> None:
         raise InvalidValueError(
             f"privacy unit column {unit!r} is not in the data; columns: {list(schema)}"
         )
-
-
-def _is_csv(data: object) -> bool:
-    return isinstance(data, str | os.PathLike) and Path(data).suffix.lower() == ".csv"
 
 
 _MISSING_UNITS = (
@@ -277,7 +312,7 @@ class Session:
 
     def _open_local(self, data: object, privacy_unit: str | None) -> None:
         """pandas, polars or a file: a polars engine."""
-        frame, self._kind, streaming = _load(data)
+        frame, self._kind, streaming = _load(data, privacy_unit)
         failure = None
         try:
             schema = frame.collect_schema()
@@ -286,14 +321,6 @@ class Session:
         if failure is not None:
             raise _unreadable(failure)
         _check_unit_column(privacy_unit, schema)
-        if privacy_unit is not None and _is_csv(data) and schema[privacy_unit].is_float():
-            raise InvalidArgumentError(
-                f"the privacy unit column {privacy_unit!r} of the CSV file reads as decimal "
-                "numbers, and reading IDs as floats can merge different people (1.5 and "
-                "1.50000000000000001 are one float). Write the IDs as integers or text, or read "
-                f"the file with polars (schema_overrides={{{privacy_unit!r}: pl.String}}) and "
-                "pass the frame"
-            )
         self._frame = plain_types(frame, privacy_unit)
         self._schema = self._frame.collect_schema()
         if privacy_unit is not None:
@@ -460,6 +487,7 @@ class Session:
         label: str = "",
         delta: float | None = None,
     ) -> pl.DataFrame | pd.DataFrame: ...
+    @hinted(**RHO_HINTS)
     def sql(
         self,
         text: str,
@@ -664,7 +692,12 @@ class Session:
         self._validate(query.plan)
         delta = self._selection_delta(query.plan, delta)
         return explain(
-            query.plan, self._unit is not None, rho, weights, delta, self._accountant.delta
+            query.plan,
+            self._unit is not None,
+            self._accountant.affordable(rho),
+            weights,
+            delta,
+            self._accountant.delta,
         )
 
     def _spec(
@@ -730,6 +763,7 @@ class Session:
         plan = query.plan
         schema = self._check(plan, with_error)
         delta = self._selection_delta(plan, delta)
+        rho = self._accountant.affordable(rho)
         release = plan_release(plan, self._unit is not None, rho, weights, delta)
         # Budget before bytes: refuse early, compute exactly, then charge atomically,
         # and only then draw noise.

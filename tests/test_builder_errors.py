@@ -275,3 +275,9 @@ def test_a_sql_epsilon_argument_says_to_pass_rho(sess: pf.Session, call: str) ->
     message = _refused(sess, lambda: getattr(query, call)(epsilon=1.0))
     assert f"SQLQuery.{call}() got an argument it does not take: 'epsilon'" in message
     assert "pass rho=" in message
+
+
+def test_a_one_shot_sql_epsilon_argument_says_to_pass_rho(sess: pf.Session) -> None:
+    message = _refused(sess, lambda: sess.sql("SELECT COUNT(*) AS n FROM data", epsilon=1.0))
+    assert "Session.sql() got an argument it does not take: 'epsilon'" in message
+    assert "pass rho=" in message

@@ -3,9 +3,10 @@
 Two people merged into one unit are bounded as one, so removing one of them
 changes a release by more than the planned sensitivity (docs/privacy.md,
 "What the guarantee assumes"). The invariant checked here, on every path data
-takes into a Session (polars, pandas, parquet, CSV, unit partitions of a large
-file, Spark): for every unit type privframe accepts, the number of distinct
-units a release sees equals the number of distinct IDs in the input.
+takes into a Session (polars, pandas, parquet and Hive-partitioned folders, CSV,
+unit partitions of a large file, Spark): for every unit type privframe
+accepts, the number of distinct units a release sees equals the number of
+distinct IDs in the input (for text files, distinct texts).
 
 Releases run at a budget so large (ρ = 10^8, σ ≈ 7·10^-5) that the discrete
 Gaussian noise is 0 except with probability below 10^-10^8: the released
@@ -121,7 +122,7 @@ def test_unit_partitions_of_a_large_file_keep_every_unit_distinct(
     assert _released_units(str(path)) == N
 
 
-@pytest.mark.parametrize("kind", ["uint64_above_2_63", "int128", "string", "date"])
+@pytest.mark.parametrize("kind", ["uint64_above_2_63", "int128", "string", "date", "float64"])
 def test_csv_input_keeps_every_unit_distinct(kind: str, tmp_path: Path) -> None:
     path = tmp_path / "data.csv"
     _frame(IDS[kind]).write_csv(path)
@@ -134,12 +135,31 @@ def test_csv_integer_ids_beyond_64_bits_keep_every_unit_distinct(tmp_path: Path)
     assert _released_units(str(path)) == N
 
 
-def test_csv_ids_that_read_as_floats_are_refused(tmp_path: Path) -> None:
-    # 1.5 and 1.50000000000000001 are two IDs in the text and one float.
+def test_csv_ids_are_the_text_the_file_holds(tmp_path: Path) -> None:
+    # Parsed, these would be one integer, one float and one boolean: 3 units, not 8.
+    texts = ["007", "07", "7", "1.5", "1.50000000000000001", "true", "TRUE", "True"]
     path = tmp_path / "data.csv"
-    path.write_text("id,amount\n1.5,1\n1.50000000000000001,2\n")
-    with pytest.raises(pf.InvalidArgumentError, match=r"'id'.*floats.*schema_overrides"):
-        pf.Session(str(path), "id", pf.zCDP(1.0))
+    path.write_text("id,amount\n" + "".join(f"{t},1.5\n{t},2.5\n" for t in texts))
+    assert _released_units(str(path)) == len(texts)
+    assert pf.Session(str(path), "id", pf.zCDP(1.0))._schema["id"] == pl.String
+
+
+def test_hive_partition_ids_are_the_text_of_the_directory_names(tmp_path: Path) -> None:
+    # The layout Spark's partitionBy writes: the unit is in the directory names only.
+    folder = tmp_path / "data.parquet"
+    for i, text in enumerate(["007", "07", "7"]):
+        (folder / f"id={text}").mkdir(parents=True)
+        pl.DataFrame({"amount": [1.0 + i, 2.0]}).write_parquet(folder / f"id={text}" / "0.parquet")
+    (folder / "id=8").mkdir()
+    pl.DataFrame({"amount": [4.0]}).write_parquet(folder / "id=8" / "0.parquet")
+    assert _released_units(str(folder)) == 4
+
+
+def test_pandas_decimals_beyond_128_bits_are_a_clear_error() -> None:
+    frame = pd.DataFrame({"id": pd.Series([Decimal(10**40), Decimal(1)], dtype=object)})
+    with pytest.raises(pf.InvalidArgumentError, match=r"columns \['id'\]") as info:
+        pf.Session(frame, "id", pf.zCDP(1.0))
+    assert info.value.__context__ is None
 
 
 @pytest.mark.parametrize("dtype", [pl.List(pl.Int64), pl.Struct({"a": pl.Int64}), pl.Null], ids=str)
