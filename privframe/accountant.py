@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -59,6 +59,25 @@ __all__ = ["DEFAULT_REPORTING_DELTA", "Accountant", "BudgetReport"]
 
 DEFAULT_REPORTING_DELTA = 1e-6
 """δ at which (ε, δ) is reported when the budget does not name one."""
+
+
+_ROUNDING = Fraction(1, 2**40)
+"""The float error :meth:`Accountant.affordable` forgives, relative to the budget."""
+
+
+def _float_slack(entries: Sequence[LedgerEntry]) -> tuple[Fraction, Fraction]:
+    """How far schema-1 entries' binary floats exceed the decimals they print as, in (ρ, δ).
+
+    A schema-1 ledger stored each spend as a float: it is counted at its
+    exact binary value (never undercounted), which can exceed the decimal the
+    user typed by half an ulp per entry.
+    """
+    rho = delta = Fraction(0)
+    for entry in entries:
+        if entry.legacy_floats:
+            rho += max(entry.exact_rho - Fraction(repr(entry.rho)), Fraction(0))
+            delta += max(entry.exact_delta - Fraction(repr(entry.delta)), Fraction(0))
+    return rho, delta
 
 
 def _fmt(x: float | Fraction) -> str:
@@ -214,17 +233,19 @@ class BudgetReport:
             converted = f"{_fmt(eps):>24}" + (f" {_fmt(total):>10}" if outright else "")
             lines.append(f"{row} | {converted} {_fmt(mu):>10}")
         added = "rho and the delta spent outright add" if outright else "rho adds"
-        lines.append(
-            f"left of |: {added} up (spent + remaining = budget). Right of |: each row "
-            "stated on its own as (epsilon, delta)-DP and mu = sqrt(2 rho), which do not add up"
-        )
+        left_note = f"{added} up (spent + remaining = budget)"
         if self.spent.exact_rho > self.budget.exact_rho or (
             self.spent.exact_delta > self.budget.exact_delta
         ):
-            lines.append(
+            # The remaining row is clipped at 0, so the left side cannot add up.
+            left_note = (
                 "more than this budget was spent (the ledger was charged under a larger "
                 "budget, or by an older privframe's floats); nothing remains of it"
             )
+        lines.append(
+            f"left of |: {left_note}. Right of |: each row stated on its own as "
+            "(epsilon, delta)-DP and mu = sqrt(2 rho), which do not add up"
+        )
         if outright:
             lines.append(
                 f"delta = the conversion's slack {self.delta:g} + the row's delta spent outright"
@@ -330,6 +351,7 @@ class Accountant:
                 f"ledger must be None or a file path (str or os.PathLike), "
                 f"got {type(ledger).__name__}"
             )
+        self._slack = _float_slack(self._ledger.entries)
 
     # -- budget -------------------------------------------------------------------
 
@@ -419,6 +441,33 @@ class Accountant:
         return self._ledger.entries
 
     # -- spending -----------------------------------------------------------------
+
+    def affordable(self, rho: Number) -> Fraction:
+        """The ρ a request of ``rho`` spends: ``rho`` exactly, or what remains when it is over.
+
+        A request above what remains by no more than float rounding error
+        (2^-40 of the budget: ``release(rho=sess.remaining.rho)``, or spends of
+        ``budget / 3`` computed in floats) spends exactly what remains instead,
+        and its noise is calibrated to that: a little more noise, never more
+        privacy loss. A larger excess is returned as is, for the spend to
+        refuse.
+
+        Example:
+            >>> import privframe as pf
+            >>> from privframe.accountant import Accountant
+            >>> acct = Accountant(pf.zCDP(0.2))
+            >>> _ = acct.spend(pf.zCDP(0.2 / 3))
+            >>> _ = acct.spend(pf.zCDP(0.2 / 3))
+            >>> acct.affordable(0.2 / 3) == acct.remaining.exact_rho
+            True
+            >>> float(acct.affordable(0.1))
+            0.1
+        """
+        asked = accounting.exact("rho", rho, positive=True)
+        left = self.remaining.exact_rho
+        if left < asked <= left + self._budget.exact_rho * _ROUNDING:
+            return left
+        return asked
 
     def check(self, cost: zCDP) -> None:
         """Raise if ``cost`` would not fit now; never spends (for plans and dry runs).
@@ -604,13 +653,16 @@ class Accountant:
 
     def _fits(self, cost: zCDP, label: str, rho: Fraction, delta: Fraction) -> None:
         """Raise BudgetExceededError unless ``cost`` fits on top of the exact totals."""
+        if not cost.exact_rho and not cost.exact_delta:
+            return  # a zero cost always fits, so the ledger lists every release
         cap = self._budget
-        # Each part the spend adds to must stay within the budget; a part it does not add
-        # to is not checked, so that a total already past the budget there (a ledger
-        # reopened with a smaller budget, or a schema-1 file's floats, which exceed the
-        # decimals typed by a few ulps) does not block, say, releases that spend rho alone.
-        if (cost.exact_rho == 0 or rho + cost.exact_rho <= cap.exact_rho) and (
-            cost.exact_delta == 0 or delta + cost.exact_delta <= cap.exact_delta
+        slack_rho, slack_delta = self._slack
+        # Every part must stay within the budget after the spend. A part the spend does
+        # not add to may be over by the float error of a schema-1 file's entries only
+        # (their binary floats exceed the decimals typed by a few ulps), so that such a
+        # file's delta, spent in floats, does not block releases that spend rho alone.
+        if (rho + cost.exact_rho <= cap.exact_rho + (0 if cost.exact_rho else slack_rho)) and (
+            delta + cost.exact_delta <= cap.exact_delta + (0 if cost.exact_delta else slack_delta)
         ):
             return
         left = self._remaining(rho, delta)
@@ -624,6 +676,11 @@ class Accountant:
             parts.append(
                 f"(delta: requests {_fmt(cost.exact_delta)}, spent {_fmt(delta)}, "
                 f"remaining {_fmt(left.exact_delta)} of {_fmt(cap.exact_delta)})"
+            )
+        if rho > cap.exact_rho or delta > cap.exact_delta:
+            parts.append(
+                "(this ledger already holds more than this budget: it was charged under a "
+                "larger one, so no spend fits)"
             )
         if (
             left.exact_rho

@@ -359,17 +359,22 @@ def _exact_conversion_delta(value: object) -> Fraction:
     return d
 
 
-def _literal(x: Fraction) -> str:
-    """An exact value as a Python literal: the float's repr when that is exact, else a Fraction.
+def _literal(name: str, x: Fraction) -> str:
+    """``name=value`` for a repr: the exact short decimal, else ``name≈`` six digits.
 
-    ``0.9``, ``1e-06`` and ``1.0`` read back as the same exact value (floats
-    are read as their decimal); 1/3 or the binary value of a computed float
-    show as ``Fraction(1, 3)`` so that the repr is never ambiguous.
+    ``0.9``, ``1e-06`` and ``1.0`` are shown as typed and read back as the
+    same exact value (floats are read as their decimal). A value no short
+    decimal is (1/3, a converted budget's binary ρ) is shown rounded, marked
+    ``≈`` so it is not mistaken for the exact value (``exact_*`` holds that).
     """
+    shown = _decimal(x)
+    return f"{name}={shown}" if shown else f"{name}≈{float(x):.6g}"
+
+
+def _decimal(x: Fraction) -> str | None:
+    """The shortest float repr that is exactly ``x``, or None if none is."""
     shown = repr(float(x))
-    if Fraction(shown) == x:
-        return shown
-    return f"Fraction({x.numerator}, {x.denominator})"
+    return shown if Fraction(shown) == x else None
 
 
 def _conversion_slack(total: float, reserved: float) -> float:
@@ -716,7 +721,7 @@ class zCDP(_Ordered):
         zCDP(rho=0.9, delta=0.0)
         >>> third = pf.zCDP(Fraction(1, 3))
         >>> third, third + third + third == pf.zCDP(1)
-        (zCDP(rho=Fraction(1, 3), delta=0.0), True)
+        (zCDP(rho≈0.333333, delta=0.0), True)
         >>> c = pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=1e-7)
         >>> c.converted_from, c == pf.zCDP(c.exact_rho, delta=1e-7)
         (ApproxDP(epsilon=1.0, delta=1e-06), True)
@@ -775,8 +780,8 @@ class zCDP(_Ordered):
     def __repr__(self) -> str:
         # The provenance is shown when present: it sets an accountant's reporting δ.
         source = "" if self.converted_from is None else f", converted_from={self.converted_from!r}"
-        rho, delta = _literal(self.exact_rho), _literal(self.exact_delta)
-        return f"zCDP(rho={rho}, delta={delta}{source})"
+        rho, delta = _literal("rho", self.exact_rho), _literal("delta", self.exact_delta)
+        return f"zCDP({rho}, {delta}{source})"
 
     def __add__(self, other: zCDP) -> zCDP:
         """Compose two zCDP budgets: ρ and δ add (Bun & Steinke 2016, Lemma 2.3), exactly."""
@@ -938,7 +943,8 @@ def _check_not_larger(name: str, a: Fraction, b: Fraction) -> None:
     """Refuse taking ``b`` away from a smaller ``a``."""
     if b > a:
         raise InvalidBudgetError(
-            f"cannot subtract a larger {name} ({_literal(b)}) from a smaller one ({_literal(a)})"
+            f"cannot subtract a larger {name} ({_decimal(b) or b}) from a smaller one "
+            f"({_decimal(a) or a})"
         )
 
 
@@ -1060,7 +1066,8 @@ class ApproxDP(_Ordered):
 
     def __repr__(self) -> str:
         return (
-            f"ApproxDP(epsilon={_literal(self.exact_epsilon)}, delta={_literal(self.exact_delta)})"
+            f"ApproxDP({_literal('epsilon', self.exact_epsilon)}, "
+            f"{_literal('delta', self.exact_delta)})"
         )
 
     def __add__(self, other: ApproxDP) -> ApproxDP:
@@ -1185,7 +1192,7 @@ class GDP(_Ordered):
         return float(self.exact_mu)
 
     def __repr__(self) -> str:
-        return f"GDP(mu={_literal(self.exact_mu)})"
+        return f"GDP({_literal('mu', self.exact_mu)})"
 
     def __add__(self, other: GDP) -> GDP:
         """Compose: μ = sqrt(μ₁² + μ₂²), rounded up."""
@@ -1374,7 +1381,10 @@ def gaussian_sigma(l2_sensitivity: float, rho: Number) -> float:
 
 
 def gaussian_rho(l2_sensitivity: float, sigma: float) -> float:
-    """The zCDP cost ρ = Δ²/(2σ²) of a Gaussian release, rounded up.
+    """The zCDP cost ρ = Δ²/(2σ²) of a Gaussian release, rounded up (also as a decimal).
+
+    ``zCDP(gaussian_rho(Δ, σ))`` charges at least the exact ρ: the float
+    returned is one whose shortest decimal, as budgets read it, is >= ρ.
 
     Bun & Steinke 2016 (arXiv 1605.02065), Prop. 1.6; exact in rationals.
     The same bound holds for the discrete Gaussian with scale σ (Canonne,
@@ -1398,13 +1408,19 @@ def gaussian_rho(l2_sensitivity: float, sigma: float) -> float:
     """
     delta_f = Fraction(_check_positive("l2_sensitivity", l2_sensitivity))
     sigma_f = Fraction(_check_positive("sigma", sigma))
+    rho = delta_f**2 / (2 * sigma_f**2)
     try:
-        return _round_up(delta_f**2 / (2 * sigma_f**2))
+        spend = _round_up(rho)
+        # A ρ to spend: zCDP(spend) reads the float as its shortest decimal, which may
+        # lie below it; the next float up reads above the exact ρ.
+        if exact("rho", spend) < rho:
+            spend = math.nextafter(spend, math.inf)
     except OverflowError:
         raise CalibrationError(
             f"rho for l2_sensitivity={float(delta_f)!r} and sigma={float(sigma_f)!r} exceeds "
             "the float range; increase sigma"
         ) from None
+    return spend
 
 
 def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:

@@ -89,6 +89,29 @@ def test_ten_tenths_and_five_fifths_of_a_session_budget_fit() -> None:
         assert sess.remaining == pf.zCDP(0)
 
 
+@pytest.mark.parametrize(("budget", "parts"), [(0.2, 3), (0.1, 7), (0.3, 11), (0.9, 7)])
+def test_splits_computed_in_floats_spend_the_budget(budget: float, parts: int) -> None:
+    # budget / parts sums past the budget by float rounding: the last release spends
+    # exactly what remains, with its noise calibrated to that, instead of being refused.
+    sess = pf.Session(_frame(), "user", pf.zCDP(budget))
+    for _ in range(parts):
+        _query(sess).release(rho=budget / parts)
+    assert sess.spent.exact_rho <= Fraction(repr(budget))
+    assert sess.remaining.exact_rho < Fraction(1, 10**15)
+    last = plan_release(_query(sess).plan, True, sess.ledger[-1].exact_rho)
+    assert sum(m.exact_rho for m in last.measurements) == sess.ledger[-1].exact_rho
+
+
+def test_the_remaining_rho_as_a_float_can_be_spent() -> None:
+    sess = pf.Session(_frame(), "user", pf.zCDP(1.0))
+    _query(sess).release(rho=1 / 3)
+    _query(sess).release(rho=0.2 / 7)
+    _query(sess).release(rho=sess.remaining.rho)
+    assert sess.remaining.exact_rho < Fraction(1, 10**15)
+    with pytest.raises(pf.BudgetExceededError):
+        _query(sess).release(rho=1e-6)  # more than float rounding over what is left
+
+
 @pytest.mark.parametrize(
     ("total", "each", "n"),
     [("", "rho = 0.1", 3), ("rho = 0.3", "share = 0.1", 10)],
@@ -187,8 +210,10 @@ def test_people_are_shown_rounded_figures() -> None:
     assert repr(pf.ApproxDP(1.0, 1e-6) - pf.ApproxDP(0.1, 1e-7)) == (
         "ApproxDP(epsilon=0.9, delta=9e-07)"
     )
-    # A repr is never ambiguous: what no short literal shows exactly is a Fraction.
-    assert repr(pf.zCDP(Fraction(1, 3))) == "zCDP(rho=Fraction(1, 3), delta=0.0)"
+    # What no short decimal shows exactly is rounded, and marked so.
+    assert repr(pf.zCDP(Fraction(1, 3))) == "zCDP(rho≈0.333333, delta=0.0)"
+    converted = repr(pf.Session(_frame(), "user", pf.ApproxDP(1, 1e-6)).remaining)
+    assert re.fullmatch(r"zCDP\(rho≈0\.\d{6}, delta=0\.0\)", converted), converted
     sess = pf.Session(_frame(), "user", pf.zCDP(0.3))
     for _ in range(3):
         _query(sess).release(rho=0.1)
@@ -375,3 +400,25 @@ def test_an_old_ledger_whose_delta_was_spent_in_floats_still_spends_rho(tmp_path
         with pytest.raises(pf.BudgetExceededError, match="delta"):
             acct.spend(pf.zCDP(0, delta=1e-30))
         assert acct.remaining == pf.zCDP(0)
+
+
+def test_a_ledger_past_a_smaller_budgets_delta_refuses_every_spend(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with Accountant(pf.zCDP(1, delta=Fraction(1, 10**6)), path) as acct:
+        acct.spend(pf.zCDP(0.1, delta=5e-7))
+    with Accountant(pf.zCDP(1, delta=Fraction(1, 10**7)), path) as acct:
+        with pytest.raises(pf.BudgetExceededError, match="already holds more than this budget"):
+            acct.spend(pf.zCDP(0.5))
+        assert len(acct.entries) == 1
+        assert "nothing remains" in str(acct.report())
+        assert "spent + remaining = budget" not in str(acct.report())
+
+
+def test_a_rho_the_library_returns_is_never_charged_below_its_exact_value() -> None:
+    gen = np.random.default_rng(11)
+    for sensitivity, sigma in zip(
+        gen.uniform(0.1, 10, 3000), gen.uniform(0.01, 100, 3000), strict=True
+    ):
+        rho = pf.accounting.gaussian_rho(float(sensitivity), float(sigma))
+        exact_rho = Fraction(float(sensitivity)) ** 2 / (2 * Fraction(float(sigma)) ** 2)
+        assert pf.zCDP(rho).exact_rho >= exact_rho
