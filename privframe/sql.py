@@ -61,6 +61,7 @@ import dataclasses
 import difflib
 import html
 import operator
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -470,8 +471,10 @@ class _Translator:
         metadata: Mapping[str, Column],
         contributions: Bound | None,
         tables: Mapping[str, pl.DataFrame],
+        text: str,
     ) -> None:
         self.select = select
+        self.text = text
         self.query = query
         self.unit = unit
         self.metadata = metadata
@@ -536,7 +539,8 @@ class _Translator:
         if alias is None or not table.alias:
             return
         name, quoted = _identifier(alias.this)
-        keyword = None if quoted else _misspelt_keyword(name)
+        # An alias written after AS is meant as one, whatever it looks like (AS grp).
+        keyword = None if quoted or self._after_as(alias.this) else _misspelt_keyword(name)
         if keyword is not None:
             raise _refuse(
                 alias,
@@ -545,6 +549,14 @@ class _Translator:
                 f'{keyword}: correct the keyword, or quote the alias ("{name}") to keep it',
             )
         self.aliases[name] = owner
+
+    def _after_as(self, node: exp.Expression) -> bool:
+        """Whether the keyword AS stands right before ``node`` in the SQL text."""
+        start = (getattr(node, "meta", None) or {}).get("start")
+        if start is None:
+            return False
+        before = self.text[: int(start)].rstrip()
+        return re.search(r"(^|[^\w])AS$", before, re.IGNORECASE) is not None
 
     def _derive(self, expr: pl.Expr, name: str) -> str:
         """Add a derived column under ``name``, or ``name_2``, ... if that is taken."""
@@ -1168,7 +1180,7 @@ def parse(
     nested = False
     try:
         statement = _select(text, names)
-        translator = _Translator(statement, query, unit, metadata, contributions, tables)
+        translator = _Translator(statement, query, unit, metadata, contributions, tables, text)
         built, post = translator.translate()
     except RecursionError:
         nested = True

@@ -194,6 +194,14 @@ def test_a_misspelt_keyword_read_as_a_table_alias_is_refused() -> None:
     assert len(sess.ledger) == 2
 
 
+@pytest.mark.parametrize("alias", ["grp", "ord", "lim", "cas", "Wher"])
+def test_an_alias_written_after_as_is_an_alias_whatever_it_looks_like(alias: str) -> None:
+    sess = session()
+    sess.sql(f"SELECT COUNT(*) FROM data AS {alias} WHERE {alias}.rating > 1", rho=0.1)
+    sess.sql(f"SELECT COUNT(*) FROM data\n  as\t{alias}", rho=0.1)
+    assert len(sess.ledger) == 2
+
+
 def test_a_column_named_like_a_keyword_is_not_blamed() -> None:
     data = DATA.with_columns(ordr=pl.lit(1))
     text = "SELECT ordr 1 FROM data"  # ORDR is one edit from ORDER, but a known column
