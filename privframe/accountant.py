@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -63,21 +63,6 @@ DEFAULT_REPORTING_DELTA = 1e-6
 
 _ROUNDING = Fraction(1, 2**40)
 """The float error :meth:`Accountant.affordable` forgives, relative to the budget."""
-
-
-def _float_slack(entries: Sequence[LedgerEntry]) -> tuple[Fraction, Fraction]:
-    """How far schema-1 entries' binary floats exceed the decimals they print as, in (ρ, δ).
-
-    A schema-1 ledger stored each spend as a float: it is counted at its
-    exact binary value (never undercounted), which can exceed the decimal the
-    user typed by half an ulp per entry.
-    """
-    rho = delta = Fraction(0)
-    for entry in entries:
-        if entry.legacy_floats:
-            rho += max(entry.exact_rho - Fraction(repr(entry.rho)), Fraction(0))
-            delta += max(entry.exact_delta - Fraction(repr(entry.delta)), Fraction(0))
-    return rho, delta
 
 
 def _fmt(x: float | Fraction) -> str:
@@ -351,7 +336,8 @@ class Accountant:
                 f"ledger must be None or a file path (str or os.PathLike), "
                 f"got {type(ledger).__name__}"
             )
-        self._slack = _float_slack(self._ledger.entries)
+        # Known at open: newer privframe never writes float entries.
+        self._slack = self._ledger.float_excess()
 
     # -- budget -------------------------------------------------------------------
 

@@ -383,6 +383,28 @@ class LedgerEntry:
         """
         return zCDP(self.exact_rho, self.exact_delta)
 
+    @property
+    def float_excess(self) -> tuple[Fraction, Fraction]:
+        """How far a schema-1 entry's floats exceed the decimals they print as, in (ρ, δ).
+
+        Such an entry counts at its exact binary value (never undercounted),
+        which can exceed the decimal the user typed by half an ulp; (0, 0) for
+        every other entry.
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry
+            >>> old = LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.1, 0.0, "", False,
+            ...                   legacy_floats=True)
+            >>> old.float_excess[0] == Fraction(0.1) - Fraction(1, 10)
+            True
+        """
+        if not self.legacy_floats:
+            return Fraction(0), Fraction(0)
+        return (
+            max(self.exact_rho - Fraction(repr(self.rho)), Fraction(0)),
+            max(self.exact_delta - Fraction(repr(self.delta)), Fraction(0)),
+        )
+
     def _stored(self, value: Fraction) -> str:
         """The text a cost is stored and hashed as: ``float.hex`` for schema-1 floats."""
         return float(value).hex() if self.legacy_floats else _ratio_text(value)
@@ -491,6 +513,7 @@ class Ledger:
         self._entries: list[LedgerEntry] = []
         self._rho = Fraction(0)
         self._delta = Fraction(0)
+        self._excess = (Fraction(0), Fraction(0))
         self._closed = False
 
     # -- public API -------------------------------------------------------------
@@ -532,6 +555,21 @@ class Ledger:
             self._ensure_open()
             self._refresh(full=False)
             return self._rho, self._delta
+
+    def float_excess(self) -> tuple[Fraction, Fraction]:
+        """The sums (ρ, δ) of the entries' :attr:`LedgerEntry.float_excess`.
+
+        Nonzero only for a file written by an older privframe (schema 1).
+
+        Example:
+            >>> from privframe.ledger import Ledger
+            >>> Ledger().float_excess()
+            (Fraction(0, 1), Fraction(0, 1))
+        """
+        with self._lock:
+            self._ensure_open()
+            self._refresh(full=False)
+            return self._excess
 
     def append(
         self,
@@ -653,6 +691,8 @@ class Ledger:
         self._entries.append(entry)
         self._rho += entry.exact_rho
         self._delta += entry.exact_delta
+        rho, delta = entry.float_excess
+        self._excess = (self._excess[0] + rho, self._excess[1] + delta)
 
 
 # --------------------------------------------------------------------------- SQLite
@@ -1291,6 +1331,11 @@ class SQLiteLedger(Ledger):
             self._entries, self._hashes = entries, hashes
             self._rho = sum((e.exact_rho for e in entries), Fraction(0))
             self._delta = sum((e.exact_delta for e in entries), Fraction(0))
+            excess = [e.float_excess for e in entries]
+            self._excess = (
+                sum((r for r, _ in excess), Fraction(0)),
+                sum((d for _, d in excess), Fraction(0)),
+            )
         else:
             for entry, link in zip(entries, hashes, strict=True):
                 super()._remember(entry)
