@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 import pandas as pd
@@ -75,6 +75,8 @@ __all__ = ["Session"]
 _PanicException: type[BaseException] = getattr(
     pl.exceptions, "PanicException", pl.exceptions.PolarsError
 )
+
+_T = TypeVar("_T")
 
 DataSource = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
 
@@ -150,14 +152,8 @@ def _scan_parquet(path: Path, unit: str | None) -> pl.LazyFrame:
     frame = pl.scan_parquet(path)
     if unit is None or not path.is_dir():
         return frame
-    failure = None
-    try:
-        partitioned = frame.collect_schema()
-        stored = pl.scan_parquet(path, hive_partitioning=False).collect_schema()
-    except (pl.exceptions.PolarsError, _PanicException) as err:
-        failure = type(err).__name__
-    if failure is not None:
-        raise _unreadable(failure)
+    partitioned = _read(frame.collect_schema)
+    stored = _read(lambda: pl.scan_parquet(path, hive_partitioning=False).collect_schema())
     hive = {c: t for c, t in partitioned.items() if c not in stored}
     if unit not in hive:
         return frame
@@ -192,24 +188,23 @@ def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
     """
     column = pl.col(unit)
     missing = column.is_null() | column.is_nan() if dtype.is_float() else column.is_null()
-    failure = None
-    try:
-        found = frame.select(missing.any()).collect().item()
-    except (pl.exceptions.PolarsError, _PanicException) as err:
-        failure = type(err).__name__
-    if failure is not None:
-        raise _unreadable(failure)
-    if found:
+    if _read(frame.select(missing.any()).collect).item():
         raise InvalidValueError(_MISSING_UNITS.format(unit=unit))
 
 
-def _unreadable(failure: str) -> InvalidValueError:
-    """The error for data the reader failed on, to raise outside the handler.
+def _read(read: Callable[[], _T]) -> _T:
+    """``read()``, or an error naming only the kind of failure when the reader fails.
 
     The reader's message can quote a value from the file: it is withheld, and
-    raising outside the ``except`` block keeps it out of ``__context__`` too.
+    the error is raised outside the ``except`` block, so that the reader's
+    error is not its ``__context__`` either.
     """
-    return InvalidValueError(
+    failure = ""
+    try:
+        return read()
+    except (pl.exceptions.PolarsError, _PanicException) as err:
+        failure = type(err).__name__
+    raise InvalidValueError(
         f"the data could not be read ({failure}; the message is withheld as it may quote "
         "private values): check the file's format and column types"
     )
@@ -313,13 +308,7 @@ class Session:
     def _open_local(self, data: object, privacy_unit: str | None) -> None:
         """pandas, polars or a file: a polars engine."""
         frame, self._kind, streaming = _load(data, privacy_unit)
-        failure = None
-        try:
-            schema = frame.collect_schema()
-        except (pl.exceptions.PolarsError, _PanicException) as err:
-            failure = type(err).__name__
-        if failure is not None:
-            raise _unreadable(failure)
+        schema = _read(frame.collect_schema)
         _check_unit_column(privacy_unit, schema)
         self._frame = plain_types(frame, privacy_unit)
         self._schema = self._frame.collect_schema()

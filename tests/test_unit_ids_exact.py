@@ -198,3 +198,14 @@ def test_spark_input_keeps_every_unit_distinct(spark: Any, kind: str, spark_type
     )
     assert frame.select("id").distinct().count() == N
     assert _released_units(frame) == N
+
+
+@pytest.mark.parametrize("name", ["data.parquet", "data.csv"])
+def test_an_unreadable_file_is_refused_without_quoting_it(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"id,amount\n1,2\nalice@example.com,\x00\xff,3,4\n")
+    with pytest.raises(pf.InvalidValueError, match="could not be read") as info:
+        pf.Session(str(path), "id", pf.zCDP(1.0))
+    assert "alice" not in str(info.value)
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None
