@@ -87,24 +87,31 @@ def plain_frame(frame: SparkDataFrame, unit: str | None = None) -> tuple[SparkDa
         Schema({'id': Int64})
     """
     from pyspark.sql import functions as f
-    from pyspark.sql import types as t
 
     columns, schema = [], {}
     for field in frame.schema.fields:
         column = f.col(f"`{field.name}`")
         if field.name == unit:
             column, dtype = _exact_unit(column, field.dataType)
+        elif (plain := _plain(column, field.dataType)) is not None:
+            column, dtype = plain
         else:
-            dtype = _polars_type(field.dataType)
-            if dtype is None:
-                continue
-            if isinstance(field.dataType, t.DecimalType):
-                column = column.cast("double")
-            elif dtype == pl.Int64 and not isinstance(field.dataType, t.LongType):
-                column = column.cast("long")
+            continue
         columns.append(column.alias(field.name))
         schema[field.name] = dtype
     return frame.select(*columns), pl.Schema(schema)
+
+
+def _plain(column: Any, spark_type: Any) -> tuple[Any, pl.DataType] | None:
+    """A column in its plain type (decimals as doubles, small integers as longs), or None."""
+    from pyspark.sql import types as t
+
+    dtype = _polars_type(spark_type)
+    if isinstance(spark_type, t.DecimalType):
+        column = column.cast("double")
+    elif dtype == pl.Int64 and not isinstance(spark_type, t.LongType):
+        column = column.cast("long")
+    return None if dtype is None else (column, dtype)
 
 
 def _exact_unit(column: Any, spark_type: Any) -> tuple[Any, pl.DataType]:
@@ -116,15 +123,13 @@ def _exact_unit(column: Any, spark_type: Any) -> tuple[Any, pl.DataType]:
         return (column if exact == pl.Int128 else column.cast("string")), exact
     if isinstance(spark_type, t.BinaryType):
         return column, pl.Binary()
-    dtype = _polars_type(spark_type)
-    if dtype is None:
+    plain = _plain(column, spark_type)
+    if plain is None:
         raise InvalidArgumentError(
             f"a privacy unit column of Spark type {spark_type.simpleString()} cannot identify "
             "units exactly; give one ID per row as an integer, string, binary or date column"
         )
-    if dtype == pl.Int64 and not isinstance(spark_type, t.LongType):
-        column = column.cast("long")
-    return column, dtype
+    return plain
 
 
 def has_missing_units(frame: SparkDataFrame, unit: str, dtype: pl.DataType) -> bool:
