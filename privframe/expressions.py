@@ -271,16 +271,7 @@ def plain_types(frame: pl.LazyFrame, unit: str | None = None) -> pl.LazyFrame:
     schema = frame.collect_schema()
     casts: dict[str, pl.DataType] = {}
     for name, dtype in schema.items():
-        if name == unit:
-            target = exact_unit_type(dtype)
-        elif isinstance(dtype, pl.Decimal):
-            target = pl.Float64()
-        elif isinstance(dtype, pl.Categorical | pl.Enum):
-            target = pl.String()
-        elif dtype in _SMALL_INTEGERS:
-            target = pl.Int64()
-        else:
-            continue
+        target = exact_unit_type(dtype) if name == unit else _plain_type(dtype)
         if target != dtype:
             casts[name] = target
     if casts:
@@ -315,15 +306,22 @@ def exact_unit_type(dtype: pl.DataType) -> pl.DataType:
         if dtype.scale == 0 and (dtype.precision or _INT128_DIGITS) <= _INT128_DIGITS:
             return pl.Int128()
         return pl.String()
-    if isinstance(dtype, pl.Categorical | pl.Enum):
-        return pl.String()
-    if dtype in _SMALL_INTEGERS:
-        return pl.Int64()
     if isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Object) or dtype == pl.Null:
         raise InvalidArgumentError(
             f"a privacy unit column of type {dtype} cannot identify units exactly; give one "
             "ID per row as an integer, string, binary or date column"
         )
+    return _plain_type(dtype)
+
+
+def _plain_type(dtype: pl.DataType) -> pl.DataType:
+    """Decimals as Float64, categoricals and enums as String, small integers as Int64."""
+    if isinstance(dtype, pl.Decimal):
+        return pl.Float64()
+    if isinstance(dtype, pl.Categorical | pl.Enum):
+        return pl.String()
+    if dtype in _SMALL_INTEGERS:
+        return pl.Int64()
     return dtype
 
 
