@@ -211,6 +211,9 @@ def exact_keys(keys: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
                 f"type {target}"
             )
         values = keys[column]
+        if source == target:
+            converted.append(values)  # no cast: the KeySet's distinct keys stay distinct
+            continue
         cast = values.cast(target, strict=False)
         lost = cast.is_null() | cast.cast(source, strict=False).ne_missing(values)
         if lost.any():
@@ -228,7 +231,7 @@ def exact_keys(keys: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
             )
         converted.append(cast)
     exact = pl.DataFrame(converted)
-    if exact.is_duplicated().any():
+    if exact.schema != keys.schema and exact.is_duplicated().any():
         raise InvalidArgumentError(
             f"public keys over {keys.columns} repeat after taking their columns' types"
         )
