@@ -686,8 +686,8 @@ class zCDP(_Ordered):
     read): ``exact_rho`` and ``exact_delta`` hold them, and ``rho`` and
     ``delta`` are the nearest floats, for display. Sums and differences are
     exact. The repr shows a value as a float literal when that literal is
-    exact (``0.9``), and as ``Fraction(n, d)`` otherwise (1/3, or the binary
-    value of a converted budget), so ``eval(repr(b)) == b``.
+    exact (``0.9``), and rounded to six digits, marked ``≈``, otherwise (1/3,
+    or the binary value of a converted budget).
 
     ``converted_from`` records the (ε, δ) budget this one was converted from
     by :meth:`ApproxDP.to_zcdp` (or :func:`to_zcdp`). It is provenance, not a
