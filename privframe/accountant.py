@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -55,7 +55,7 @@ from privframe.errors import (
 )
 from privframe.ledger import DataIdentity, Ledger, LedgerEntry, SQLiteLedger
 
-__all__ = ["DEFAULT_REPORTING_DELTA", "Accountant", "BudgetReport"]
+__all__ = ["DEFAULT_REPORTING_DELTA", "Accountant", "BudgetReport", "Spend"]
 
 DEFAULT_REPORTING_DELTA = 1e-6
 """δ at which (ε, δ) is reported when the budget does not name one."""
@@ -68,6 +68,49 @@ _ROUNDING = Fraction(1, 2**40)
 def _fmt(x: float | Fraction) -> str:
     """A budget figure for people: six significant digits (0.9, not 0.8999999999999999)."""
     return f"{float(x):.6g}"
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One spend for :meth:`Accountant.spend_all`: a cost and what the ledger records with it.
+
+    Args:
+        cost: the release's cost as a zCDP budget.
+        label: a short public name for the release.
+        description: a str or JSON-serialisable str-keyed mapping of public
+            parameters (never private data); checked when it is spent.
+        seeded: the release used a seeded, non-private random stream.
+
+    Raises:
+        InvalidBudgetError: ``cost`` is not a zCDP.
+        InvalidArgumentError: ``label`` is not a str or ``seeded`` not a bool.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.accountant import Spend
+        >>> Spend(pf.zCDP(0.25), "q1", {"query": "count"}).cost.rho
+        0.25
+    """
+
+    cost: zCDP
+    label: str = ""
+    description: Mapping[str, Any] | str = ""
+    seeded: bool = False
+
+    def __post_init__(self) -> None:
+        _validate_cost(self.cost)
+        if not isinstance(self.label, str):
+            raise InvalidArgumentError(f"label must be a str, got {type(self.label).__name__}")
+        if not isinstance(self.seeded, bool):
+            raise InvalidArgumentError(f"seeded must be a bool, got {type(self.seeded).__name__}")
+
+
+def _validate_cost(cost: object) -> None:
+    if not isinstance(cost, zCDP):
+        raise InvalidBudgetError(
+            f"a spend's cost must be a zCDP, got {type(cost).__name__}; convert other "
+            "budgets with privframe.accounting.to_zcdp"
+        )
 
 
 @dataclass(frozen=True)
@@ -478,9 +521,9 @@ class Accountant:
             >>> len(acct.entries)
             0
         """
-        self._validate_cost(cost)
+        _validate_cost(cost)
         rho, delta = self._ledger.totals()
-        self._fits(cost, "", rho, delta)
+        self._fits(cost, "spend", "it requests", rho, delta)
 
     def spend(
         self,
@@ -530,10 +573,11 @@ class Accountant:
             >>> acct.spent.rho
             0.5
         """
-        self._validate_cost(cost)
+        _validate_cost(cost)
 
         def fits(rho: Fraction, delta: Fraction) -> None:
-            self._fits(cost, label, rho, delta)
+            what = f"spend {label!r}" if label else "spend"
+            self._fits(cost, what, "it requests", rho, delta)
 
         entry = self._ledger.append(
             cost.exact_rho,
@@ -544,14 +588,73 @@ class Accountant:
             check=fits,
         )
         if seeded:
-            warnings.warn(
-                f"release {label!r} used a seeded random stream: its output is not "
-                "differentially private (seeds are for tests and demos only); the "
-                "ledger entry is flagged seeded=True",
-                SeededRandomnessWarning,
-                stacklevel=2,
-            )
+            _warn_seeded(label)
         return entry
+
+    def spend_all(self, spends: Sequence[Spend]) -> list[LedgerEntry]:
+        """Check that all ``spends`` fit together and record them, in one atomic step.
+
+        Either every spend is recorded or none is: their total must fit what
+        remains (exactly, as for :meth:`spend`), and they are written in one
+        ledger transaction, so no other thread or process can spend in
+        between, and a refusal or failure records nothing. Use it to reserve a
+        whole batch's budget (a scripted report's queries) at once. Each
+        spend is validated as :meth:`spend` validates its arguments, and a
+        seeded one emits :class:`~privframe.errors.SeededRandomnessWarning`
+        once recorded.
+
+        Args:
+            spends: the :class:`Spend` values, in order; an empty sequence
+                records nothing.
+
+        Returns:
+            The recorded ledger entries, in order.
+
+        Raises:
+            InvalidArgumentError: ``spends`` is not a sequence of :class:`Spend`,
+                or a description is not a str or JSON-serialisable mapping.
+            InvalidValueError: a description holds NaN or an infinity.
+            BudgetExceededError: the total would exceed what remains; nothing
+                recorded. The message names the total and each spend.
+            LedgerError: the ledger file could not be written or is corrupted.
+
+        Example:
+            >>> import privframe as pf
+            >>> from privframe.accountant import Accountant, Spend
+            >>> acct = Accountant(pf.zCDP(1.0))
+            >>> [e.label for e in acct.spend_all([Spend(pf.zCDP(0.5), "a"),
+            ...                                   Spend(pf.zCDP(0.25), "b")])]
+            ['a', 'b']
+            >>> try:
+            ...     acct.spend_all([Spend(pf.zCDP(0.2), "c"), Spend(pf.zCDP(0.2), "d")])
+            ... except pf.BudgetExceededError as err:
+            ...     print(str(err)[:62])
+            2 spends ('c' rho=0.2, 'd' rho=0.2) refused, nothing was recor
+            >>> len(acct.entries), acct.remaining.rho
+            (2, 0.25)
+        """
+        if isinstance(spends, str | bytes) or not isinstance(spends, Sequence):
+            raise InvalidArgumentError(
+                f"spends must be a sequence of Spend, got {type(spends).__name__}"
+            )
+        spends = list(spends)
+        for i, item in enumerate(spends):
+            if not isinstance(item, Spend):
+                raise InvalidArgumentError(
+                    f"spends[{i}] must be a privframe.accountant.Spend, got {type(item).__name__}"
+                )
+        total = sum((s.cost for s in spends), zCDP(0))
+        listed = ", ".join(f"{s.label!r} rho={_fmt(s.cost.exact_rho)}" for s in spends)
+        what = f"{len(spends)} spend{'s' if len(spends) != 1 else ''} ({listed})"
+
+        def fits(rho: Fraction, delta: Fraction) -> None:
+            self._fits(total, what, "together they request", rho, delta)
+
+        entries = self._ledger.append_all(spends, check=fits)
+        for item in spends:
+            if item.seeded:
+                _warn_seeded(item.label)
+        return entries
 
     # -- reporting ----------------------------------------------------------------
 
@@ -629,16 +732,12 @@ class Accountant:
             max(cap.exact_rho - rho, Fraction(0)), max(cap.exact_delta - delta, Fraction(0))
         )
 
-    @staticmethod
-    def _validate_cost(cost: object) -> None:
-        if not isinstance(cost, zCDP):
-            raise InvalidBudgetError(
-                f"a spend's cost must be a zCDP, got {type(cost).__name__}; convert other "
-                "budgets with privframe.accounting.to_zcdp"
-            )
+    def _fits(self, cost: zCDP, what: str, requests: str, rho: Fraction, delta: Fraction) -> None:
+        """Raise BudgetExceededError unless ``cost`` fits on top of the exact totals.
 
-    def _fits(self, cost: zCDP, label: str, rho: Fraction, delta: Fraction) -> None:
-        """Raise BudgetExceededError unless ``cost`` fits on top of the exact totals."""
+        ``what`` names the refused spend(s) and ``requests`` introduces the cost
+        in the message ("it requests").
+        """
         if not cost.exact_rho and not cost.exact_delta:
             return  # a zero cost always fits, so the ledger lists every release
         cap = self._budget
@@ -652,9 +751,8 @@ class Accountant:
         ):
             return
         left = self._remaining(rho, delta)
-        what = f"spend {label!r}" if label else "spend"
         parts = [
-            f"{what} refused, nothing was recorded: it requests rho={_fmt(cost.exact_rho)}, "
+            f"{what} refused, nothing was recorded: {requests} rho={_fmt(cost.exact_rho)}, "
             f"but rho={_fmt(rho)} is spent and rho={_fmt(left.exact_rho)} remains "
             f"of the budget rho={_fmt(cap.exact_rho)}"
         ]
@@ -682,3 +780,14 @@ class Accountant:
             "or start a new privacy budget."
         )
         raise BudgetExceededError(" ".join(parts[:-1]) + ". " + parts[-1])
+
+
+def _warn_seeded(label: str) -> None:
+    """Warn that a recorded release used a seeded stream (stack level: the spend's caller)."""
+    warnings.warn(
+        f"release {label!r} used a seeded random stream: its output is not "
+        "differentially private (seeds are for tests and demos only); the "
+        "ledger entry is flagged seeded=True",
+        SeededRandomnessWarning,
+        stacklevel=3,
+    )

@@ -68,13 +68,13 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from privframe.accounting import Number, zCDP
 from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError
@@ -82,6 +82,7 @@ from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerErro
 __all__ = [
     "APPLICATION_ID",
     "SCHEMA_VERSION",
+    "Charge",
     "DataIdentity",
     "Ledger",
     "LedgerEntry",
@@ -104,6 +105,30 @@ _CONNECT_TIMEOUT_S = 30.0
 
 Check = Callable[[Fraction, Fraction], None]
 """A budget check: called with the exact (ρ, δ) totals already recorded; raises to refuse."""
+
+
+class Charge(Protocol):
+    """One spend for :meth:`Ledger.append_all`, as :class:`privframe.accountant.Spend` holds it."""
+
+    @property
+    def cost(self) -> zCDP:
+        """The spend's (ρ, δ)."""
+
+    @property
+    def label(self) -> str:
+        """A short public name for the release."""
+
+    @property
+    def description(self) -> Mapping[str, Any] | str:
+        """Public parameters of the release, a str or a JSON-serialisable mapping."""
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the release used a seeded (non-private) random stream."""
+
+
+_Draft = tuple[Fraction, Fraction, str, str, bool]
+"""A validated spend not yet recorded: exact ρ and δ, label, description JSON, seeded."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -232,6 +257,14 @@ def _check_label_and_seeded(label: object, seeded: object) -> None:
         raise InvalidArgumentError(f"label must be a str, got {type(label).__name__}")
     if not isinstance(seeded, bool):
         raise InvalidArgumentError(f"seeded must be a bool, got {type(seeded).__name__}")
+
+
+def _draft(rho: object, delta: object, label: object, description: object,
+           seeded: object) -> _Draft:  # fmt: skip
+    """Validate one spend's fields as :meth:`Ledger.append` takes them."""
+    exact_rho, exact_delta = _cost(rho, delta)
+    _check_label_and_seeded(label, seeded)
+    return exact_rho, exact_delta, label, _description_json(description), seeded  # type: ignore[return-value]
 
 
 def _now() -> str:
@@ -614,21 +647,73 @@ class Ledger:
             >>> len(ledger)
             1
         """
-        rho, delta = _cost(rho, delta)
-        _check_label_and_seeded(label, seeded)
-        text = _description_json(description)
+        return self._append([_draft(rho, delta, label, description, seeded)], check)[0]
+
+    def append_all(
+        self, charges: Sequence[Charge], *, check: Check | None = None
+    ) -> list[LedgerEntry]:
+        """Record several spends in one step: every one of them, or none.
+
+        Each charge is validated as :meth:`append` validates its arguments
+        before anything is written. ``check`` is called once, with the exact
+        (ρ, δ) totals already recorded, inside the same critical section (for
+        a file: the same ``BEGIN IMMEDIATE`` transaction) that then writes all
+        the entries; if it raises, or a write fails, nothing is recorded.
+
+        Args:
+            charges: the spends, in order (e.g. :class:`privframe.accountant.Spend`
+                values); an empty sequence records nothing.
+            check: optional budget check, see above.
+
+        Returns:
+            The entries as recorded, in order (consecutive indexes).
+
+        Example:
+            >>> from privframe import zCDP
+            >>> from privframe.accountant import Spend
+            >>> from privframe.ledger import Ledger
+            >>> ledger = Ledger()
+            >>> entries = ledger.append_all([Spend(zCDP(0.25), "a"), Spend(zCDP(0.5), "b")])
+            >>> [(e.index, e.label) for e in entries], ledger.totals()[0]
+            ([(0, 'a'), (1, 'b')], Fraction(3, 4))
+        """
+        if isinstance(charges, str | bytes) or not isinstance(charges, Sequence):
+            raise InvalidArgumentError(
+                f"charges must be a sequence of spends, got {type(charges).__name__}"
+            )
+        drafts = []
+        for i, charge in enumerate(charges):
+            cost = getattr(charge, "cost", None)
+            if not isinstance(cost, zCDP):
+                raise InvalidArgumentError(
+                    f"charge {i} must have a zCDP cost (a privframe.accountant.Spend), "
+                    f"got {type(charge).__name__}"
+                )
+            drafts.append(
+                _draft(cost.exact_rho, cost.exact_delta, charge.label, charge.description,
+                       charge.seeded)
+            )  # fmt: skip
+        if not drafts:
+            return []
+        return self._append(drafts, check)
+
+    def _append(self, drafts: list[_Draft], check: Check | None) -> list[LedgerEntry]:
+        """Check and write validated drafts in one critical section."""
         with self._lock:
             self._ensure_open()
             with self._write_transaction():
                 if check is not None:
                     check(self._rho, self._delta)
-                entry = LedgerEntry(
-                    len(self._entries), _now(), label, rho, delta, json.loads(text), seeded
-                )
-                self._write(entry)
-            # Only a committed entry enters the in-memory view.
-            self._remember(entry)
-            return entry
+                start = len(self._entries)
+                entries = [
+                    LedgerEntry(start + i, _now(), label, rho, delta, json.loads(text), seeded)
+                    for i, (rho, delta, label, text, seeded) in enumerate(drafts)
+                ]
+                self._write(entries)
+            # Only committed entries enter the in-memory view.
+            for entry in entries:
+                self._remember(entry)
+            return entries
 
     def verify(self) -> None:
         """Re-check the whole record; a file ledger re-verifies its hash chain.
@@ -684,8 +769,8 @@ class Ledger:
         """Critical section of one append; a store refreshes its view at the start."""
         yield
 
-    def _write(self, entry: LedgerEntry) -> None:
-        """Persist ``entry`` inside the current write transaction."""
+    def _write(self, entries: list[LedgerEntry]) -> None:
+        """Persist ``entries`` inside the current write transaction."""
 
     def _remember(self, entry: LedgerEntry) -> None:
         self._entries.append(entry)
@@ -959,7 +1044,7 @@ class SQLiteLedger(Ledger):
         self._conn: sqlite3.Connection | None = None
         self._hashes: list[str] = []
         self._genesis = ""
-        self._pending_hash = ""
+        self._pending_hashes: dict[int, str] = {}
         self._version = SCHEMA_VERSION
         try:
             self._conn = self._open(budget, data)
@@ -1380,35 +1465,40 @@ class SQLiteLedger(Ledger):
             self._catch_up(conn, full=False)
             yield
 
-    def _write(self, entry: LedgerEntry) -> None:
+    def _write(self, entries: list[LedgerEntry]) -> None:
         prev = self._hashes[-1] if self._hashes else self._genesis
-        link = _chain(prev, entry)
+        rows = []
+        for entry in entries:
+            prev = _chain(prev, entry)
+            rows.append(
+                (
+                    entry.index,
+                    entry.time,
+                    entry.label,
+                    entry._stored(entry.exact_rho),
+                    entry._stored(entry.exact_delta),
+                    entry.description_json,
+                    int(entry.seeded),
+                    prev,
+                )
+            )
         conn = self._connection()
         if self._version != SCHEMA_VERSION:
             # A schema-1 file gets its first exact entry: a privframe that reads only
             # schema 1 must now refuse it (as an unknown version), not misread it.
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        conn.execute(
+        conn.executemany(
             "INSERT INTO entries(idx, time, label, rho, delta, description, seeded, hash) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                entry.index,
-                entry.time,
-                entry.label,
-                entry._stored(entry.exact_rho),
-                entry._stored(entry.exact_delta),
-                entry.description_json,
-                int(entry.seeded),
-                link,
-            ),
+            rows,
         )
-        self._connection().executemany(
+        conn.executemany(
             "UPDATE meta SET value = ? WHERE key = ?",
-            ((link, "head"), (str(entry.index + 1), "count")),
+            ((prev, "head"), (str(entries[-1].index + 1), "count")),
         )
-        self._pending_hash = link
+        self._pending_hashes = {row[0]: row[-1] for row in rows}
 
     def _remember(self, entry: LedgerEntry) -> None:
         super()._remember(entry)
-        self._hashes.append(self._pending_hash)
+        self._hashes.append(self._pending_hashes.pop(entry.index))
         self._version = SCHEMA_VERSION

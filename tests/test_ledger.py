@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from privframe.accountant import Spend
 from privframe.accounting import zCDP
 from privframe.errors import (
     InvalidArgumentError,
@@ -184,6 +185,31 @@ class TestMemoryLedger:
     def test_negative_zero_normalised(self) -> None:
         assert math.copysign(1.0, Ledger().append(-0.0).rho) == 1.0
 
+    def test_append_all_checks_once_and_records_all_or_nothing(self) -> None:
+        ledger = Ledger()
+        ledger.append(0.5, 1e-9)
+        seen: list[tuple[Fraction, Fraction]] = []
+
+        def refuse(rho: Fraction, delta: Fraction) -> None:
+            seen.append((rho, delta))
+            raise RuntimeError("no")
+
+        batch = [Spend(zCDP(0.125), "a"), Spend(zCDP(0.25), "b")]
+        with pytest.raises(RuntimeError):
+            ledger.append_all(batch, check=refuse)
+        assert seen == [(Fraction(1, 2), Fraction(1, 10**9))]
+        assert len(ledger) == 1
+        entries = ledger.append_all(batch, check=lambda rho, delta: seen.append((rho, delta)))
+        assert seen[-1] == (Fraction(1, 2), Fraction(1, 10**9))  # once, before the batch
+        assert [(e.index, e.label) for e in entries] == [(1, "a"), (2, "b")]
+        assert ledger.totals()[0] == Fraction(7, 8)
+
+    def test_append_all_refuses_a_charge_without_a_zcdp_cost(self) -> None:
+        ledger = Ledger()
+        with pytest.raises(InvalidArgumentError, match="charge 1 must have a zCDP cost"):
+            ledger.append_all([Spend(zCDP(0.1)), 0.1])  # type: ignore[list-item]
+        assert len(ledger) == 0
+
     def test_bad_arguments_record_nothing(self) -> None:
         ledger = Ledger()
         with pytest.raises(InvalidArgumentError, match="label"):
@@ -343,6 +369,24 @@ class TestSQLiteLedger:
             seen = []
             b.append(0.1, check=lambda r, d: seen.append(r))
             assert seen == [Fraction(0.5)]
+
+    def test_append_all_is_one_transaction(self, tmp_path: Path) -> None:
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as a, _ledger(path) as b:
+            a.append(0.25, label="first")
+            written = b.append_all([Spend(zCDP(0.25), "x"), Spend(zCDP(0.125), "y")])
+            before = path.read_bytes()
+
+            def refuse(rho: Fraction, delta: Fraction) -> None:
+                raise RuntimeError("over")
+
+            with pytest.raises(RuntimeError):
+                a.append_all([Spend(zCDP(0.1), "z"), Spend(zCDP(0.1), "w")], check=refuse)
+            assert path.read_bytes() == before
+            assert a.totals()[0] == Fraction(5, 8)
+        with _ledger(path) as ledger:
+            assert list(ledger.entries)[1:] == written
+            assert [e.label for e in ledger.entries] == ["first", "x", "y"]
 
     def test_refused_append_leaves_file_unchanged(self, tmp_path: Path) -> None:
         path = tmp_path / "a.ledger"
