@@ -213,6 +213,11 @@ def _report(spec_path: str, out: str | None, dry_run: bool, allow_seeded_noise: 
             print("\ndry run: nothing was spent")
             return ExitCode.OK
         page = report.run(Path(out) if out else spec.path.parent / f"{spec.path.stem}-report")
+    except KeyboardInterrupt:
+        # Report.run turns an interrupt while computing into a ReportError and holds
+        # one back while it charges and writes: one that reaches here came earlier.
+        _error("interrupted before any release. Charged to the ledger: nothing.")
+        return ExitCode.FAILED_MIDWAY
     # Most specific first: a ReportError and a BudgetExceededError are PrivframeErrors too.
     except ReportError as err:
         _error(str(err))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from privframe.session import Session
     from privframe.split import Balance
 
-__all__ = ["Bound", "Plan", "Query"]
+__all__ = ["Bound", "Plan", "Query", "Request"]
 
 
 def _positive_int(name: str, value: object) -> int | None:
@@ -121,6 +121,32 @@ def _public_table(table: object) -> pl.DataFrame:
 
 def _as_expr(value: pl.Expr | Bin) -> pl.Expr:
     return value.expr if isinstance(value, Bin) else value
+
+
+@dataclass(frozen=True, eq=False)
+class Request:
+    """One release, ready to run with others by ``Session.release_all`` (or ``Session.batch``).
+
+    Build it with :meth:`Query.request` or :meth:`SQLQuery.request
+    <privframe.sql.SQLQuery.request>`; the fields are those of ``release``.
+    ``finish`` post-processes the noisy table (SQL's HAVING, ORDER BY, LIMIT).
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+        >>> request = sess.query().agg(pf.count()).request(0.5, label="n")
+        >>> request.rho, request.label
+        (0.5, 'n')
+    """
+
+    query: Query
+    rho: float
+    with_error: bool = False
+    weights: Mapping[str, float] | Balance | None = None
+    label: str = ""
+    delta: float | None = None
+    finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -403,6 +429,31 @@ class Query:
             InvalidArgumentError: an argument it does not take (``epsilon=``:
                 the message says how to spend an (ε, δ) budget) or no ``rho``.
         """
-        return self.session._release(
-            self, rho, with_error=with_error, weights=weights, label=label, delta=delta
-        )
+        request = Request(self, rho, with_error, weights, label, delta)
+        return self.session.release_all([request])[0]
+
+    @hinted(**RHO_HINTS)
+    def request(
+        self,
+        rho: float,
+        *,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+    ) -> Request:
+        """This query's release as a :class:`Request`, to run with others; spends nothing.
+
+        :meth:`Session.release_all <privframe.session.Session.release_all>`
+        releases a list of requests all or nothing. The arguments are those
+        of :meth:`release`.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> q = sess.query().agg(pf.count())
+            >>> [r.columns for r in sess.release_all([q.request(0.5), q.request(0.5)])]
+            [['count'], ['count']]
+        """
+        return Request(self, rho, with_error, weights, label, delta)

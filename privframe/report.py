@@ -42,12 +42,17 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
 import re
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -67,7 +72,7 @@ from privframe.noise import SeededRandomness
 from privframe.planner import Explanation
 from privframe.query import Bound, Query
 from privframe.replay import METHODS
-from privframe.session import Session
+from privframe.session import Batch, Session
 from privframe.sql import Column, SQLQuery
 
 __all__ = [
@@ -114,8 +119,9 @@ _MEANINGS = {
         "the report does not fit the budget left in the ledger: nothing was spent"
     ),
     ExitCode.FAILED_MIDWAY: (
-        "a query failed after the checks: the message lists exactly which queries were "
-        "charged (each ledger entry is labelled <title>/<query name>)"
+        "the run failed or was interrupted after the checks: while computing (nothing was "
+        "charged) or while writing after the charge (every query was charged); the message "
+        "says which (each ledger entry is labelled <title>/<query name>)"
     ),
 }
 
@@ -320,13 +326,16 @@ def _names(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 
 def _values(value: object, where: str) -> list[Any]:
-    """A non-empty array of public key values (strings or numbers)."""
+    """A non-empty array of public key values: all strings, or all numbers."""
     if (
         not isinstance(value, list)
         or not value
         or not all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value)
     ):
         raise SpecError(f"{where} must be a non-empty array of strings or numbers")
+    if len({isinstance(v, str) for v in value}) > 1:
+        # The builder refuses mixed keys too: a cast would have to pick one reading.
+        raise SpecError(f"{where} mixes strings and numbers; give all keys as one kind")
     return value
 
 
@@ -537,7 +546,8 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
     """
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: a spec saved by an editor that writes a byte-order mark reads too.
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as err:
         raise SpecError(f"cannot read the spec {str(path)!r}: {err.strerror}") from None
     except tomllib.TOMLDecodeError as err:
@@ -736,103 +746,139 @@ class Report:
         return "\n\n".join(blocks)
 
     def run(self, out: Path, progress: TextIO | None = None) -> Path:
-        """Release every query in order; write ``<name>.csv`` each and ``report.html``.
+        """Release every query all or nothing; write ``<name>.csv`` each and ``report.html``.
 
-        One line per query goes to ``progress`` (stderr by default): its
-        name, ρ, and done or failed. Returns the path of ``report.html``.
-        A seeded report's CSV files and page start with a :data:`NOT_PRIVATE`
+        Every query is first computed exactly (an error or Ctrl-C then spends
+        nothing); then the report's whole cost is charged in one ledger step
+        (so a concurrent job spends either before, and this run is refused,
+        or after); then the noise is drawn and the outputs are written to a
+        new folder beside ``out`` that replaces ``out`` once complete.
+        Ctrl-C and SIGTERM wait while the charge and the writes run (they
+        take moments): a charged report is always written whole. ``out``
+        must be new, empty, or an earlier report's output (it is replaced
+        whole, so no file of an older run is left among the new ones).
+
+        One line per query goes to ``progress`` (stderr by default). A
+        seeded report's CSV files and page start with a :data:`NOT_PRIVATE`
         line (a ``#`` comment in CSV: read them with ``comment_prefix="#"``).
+        Returns the path of ``report.html``.
 
         Raises:
-            SpecError: ``out`` cannot hold the outputs (checked before any release).
-            ReportError: a release or a write failed; the message and
-                ``charged`` name exactly the queries the ledger was charged for.
+            SpecError: ``out`` cannot hold the outputs (checked before anything).
+            BudgetExceededError: another job spent from the ledger since the
+                checks and the report no longer fits; nothing was charged.
+            ReportError: computing failed or was interrupted (nothing was
+                charged), or writing failed after the charge; ``charged``
+                names exactly the queries the ledger was charged for.
         """
         stream = sys.stderr if progress is None else progress
-        targets = [out / f"{p.spec.name}.csv" for p in self.planned]
+        staging = _staging(out)
+        labels = [self.spec.label(p.spec) for p in self.planned]
+        refused, failure = False, None
         try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise SpecError(f"cannot create the output directory {str(out)!r}: {err}") from None
-        blocked = [str(t) for t in (*targets, out / "report.html") if t.is_dir()]
-        if blocked:
-            raise SpecError(f"outputs would overwrite directories: {blocked}")
-        start = len(self.session.ledger)
-        charged: list[str] = []
-        sections = []
-        for i, (p, target) in enumerate(zip(self.planned, targets, strict=True), 1):
-            label = self.spec.label(p.spec)
+            batch = self._compute(stream)
+            with _signals_deferred() as deferred:
+                try:
+                    results = batch.release()
+                except BudgetExceededError:
+                    refused = True
+                if not refused:
+                    try:
+                        page = self._write(staging, out, results, batch, stream)
+                    except (Exception, KeyboardInterrupt) as err:
+                        failure = describe_error(err)
+        except BudgetExceededError:
+            # The checks passed, so another job spent in between; nothing was charged.
+            refused = True
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        if refused:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise BudgetExceededError(
+                f"report {self.spec.title!r} needs {_cost(self.cost)}, but another job spent "
+                f"from the ledger {str(self.spec.ledger)!r} since the checks and "
+                f"{_cost(self.session.remaining)} is left; nothing was spent"
+            )
+        if failure is not None:
+            raise ReportError(
+                f"report {self.spec.title!r}: every query was released and charged "
+                f"({', '.join(labels)}), but writing the outputs failed: {failure}. "
+                f"What was written is in {str(staging)!r}.",
+                labels,
+            )
+        if deferred:
             print(
-                f"[{i}/{len(self.planned)}] {p.spec.name}: {_cost(p.cost)} ... ",
-                end="",
+                f"interrupted ({', '.join(deferred)}) while charging and writing: "
+                "the report was completed first",
                 file=stream,
                 flush=True,
             )
-            before = len(self.session.ledger)
-            try:
-                result = p.query.release(
-                    p.spec.rho, with_error=True, label=label, delta=p.cost.delta or None
-                )
-                charged.append(label)
-                _write_csv(result, target, seeded=self.spec.seed is not None)
-            # Whatever failed (even an interrupt), the caller must learn what was charged.
-            except BaseException as err:
-                print("failed", file=stream, flush=True)
-                raise self._failure(p, err, charged, before) from err
-            print("done", file=stream, flush=True)
-            sections.append(_section(p, label, result))
-        page = out / "report.html"
-        # An HTML comment may precede the doctype (the page stays in standards mode).
-        first = f"<!-- {NOT_PRIVATE} -->\n" if self.spec.seed is not None else ""
-        try:
-            entries = [e for e in self.session.ledger[start:] if e.label in charged]
-            page.write_text(
-                first
-                + report_html(
-                    self.spec.title,
-                    self.created,
-                    sections,
-                    self.session.report(),
-                    entries,
-                    accounting=self.spec.accounting,
-                ),
-                encoding="utf-8",
-            )
-        except BaseException as err:
-            raise ReportError(
-                f"report {self.spec.title!r}: every query was released and charged "
-                f"({', '.join(charged)}), but writing {str(page)!r} failed: {describe_error(err)}",
-                charged,
-            ) from err
         return page
 
-    def _failure(
-        self, planned: Planned, err: BaseException, charged: Sequence[str], before: int
-    ) -> ReportError:
-        """The error for a failed query, with whether it was charged read back from the ledger."""
-        label = self.spec.label(planned.spec)
-        failed_at = (
-            f"report {self.spec.title!r} failed at query {planned.spec.name!r}: "
-            f"{describe_error(err).rstrip('.')}."
+    def _compute(self, stream: TextIO) -> Batch:
+        """Every query computed exactly, nothing charged; failures become ReportErrors."""
+        n = len(self.planned)
+        print(f"computing {n} queries (nothing is charged yet) ...", file=stream, flush=True)
+        failure = None
+        try:
+            batch = self.session.batch(
+                [
+                    p.query.request(
+                        p.spec.rho,
+                        with_error=True,
+                        label=self.spec.label(p.spec),
+                        delta=p.cost.delta or None,
+                    )
+                    for p in self.planned
+                ]
+            )
+        except BudgetExceededError:
+            raise
+        except (Exception, KeyboardInterrupt) as err:
+            failure = describe_error(err)
+        if failure is not None:
+            # Raised outside the handler: the original may quote private values.
+            raise ReportError(
+                f"report {self.spec.title!r} stopped while computing its queries: "
+                f"{failure.rstrip('.')}. Charged to the ledger: nothing.",
+                (),
+            )
+        print(f"charging {_cost(batch.cost)} to the ledger in one step", file=stream, flush=True)
+        return batch
+
+    def _write(
+        self,
+        staging: Path,
+        out: Path,
+        results: Sequence[pl.DataFrame | pd.DataFrame],
+        batch: Batch,
+        stream: TextIO,
+    ) -> Path:
+        """Write every output into ``staging``, then put it in place of ``out``."""
+        seeded = self.spec.seed is not None
+        sections = []
+        for i, (p, result) in enumerate(zip(self.planned, results, strict=True), 1):
+            _write_csv(result, staging / f"{p.spec.name}.csv", seeded=seeded)
+            sections.append(_section(p, self.spec.label(p.spec), result))
+            print(f"[{i}/{len(self.planned)}] {p.spec.name}: {_cost(p.cost)} ... done", file=stream)
+        # An HTML comment may precede the doctype (the page stays in standards mode).
+        first = f"<!-- {NOT_PRIVATE} -->\n" if seeded else ""
+        html = report_html(
+            self.spec.title,
+            self.created,
+            sections,
+            self.session.report(),
+            batch.entries,
+            accounting=self.spec.accounting,
         )
-        if label not in charged:
-            try:
-                if any(e.label == label for e in self.session.ledger[before:]):
-                    charged = [*charged, label]
-            except PrivframeError as ledger_err:
-                return ReportError(
-                    f"{failed_at} Charged before it: {', '.join(charged) or 'nothing'}; whether "
-                    f"{label!r} was charged is unknown: the ledger could not be read "
-                    f"({describe_error(ledger_err)})",
-                    charged,
-                )
-        rest = [self.spec.label(p.spec) for p in self.planned]
-        rest = [other for other in rest if other not in charged]
-        return ReportError(
-            f"{failed_at} Charged to the ledger: {', '.join(charged) or 'nothing'}. "
-            f"Not charged: {', '.join(rest) or 'nothing'}.",
-            charged,
+        (staging / "report.html").write_text(first + html, encoding="utf-8")
+        (staging / _MARKER).write_text(
+            f"privframe report {self.spec.title!r}, charged {_cost(batch.cost)}\n",
+            encoding="utf-8",
         )
+        _replace(out, staging)
+        return out / "report.html"
 
 
 def _write_csv(result: pl.DataFrame | pd.DataFrame, target: Path, *, seeded: bool) -> None:
@@ -844,6 +890,65 @@ def _write_csv(result: pl.DataFrame | pd.DataFrame, target: Path, *, seeded: boo
             result.write_csv(handle)
         else:
             result.to_csv(handle, index=False)
+
+
+_MARKER = ".privframe-report"
+"""The file that marks a folder as a report's output, which a later run may replace whole."""
+
+
+def _staging(out: Path) -> Path:
+    """A new, empty folder beside ``out`` for this run's outputs; ``out`` must be replaceable."""
+    if out.exists():
+        if not out.is_dir():
+            raise SpecError(f"the output {str(out)!r} is a file; give a folder with --out")
+        try:
+            names = [p.name for p in out.iterdir()]
+        except OSError as err:
+            raise SpecError(f"cannot read the output folder {str(out)!r}: {err}") from None
+        if names and _MARKER not in names:
+            raise SpecError(
+                f"the output folder {str(out)!r} holds files that no privframe report "
+                "wrote; a report replaces its output folder whole, so give a new or "
+                "empty folder with --out"
+            )
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    except OSError as err:
+        raise SpecError(f"cannot create the output folder beside {str(out)!r}: {err}") from None
+
+
+def _replace(out: Path, staging: Path) -> None:
+    """Put ``staging`` where ``out`` is: an earlier run's folder is moved aside, then removed."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        out.rename(old / out.name)
+    staging.rename(out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[list[str]]:
+    """Hold Ctrl-C and SIGTERM until the block ends; yields the names of those received.
+
+    Only the main thread can set signal handlers; elsewhere nothing is deferred.
+    """
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def record(signum: int, frame: object) -> None:
+        received.append(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, record) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _section(planned: Planned, label: str, result: pl.DataFrame | pd.DataFrame) -> ReportSection:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, NamedTuple, TypeVar, overload
 
 import numpy as np
 import pandas as pd
@@ -34,8 +34,8 @@ from pyarrow import ArrowException
 
 from privframe import quantiles, replay, spark
 from privframe._arguments import RHO_HINTS, hinted
-from privframe.accountant import Accountant, BudgetReport
-from privframe.accounting import Budget, zCDP
+from privframe.accountant import Accountant, BudgetReport, Spend
+from privframe.accounting import Budget, exact, zCDP
 from privframe.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import (
@@ -64,12 +64,12 @@ from privframe.planner import (
     explain,
     plan_release,
 )
-from privframe.query import Bound, Plan, Query, _public_table
+from privframe.query import Bound, Plan, Query, Request, _public_table
 from privframe.replay import Guarantee
 from privframe.split import Balance
 from privframe.sql import Column, SQLQuery, parse
 
-__all__ = ["Session"]
+__all__ = ["Batch", "Session"]
 
 # polars' Rust panics surface as this BaseException subclass; catch it too.
 _PanicException: type[BaseException] = getattr(
@@ -737,30 +737,81 @@ class Session:
             ),
         )
 
-    def _release(
-        self,
-        query: Query,
-        rho: float,
-        *,
-        with_error: bool,
-        weights: Mapping[str, float] | Balance | None,
-        label: str,
-        delta: float | None = None,
-        finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
-    ) -> pl.DataFrame | pd.DataFrame:
-        """Check, compute, charge, noise; ``finish`` post-processes the noisy table."""
-        plan = query.plan
-        schema = self._check(plan, with_error)
-        delta = self._selection_delta(plan, delta)
-        rho = self._accountant.affordable(rho)
-        release = plan_release(plan, self._unit is not None, rho, weights, delta)
-        # Budget before bytes: refuse early, compute exactly, then charge atomically,
-        # and only then draw noise.
-        self._accountant.check(release.cost)
+    def release_all(self, requests: Sequence[Request]) -> list[pl.DataFrame | pd.DataFrame]:
+        """Release several queries all or nothing: one atomic charge for their total cost.
+
+        ``batch(requests).release()``: every request is checked, planned and
+        computed exactly first; then the whole cost is charged in one ledger
+        step (with a shared ledger file, either every entry is recorded or
+        none, whatever other processes spend meanwhile); only then is noise
+        drawn. A refused or failing request charges nothing for any of them.
+        ``Query.release`` is this with one request.
+
+        Raises:
+            BudgetExceededError: the total does not fit what remains; nothing
+                is charged.
+            InvalidValueError: a query failed while running on the data (its
+                message withheld); nothing is charged.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> q = sess.query().agg(pf.count())
+            >>> try:
+            ...     sess.release_all([q.request(0.5), q.request(0.75)])
+            ... except pf.BudgetExceededError:
+            ...     print("refused; spent:", sess.spent.rho)
+            refused; spent: 0.0
+        """
+        return self.batch(requests).release()
+
+    def batch(self, requests: Sequence[Request]) -> Batch:
+        """Check, plan and compute ``requests`` exactly, charging nothing yet.
+
+        The returned :class:`Batch` holds the exact aggregates (never shown)
+        until :meth:`Batch.release` charges their total in one ledger step
+        and draws the noise. A scheduled job computes first (what may fail
+        or be interrupted then spends nothing) and charges last.
+
+        Raises:
+            BudgetExceededError: the total does not fit what remains now.
+            InvalidValueError: a query failed while running on the data.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> batch = sess.batch([sess.query().agg(pf.count()).request(0.25, label="n")])
+            >>> batch.cost, sess.spent.rho
+            (zCDP(rho=0.25, delta=0.0), 0.0)
+            >>> [frame.columns for frame in batch.release()], sess.spent.rho
+            ([['count']], 0.25)
+        """
+        computed: list[_Computed] = []
+        before = zCDP(0)
+        for request in requests:
+            computed.append(self._compute(request, before))
+            before += computed[-1].release.cost
+        return Batch(self, computed)
+
+    def _compute(self, request: Request, before: zCDP) -> _Computed:
+        """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""
+        plan = request.query.plan
+        schema = self._check(plan, request.with_error)
+        delta = self._selection_delta(plan, request.delta)
+        # A request over what is left by float rounding only spends exactly what is
+        # left, after what the requests before it in the batch spend.
+        asked = exact("rho", request.rho, positive=True)
+        rho = self._accountant.affordable(before.exact_rho + asked) - before.exact_rho
+        release = plan_release(plan, self._unit is not None, rho, request.weights, delta)
+        # Budget before bytes: refuse early, compute exactly, charge the batch
+        # atomically, and only then draw noise.
+        self._accountant.check(before + release.cost)
         spec = self._spec(plan, release, schema)
         failure = None
         try:
-            exact = self._engine.aggregate(spec)
+            table = self._engine.aggregate(spec)
         except (Exception, _PanicException) as err:
             failure = type(err).__name__
         if failure is not None:
@@ -773,10 +824,26 @@ class Session:
                 "values). Check that filters are boolean expressions that keep one value "
                 "per row. Nothing was charged."
             )
+        return _Computed(request, release, table)
+
+    def _charge(self, computed: Sequence[_Computed]) -> list[LedgerEntry]:
+        """Record a computed batch's spends in one atomic ledger step."""
         seeded = self._rng is not None and self._rng.seeded
-        self._accountant.spend(
-            release.cost, label=label, description=_describe(plan, release), seeded=seeded
+        return self._accountant.spend_all(
+            [
+                Spend(
+                    c.release.cost,
+                    label=c.request.label,
+                    description=_describe(c.request.query.plan, c.release),
+                    seeded=seeded,
+                )
+                for c in computed
+            ]
         )
+
+    def _noisy(self, computed: _Computed) -> pl.DataFrame | pd.DataFrame:
+        """The charged release's noisy table, post-processed, in the input's kind of frame."""
+        request, release, exact = computed
         if release.selection is not None:
             exact = exact.filter(self._selected(exact, release.selection))
         draws = _draw_all([m.sigma_units for m in release.measurements], exact.height, self._rng)
@@ -793,12 +860,12 @@ class Session:
             hist = _dense(exact[names[_histogram_of(agg)]], 2 * agg.candidates - 1)
             chosen = quantiles.choose(hist, agg.q, qm.eta, rng=self._rng)
             noisy[qm.key] = np.asarray(agg.candidate_values())[chosen]
-        columns: dict[str, Any] = {c: exact[c] for c in plan.group_by}
+        columns: dict[str, Any] = {c: exact[c] for c in request.query.plan.group_by}
         for out in release.outputs:
-            columns.update(_output_columns(out, release, noisy, with_error))
+            columns.update(_output_columns(out, release, noisy, request.with_error))
         result = pl.DataFrame(columns)
-        if finish is not None:
-            result = finish(result)
+        if request.finish is not None:
+            result = request.finish(result)
         if self._kind == "spark":
             return spark.to_spark_result(self._spark, result)
         return result.to_pandas() if self._kind == "pandas" else result
@@ -813,6 +880,71 @@ class Session:
         sigma = selection.measurement.sigma_units
         noisy = distinct + discrete_gaussian(sigma, distinct.size, rng=self._rng)
         return noisy >= selection.threshold
+
+
+class Batch:
+    """Releases computed exactly and not yet charged: :meth:`Session.batch` makes one.
+
+    Holds the exact aggregates privately; only :meth:`release` turns them
+    into noisy tables, after charging the batch's total cost atomically.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+        >>> batch = sess.batch([sess.query().agg(pf.count()).request(0.5, label="n")])
+        >>> batch
+        Batch(labels=['n'], cost=zCDP(rho=0.5, delta=0.0), released=False)
+    """
+
+    def __init__(self, session: Session, computed: Sequence[_Computed]) -> None:
+        self._session = session
+        self._computed = list(computed)
+        self._entries: list[LedgerEntry] | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        """The requests' ledger labels, in order."""
+        return [c.request.label for c in self._computed]
+
+    @property
+    def cost(self) -> zCDP:
+        """What :meth:`release` charges: every request's cost, composed."""
+        return sum((c.release.cost for c in self._computed), zCDP(0))
+
+    @property
+    def entries(self) -> list[LedgerEntry]:
+        """The ledger entries :meth:`release` recorded (empty before it)."""
+        return list(self._entries or ())
+
+    def release(self) -> list[pl.DataFrame | pd.DataFrame]:
+        """Charge the total in one ledger step, then draw the noise; once only.
+
+        Raises:
+            BudgetExceededError: the total no longer fits (another process
+                spent meanwhile); nothing is charged.
+            InvalidArgumentError: the batch was released already.
+        """
+        if self._entries is not None:
+            raise InvalidArgumentError(
+                "this batch was released already: its budget is spent; make a new one"
+            )
+        self._entries = self._session._charge(self._computed)
+        return [self._session._noisy(c) for c in self._computed]
+
+    def __repr__(self) -> str:
+        return (
+            f"Batch(labels={self.labels!r}, cost={self.cost!r}, "
+            f"released={self._entries is not None})"
+        )
+
+
+class _Computed(NamedTuple):
+    """A request planned and aggregated exactly: what its charge and its noise need."""
+
+    request: Request
+    release: ReleasePlan
+    exact: pl.DataFrame
 
 
 _PARALLEL_SAMPLES = 200_000  # below this, threads cost more than they save

@@ -76,7 +76,7 @@ from privframe._arguments import RHO_HINTS, hinted
 from privframe.aggregates import Aggregate
 from privframe.errors import InvalidArgumentError, SQLError
 from privframe.keys import KeySet, product
-from privframe.query import Bound, Query
+from privframe.query import Bound, Query, Request
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -1082,18 +1082,47 @@ class SQLQuery:
                 and no ``delta`` was given: choosing groups privately spends δ,
                 which SQL spends only when asked.
         """
+        request = self.request(
+            rho, with_error=with_error, weights=weights, label=label, delta=delta
+        )
+        return self._query.session.release_all([request])[0]
+
+    @hinted(**RHO_HINTS)
+    def request(
+        self,
+        rho: float,
+        *,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+    ) -> Request:
+        """This query's release as a :class:`~privframe.query.Request`, checked; spends nothing.
+
+        :meth:`Session.release_all <privframe.session.Session.release_all>`
+        releases a list of requests all or nothing. The arguments, and what
+        is refused, are those of :meth:`release`.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> request = sess.sql("SELECT COUNT(*) AS n FROM data").request(0.5)
+            >>> request.label
+            'SELECT COUNT(*) AS n FROM data'
+        """
         self.check(with_error)
         selection = self._post["selection"]
         if selection is not None and delta is None:
             message, position, _ = selection
             raise SQLError(message, construct="GROUP BY", position=position)
-        return self._query.session._release(
+        return Request(
             self._query,
             rho,
-            with_error=with_error,
-            weights=weights,
-            label=label or self._text,
-            delta=delta,
+            with_error,
+            weights,
+            label or self._text,
+            delta,
             finish=lambda frame: self._finish(frame, with_error),
         )
 

@@ -119,6 +119,7 @@ def test_report_releases_writes_and_charges(
 
     out = folder / "out"
     assert sorted(p.name for p in out.iterdir()) == [
+        ".privframe-report",
         "by_region.csv",
         "months.csv",
         "report.html",
@@ -376,31 +377,28 @@ class _AnotherJob(io.StringIO):
         self.spent = False
 
     def write(self, text: str) -> int:
-        if text == "done" and not self.spent:
+        if text.startswith("charging") and not self.spent:
             self.spent = True
             with pf.Accountant(BUDGET, ledger=self.ledger) as other:
                 other.spend(other.remaining, label="another job")
         return super().write(text)
 
 
-def test_failure_midway_exits_4_and_names_what_was_charged(
+def test_a_job_spending_between_the_checks_and_the_charge_leaves_the_report_uncharged(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Another job takes the whole budget once the queries are computed: the report's
+    # single charge is refused, so it spends nothing and writes nothing.
     stderr = _AnotherJob(folder / "ledger.sqlite")
     monkeypatch.setattr(sys, "stderr", stderr)
-    assert _run(folder) == ExitCode.FAILED_MIDWAY
+    assert _run(folder) == ExitCode.OVER_BUDGET
     err = stderr.getvalue()
-    assert "[1/3] by_region: rho = 0.2 ... done" in err
-    assert "[2/3] months: rho = 0.1, delta = 2e-07 ... failed" in err
-    assert "[3/3]" not in err
-    assert "report 'Weekly' failed at query 'months': BudgetExceededError" in err
-    assert (
-        "Charged to the ledger: Weekly/by_region. Not charged: Weekly/months, Weekly/spread."
-        in (err)
-    )
-    assert _labels(folder) == ["Weekly/by_region", "another job"]
-    out = folder / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["by_region.csv"]
+    assert "computing 3 queries (nothing is charged yet) ..." in err
+    assert "charging rho = 0.4, delta = 2e-07 to the ledger in one step" in err
+    assert "[1/3]" not in err
+    assert _labels(folder) == ["another job"]
+    assert not (folder / "out").exists()
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".out")] == []
 
 
 def test_unreadable_data_is_invalid_and_withheld(
