@@ -196,6 +196,10 @@ def _ledger_html(entries: Sequence[LedgerEntry], caption: str = "ledger") -> str
     return _table(["#", "label", "ρ", "δ", "time (UTC)", "seeded"], rows, caption)
 
 
+_LEDGER_ROWS = 50
+"""A notebook shows the ledger's newest entries only: a long-lived ledger holds many."""
+
+
 def session_html(sess: Session) -> str:
     """A session's budget for a notebook: a gauge, the guarantee so far, and the ledger.
 
@@ -212,11 +216,16 @@ def session_html(sess: Session) -> str:
         >>> "<td>n</td>" in page, "spent 0.25 of 0.5" in page
         (True, True)
     """
+    ledger = sess.ledger
+    shown = ledger[-_LEDGER_ROWS:]
+    caption = "ledger"
+    if len(ledger) > len(shown):
+        caption = f"ledger: the last {len(shown)} of {len(ledger)} releases (sess.ledger has all)"
     return (
         '<div class="privframe">'
         + _paragraph("privframe session")
         + _budget_html(sess.report())
-        + _ledger_html(sess.ledger)
+        + _ledger_html(shown, caption)
         + "</div>"
     )
 

@@ -121,6 +121,18 @@ def test_session_html_before_any_release(sess: pf.Session) -> None:
     assert "rho spent 0 of 1" in page
 
 
+def test_session_html_shows_the_newest_entries_of_a_long_ledger() -> None:
+    long = pf.Session(pl.DataFrame({"u": [1, 2]}), "u", pf.zCDP(1.0))
+    query = long.query().bound(max_rows=1).agg(pf.count())
+    long.release_all([query.request(0.001, label=f"q{i}") for i in range(120)])
+    page = session_html(long)
+    _well_formed(page)
+    assert "the last 50 of 120 releases" in page
+    assert "<td>q119</td>" in page
+    assert "<td>q70</td>" in page
+    assert "<td>q69</td>" not in page
+
+
 def test_session_html_flags_seeded_releases() -> None:
     seeded = pf.Session(
         pl.DataFrame({"u": [1, 2]}), "u", pf.zCDP(1.0), rng=pf.noise.SeededRandomness(1)
