@@ -53,7 +53,7 @@ from privframe.errors import (
     InvalidBudgetError,
     SeededRandomnessWarning,
 )
-from privframe.ledger import DataIdentity, Ledger, LedgerEntry, SQLiteLedger
+from privframe.ledger import DataIdentity, Ledger, LedgerEntries, LedgerEntry, SQLiteLedger
 
 __all__ = ["DEFAULT_REPORTING_DELTA", "Accountant", "BudgetReport", "Spend"]
 
@@ -456,8 +456,13 @@ class Accountant:
         return self._remaining(rho, delta)
 
     @property
-    def entries(self) -> tuple[LedgerEntry, ...]:
-        """Every ledger entry, in order (a file ledger is re-read and re-verified).
+    def entries(self) -> LedgerEntries:
+        """Every ledger entry so far, in order, as a lazy read-only sequence.
+
+        Taking it costs the same however long the ledger is: entries are read
+        (and verified) from the file when they are used
+        (:class:`~privframe.ledger.LedgerEntries`). It compares equal to a
+        tuple of the same entries.
 
         Example:
             >>> import privframe as pf
@@ -672,9 +677,8 @@ class Accountant:
             >>> r.spent_epsilon == pf.zCDP(0.5).epsilon(1e-5)
             True
         """
-        entries = self._ledger.entries
-        rho = sum((e.exact_rho for e in entries), Fraction(0))
-        delta = sum((e.exact_delta for e in entries), Fraction(0))
+        summary = self._ledger.summary()
+        rho, delta = summary.rho, summary.delta
         spent = zCDP(rho, delta)
         remaining = self._remaining(rho, delta)
         budget = self._budget
@@ -690,8 +694,8 @@ class Accountant:
             spent_mu=spent.to_gdp().mu,
             remaining_mu=remaining.to_gdp().mu,
             spent_epsilon_gaussian=spent.to_gdp().epsilon(self._delta) if not delta else None,
-            n_entries=len(entries),
-            n_seeded=sum(e.seeded for e in entries),
+            n_entries=summary.count,
+            n_seeded=summary.seeded,
         )
 
     # -- lifecycle ----------------------------------------------------------------

@@ -38,12 +38,20 @@ journal, ``synchronous=FULL``):
   what that privframe charged, and its budget as the larger of the decimal it
   shows and that float (what the user typed, or what the old file enforced).
   Its first new entry marks it schema 2;
-* the file is recognised by ``PRAGMA application_id`` and ``user_version``, is
-  checked with ``PRAGMA quick_check`` on open, and its entries form a SHA-256
-  hash chain (whose head, the count and last hash, is recorded with every
-  append) that is verified on open and whenever the entries are read. A
-  foreign, damaged or edited file raises :class:`~privframe.errors.LedgerError`;
-  it is never silently reset.
+* the file is recognised by ``PRAGMA application_id`` and ``user_version``,
+  and its entries form a SHA-256 hash chain whose head (the count and last
+  hash) is recorded with every append. A ledger is verified in full (``PRAGMA
+  quick_check`` and the chain from its first entry) the first time a user
+  opens it; privframe then records, per user, its count, last hash and exact
+  totals (:func:`state_file`), so that later opens check that the last entry
+  verified is unchanged and verify only the entries added since: opening,
+  counting, totalling and charging cost the same however long the ledger is.
+  Entries are read lazily (:class:`LedgerEntries`) and verified as they are
+  read; :meth:`Ledger.verify` re-checks everything. A foreign, damaged, edited
+  or rolled-back file raises :class:`~privframe.errors.LedgerError`; it is
+  never silently reset. A lock held by another process past the timeout is
+  reported as busy, not as damage. What the chain can and cannot prove is in
+  ``docs/operations.md``.
 
 Example:
     >>> from fractions import Fraction
@@ -63,30 +71,43 @@ import contextlib
 import hashlib
 import json
 import math
+import operator
 import os
 import re
 import sqlite3
+import sys
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
+from json.encoder import encode_basestring
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from privframe.accounting import Number, zCDP
 from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError
 
 __all__ = [
     "APPLICATION_ID",
+    "DEFAULT_TIMEOUT",
     "SCHEMA_VERSION",
+    "STATE_DIR_ENV",
     "Charge",
     "DataIdentity",
     "Ledger",
+    "LedgerEntries",
     "LedgerEntry",
+    "LedgerMissingWarning",
+    "LedgerStateWarning",
+    "LedgerSummary",
     "SQLiteLedger",
+    "accept_restored",
+    "state_file",
 ]
 
 APPLICATION_ID = 0x50464C47
@@ -101,10 +122,47 @@ text; schema 1 stored them as floats.
 
 _FORMAT = "privframe-ledger"
 _SQLITE_HEADER = b"SQLite format 3\x00"
-_CONNECT_TIMEOUT_S = 30.0
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a :class:`SQLiteLedger` waits for a lock another process holds (its ``timeout``)."""
+
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+"""SQLite result codes of a lock held by another connection for longer than the timeout."""
+
+_ENVIRONMENT_CODES = frozenset(
+    {
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_NOMEM,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_INTERRUPT,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_AUTH,
+    }
+)
+"""SQLite result codes of the disk or the operating system refusing, not of a damaged file."""
 
 Check = Callable[[Fraction, Fraction], None]
 """A budget check: called with the exact (ρ, δ) totals already recorded; raises to refuse."""
+
+
+class LedgerMissingWarning(UserWarning):
+    """A ledger privframe recorded at a path is gone, and a new one there restores the full budget.
+
+    Given when a ledger path privframe saw before no longer holds that ledger
+    (it was deleted, renamed or replaced): the spends it recorded would be
+    spent again on the same data. See ``docs/operations.md``.
+    """
+
+
+class LedgerStateWarning(UserWarning):
+    """privframe cannot read or write its per-user record of known ledgers (:func:`state_file`).
+
+    Ledgers keep working and keep their hash chain, but a rollback or a missing
+    ledger is not detected, and each open verifies the whole ledger. See
+    ``docs/operations.md``.
+    """
 
 
 class Charge(Protocol):
@@ -271,9 +329,34 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _chain(prev_hash: str, entry: LedgerEntry) -> str:
+def _entry_json(
+    index: int, time: str, label: str, rho: str, delta: str, description: str, seeded: bool
+) -> str:
+    """The canonical JSON text an entry is hashed as, from its stored fields.
+
+    The same text as ``_canonical_json`` of the entry's dict (sorted keys, no
+    whitespace, strings escaped as ``json.dumps(ensure_ascii=False)`` does),
+    built directly: a ledger is verified entry by entry, and this is its hot loop.
+    """
+    q = encode_basestring
+    return (
+        f'{{"delta":{q(delta)},"description":{q(description)},"index":{int(index)},'
+        f'"label":{q(label)},"rho":{q(rho)},"seeded":{"true" if seeded else "false"},'
+        f'"time":{q(time)}}}'
+    )
+
+
+def _link(prev_hash: str, text: str) -> str:
     """Next link of the hash chain: SHA-256(prev_hash || canonical entry JSON), in hex."""
-    return hashlib.sha256(bytes.fromhex(prev_hash) + entry.canonical_json().encode()).hexdigest()
+    return hashlib.sha256(bytes.fromhex(prev_hash) + text.encode()).hexdigest()
+
+
+def _float_excess(rho: Fraction, delta: Fraction) -> tuple[Fraction, Fraction]:
+    """How far a schema-1 cost's exact binary floats exceed the decimals they print as."""
+    return (
+        max(rho - Fraction(repr(float(rho))), Fraction(0)),
+        max(delta - Fraction(repr(float(delta))), Fraction(0)),
+    )
 
 
 # --------------------------------------------------------------------------- entries
@@ -433,10 +516,7 @@ class LedgerEntry:
         """
         if not self.legacy_floats:
             return Fraction(0), Fraction(0)
-        return (
-            max(self.exact_rho - Fraction(repr(self.rho)), Fraction(0)),
-            max(self.exact_delta - Fraction(repr(self.delta)), Fraction(0)),
-        )
+        return _float_excess(self.exact_rho, self.exact_delta)
 
     def _stored(self, value: Fraction) -> str:
         """The text a cost is stored and hashed as: ``float.hex`` for schema-1 floats."""
@@ -507,17 +587,162 @@ class LedgerEntry:
             >>> json.loads(text)["rho"]
             '1/2'
         """
-        return _canonical_json(
-            {
-                "index": self.index,
-                "time": self.time,
-                "label": self.label,
-                "rho": self._stored(self.exact_rho),
-                "delta": self._stored(self.exact_delta),
-                "description": self._description_json,
-                "seeded": self.seeded,
-            }
+        return _entry_json(
+            self.index,
+            self.time,
+            self.label,
+            self._stored(self.exact_rho),
+            self._stored(self.exact_delta),
+            self._description_json,
+            self.seeded,
         )
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+@dataclass(frozen=True)
+class LedgerSummary:
+    """What a ledger's entries add up to: kept as entries are recorded, never re-read.
+
+    Summaries of consecutive runs of entries add up (``+``) to the summary of
+    the whole run.
+
+    Attributes:
+        count: the number of entries.
+        rho: the exact sum of their ρ.
+        delta: the exact sum of their δ.
+        float_excess: the sums (ρ, δ) of their :attr:`LedgerEntry.float_excess`
+            (nonzero only for entries an older privframe wrote as floats).
+        seeded: how many of them used seeded (non-private) randomness.
+
+    Example:
+        >>> from privframe.ledger import Ledger
+        >>> ledger = Ledger()
+        >>> _ = ledger.append(0.1, label="a")
+        >>> _ = ledger.append(0.2, label="b", seeded=True)
+        >>> s = ledger.summary()
+        >>> s.count, s.rho, s.seeded
+        (2, Fraction(3, 10), 1)
+    """
+
+    count: int = 0
+    rho: Fraction = Fraction(0)
+    delta: Fraction = Fraction(0)
+    float_excess: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))
+    seeded: int = 0
+
+    def __add__(self, other: LedgerSummary) -> LedgerSummary:
+        if not isinstance(other, LedgerSummary):
+            return NotImplemented
+        return LedgerSummary(
+            self.count + other.count,
+            self.rho + other.rho,
+            self.delta + other.delta,
+            (
+                self.float_excess[0] + other.float_excess[0],
+                self.float_excess[1] + other.float_excess[1],
+            ),
+            self.seeded + other.seeded,
+        )
+
+    @classmethod
+    def of(cls, entries: Iterable[LedgerEntry]) -> LedgerSummary:
+        """The summary of ``entries``, computed from them.
+
+        Example:
+            >>> from privframe.ledger import LedgerEntry, LedgerSummary
+            >>> e = LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.25, 0.0, "", False)
+            >>> LedgerSummary.of([e, e]).rho
+            Fraction(1, 2)
+        """
+        total = cls()
+        for e in entries:
+            total += cls(1, e.exact_rho, e.exact_delta, e.float_excess, int(e.seeded))
+        return total
+
+
+_PAGE = 512
+"""Entries read per query when a ledger's entries are iterated."""
+
+
+class LedgerEntries(Sequence[LedgerEntry]):
+    """A ledger's entries as a read-only sequence, read (and verified) as they are used.
+
+    It holds the entries the ledger had when it was taken (its ``len`` is
+    fixed; take a new one to see later entries) and keeps none in memory: an
+    index reads that entry, a slice reads its range and returns a tuple, and
+    iterating reads pages of entries in order. A file ledger's entries are
+    checked against the hash chain as they are read (iterating from the first
+    verifies the whole chain). It compares equal to a tuple or list of the
+    same entries, so ``entries == ()`` tests for an empty ledger; ``tuple(...)``
+    copies it. It stays readable after its ledger is closed.
+
+    Example:
+        >>> from privframe.ledger import Ledger
+        >>> ledger = Ledger()
+        >>> for i in range(3):
+        ...     _ = ledger.append(0.1, label=f"q{i}")
+        >>> entries = ledger.entries
+        >>> len(entries), entries[-1].label, [e.label for e in entries[:2]]
+        (3, 'q2', ['q0', 'q1'])
+        >>> entries == tuple(entries), Ledger().entries == ()
+        (True, True)
+    """
+
+    __slots__ = ("_cache", "_count", "_head", "_ledger")
+
+    def __init__(self, ledger: Ledger, count: int, head: str) -> None:
+        self._ledger = ledger
+        self._count = count
+        self._head = head
+        self._cache: tuple[int, list[LedgerEntry]] = (0, [])
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> LedgerEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[LedgerEntry, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> LedgerEntry | tuple[LedgerEntry, ...]:
+        if isinstance(index, slice):
+            wanted = range(self._count)[index]
+            if not wanted:
+                return ()
+            lo, hi = min(wanted), max(wanted) + 1
+            page = self._read(lo, hi)
+            return tuple(page[i - lo] for i in wanted)
+        i = operator.index(index)
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError(f"ledger entry index {index} out of range ({self._count} entries)")
+        return self._read(i, i + 1)[0]
+
+    def __iter__(self) -> Iterator[LedgerEntry]:
+        for lo in range(0, self._count, _PAGE):
+            yield from self._read(lo, min(lo + _PAGE, self._count))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LedgerEntries | tuple | list):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{self._count} ledger entr{'y' if self._count == 1 else 'ies'}>"
+
+    def _read(self, start: int, stop: int) -> list[LedgerEntry]:
+        first, cached = self._cache
+        if first <= start and stop <= first + len(cached):
+            return cached[start - first : stop - first]
+        page = self._ledger._read(start, stop, self._count, self._head)
+        self._cache = (start, page)
+        return page
 
 
 # --------------------------------------------------------------------------- in memory
@@ -544,9 +769,8 @@ class Ledger:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: list[LedgerEntry] = []
-        self._rho = Fraction(0)
-        self._delta = Fraction(0)
-        self._excess = (Fraction(0), Fraction(0))
+        self._summary = LedgerSummary()
+        self._head = ""
         self._closed = False
 
     # -- public API -------------------------------------------------------------
@@ -563,18 +787,34 @@ class Ledger:
         return None
 
     @property
-    def entries(self) -> tuple[LedgerEntry, ...]:
-        """Every entry, in order (a file ledger re-reads and re-verifies the file).
+    def entries(self) -> LedgerEntries:
+        """Every entry so far, in order, as a lazy read-only :class:`LedgerEntries`.
+
+        Taking it costs the same however long the ledger is; its entries are
+        read (and, from a file, verified) when they are used.
 
         Example:
             >>> from privframe.ledger import Ledger
             >>> Ledger().entries
-            ()
+            <0 ledger entries>
         """
         with self._lock:
             self._ensure_open()
-            self._refresh(full=True)
-            return tuple(self._entries)
+            self._refresh()
+            return LedgerEntries(self, self._summary.count, self._head)
+
+    def summary(self) -> LedgerSummary:
+        """The count, exact totals and seeded count of every recorded entry.
+
+        Example:
+            >>> from privframe.ledger import Ledger
+            >>> Ledger().summary().count
+            0
+        """
+        with self._lock:
+            self._ensure_open()
+            self._refresh()
+            return self._summary
 
     def totals(self) -> tuple[Fraction, Fraction]:
         """The exact sums (ρ, δ) of every recorded entry.
@@ -584,10 +824,8 @@ class Ledger:
             >>> Ledger().totals()
             (Fraction(0, 1), Fraction(0, 1))
         """
-        with self._lock:
-            self._ensure_open()
-            self._refresh(full=False)
-            return self._rho, self._delta
+        summary = self.summary()
+        return summary.rho, summary.delta
 
     def float_excess(self) -> tuple[Fraction, Fraction]:
         """The sums (ρ, δ) of the entries' :attr:`LedgerEntry.float_excess`.
@@ -599,10 +837,7 @@ class Ledger:
             >>> Ledger().float_excess()
             (Fraction(0, 1), Fraction(0, 1))
         """
-        with self._lock:
-            self._ensure_open()
-            self._refresh(full=False)
-            return self._excess
+        return self.summary().float_excess
 
     def append(
         self,
@@ -703,20 +938,19 @@ class Ledger:
             self._ensure_open()
             with self._write_transaction():
                 if check is not None:
-                    check(self._rho, self._delta)
-                start = len(self._entries)
+                    check(self._summary.rho, self._summary.delta)
+                start = self._summary.count
                 entries = [
                     LedgerEntry(start + i, _now(), label, rho, delta, json.loads(text), seeded)
                     for i, (rho, delta, label, text, seeded) in enumerate(drafts)
                 ]
                 self._write(entries)
-            # Only committed entries enter the in-memory view.
-            for entry in entries:
-                self._remember(entry)
+            # Only committed entries enter the summary.
+            self._remember(entries)
             return entries
 
     def verify(self) -> None:
-        """Re-check the whole record; a file ledger re-verifies its hash chain.
+        """Re-check the whole record; a file ledger re-verifies its file and its hash chain.
 
         Raises:
             LedgerError: the record is damaged or was modified outside privframe.
@@ -727,10 +961,12 @@ class Ledger:
         """
         with self._lock:
             self._ensure_open()
-            self._refresh(full=True)
+            self._verify_all()
 
     def close(self) -> None:
         """Release the ledger's resources; later use raises LedgerError.
+
+        :class:`LedgerEntries` taken before stay readable.
 
         Example:
             >>> from privframe.ledger import Ledger
@@ -747,13 +983,10 @@ class Ledger:
         self.close()
 
     def __len__(self) -> int:
-        with self._lock:
-            self._ensure_open()
-            self._refresh(full=False)
-            return len(self._entries)
+        return self.summary().count
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(entries={len(self._entries)})"
+        return f"{type(self).__name__}(entries={self._summary.count})"
 
     # -- hooks for persistent subclasses (called with the lock held) -------------
 
@@ -761,8 +994,11 @@ class Ledger:
         if self._closed:
             raise LedgerError("this ledger is closed; open a new one to keep spending")
 
-    def _refresh(self, *, full: bool) -> None:
-        """Bring the in-memory view up to date with the backing store."""
+    def _refresh(self) -> None:
+        """Bring the summary up to date with the backing store (entries others appended)."""
+
+    def _verify_all(self) -> None:
+        """Re-verify everything the backing store holds."""
 
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[None]:
@@ -772,12 +1008,15 @@ class Ledger:
     def _write(self, entries: list[LedgerEntry]) -> None:
         """Persist ``entries`` inside the current write transaction."""
 
-    def _remember(self, entry: LedgerEntry) -> None:
-        self._entries.append(entry)
-        self._rho += entry.exact_rho
-        self._delta += entry.exact_delta
-        rho, delta = entry.float_excess
-        self._excess = (self._excess[0] + rho, self._excess[1] + delta)
+    def _remember(self, entries: list[LedgerEntry]) -> None:
+        """Take committed ``entries`` into the summary."""
+        self._entries.extend(entries)
+        self._summary += LedgerSummary.of(entries)
+
+    def _read(self, start: int, stop: int, count: int, head: str) -> list[LedgerEntry]:
+        """Entries ``start`` to ``stop`` of the first ``count`` (whose last hash is ``head``)."""
+        with self._lock:
+            return self._entries[start:stop]
 
 
 # --------------------------------------------------------------------------- SQLite
@@ -981,10 +1220,22 @@ class SQLiteLedger(Ledger):
     ledger results and all of them open it). An existing file is never
     initialised, even an empty one: it must already be a privframe ledger.
     Opening an existing ledger checks that it is a privframe ledger of a known
-    schema, runs ``PRAGMA quick_check`` and verifies the hash chain; it
-    refuses a ``budget`` larger (in ρ or δ, compared exactly) than the one the
-    file was created with. A smaller budget is accepted: enforcing it is the
-    caller's job (the :class:`~privframe.accountant.Accountant` does).
+    schema and refuses a ``budget`` larger (in ρ or δ, compared exactly) than
+    the one the file was created with. A smaller budget is accepted: enforcing
+    it is the caller's job (the :class:`~privframe.accountant.Accountant` does).
+
+    Opening costs the same however many entries the file holds, once this user
+    has opened it before: privframe keeps a per-user record of the ledgers it
+    verified (:func:`state_file`: each path's entry count, last hash and exact
+    totals), and an open checks that the entry it recorded last is still
+    there, unchanged, then verifies only the entries added since. A ledger
+    with fewer entries, or another entry at that place, was rolled back (an
+    older copy restored, or edited) and is refused, unless an operator
+    accepts it (:func:`accept_restored`). A ledger this user never opened
+    is checked in full (``PRAGMA quick_check`` and the hash chain from the
+    first entry). A path whose recorded ledger is gone (deleted, renamed,
+    replaced) gives a :class:`LedgerMissingWarning`. Entries are verified
+    again as they are read, and in full by :meth:`verify`.
 
     With ``data``, the file records the data it is spent on (at creation, or
     the first time a file that has no record is opened with one), and
@@ -999,12 +1250,18 @@ class SQLiteLedger(Ledger):
         data: keyword only; the :class:`DataIdentity` of the data spent on.
         same_data: keyword only; accept ``data`` that differs from the
             file's record as the same data, and record it.
+        timeout: keyword only; how long, in seconds, to wait for a lock
+            another process holds on the file before giving up with a "busy"
+            :class:`~privframe.errors.LedgerError` (default 30).
 
     Raises:
-        LedgerError: missing directory; an existing file that is not a
-            privframe ledger (including an empty or truncated file); a
-            corrupted file; unknown schema version; a budget larger than
-            the persisted one; or other data than the file records.
+        LedgerError: missing directory or an unusable path; an existing file
+            that is not a privframe ledger (including an empty or truncated
+            file); a corrupted file; a rolled-back file; unknown schema
+            version; a budget larger than the persisted one; other data than
+            the file records; or the file is busy (locked by another process
+            for longer than ``timeout``).
+        InvalidValueError: ``timeout`` is not a positive number.
 
     Example:
         >>> import os, tempfile
@@ -1026,6 +1283,8 @@ class SQLiteLedger(Ledger):
         *,
         data: DataIdentity | None = None,
         same_data: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+        _restored: bool = False,
     ) -> None:
         super().__init__()
         if not isinstance(budget, zCDP):
@@ -1036,22 +1295,35 @@ class SQLiteLedger(Ledger):
             )
         if not isinstance(same_data, bool):
             raise InvalidArgumentError(f"same_data must be a bool, got {type(same_data).__name__}")
-        if not isinstance(path, str | os.PathLike):
-            raise InvalidArgumentError(
-                f"path must be a str or os.PathLike, got {type(path).__name__}"
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < math.inf
+        ):
+            raise InvalidValueError(
+                f"timeout must be a positive number of seconds, got {timeout!r}"
             )
-        self._path = Path(os.fspath(path))
+        self._path = _ledger_path(path)
+        self._timeout = float(timeout)
         self._conn: sqlite3.Connection | None = None
-        self._hashes: list[str] = []
         self._genesis = ""
-        self._pending_hashes: dict[int, str] = {}
+        self._pending_head = ""
         self._version = SCHEMA_VERSION
+        self._created = False
         try:
             self._conn = self._open(budget, data)
             self._budget = self._load_meta(budget)
-            self._refresh(full=True)
+            self._head = self._genesis
+            self._key = _state_key(self._path)
+            record = None if _restored else self._known_record()
+            if record is None:
+                self._quick_check()
+            else:
+                self._summary, self._head = record.summary, record.head
+            self._refresh()
             if data is not None:
                 self._settle_data(data, same_data)
+            self._record_known(force=_restored)
         except BaseException:
             self._close_connection()
             raise
@@ -1102,7 +1374,7 @@ class SQLiteLedger(Ledger):
             self._close_connection()
 
     def __repr__(self) -> str:
-        return f"SQLiteLedger({str(self._path)!r}, entries={len(self._entries)})"
+        return f"SQLiteLedger({str(self._path)!r}, entries={self._summary.count})"
 
     # -- opening ----------------------------------------------------------------
 
@@ -1113,8 +1385,62 @@ class SQLiteLedger(Ledger):
         return self._fail(
             f"{what}. The file is damaged or was modified outside privframe; it was not "
             "used. Restore it from a backup (or investigate) rather than starting a new "
-            "ledger, which would reset the budget."
+            "ledger, which would reset the budget (see docs/operations.md)."
         )
+
+    def _busy(self, waited: float) -> LedgerError:
+        return self._fail(
+            f"is busy: another process holds a lock on it, and privframe gave up after "
+            f"waiting {waited:.3g} s (the limit is {self._timeout:g} s). Nothing was read or "
+            "recorded, and the file is not damaged: retry when that process is done (a "
+            "long-running program, a backup tool, an open SQLite shell). Do not restore a "
+            "backup or start a new ledger because of this"
+        )
+
+    def _rolled_back(self, count: int) -> LedgerError:
+        return self._fail(
+            f"was rolled back or modified outside privframe: entry {count - 1}, which "
+            f"privframe verified before (when the ledger had {count} entries), changed or "
+            "disappeared, so spends recorded since are missing (an older copy was "
+            "restored, or entries were deleted or rewritten). It was not used. Restore "
+            "the newest copy; if you restored an older backup on purpose, accept it with "
+            f"privframe.ledger.accept_restored({str(self._path)!r}) and open it again (the "
+            "privacy loss of the spends it lacks then goes uncounted; see docs/operations.md)"
+        )
+
+    def _sqlite_error(self, err: sqlite3.Error, doing: str, waited: float,
+                      *, damage: bool) -> LedgerError:  # fmt: skip
+        """The LedgerError for a SQLite error while ``doing`` something (after ``waited`` s).
+
+        A lock held too long is "busy", a refusal of the disk or the
+        operating system says so, and other errors mean damage when they come
+        from reading what should be a ledger (``damage``), else a failure.
+        """
+        code = getattr(err, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        if primary in _BUSY_CODES:
+            return self._busy(waited)
+        if primary in _ENVIRONMENT_CODES:
+            return self._fail(
+                f"{doing} failed: {err} ({getattr(err, 'sqlite_errorname', 'SQLite error')}). "
+                "Check the disk, its free space and the file's permissions; nothing was "
+                "recorded, and the file was not found damaged"
+            )
+        if damage:
+            return self._corrupt(f"SQLite reports an error while {doing} ({err})")
+        return self._fail(f"{doing} failed ({err})")
+
+    @contextlib.contextmanager
+    def _sqlite(self, doing: str, *, damage: bool = True) -> Iterator[None]:
+        """Turn a SQLite error in the block into a LedgerError (see :meth:`_sqlite_error`)."""
+        started = time.monotonic()
+        failure = None
+        try:
+            yield
+        except sqlite3.Error as err:
+            failure = self._sqlite_error(err, doing, time.monotonic() - started, damage=damage)
+        if failure is not None:
+            raise failure
 
     def _not_a_ledger(self, what: str) -> LedgerError:
         return self._fail(
@@ -1127,13 +1453,13 @@ class SQLiteLedger(Ledger):
 
     def _open(self, budget: zCDP, data: DataIdentity | None) -> sqlite3.Connection:
         path = self._path
-        if not path.parent.is_dir():
-            raise self._fail(f"directory {str(path.parent)!r} does not exist; create it first")
-        if not os.path.lexists(path):
-            self._create(budget, data)
-        if not path.is_file():
-            raise self._fail("is not a regular file")
         try:
+            if not path.parent.is_dir():
+                raise self._fail(f"directory {str(path.parent)!r} does not exist; create it first")
+            if not os.path.lexists(path):
+                self._create(budget, data)
+            if not path.is_file():
+                raise self._fail("is not a regular file")
             with path.open("rb") as fh:
                 header = fh.read(len(_SQLITE_HEADER))
         except OSError as err:
@@ -1147,23 +1473,32 @@ class SQLiteLedger(Ledger):
             )
         conn = self._connect(path)
         try:
-            self._set_pragmas(conn)
-            self._check_identity(conn)
-            check = [row[0] for row in conn.execute("PRAGMA quick_check")]
-            if check != ["ok"]:
-                raise self._corrupt(f"PRAGMA quick_check failed ({'; '.join(map(str, check))})")
-        except sqlite3.DatabaseError as err:
-            conn.close()
-            raise self._corrupt(f"SQLite reports an error ({err})") from None
+            with self._sqlite("opening it"):
+                self._set_pragmas(conn)
+                self._check_identity(conn)
         except BaseException:
             conn.close()
             raise
         return conn
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def _quick_check(self) -> None:
+        """``PRAGMA quick_check``: the file's structure is sound (reads every page)."""
+        with self._sqlite("checking it"):
+            check = [row[0] for row in self._connection().execute("PRAGMA quick_check")]
+        if check != ["ok"]:
+            raise self._corrupt(f"PRAGMA quick_check failed ({'; '.join(map(str, check))})")
+
+    def _connect(self, path: Path, *, read_only: bool = False) -> sqlite3.Connection:
         try:
+            if read_only:
+                return sqlite3.connect(
+                    f"{path.absolute().as_uri()}?mode=ro",
+                    uri=True,
+                    timeout=self._timeout,
+                    isolation_level=None,
+                )
             return sqlite3.connect(
-                path, timeout=_CONNECT_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as err:
             raise self._fail(f"cannot be opened ({err})") from None
@@ -1239,6 +1574,7 @@ class SQLiteLedger(Ledger):
                     "put the ledger on a local filesystem"
                 ) from None
             _fsync_directory(path.parent)
+            self._created = True
         except sqlite3.Error as err:
             raise self._fail(f"cannot be created ({err})") from None
         finally:
@@ -1280,10 +1616,8 @@ class SQLiteLedger(Ledger):
 
     def _load_meta(self, requested: zCDP) -> zCDP:
         conn = self._connection()
-        try:
+        with self._sqlite("reading its meta table"):
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.DatabaseError as err:
-            raise self._corrupt(f"its meta table cannot be read ({err})") from None
         try:
             if meta.get("format") != _FORMAT or meta.get("schema") not in _SCHEMA_NAMES:
                 raise ValueError("format marker")
@@ -1304,7 +1638,7 @@ class SQLiteLedger(Ledger):
 
     def _settle_data(self, data: DataIdentity, same_data: bool) -> None:
         """Check ``data`` against the file's record; record it if there is none (or if same)."""
-        with self._immediate("to check its data", "its record of the data failed") as conn:
+        with self._immediate("checking its record of the data") as conn:
             rows = conn.execute("SELECT key, value FROM meta WHERE key IN ('data', 'data_hash')")
             recorded = dict(rows.fetchall())
             if recorded:
@@ -1345,131 +1679,234 @@ class SQLiteLedger(Ledger):
                 self._conn.close()
             self._conn = None
 
-    def _read_rows(self, conn: sqlite3.Connection, start: int) -> list[tuple[Any, ...]]:
+    @contextlib.contextmanager
+    def _reading(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """One read transaction (a consistent view of the file) around the block."""
+        with self._sqlite("reading it"):
+            conn.execute("BEGIN")
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, lo: int, hi: int | None) -> list[tuple[Any, ...]]:
+        """The stored rows of entries ``lo`` to ``hi`` (inclusive; to the last when None)."""
         return conn.execute(
-            "SELECT idx, time, label, rho, delta, description, seeded, hash "
-            "FROM entries WHERE idx >= ? ORDER BY idx",
-            (start,),
+            "SELECT idx, time, label, rho, delta, description, seeded, hash FROM entries "
+            "WHERE idx BETWEEN ? AND ? ORDER BY idx",
+            (lo, 2**63 - 1 if hi is None else hi),
         ).fetchall()
 
-    def _verify_rows(
-        self, rows: list[tuple[Any, ...]], start: int, prev_hash: str
-    ) -> tuple[list[LedgerEntry], list[str]]:
-        entries: list[LedgerEntry] = []
-        hashes: list[str] = []
+    def _scan(
+        self, rows: list[tuple[Any, ...]], start: int, prev: str
+    ) -> tuple[str, LedgerSummary]:
+        """Verify ``rows`` as entries ``start``, ``start + 1``, ... chained from ``prev``.
+
+        Returns the last link and the rows' summary. Each row's hash is checked
+        against its stored text directly (no entry is built): this is how a
+        whole ledger is verified, so it is kept lean. Each distinct cost is
+        parsed once.
+        """
+        costs: dict[tuple[str, str], list[int]] = {}
+        seeded = 0
         for offset, row in enumerate(rows):
-            idx, time, label, rho, delta, description, seeded, stored_hash = row
+            idx, time, label, rho, delta, description, flag, stored = row
             expected = start + offset
             if idx != expected:
                 raise self._corrupt(f"entry {expected} is missing (found entry {idx} instead)")
+            problem = ""
             try:
-                (rho, old_rho), (delta, old_delta) = _charge_value(rho), _charge_value(delta)
-                if old_rho != old_delta:
-                    raise TypeError("rho and delta are stored differently")
-                if seeded not in (0, 1) or not isinstance(description, str):
-                    raise TypeError("malformed seeded flag or description")
-                entry = LedgerEntry(
-                    idx,
-                    time,
-                    label,
-                    float(rho) if old_rho else rho,
-                    float(delta) if old_delta else delta,
-                    json.loads(description),
-                    bool(seeded),
-                    legacy_floats=old_rho,
-                )
-            except (TypeError, ValueError, InvalidValueError) as err:
-                raise self._corrupt(f"entry {idx} is malformed ({err})") from None
-            if entry.description_json != description:
-                raise self._corrupt(f"entry {idx} has a non-canonical description")
-            link = _chain(prev_hash, entry)
-            if link != stored_hash:
+                cost = (_cost_text(rho), _cost_text(delta))
+                if not (isinstance(time, str) and isinstance(label, str)) or flag not in (0, 1):
+                    raise TypeError("malformed time, label or seeded flag")
+                if not isinstance(description, str):
+                    raise TypeError("malformed description")
+                text = _entry_json(idx, time, label, *cost, description, bool(flag))
+                link = _link(prev, text)
+            except (TypeError, ValueError) as err:
+                problem = str(err)
+            if problem:
+                raise self._corrupt(f"entry {idx} is malformed ({problem})")
+            if link != stored:
                 raise self._corrupt(f"entry {idx} does not match its hash (the hash chain breaks)")
-            entries.append(entry)
-            hashes.append(link)
-            prev_hash = link
-        return entries, hashes
+            seen = costs.setdefault(cost, [0, idx])
+            seen[0] += 1
+            seeded += 1 if flag else 0
+            prev = link
+        return prev, self._summarize(costs, seeded, len(rows))
 
-    def _catch_up(self, conn: sqlite3.Connection, *, full: bool) -> None:
-        """Read (and verify) entries; incremental unless ``full``. Caller holds a transaction."""
-        if full or not self._entries:
-            start, prev = 0, self._genesis
-        else:
-            start, prev = len(self._entries), self._hashes[-1]
-            row = conn.execute("SELECT hash FROM entries WHERE idx = ?", (start - 1,)).fetchone()
-            if row is None or row[0] != prev:
-                raise self._corrupt(f"entry {start - 1} changed or disappeared after it was read")
-        entries, hashes = self._verify_rows(self._read_rows(conn, start), start, prev)
-        # The head (count and last hash) is updated with every append, in the same
-        # transaction: a removed (or added) last entry shows up here.
-        count = start + len(entries)
-        last = hashes[-1] if hashes else prev
-        head = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('count', 'head')"))
-        if head != {"count": str(count), "head": last}:
+    def _summarize(
+        self, costs: dict[tuple[str, str], list[int]], seeded: int, count: int
+    ) -> LedgerSummary:
+        """The summary of ``count`` entries, with their costs as stored: [times, first index]."""
+        rho = delta = excess_rho = excess_delta = Fraction(0)
+        for (rho_text, delta_text), (times, first) in costs.items():
+            problem = ""
+            try:
+                (r, old_r), (d, old_d) = _charge_value(rho_text), _charge_value(delta_text)
+                if old_r != old_d:
+                    raise TypeError("rho and delta are stored differently")
+                _cost(r, d)
+            except (TypeError, ValueError, InvalidValueError) as err:
+                problem = str(err)
+            if problem:
+                raise self._corrupt(f"entry {first} is malformed ({problem})")
+            rho += times * r
+            delta += times * d
+            if old_r:
+                er, ed = _float_excess(r, d)
+                excess_rho += times * er
+                excess_delta += times * ed
+        return LedgerSummary(count, rho, delta, (excess_rho, excess_delta), seeded)
+
+    def _entry(self, row: tuple[Any, ...]) -> LedgerEntry:
+        """The entry a stored row holds (its hash already checked by :meth:`_scan`)."""
+        idx, time, label, rho, delta, description, flag, _ = row
+        problem = ""
+        try:
+            (r, old_r), (d, old_d) = _charge_value(rho), _charge_value(delta)
+            if old_r != old_d:
+                raise TypeError("rho and delta are stored differently")
+            entry = LedgerEntry(
+                idx,
+                time,
+                label,
+                float(r) if old_r else r,
+                float(d) if old_d else d,
+                json.loads(description),
+                bool(flag),
+                legacy_floats=old_r,
+            )
+        except (TypeError, ValueError, InvalidValueError) as err:
+            problem = str(err)
+        if problem:
+            raise self._corrupt(f"entry {idx} is malformed ({problem})")
+        if entry.description_json != description:
+            raise self._corrupt(f"entry {idx} has a non-canonical description")
+        return entry
+
+    def _catch_up(self, conn: sqlite3.Connection) -> None:
+        """Verify the entries added since the summary, and take them in. Caller holds a transaction.
+
+        The last entry verified must still be there, unchanged (its hash, and
+        its text against it): an entry deleted or rewritten after it was
+        verified (or a file rolled back to an older copy) shows up here. The
+        head (count and last hash) is updated with every append, in the same
+        transaction: a removed (or added) last entry shows up as a head that
+        does not match.
+        """
+        count, head = self._summary.count, self._head
+        if count:
+            rows = self._rows(conn, max(count - 2, 0), count - 1)
+            prev = self._genesis
+            if count > 1:
+                if not rows or rows[0][0] != count - 2:
+                    raise self._rolled_back(count)
+                prev, rows = rows[0][-1], rows[1:]
+            if len(rows) != 1 or rows[0][-1] != head:
+                raise self._rolled_back(count)
+            self._scan(rows, count - 1, prev)  # and its text still matches its hash
+        last, added = self._scan(self._rows(conn, count, None), count, head)
+        total = count + added.count
+        recorded = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('count', 'head')"))
+        if recorded != {"count": str(total), "head": last}:
             raise self._corrupt(
-                f"its entries ({count}) do not match its recorded head; "
+                f"its entries ({total}) do not match its recorded head; "
                 "an entry was removed or added"
             )
-        if start == 0:
-            if self._entries and entries[: len(self._entries)] != self._entries:
-                raise self._corrupt("entries changed after they were read")
-            self._entries, self._hashes = entries, hashes
-            self._rho = sum((e.exact_rho for e in entries), Fraction(0))
-            self._delta = sum((e.exact_delta for e in entries), Fraction(0))
-            excess = [e.float_excess for e in entries]
-            self._excess = (
-                sum((r for r, _ in excess), Fraction(0)),
-                sum((d for _, d in excess), Fraction(0)),
-            )
-        else:
-            for entry, link in zip(entries, hashes, strict=True):
-                super()._remember(entry)
-                self._hashes.append(link)
+        if added.count:
+            self._summary += added
+            self._head = last
 
-    def _refresh(self, *, full: bool) -> None:
+    def _refresh(self) -> None:
         conn = self._connection()
-        try:
-            conn.execute("BEGIN")
+        with self._reading(conn):
+            self._catch_up(conn)
+
+    def _verify_all(self) -> None:
+        """The whole file: its structure, and the hash chain and totals from the first entry."""
+        self._quick_check()
+        conn = self._connection()
+        count = self._summary.count
+        with self._reading(conn):
+            rows = self._rows(conn, 0, count - 1)
+            last, known = self._scan(rows, 0, self._genesis)
+            if len(rows) < count or last != self._head:
+                raise self._rolled_back(count)
+            if known != self._summary:
+                raise self._corrupt(
+                    f"its first {count} entries add up to rho={known.rho}, delta={known.delta} "
+                    f"(seeded: {known.seeded}), not to the rho={self._summary.rho}, "
+                    f"delta={self._summary.delta} (seeded: {self._summary.seeded}) privframe "
+                    f"recorded for it in {str(state_file())!r}"
+                )
+            self._catch_up(conn)
+
+    def _read(self, start: int, stop: int, count: int, head: str) -> list[LedgerEntry]:
+        with self._lock:
+            temporary = self._conn is None  # entries taken before close() stay readable
+            conn = self._connect(self._path, read_only=True) if temporary else self._conn
+            assert conn is not None
             try:
-                self._catch_up(conn, full=full)
+                with self._reading(conn):
+                    if temporary:
+                        self._check_same_ledger(conn)
+                    hi = min(stop, count - 1)  # one more entry: its link checks the last one
+                    rows = self._rows(conn, max(start - 1, 0), hi)
+                    if start:
+                        if not rows or rows[0][0] != start - 1:
+                            raise self._corrupt(f"entry {start - 1} is missing")
+                        prev, rows = rows[0][-1], rows[1:]
+                    else:
+                        prev = self._genesis
+                    last, _ = self._scan(rows, start, prev)
+                    if len(rows) < hi - start + 1 or (hi == count - 1 and last != head):
+                        raise self._rolled_back(count)
+                    return [self._entry(row) for row in rows[: stop - start]]
             finally:
-                conn.execute("COMMIT")
-        except sqlite3.DatabaseError as err:
-            raise self._corrupt(f"SQLite reports an error ({err})") from None
+                if temporary:
+                    conn.close()
+
+    def _check_same_ledger(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'genesis'").fetchone()
+        if row is None or row[0] != self._genesis:
+            raise self._fail(
+                "holds another ledger than the one these entries were taken from (it was "
+                "replaced after the ledger was closed); open it again to read its entries"
+            )
 
     @contextlib.contextmanager
-    def _immediate(self, purpose: str, failure: str) -> Iterator[sqlite3.Connection]:
+    def _immediate(self, doing: str) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back.
 
-        ``purpose`` completes "could not lock the ledger ...", ``failure`` names what
-        a SQLite error in the block prevented.
+        ``doing`` names what a SQLite error in the block (or the lock) prevented.
         """
         conn = self._connection()
-        try:
+        with self._sqlite(doing, damage=False):
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as err:
-            raise self._fail(f"could not lock the ledger {purpose} ({err})") from None
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise self._fail(f"{failure} ({exc})") from None
-            raise
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
 
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[None]:
-        with self._immediate("for writing", "the spend could not be recorded") as conn:
-            self._catch_up(conn, full=False)
+        with self._immediate("recording the spend") as conn:
+            self._catch_up(conn)
             yield
 
     def _write(self, entries: list[LedgerEntry]) -> None:
-        prev = self._hashes[-1] if self._hashes else self._genesis
+        prev = self._head
         rows = []
         for entry in entries:
-            prev = _chain(prev, entry)
+            prev = _link(prev, entry.canonical_json())
             rows.append(
                 (
                     entry.index,
@@ -1496,9 +1933,299 @@ class SQLiteLedger(Ledger):
             "UPDATE meta SET value = ? WHERE key = ?",
             ((prev, "head"), (str(entries[-1].index + 1), "count")),
         )
-        self._pending_hashes = {row[0]: row[-1] for row in rows}
+        self._pending_head = prev
 
-    def _remember(self, entry: LedgerEntry) -> None:
-        super()._remember(entry)
-        self._hashes.append(self._pending_hashes.pop(entry.index))
+    def _remember(self, entries: list[LedgerEntry]) -> None:
+        self._summary += LedgerSummary.of(entries)
+        self._head = self._pending_head
         self._version = SCHEMA_VERSION
+        self._record_known()
+
+    # -- this user's record of known ledgers ---------------------------------------
+
+    def _known_record(self) -> _Known | None:
+        """This user's record of the ledger at this path, if it is this ledger.
+
+        A record of another ledger at this path means the ledger privframe saw
+        here is gone: warn (once; the record then follows this ledger).
+        """
+        record = _KNOWN.get(self._key)
+        if record is None or record.genesis == self._genesis:
+            return record
+        now = "a new, empty ledger was created here" if self._created else "this is another ledger"
+        old = record.summary
+        warnings.warn(
+            f"ledger file {str(self._path)!r}: privframe last saw a different ledger at this "
+            f"path, with {old.count} entries spending rho={float(old.rho):.6g} "
+            f"(delta={float(old.delta):.6g}), and it is gone: {now}. A new ledger "
+            "starts with the full budget, so the privacy loss recorded in the old one would "
+            "be spent again on the same data. If the old ledger was deleted or moved by "
+            "mistake, stop, and put it back (or restore it from a backup) at this path; if a "
+            "new budget is intended, this warning is given once (see docs/operations.md)",
+            LedgerMissingWarning,
+            stacklevel=4,
+        )
+        return None
+
+    def _record_known(self, *, force: bool = False) -> None:
+        _KNOWN.put(self._key, _Known(self._genesis, self._head, self._summary), force=force)
+
+
+# --------------------------------------------------------------------------- known ledgers
+
+
+def _cost_text(value: object) -> str:
+    """The text a stored cost is hashed as: itself, or a schema-1 float's ``float.hex``."""
+    if isinstance(value, float):
+        return (value + 0.0).hex()
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"a stored cost must be text or a float, got {type(value).__name__}")
+
+
+def _ledger_path(path: object) -> Path:
+    """``path`` as a Path, refusing what cannot name a file (the refusal names the problem)."""
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidArgumentError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise InvalidArgumentError(
+            f"path must be a str path, got a {type(text).__name__} path; decode it with os.fsdecode"
+        )
+    if not text:
+        raise LedgerError("the ledger path is empty; give the path of the ledger file")
+    if "\x00" in text:
+        raise LedgerError(
+            f"ledger path {text!r} contains a NUL character, which no file name can hold; "
+            "choose another path"
+        )
+    return Path(text)
+
+
+def _state_key(path: Path) -> str:
+    """The key of a ledger in the record of known ledgers: its absolute, resolved path."""
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return os.path.abspath(path)
+
+
+STATE_DIR_ENV = "PRIVFRAME_STATE_DIR"
+"""The environment variable naming the directory of privframe's per-user state."""
+
+
+def state_file() -> Path:
+    """The file where privframe records, per user, the ledgers it verified.
+
+    For each ledger path: its entry count, last hash and exact totals when
+    privframe last opened or charged it, which lets a later open verify only
+    the entries added since, and detect a ledger rolled back or gone (see
+    :class:`SQLiteLedger` and ``docs/operations.md``). The directory is
+    ``$PRIVFRAME_STATE_DIR`` when set, else the platform's per-user state
+    directory: ``$XDG_STATE_HOME/privframe`` (default
+    ``~/.local/state/privframe``) on Linux and other POSIX systems,
+    ``~/Library/Application Support/privframe`` on macOS, and
+    ``%LOCALAPPDATA%/privframe`` on Windows.
+
+    Example:
+        >>> from privframe.ledger import state_file
+        >>> state_file().name
+        'known-ledgers.sqlite'
+    """
+    configured = os.environ.get(STATE_DIR_ENV)
+    if configured:
+        directory = Path(configured)
+    elif sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA")
+        directory = (Path(local) if local else Path.home() / "AppData" / "Local") / "privframe"
+    elif sys.platform == "darwin":
+        directory = Path.home() / "Library" / "Application Support" / "privframe"
+    else:
+        xdg = os.environ.get("XDG_STATE_HOME", "")
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "state"
+        directory = base / "privframe"
+    return directory / "known-ledgers.sqlite"
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What privframe verified of one ledger: its genesis, last hash and summary."""
+
+    genesis: str
+    head: str
+    summary: LedgerSummary
+
+
+_KNOWN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledgers (
+    path    TEXT PRIMARY KEY,
+    genesis TEXT NOT NULL,
+    count   INTEGER NOT NULL,
+    head    TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    seen    TEXT NOT NULL
+)
+"""
+
+
+class _KnownLedgers:
+    """The per-user record of known ledgers (:func:`state_file`), shared by the process.
+
+    It only adds checks: when it cannot be read or written, ledgers keep
+    working as before and one :class:`LedgerStateWarning` says so. A record
+    only moves forward (a larger count) unless the path now holds another
+    ledger or an operator accepts a restored one, so concurrent writers
+    cannot make it older.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: tuple[int, Path, sqlite3.Connection] | None = None
+        self._warned: set[Path] = set()
+
+    def get(self, key: str) -> _Known | None:
+        with self._lock:
+            found = self._attempt(
+                lambda conn: conn.execute(
+                    "SELECT genesis, count, head, summary FROM ledgers WHERE path = ?", (key,)
+                ).fetchone()
+            )
+            if found is None:
+                return None
+            genesis, count, head, text = found
+            try:
+                values = json.loads(text)
+                summary = LedgerSummary(
+                    count,
+                    _parse_ratio(values["rho"]),
+                    _parse_ratio(values["delta"]),
+                    (_parse_ratio(values["excess_rho"]), _parse_ratio(values["excess_delta"])),
+                    values["seeded"],
+                )
+                if not (isinstance(count, int) and isinstance(values["seeded"], int)):
+                    raise TypeError("a count is not an integer")
+            except (TypeError, ValueError, KeyError) as err:
+                self._warn(f"its record of {key!r} is malformed ({err})")
+                return None
+            return _Known(genesis, head, summary)
+
+    def put(self, key: str, known: _Known, *, force: bool) -> None:
+        s = known.summary
+        text = _canonical_json(
+            {
+                "rho": _ratio_text(s.rho),
+                "delta": _ratio_text(s.delta),
+                "excess_rho": _ratio_text(s.float_excess[0]),
+                "excess_delta": _ratio_text(s.float_excess[1]),
+                "seeded": s.seeded,
+            }
+        )
+        with self._lock:
+            self._attempt(
+                lambda conn: conn.execute(
+                    "INSERT INTO ledgers(path, genesis, count, head, summary, seen) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+                    "genesis = excluded.genesis, count = excluded.count, head = excluded.head, "
+                    "summary = excluded.summary, seen = excluded.seen "
+                    "WHERE ? OR excluded.genesis != ledgers.genesis "
+                    "OR excluded.count >= ledgers.count",
+                    (key, known.genesis, s.count, known.head, text, _now(), force),
+                )
+            )
+
+    def _attempt(self, action: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``action`` on the state file; on failure warn (once) and return None."""
+        path: Path | None = None
+        try:
+            path = state_file()
+            return action(self._connection(path))
+        except (sqlite3.Error, OSError, RuntimeError, ValueError) as err:
+            self._drop()
+            self._warn(str(err), path)
+            return None
+
+    def _connection(self, path: Path) -> sqlite3.Connection:
+        if self._open is not None:
+            pid, opened, conn = self._open
+            if pid == os.getpid() and opened == path:
+                return conn
+            self._drop()
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        try:
+            # Losing the latest record on a power cut only makes it older: harmless.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(_KNOWN_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        self._open = (os.getpid(), path, conn)
+        return conn
+
+    def _drop(self) -> None:
+        if self._open is not None:
+            pid, _, conn = self._open
+            if pid == os.getpid():  # a connection inherited across fork() is not touched
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._open = None
+
+    def _warn(self, problem: str, path: Path | None = None) -> None:
+        where = str(path) if path is not None else "its state directory"
+        if path in self._warned:
+            return
+        if path is not None:
+            self._warned.add(path)
+        warnings.warn(
+            f"privframe cannot keep its record of known ledgers in {where!r} ({problem}). "
+            "Ledgers still work and keep their hash chain, but a ledger rolled back or "
+            "gone is not detected, and each open verifies the whole ledger. Make that "
+            f"directory writable, or set {STATE_DIR_ENV} to a writable directory "
+            "(see docs/operations.md)",
+            LedgerStateWarning,
+            stacklevel=5,
+        )
+
+
+_KNOWN = _KnownLedgers()
+
+
+def accept_restored(path: str | os.PathLike[str]) -> LedgerSummary:
+    """Accept a ledger file restored from an older copy on purpose, as it is now.
+
+    privframe refuses a ledger with fewer entries than it recorded, or whose
+    entries it verified have changed ("rolled back"): spends recorded since
+    would go uncounted. An operator who restored an older backup on purpose
+    (the newer file was lost) calls this once: the whole file is verified,
+    and this user's record of the ledger is reset to it. Its spends after the
+    backup are forgotten, although their privacy loss happened: lower the
+    budget you enforce by what they spent, if you know it. Other users who
+    opened the ledger must accept it too.
+
+    Args:
+        path: the ledger file, which must exist.
+
+    Returns:
+        The summary of the ledger as accepted.
+
+    Raises:
+        LedgerError: the file does not exist, or is not a sound privframe ledger.
+
+    Example:
+        >>> import os, tempfile
+        >>> from privframe import zCDP
+        >>> from privframe.ledger import SQLiteLedger, accept_restored
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = os.path.join(d, "spend.ledger")
+        ...     with SQLiteLedger(path, zCDP(1.0)) as ledger:
+        ...         _ = ledger.append(0.25, label="q1")
+        ...     accept_restored(path).count
+        1
+    """
+    checked = _ledger_path(path)
+    if not os.path.lexists(checked):
+        raise LedgerError(
+            f"ledger file {str(checked)!r} does not exist; restore the backup there first"
+        )
+    with SQLiteLedger(checked, zCDP(0), _restored=True) as ledger:
+        return ledger.summary()

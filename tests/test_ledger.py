@@ -474,22 +474,39 @@ class TestSQLiteLedger:
             ledger.append(0.5, label="a")
             ledger.append(0.25, label="b")
 
-    @pytest.mark.parametrize(
-        "sql",
-        [
-            "UPDATE entries SET rho = 0.0 WHERE idx = 0",
-            "UPDATE entries SET rho = 0.0 WHERE idx = 1",
-            "UPDATE entries SET label = 'x' WHERE idx = 0",
-            "UPDATE entries SET seeded = 1 WHERE idx = 1",
-            "UPDATE entries SET description = '\"x\"' WHERE idx = 1",
-            "DELETE FROM entries WHERE idx = 0",
-            "DELETE FROM entries WHERE idx = 1",
-            "UPDATE meta SET value = '1' WHERE key = 'count'",
-            "UPDATE entries SET rho = 'abc' WHERE idx = 0",
-            "UPDATE meta SET value = '9.0' WHERE key = 'budget_rho'",
-        ],
+    _EARLIER = (
+        "UPDATE entries SET rho = 0.0 WHERE idx = 0",
+        "UPDATE entries SET label = 'x' WHERE idx = 0",
+        "UPDATE entries SET rho = 'abc' WHERE idx = 0",
     )
-    def test_tampering_detected_on_open(self, tmp_path: Path, sql: str) -> None:
+    _LAST = (
+        "UPDATE entries SET rho = 0.0 WHERE idx = 1",
+        "UPDATE entries SET seeded = 1 WHERE idx = 1",
+        "UPDATE entries SET description = '\"x\"' WHERE idx = 1",
+        "DELETE FROM entries WHERE idx = 0",
+        "DELETE FROM entries WHERE idx = 1",
+        "UPDATE meta SET value = '1' WHERE key = 'count'",
+        "UPDATE meta SET value = '9.0' WHERE key = 'budget_rho'",
+    )
+
+    @pytest.mark.parametrize("sql", _EARLIER + _LAST)
+    def test_tampering_detected_on_first_open(
+        self, tmp_path: Path, sql: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # A user who never opened the ledger (no record of it) verifies it in full.
+        path = tmp_path / "a.ledger"
+        self._two_entries(path)
+        conn = _raw(path)
+        conn.execute(sql)
+        conn.close()
+        monkeypatch.setenv("PRIVFRAME_STATE_DIR", str(tmp_path / "another-user"))
+        with pytest.raises(LedgerError, match="modified outside privframe"):
+            _ledger(path, 0.5)
+
+    @pytest.mark.parametrize("sql", _LAST)
+    def test_tampering_with_the_last_entry_detected_on_reopen(
+        self, tmp_path: Path, sql: str
+    ) -> None:
         path = tmp_path / "a.ledger"
         self._two_entries(path)
         conn = _raw(path)
@@ -498,12 +515,37 @@ class TestSQLiteLedger:
         with pytest.raises(LedgerError, match="modified outside privframe"):
             _ledger(path, 0.5)
 
-    def test_tampered_rho_names_hash_chain(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("sql", _EARLIER)
+    def test_tampering_with_an_earlier_entry_found_when_read_and_by_verify(
+        self, tmp_path: Path, sql: str
+    ) -> None:
+        # A reopen checks the entry it verified last, not each earlier one; the
+        # totals it enforces are the ones it verified, whatever an edit says.
+        path = tmp_path / "a.ledger"
+        self._two_entries(path)
+        conn = _raw(path)
+        conn.execute(sql)
+        conn.close()
+        with _ledger(path) as ledger:
+            assert ledger.totals() == (Fraction(3, 4), Fraction(0))
+            with pytest.raises(LedgerError, match="modified outside privframe"):
+                ledger.entries[0]
+            with pytest.raises(LedgerError, match="modified outside privframe"):
+                list(ledger.entries)
+            with pytest.raises(LedgerError, match="modified outside privframe"):
+                ledger.verify()
+
+    def test_tampered_rho_names_hash_chain(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         path = tmp_path / "a.ledger"
         self._two_entries(path)
         conn = _raw(path)
         conn.execute("UPDATE entries SET rho = '1/16' WHERE idx = 0")
         conn.close()
+        with _ledger(path) as ledger, pytest.raises(LedgerError, match="entry 0 does not match"):
+            ledger.entries[0]
+        monkeypatch.setenv("PRIVFRAME_STATE_DIR", str(tmp_path / "another-user"))
         with pytest.raises(LedgerError, match="entry 0 does not match its hash"):
             _ledger(path)
 
@@ -527,8 +569,9 @@ class TestSQLiteLedger:
             conn = _raw(path)
             conn.execute("UPDATE entries SET rho = '0/1' WHERE idx = 0")
             conn.close()
+            entries = ledger.entries
             with pytest.raises(LedgerError, match="hash"):
-                _ = ledger.entries
+                tuple(entries)
             with pytest.raises(LedgerError, match="hash"):
                 ledger.verify()
 
