@@ -2003,11 +2003,20 @@ def _ledger_path(path: object) -> Path:
 
 
 def _state_key(path: Path) -> str:
-    """The key of a ledger in the record of known ledgers: its absolute, resolved path."""
+    """The key of a ledger in the record of known ledgers: its absolute, resolved path.
+
+    A name that is not valid Unicode (undecodable bytes) is keyed by its bytes,
+    with each undecodable byte spelled as a backslash escape: SQLite text must be UTF-8.
+    """
     try:
-        return str(path.resolve())
+        key = str(path.resolve())
     except (OSError, RuntimeError):
-        return os.path.abspath(path)
+        key = os.path.abspath(path)
+    try:
+        key.encode()
+    except UnicodeEncodeError:
+        key = os.fsencode(key).decode(errors="backslashreplace")
+    return key
 
 
 STATE_DIR_ENV = "PRIVFRAME_STATE_DIR"
