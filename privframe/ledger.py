@@ -255,13 +255,16 @@ def _description_json(description: object) -> str:
         InvalidValueError: it holds NaN or an infinity.
     """
     if isinstance(description, str):
-        return _canonical_json(description)
-    if not isinstance(description, Mapping):
+        text = _canonical_json(description)
+    elif isinstance(description, Mapping):
+        _check_json(description, "description")
+        text = _canonical_json(_thaw(description))
+    else:
         raise InvalidArgumentError(
             f"description must be a str or a mapping, got {type(description).__name__}"
         )
-    _check_json(description, "description")
-    return _canonical_json(_thaw(description))
+    _check_text(text, "description")
+    return text
 
 
 def _cost(rho: object, delta: object) -> tuple[Fraction, Fraction]:
@@ -310,9 +313,26 @@ def _charge_value(value: object) -> tuple[Fraction, bool]:
     raise TypeError(f"a stored cost must be text or a float, got {type(value).__name__}")
 
 
+def _check_text(text: str, where: str) -> None:
+    """Raise unless ``text`` is valid Unicode: the file stores, and the chain hashes, UTF-8."""
+    if text.isascii():
+        return
+    try:
+        text.encode()
+    except UnicodeEncodeError as err:
+        position = err.start
+    else:
+        return
+    raise InvalidValueError(
+        f"{where} holds a lone surrogate at position {position}, which is not valid Unicode "
+        "text; a ledger stores UTF-8 text only (decode bytes with errors='replace')"
+    )
+
+
 def _check_label_and_seeded(label: object, seeded: object) -> None:
     if not isinstance(label, str):
         raise InvalidArgumentError(f"label must be a str, got {type(label).__name__}")
+    _check_text(label, "label")
     if not isinstance(seeded, bool):
         raise InvalidArgumentError(f"seeded must be a bool, got {type(seeded).__name__}")
 
@@ -1398,9 +1418,13 @@ class SQLiteLedger(Ledger):
         )
 
     def _rolled_back(self, count: int) -> LedgerError:
+        spent = self._summary
+        then = f"{count} entries"
+        if spent.count == count:
+            then += f", spending rho={float(spent.rho):.6g}, delta={float(spent.delta):.6g}"
         return self._fail(
             f"was rolled back or modified outside privframe: entry {count - 1}, which "
-            f"privframe verified before (when the ledger had {count} entries), changed or "
+            f"privframe verified before (when the ledger had {then}), changed or "
             "disappeared, so spends recorded since are missing (an older copy was "
             "restored, or entries were deleted or rewritten). It was not used. Restore "
             "the newest copy; if you restored an older backup on purpose, accept it with "

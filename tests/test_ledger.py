@@ -129,6 +129,36 @@ class TestLedgerEntry:
         with pytest.raises(InvalidBudgetError):
             _entry(rho=rho, delta=delta)
 
+    @pytest.mark.parametrize(
+        "fields",
+        [{"label": "q\ud800"}, {"description": {"k": "\udcff"}}, {"description": "\udcff"}],
+    )
+    def test_text_that_is_not_valid_unicode(self, fields: dict[str, object]) -> None:
+        with pytest.raises(InvalidValueError, match="lone surrogate at position"):
+            _entry(**fields)
+
+    @pytest.mark.parametrize(
+        "label",
+        ["plain", "naïve ✓ 数据", 'quote " back \\ slash', "tab\tnew\nline", "\x00\x1f\u2028"],
+    )
+    def test_canonical_json_is_json_dumps_of_the_fields(self, label: str) -> None:
+        e = _entry(label=label, description={"é": [label, 1.5], "a": None})
+        expected = json.dumps(
+            {
+                "index": 0,
+                "time": T0,
+                "label": label,
+                "rho": "1/10",
+                "delta": "0/1",
+                "description": e.description_json,
+                "seeded": False,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        assert e.canonical_json() == expected
+
     def test_negative_index(self) -> None:
         with pytest.raises(InvalidValueError, match="index"):
             _entry(index=-1)
@@ -220,6 +250,8 @@ class TestMemoryLedger:
             ledger.append(0.1, description={1: "a"})  # type: ignore[dict-item]
         with pytest.raises(InvalidValueError, match="description"):
             ledger.append(0.1, description={"x": math.nan})
+        with pytest.raises(InvalidValueError, match="label holds a lone surrogate"):
+            ledger.append(0.1, label="\ud800")
         assert len(ledger) == 0
 
 

@@ -98,7 +98,8 @@ def test_an_older_copy_put_back_is_refused_as_rolled_back(tmp_path: Path) -> Non
     with pytest.raises(LedgerError, match="rolled back") as err:
         SQLiteLedger(path, BUDGET)
     message = str(err.value)
-    assert "entry 1, which privframe verified before (when the ledger had 2 entries)" in message
+    assert "entry 1, which privframe verified before (when the ledger had 2 entries, " in message
+    assert "spending rho=0.75, delta=0)" in message
     assert f"privframe.ledger.accept_restored({str(path)!r})" in message
     with pytest.raises(LedgerError, match="rolled back"):
         Accountant(BUDGET, path)
