@@ -7,7 +7,9 @@ operator by operator and operand kind by operand kind, with the ones SQL and
 ``pf.bin`` produce. Each expression's column must be identical: same nulls,
 same type, and for floats the same bits (NaN equals NaN; -0.0 differs from
 0.0). No tolerance is needed anywhere: the translation reproduces polars'
-kernels exactly (``x / c`` is ``x · (1/c)`` as in polars, for instance).
+kernels exactly (``x / c`` is ``x · (1/c)`` as in polars, for instance). The
+overflow-checked forms of the integer expressions (what the engines run,
+``privframe.expressions.checked``) are compared the same way.
 
 The Spark side runs every expression with ANSI mode on (Spark 4's default) in
 generated code, then the expressions ANSI mode or the time zone could affect
@@ -17,8 +19,9 @@ local relation (interpreted, without generated code).
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -29,7 +32,7 @@ import pytest
 import privframe as pf
 from privframe.engines.spark_expressions import spark_type, to_spark
 from privframe.errors import InvalidArgumentError
-from privframe.expressions import check_expression
+from privframe.expressions import check_expression, checked
 
 NAN, INF = float("nan"), float("inf")
 I64_MAX, I64_MIN = 2**63 - 1, -(2**63)
@@ -374,23 +377,28 @@ def _same(expected: pl.Series, got: pl.Series) -> np.ndarray:
 EXPECTED = FRAME.select(e.alias(f"e{n}") for n, e in enumerate(EXPRESSIONS))
 
 
-def _mismatches(frame: Any, columns: dict[int, Any]) -> list[str]:
+def _mismatches(
+    frame: Any,
+    columns: dict[int, Any],
+    exprs: Sequence[pl.Expr] | Mapping[int, pl.Expr] = EXPRESSIONS,
+    expected: pl.DataFrame = EXPECTED,
+) -> list[str]:
     """Every expression whose Spark column differs from polars' (type or any row)."""
     result = frame.select("row", *(c.alias(f"e{n}") for n, c in columns.items()))
     types = {field.name: field.dataType.simpleString() for field in result.schema.fields}
     got = pl.from_arrow(result.toArrow()).sort("row")
     problems = []
     for n in columns:
-        name, expr = f"e{n}", EXPRESSIONS[n]
-        want_type = spark_type(EXPECTED[name].dtype)
+        name, expr = f"e{n}", exprs[n]
+        want_type = spark_type(expected[name].dtype)
         if types[name] != want_type:
             problems.append(f"{expr}: Spark type {types[name]}, expected {want_type}")
             continue
-        ok = _same(EXPECTED[name], got[name])
+        ok = _same(expected[name], got[name])
         if not ok.all():
             rows = np.flatnonzero(~ok)[:4].tolist()
             shown = "; ".join(
-                f"row {r}: polars {EXPECTED[name][r]!r}, spark {got[name][r]!r}" for r in rows
+                f"row {r}: polars {expected[name][r]!r}, spark {got[name][r]!r}" for r in rows
             )
             problems.append(f"{expr} ({(~ok).sum()} rows): {shown}")
     return problems
@@ -447,19 +455,53 @@ def test_every_expression_matches_polars(
     without generated code); that rule is switched off here, so the projection
     runs as generated code, as it does on real data.
     """
+    with _generated_code(spark):
+        problems = _mismatches(spark_rows, translated)
+    assert not problems, f"{len(problems)} of {len(translated)} differ:\n" + "\n".join(problems)
+
+
+@contextlib.contextmanager
+def _generated_code(spark: Any) -> Iterator[None]:
+    """Projections of local rows run as generated code, as on real data (ANSI mode on)."""
     assert spark.conf.get("spark.sql.ansi.enabled") == "true"
     key = "spark.sql.optimizer.excludedRules"
     previous = spark.conf.get(key, None)
     rule = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
     spark.conf.set(key, f"{previous},{rule}" if previous else rule)
     try:
-        problems = _mismatches(spark_rows, translated)
+        yield
     finally:
         if previous is None:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, previous)
-    assert not problems, f"{len(problems)} of {len(translated)} differ:\n" + "\n".join(problems)
+
+
+CHECKED = {n: c for n, e in enumerate(EXPRESSIONS) if (c := checked(e, SCHEMA)) is not e}
+
+
+def test_checked_arithmetic_matches_polars(spark: Any, spark_rows: Any) -> None:
+    """Overflow-checked expressions (privframe.expressions.checked) give polars' rows on Spark.
+
+    Every catalogue expression with integer arithmetic, checked: the overflow
+    flags are allow-listed operations, so Spark computes them as polars does
+    (ANSI on, generated code; with ANSI off as well).
+    """
+    expected = FRAME.select(e.alias(f"e{n}") for n, e in CHECKED.items())
+    assert len(CHECKED) >= 30
+    # The edge values overflow: checking turns wrapped values into nulls.
+    nulled = sum(expected[c].null_count() - EXPECTED[c].null_count() for c in expected.columns)
+    assert nulled >= 100
+    columns = {n: to_spark(e, SCHEMA) for n, e in CHECKED.items()}
+    with _generated_code(spark):
+        problems = _mismatches(spark_rows, columns, CHECKED, expected)
+    previous = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        problems += _mismatches(spark_rows, columns, CHECKED, expected)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", previous)
+    assert not problems, f"{len(problems)} of {len(columns)} differ:\n" + "\n".join(problems)
 
 
 def test_ansi_off_another_time_zone_and_interpreted_evaluation_change_nothing(

@@ -16,7 +16,9 @@ settings; in particular nothing in a translated expression can raise, with
   they are ``floor(x / y)`` and ``x − y·floor(x / y)`` (or with ``x·(1/c)``
   for a constant ``c``); on integers ``x // 0`` and ``x % 0`` are null.
 * Integer ``+ − * // abs`` wrap around in the result type's width, as polars
-  does (``i64::MAX + 1`` is ``i64::MIN``); Spark raises in ANSI mode.
+  does (``i64::MAX + 1`` is ``i64::MIN``); Spark raises in ANSI mode. (The
+  engines translate the form :func:`~privframe.expressions.checked` gives,
+  which is null wherever such an operation overflows.)
 * Operands are cast to polars' supertype first (a ``Float32`` column compared
   with ``2.1`` compares in ``Float32``; booleans in arithmetic become numbers).
 * Non-strict casts give null, never an error: float → integer truncates and is
@@ -72,7 +74,13 @@ import numpy as np
 import polars as pl
 
 from privframe.errors import InvalidArgumentError
-from privframe.expressions import _ARITHMETIC, _COMPARISONS, _SAFE_FUNCTIONS, _is_safe
+from privframe.expressions import (
+    _ARITHMETIC,
+    _COMPARISONS,
+    _SAFE_FUNCTIONS,
+    _is_safe,
+    sub_expressions,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -272,42 +280,6 @@ def _let(values: Sequence[tuple[Column, bool]], body: Callable[..., Column]) -> 
     return bind(0, [])
 
 
-def _children(node: dict[str, Any]) -> list[Any]:
-    ((kind, body),) = node.items()
-    if kind == "Alias":
-        return [body[0]]
-    if kind == "Cast":
-        return [body["expr"]]
-    if kind == "BinaryExpr":
-        return [body["left"], body["right"]]
-    if kind == "Ternary":
-        return [body["predicate"], body["truthy"], body["falsy"]]
-    if kind == "Function":
-        return list(body["input"])
-    return []
-
-
-def _serialized(expr: pl.Expr) -> Any:
-    return json.loads(expr.meta.serialize(format="json"))
-
-
-def _pairs(node: dict[str, Any], expr: pl.Expr) -> list[tuple[Any, pl.Expr]]:
-    """Each serialized child with its live expression (which keeps NaN/inf literals exact).
-
-    The JSON form writes every non-finite float as null, so literal values are
-    read from the live tree; the two are matched child by child and checked.
-    """
-    nodes = _children(node)
-    popped = expr.meta.pop()
-    # polars pops inputs last first; a when/then/otherwise as (predicate, otherwise, then).
-    order = [popped[0], popped[2], popped[1]] if "Ternary" in node else popped[::-1]
-    if len(order) != len(nodes) or any(
-        _serialized(e) != n for e, n in zip(order, nodes, strict=True)
-    ):
-        raise InvalidArgumentError(f"cannot read the structure of the expression {expr}")
-    return list(zip(nodes, order, strict=True))
-
-
 def _function_name(function: Any) -> str:
     """A readable name for a serialized polars function."""
     if isinstance(function, dict) and len(function) == 1:
@@ -374,7 +346,7 @@ class _Translator:
         if not _has_column(node):
             return self.constant(expr)
         ((kind, body),) = node.items()
-        pairs = _pairs(node, expr)
+        pairs = sub_expressions(node, expr)
         if kind == "Column":
             return _read(body, self.dtype(expr))
         if kind == "Alias":

@@ -9,10 +9,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import polars as pl
+
+from privframe.expressions import checked
 
 __all__ = [
     "COUNT",
@@ -23,6 +26,7 @@ __all__ = [
     "RowStep",
     "ValueSpec",
     "apply_steps",
+    "checked_step",
 ]
 
 COUNT = "__count"
@@ -50,9 +54,34 @@ class RowStep:
     how: Literal["left", "inner"] = "left"
 
 
+def checked_step(step: RowStep, schema: pl.Schema) -> RowStep:
+    """``step`` with checked integer arithmetic over ``schema``, the columns it reads.
+
+    Every engine runs this form: where an integer operation of a filter or
+    derived column overflows, the expression is null, never a wrapped value
+    (:func:`~privframe.expressions.checked`). A step without integer
+    arithmetic is returned as is.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.spec import RowStep, checked_step
+        >>> step = RowStep("filter", (pl.col("age") > 18,))
+        >>> checked_step(step, pl.Schema({"age": pl.Int64})) is step
+        True
+    """
+    if step.kind == "join":
+        return step
+    exprs = tuple(checked(e, schema) for e in step.exprs)
+    if all(new is old for new, old in zip(exprs, step.exprs, strict=True)):
+        return step
+    return dataclasses.replace(step, exprs=exprs)
+
+
 def apply_steps(frame: pl.LazyFrame, steps: tuple[RowStep, ...]) -> pl.LazyFrame:
-    """The frame after the row steps, in order (lazy: nothing runs)."""
+    """The frame after the row steps, in order, arithmetic checked (lazy: nothing runs)."""
     for step in steps:
+        if step.kind != "join":
+            step = checked_step(step, frame.collect_schema())
         if step.kind == "filter":
             frame = frame.filter(*step.exprs)
         elif step.kind == "with_columns":
