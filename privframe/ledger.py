@@ -2114,7 +2114,7 @@ class _KnownLedgers:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._open: tuple[int, Path, sqlite3.Connection] | None = None
-        self._warned: set[Path] = set()
+        self._warned: set[Path | None] = set()
 
     def get(self, key: str) -> _Known | None:
         with self._lock:
@@ -2207,8 +2207,7 @@ class _KnownLedgers:
         where = str(path) if path is not None else "its state directory"
         if path in self._warned:
             return
-        if path is not None:
-            self._warned.add(path)
+        self._warned.add(path)
         warnings.warn(
             f"privframe cannot keep its record of known ledgers in {where!r} ({problem}). "
             "Ledgers still work and keep their hash chain, but a ledger rolled back or "

@@ -501,10 +501,15 @@ class TestSQLiteLedger:
         with pytest.raises(LedgerError, match="schema version"):
             _ledger(path)
 
-    def _two_entries(self, path: Path) -> None:
+    def _two_entries(self, path: Path, *, then: str = "") -> None:
+        """A ledger of two entries at ``path``, then the SQL statement ``then`` run on it."""
         with _ledger(path) as ledger:
             ledger.append(0.5, label="a")
             ledger.append(0.25, label="b")
+        if then:
+            conn = _raw(path)
+            conn.execute(then)
+            conn.close()
 
     _EARLIER = (
         "UPDATE entries SET rho = 0.0 WHERE idx = 0",
@@ -527,10 +532,7 @@ class TestSQLiteLedger:
     ) -> None:
         # A user who never opened the ledger (no record of it) verifies it in full.
         path = tmp_path / "a.ledger"
-        self._two_entries(path)
-        conn = _raw(path)
-        conn.execute(sql)
-        conn.close()
+        self._two_entries(path, then=sql)
         monkeypatch.setenv("PRIVFRAME_STATE_DIR", str(tmp_path / "another-user"))
         with pytest.raises(LedgerError, match="modified outside privframe"):
             _ledger(path, 0.5)
@@ -540,10 +542,7 @@ class TestSQLiteLedger:
         self, tmp_path: Path, sql: str
     ) -> None:
         path = tmp_path / "a.ledger"
-        self._two_entries(path)
-        conn = _raw(path)
-        conn.execute(sql)
-        conn.close()
+        self._two_entries(path, then=sql)
         with pytest.raises(LedgerError, match="modified outside privframe"):
             _ledger(path, 0.5)
 
@@ -554,10 +553,7 @@ class TestSQLiteLedger:
         # A reopen checks the entry it verified last, not each earlier one; the
         # totals it enforces are the ones it verified, whatever an edit says.
         path = tmp_path / "a.ledger"
-        self._two_entries(path)
-        conn = _raw(path)
-        conn.execute(sql)
-        conn.close()
+        self._two_entries(path, then=sql)
         with _ledger(path) as ledger:
             assert ledger.totals() == (Fraction(3, 4), Fraction(0))
             with pytest.raises(LedgerError, match="modified outside privframe"):
