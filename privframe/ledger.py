@@ -458,18 +458,60 @@ class LedgerEntry:
             rho, delta = Fraction(rho + 0.0), Fraction(delta + 0.0)
         exact_rho, exact_delta = _cost(rho, delta)
         text = _description_json(description)
+        self._set(index, time, label, exact_rho, exact_delta, json.loads(text), text, seeded,
+                  legacy_floats)  # fmt: skip
+
+    def _set(
+        self,
+        index: int,
+        time: str,
+        label: str,
+        exact_rho: Fraction,
+        exact_delta: Fraction,
+        parsed: Any,
+        text: str,
+        seeded: bool,
+        legacy_floats: bool,
+    ) -> None:
         for name, value in (
             ("index", index),
             ("time", time),
             ("label", label),
             ("exact_rho", exact_rho),
             ("exact_delta", exact_delta),
-            ("description", _freeze(json.loads(text))),
+            ("description", _freeze(parsed)),
             ("seeded", seeded),
             ("legacy_floats", legacy_floats),
             ("_description_json", text),
         ):
             object.__setattr__(self, name, value)
+
+    @classmethod
+    def _from_file(
+        cls,
+        index: int,
+        time: str,
+        label: str,
+        cost: tuple[Fraction, Fraction, bool],
+        text: str,
+        seeded: bool,
+    ) -> LedgerEntry:
+        """An entry read back from a ledger file, whose fields the reader has validated.
+
+        Reading a ledger builds one entry per row; the checks of ``__init__``
+        (types, the cost, each description value) were done by the reader or
+        hold for any JSON text, so only the description text's canonical form
+        is checked here.
+
+        Raises:
+            ValueError: ``text`` is not canonical JSON (or holds NaN or an infinity).
+        """
+        parsed = json.loads(text)
+        if _canonical_json(parsed) != text:
+            raise ValueError("its description is not canonical JSON")
+        entry = cls.__new__(cls)
+        entry._set(index, time, label, cost[0], cost[1], parsed, text, seeded, cost[2])
+        return entry
 
     def __hash__(self) -> int:
         return hash(self.canonical_json())
@@ -1727,10 +1769,11 @@ class SQLiteLedger(Ledger):
 
     def _scan(
         self, rows: list[tuple[Any, ...]], start: int, prev: str
-    ) -> tuple[str, LedgerSummary]:
+    ) -> tuple[str, LedgerSummary, dict[tuple[str, str], tuple[Fraction, Fraction, bool]]]:
         """Verify ``rows`` as entries ``start``, ``start + 1``, ... chained from ``prev``.
 
-        Returns the last link and the rows' summary. Each row's hash is checked
+        Returns the last link, the rows' summary, and their costs as stored
+        (text) and parsed (exact ρ, δ, and whether schema-1 floats). Each row's hash is checked
         against its stored text directly (no entry is built): this is how a
         whole ledger is verified, so it is kept lean. Each distinct cost is
         parsed once.
@@ -1761,13 +1804,14 @@ class SQLiteLedger(Ledger):
             seen[0] += 1
             seeded += 1 if flag else 0
             prev = link
-        return prev, self._summarize(costs, seeded, len(rows))
+        return (prev, *self._summarize(costs, seeded, len(rows)))
 
     def _summarize(
         self, costs: dict[tuple[str, str], list[int]], seeded: int, count: int
-    ) -> LedgerSummary:
+    ) -> tuple[LedgerSummary, dict[tuple[str, str], tuple[Fraction, Fraction, bool]]]:
         """The summary of ``count`` entries, with their costs as stored: [times, first index]."""
         rho = delta = excess_rho = excess_delta = Fraction(0)
+        parsed = {}
         for (rho_text, delta_text), (times, first) in costs.items():
             problem = ""
             try:
@@ -1779,39 +1823,27 @@ class SQLiteLedger(Ledger):
                 problem = str(err)
             if problem:
                 raise self._corrupt(f"entry {first} is malformed ({problem})")
+            parsed[rho_text, delta_text] = (r, d, old_r)
             rho += times * r
             delta += times * d
             if old_r:
                 er, ed = _float_excess(r, d)
                 excess_rho += times * er
                 excess_delta += times * ed
-        return LedgerSummary(count, rho, delta, (excess_rho, excess_delta), seeded)
+        return LedgerSummary(count, rho, delta, (excess_rho, excess_delta), seeded), parsed
 
-    def _entry(self, row: tuple[Any, ...]) -> LedgerEntry:
-        """The entry a stored row holds (its hash already checked by :meth:`_scan`)."""
+    def _entry(
+        self, row: tuple[Any, ...], costs: Mapping[tuple[str, str], tuple[Fraction, Fraction, bool]]
+    ) -> LedgerEntry:
+        """The entry a stored row holds, once :meth:`_scan` checked it and parsed ``costs``."""
         idx, time, label, rho, delta, description, flag, _ = row
+        cost = costs[_cost_text(rho), _cost_text(delta)]
         problem = ""
         try:
-            (r, old_r), (d, old_d) = _charge_value(rho), _charge_value(delta)
-            if old_r != old_d:
-                raise TypeError("rho and delta are stored differently")
-            entry = LedgerEntry(
-                idx,
-                time,
-                label,
-                float(r) if old_r else r,
-                float(d) if old_d else d,
-                json.loads(description),
-                bool(flag),
-                legacy_floats=old_r,
-            )
-        except (TypeError, ValueError, InvalidValueError) as err:
+            return LedgerEntry._from_file(idx, time, label, cost, description, bool(flag))
+        except ValueError as err:
             problem = str(err)
-        if problem:
-            raise self._corrupt(f"entry {idx} is malformed ({problem})")
-        if entry.description_json != description:
-            raise self._corrupt(f"entry {idx} has a non-canonical description")
-        return entry
+        raise self._corrupt(f"entry {idx} is malformed ({problem})")
 
     def _catch_up(self, conn: sqlite3.Connection) -> None:
         """Verify the entries added since the summary, and take them in. Caller holds a transaction.
@@ -1834,7 +1866,7 @@ class SQLiteLedger(Ledger):
             if len(rows) != 1 or rows[0][-1] != head:
                 raise self._rolled_back(count)
             self._scan(rows, count - 1, prev)  # and its text still matches its hash
-        last, added = self._scan(self._rows(conn, count, None), count, head)
+        last, added, _ = self._scan(self._rows(conn, count, None), count, head)
         total = count + added.count
         recorded = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('count', 'head')"))
         if recorded != {"count": str(total), "head": last}:
@@ -1858,7 +1890,7 @@ class SQLiteLedger(Ledger):
         count = self._summary.count
         with self._reading(conn):
             rows = self._rows(conn, 0, count - 1)
-            last, known = self._scan(rows, 0, self._genesis)
+            last, known, _ = self._scan(rows, 0, self._genesis)
             if len(rows) < count or last != self._head:
                 raise self._rolled_back(count)
             if known != self._summary:
@@ -1887,10 +1919,10 @@ class SQLiteLedger(Ledger):
                         prev, rows = rows[0][-1], rows[1:]
                     else:
                         prev = self._genesis
-                    last, _ = self._scan(rows, start, prev)
+                    last, _, costs = self._scan(rows, start, prev)
                     if len(rows) < hi - start + 1 or (hi == count - 1 and last != head):
                         raise self._rolled_back(count)
-                    return [self._entry(row) for row in rows[: stop - start]]
+                    return [self._entry(row, costs) for row in rows[: stop - start]]
             finally:
                 if temporary:
                     conn.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -562,6 +563,27 @@ class TestSQLiteLedger:
                 list(ledger.entries)
             with pytest.raises(LedgerError, match="modified outside privframe"):
                 ledger.verify()
+
+    def test_a_non_canonical_description_is_refused_when_read(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Even with its hash recomputed, for a user who never saw the ledger (one who
+        # did refuses it as rolled back): an entry's text has exactly one spelling.
+        path = tmp_path / "a.ledger"
+        with _ledger(path) as ledger:
+            entry = ledger.append(0.5, description={"a": 1, "b": 2})
+        loose = '{"b": 2, "a": 1}'
+        conn = _raw(path)
+        genesis = conn.execute("SELECT value FROM meta WHERE key = 'genesis'").fetchone()[0]
+        fields = {**json.loads(entry.canonical_json()), "description": loose}
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        link = hashlib.sha256(bytes.fromhex(genesis) + text.encode()).hexdigest()
+        conn.execute("UPDATE entries SET description = ?, hash = ? WHERE idx = 0", (loose, link))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'head'", (link,))
+        conn.close()
+        monkeypatch.setenv("PRIVFRAME_STATE_DIR", str(tmp_path / "another-user"))
+        with _ledger(path) as ledger, pytest.raises(LedgerError, match="not canonical JSON"):
+            ledger.entries[0]
 
     def test_tampered_rho_names_hash_chain(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
