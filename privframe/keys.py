@@ -14,12 +14,13 @@ Example:
 
 from __future__ import annotations
 
-import itertools
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 import polars as pl
+from pyarrow import ArrowException
 
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
@@ -103,10 +104,18 @@ def from_list(column: str, values: Iterable[Any]) -> KeySet:
             f"keys for {column!r} must be an ordered list of values (the output follows "
             f"its order), got {type(values).__name__}"
         )
+    listed = list(values)
     try:
-        return KeySet(pl.DataFrame({column: list(values)}, strict=True))
-    except (TypeError, pl.exceptions.PolarsError) as err:
-        raise InvalidArgumentError(f"keys for {column!r} must share one type: {err}") from None
+        frame = pl.DataFrame({column: listed}, strict=True)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        frame = None
+    if frame is None:
+        kinds = sorted({type(v).__name__ for v in listed})
+        raise InvalidArgumentError(
+            f"keys for {column!r} must be values of one type (all strings, all integers, all "
+            f"floats, all dates, ...); got {', '.join(kinds)}"
+        )
+    return KeySet(frame)
 
 
 def from_dataframe(frame: pl.DataFrame | pd.DataFrame) -> KeySet:
@@ -119,12 +128,25 @@ def from_dataframe(frame: pl.DataFrame | pd.DataFrame) -> KeySet:
         2
     """
     if isinstance(frame, pd.DataFrame):
-        frame = pl.from_pandas(frame)
+        frame = _from_pandas(frame)
     if not isinstance(frame, pl.DataFrame):
         raise InvalidArgumentError(
             f"keys must be a list or a pandas/polars DataFrame, got {type(frame).__name__}"
         )
     return KeySet(frame)
+
+
+def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame:
+    """Public keys from pandas; a column of mixed types is refused as from_list refuses it."""
+    try:
+        return pl.from_pandas(frame)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError, ArrowException):
+        pass
+    mixed = [str(c) for c in frame.columns if len({type(v) for v in frame[c]}) > 1]
+    raise InvalidArgumentError(
+        f"keys must give each column values of one type; columns {mixed or list(frame.columns)} "
+        "do not (convert them, e.g. with .astype(str))"
+    )
 
 
 def product(**columns: Sequence[Any]) -> KeySet:
@@ -137,13 +159,13 @@ def product(**columns: Sequence[Any]) -> KeySet:
     """
     if not columns:
         raise InvalidValueError("product() needs at least one column of keys")
-    names = list(columns)
     for name, values in columns.items():
         if isinstance(values, str | bytes) or not isinstance(values, Iterable):
             raise InvalidArgumentError(f"keys for {name!r} must be a list of values")
-    rows = list(itertools.product(*(list(v) for v in columns.values())))
-    data: Mapping[str, list[Any]] = {n: [r[i] for r in rows] for i, n in enumerate(names)}
-    return KeySet(pl.DataFrame(data, strict=False))
+    # Each column's keys as from_list takes them (one type, none coerced), then every
+    # combination in order: the first column varies slowest.
+    frames = [from_list(name, values).to_polars() for name, values in columns.items()]
+    return KeySet(functools.reduce(lambda a, b: a.join(b, how="cross"), frames))
 
 
 def as_keyset(keys: object, columns: Sequence[str]) -> KeySet:
