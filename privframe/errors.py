@@ -16,6 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
+
 
 class PrivframeError(Exception):
     """Base class of every error privframe raises deliberately."""
@@ -71,3 +74,58 @@ class SeededRandomnessWarning(UserWarning):
 
     Seeded streams exist for tests and demos; their output is not private.
     """
+
+
+# A header names each column once, in words; a row of data holds numbers, empty fields
+# and repeated values (polars renames a repeated name ``name_duplicated_0``).
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_REPEATED = re.compile(r"_duplicated_\d+$")
+
+NAMES_WITHHELD = (
+    "the column names look like data values (one is a number, empty or repeated), as a "
+    "CSV's first row does when the file has no header row, so they are not listed: they "
+    "may be private values. If the file has no header row, add one: privframe reads the "
+    "first row as the column names and treats them as public"
+)
+"""What an error says instead of the column names when :func:`names_look_like_data`."""
+
+
+def names_look_like_data(names: Iterable[str]) -> bool:
+    """Whether column names look like a row of data, as a CSV without a header row gives.
+
+    A CSV's first row becomes the column names. Without a header row they are
+    private values, and errors that list or suggest the columns would show
+    them. The rule, from the names alone: they look like data when one of them
+    is a number (``42``, ``-1.5``, ``3e8``), is empty, repeats another (polars
+    renames a repeat ``name_duplicated_0``) or holds an unprintable character
+    (a binary file read as text). A header of years (``2023``, ``2024``) is
+    taken for data, which only means that errors do not list it; a first row
+    of words only (``north,alice``) cannot be told from a header.
+
+    Example:
+        >>> from privframe.errors import names_look_like_data
+        >>> names_look_like_data(["user_id", "amount"]), names_look_like_data(["17", "north"])
+        (False, True)
+    """
+    return any(
+        not name.strip()
+        or not name.isprintable()
+        or _NUMBER.fullmatch(name.strip())
+        or _REPEATED.search(name)
+        for name in names
+    )
+
+
+def columns_note(names: Sequence[str]) -> str:
+    """The columns a "column not found" error lists, or why it does not list them.
+
+    Example:
+        >>> from privframe.errors import columns_note
+        >>> columns_note(["user_id", "amount"])
+        "columns: ['user_id', 'amount']"
+        >>> columns_note(["1", "north"]).startswith("the column names look like data")
+        True
+    """
+    if names_look_like_data(names):
+        return NAMES_WITHHELD
+    return f"columns: {list(names)}"

@@ -74,7 +74,7 @@ from sqlglot.tokens import TokenType
 from privframe import aggregates as agg
 from privframe._arguments import RHO_HINTS, hinted
 from privframe.aggregates import Aggregate
-from privframe.errors import InvalidArgumentError, SQLError
+from privframe.errors import NAMES_WITHHELD, InvalidArgumentError, SQLError, names_look_like_data
 from privframe.keys import KeySet, product
 from privframe.query import Bound, Query, Request
 
@@ -193,7 +193,8 @@ def _resolve(
     SQL folds unquoted identifiers, so ``Region`` and ``REGION`` find the column
     ``region``; a quoted one (``"Region"``) must match exactly. Two names that
     differ only in case make an unquoted identifier ambiguous. Names are public
-    schema, never data, so the error may list and suggest them.
+    schema, never data, so the error may list and suggest them, unless they
+    look like a row of data (:func:`~privframe.errors.names_look_like_data`).
     """
     name, quoted = _identifier(node)
     names = list(dict.fromkeys(names))
@@ -212,7 +213,9 @@ def _resolve(
     message = f"{construct} does not exist {where}"
     folded = {n.casefold(): n for n in names}
     near = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
-    if quoted and name.casefold() in folded:
+    if names_look_like_data(names):  # a CSV without a header row: names are private values
+        message += f"; {NAMES_WITHHELD}"
+    elif quoted and name.casefold() in folded:
         message += f'; did you mean "{folded[name.casefold()]}"? (quoted, a name keeps its case)'
     elif quoted:  # most often a string written in double quotes
         message += (
