@@ -32,7 +32,7 @@ from typing import ParamSpec, TypeVar
 
 from privframe.errors import InvalidArgumentError
 
-__all__ = ["RHO_HINTS", "hinted"]
+__all__ = ["BUDGET_HINTS", "RHO_HINTS", "hinted"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -52,6 +52,18 @@ RHO_HINTS: Mapping[str, str] = {
     "eps": _EPSILON,
 }
 """The hints of a call that takes a zCDP ``rho``: for a missing ``rho`` and a given ``epsilon``."""
+
+_ONE_BUDGET = (
+    "the budget is one argument: budget=pf.zCDP(rho=...), budget=pf.ApproxDP(epsilon=..., "
+    "delta=...) or budget=pf.GDP(mu=...)"
+)
+BUDGET_HINTS: Mapping[str, str] = {
+    "budget": (
+        "pass budget=...: the total privacy budget of this data, e.g. budget=pf.zCDP(rho=1.0)"
+    ),
+    **dict.fromkeys(("rho", "epsilon", "eps", "delta", "mu"), _ONE_BUDGET),
+}
+"""The hints of a call that takes a whole ``budget``: for a missing one, or one given in pieces."""
 
 _NAMED = (
     inspect.Parameter.POSITIONAL_ONLY,
@@ -116,7 +128,8 @@ def _message(
     by_name: Mapping[str, str],
 ) -> str:
     """What was wrong with the call, the hints that apply, and what the call takes."""
-    call = f"{func.__qualname__}()"
+    # A class is called by its name: Session(...), not Session.__init__(...).
+    call = f"{func.__qualname__.removesuffix('.__init__')}()"
     params = signature.parameters
     named = {n: p for n, p in params.items() if p.kind in _NAMED}
     any_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

@@ -540,6 +540,8 @@ def _grid_exponent(row_magnitude: float, sigma_estimate: float) -> int:
     target = max(
         math.ldexp(row_magnitude, -_ROW_UNITS_BITS), math.ldexp(sigma_estimate, -_NOISE_UNITS_BITS)
     )
+    if target == 0:  # subnormal bounds underflow: finer than any grid privframe draws on
+        return _MAX_GRID_BITS + 1
     return -math.ceil(math.log2(target))
 
 

@@ -203,7 +203,7 @@ class Query:
             'join'
         """
         frame = _public_table(table)
-        keys = (on,) if isinstance(on, str) else tuple(on)
+        keys = (on,) if isinstance(on, str) else tuple(on) if isinstance(on, list | tuple) else ()
         if not keys or not all(isinstance(c, str) for c in keys):
             raise InvalidArgumentError(f"join on= takes column names, got {on!r}")
         missing = [c for c in keys if c not in frame.columns]
@@ -319,7 +319,11 @@ class Query:
             return self._with(group_by=cols, keys=None, other=None)
         keyset = as_keyset(keys, cols)
         if other is not None:
-            if not isinstance(other, str) or len(cols) != 1:
+            if (
+                not isinstance(other, str)
+                or len(cols) != 1
+                or keyset.to_polars().schema[cols[0]].is_nested()
+            ):
                 raise InvalidArgumentError(
                     "other= takes a string label, with keys over a single string column"
                 )
