@@ -16,7 +16,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
@@ -27,7 +28,16 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql import SparkSession
 
-__all__ = ["has_missing_units", "is_spark_frame", "plain_frame", "to_spark_result"]
+__all__ = [
+    "catalog_table",
+    "has_missing_units",
+    "is_spark_frame",
+    "plain_frame",
+    "run_job",
+    "to_spark_result",
+]
+
+_T = TypeVar("_T")
 
 
 def is_spark_frame(data: object) -> bool:
@@ -40,6 +50,76 @@ def is_spark_frame(data: object) -> bool:
     """
     kind = type(data)
     return kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark.sql")
+
+
+def run_job(job: Callable[[], _T], what: str) -> _T:
+    """``job()``, a Spark action over private data; if it fails, an error that withholds why.
+
+    Spark's message quotes the value a job failed on (a cast's input, the
+    text of ``raise_error``), in the exception, in its Java cause and in
+    pyspark's error log. The log is silenced while the job runs
+    (:func:`~privframe.engines.spark.quiet_query_errors`); the error names the
+    exception's type and Spark's error condition (a fixed name such as
+    ``CAST_INVALID_INPUT``), and is raised outside the ``except`` block, so
+    that no exception chain carries the message.
+
+    Raises:
+        InvalidValueError: the job failed; ``what`` says which job.
+
+    Example:
+        >>> from privframe.spark import run_job
+        >>> run_job(lambda: 3, "counting")
+        3
+    """
+    from privframe.engines.spark import quiet_query_errors
+
+    failure = ""
+    with quiet_query_errors():
+        try:
+            return job()
+        except Exception as err:  # any failure of a job over the data may quote a value
+            failure = _kind(err)
+    raise InvalidValueError(
+        f"{what} failed on Spark ({failure}; Spark's message is withheld as it may quote "
+        "private values): check the columns' types and any casts or raise_error calls in "
+        "how the DataFrame was built"
+    )
+
+
+def _kind(err: Exception) -> str:
+    """The exception's type and, for Spark's own errors, its condition (never a value)."""
+    condition = None
+    try:
+        condition = err.getCondition()  # type: ignore[attr-defined]
+    except Exception:  # not a Spark error, or no JVM to ask
+        condition = None
+    return type(err).__name__ + (f", {condition}" if isinstance(condition, str) else "")
+
+
+def catalog_table(spark: SparkSession, table: str) -> SparkDataFrame:
+    """The table ``table`` (``"db.table"``) of the Spark session's catalog.
+
+    Raises:
+        InvalidArgumentError: ``table`` is not a non-empty string.
+        InvalidValueError: the catalog has no such table (or Spark cannot open it).
+
+    Example:
+        >>> from privframe.spark import catalog_table
+        >>> orders = catalog_table(spark, "sales.orders")  # doctest: +SKIP
+    """
+    if not isinstance(table, str) or not table.strip():
+        raise InvalidArgumentError(
+            f"table must be the name of a table in the Spark catalog, got {table!r}"
+        )
+    failure = ""
+    try:
+        return spark.table(table)
+    except Exception as err:  # Spark's message is withheld as every other one is
+        failure = _kind(err)
+    raise InvalidValueError(
+        f"the Spark catalog has no table {table!r} that can be read ({failure}): check its "
+        "name, written as 'database.table'"
+    )
 
 
 def _polars_type(spark_type: Any) -> pl.DataType | None:
@@ -86,11 +166,18 @@ def plain_frame(frame: SparkDataFrame, unit: str | None = None) -> tuple[SparkDa
         >>> plain_frame(spark.range(3))[1]  # doctest: +SKIP
         Schema({'id': Int64})
     """
-    from pyspark.sql import functions as f
+    from privframe.engines.spark import col
 
+    names = [field.name for field in frame.schema.fields]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InvalidValueError(
+            f"the Spark DataFrame has several columns named {repeated}: give each column "
+            "its own name (e.g. with toDF or withColumnRenamed)"
+        )
     columns, schema = [], {}
     for field in frame.schema.fields:
-        column = f.col(f"`{field.name}`")
+        column = col(field.name)
         if field.name == unit:
             column, dtype = _exact_unit(column, field.dataType)
         elif (plain := _plain(column, field.dataType)) is not None:
@@ -133,12 +220,23 @@ def _exact_unit(column: Any, spark_type: Any) -> tuple[Any, pl.DataType]:
 
 
 def has_missing_units(frame: SparkDataFrame, unit: str, dtype: pl.DataType) -> bool:
-    """Whether any row's privacy unit is null (or NaN, for a float unit): one Spark job."""
+    """Whether any row's privacy unit is null (or NaN, for a float unit): one Spark job.
+
+    Raises:
+        InvalidValueError: the job failed, say on a unit column whose cast fails
+            for some value (Spark's message is withheld: see :func:`run_job`).
+    """
     from pyspark.sql import functions as f
 
-    column = f.col(f"`{unit}`")
+    from privframe.engines.spark import col
+
+    column = col(unit)
     missing = column.isNull() | f.isnan(column) if dtype.is_float() else column.isNull()
-    return bool(frame.filter(missing).limit(1).count())
+    found = run_job(
+        lambda: frame.filter(missing).limit(1).count(),
+        f"reading the privacy unit column {unit!r}",
+    )
+    return bool(found)
 
 
 def to_spark_result(spark: SparkSession, result: pl.DataFrame) -> SparkDataFrame:
