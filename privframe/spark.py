@@ -88,7 +88,6 @@ def run_job(job: Callable[[], _T], what: str) -> _T:
 
 def _kind(err: Exception) -> str:
     """The exception's type and, for Spark's own errors, its condition (never a value)."""
-    condition = None
     try:
         condition = err.getCondition()  # type: ignore[attr-defined]
     except Exception:  # not a Spark error, or no JVM to ask
