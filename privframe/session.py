@@ -33,7 +33,7 @@ import polars as pl
 from pyarrow import ArrowException
 
 from privframe import quantiles, replay, spark
-from privframe._arguments import RHO_HINTS, hinted
+from privframe._arguments import BUDGET_HINTS, RHO_HINTS, hinted
 from privframe.accountant import Accountant, BudgetReport, Spend
 from privframe.accounting import Budget, exact, zCDP
 from privframe.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
@@ -48,7 +48,12 @@ from privframe.engines.spec import (
     ValueSpec,
     apply_steps,
 )
-from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
+from privframe.errors import (
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    columns_note,
+)
 from privframe.events import GaussianEvent, ThresholdEvent, ZCDPEvent
 from privframe.expressions import check_types, plain_types
 from privframe.keys import exact_keys
@@ -96,7 +101,7 @@ def _partitions(data: object) -> int:
         return 1
     path = Path(data)
     if path.suffix.lower() == ".parquet":
-        rows = pl.scan_parquet(path).select(pl.len()).collect().item()
+        rows = _read(pl.scan_parquet(path).select(pl.len()).collect).item()
         return max(1, -(-rows // _ROWS_PER_PARTITION))
     return max(1, -(-path.stat().st_size // _CSV_BYTES_PER_PARTITION))
 
@@ -132,14 +137,7 @@ def _load(data: object, unit: str | None) -> tuple[pl.LazyFrame, Literal["pandas
         if suffix == ".parquet":
             return _scan_parquet(path, unit), "polars", True
         if suffix == ".csv":
-            # Types from the whole file: a type guessed from the first rows could fail
-            # on a later value, a data-dependent failure that no noise covers.
-            text = {unit: pl.String()} if unit is not None else None
-            return (
-                pl.scan_csv(path, infer_schema_length=None, schema_overrides=text),
-                "polars",
-                True,
-            )
+            return _scan_csv(path, unit), "polars", True
         raise InvalidValueError(f"data files must be .parquet or .csv, got {path.name!r}")
     raise InvalidArgumentError(
         "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
@@ -158,6 +156,57 @@ def _scan_parquet(path: Path, unit: str | None) -> pl.LazyFrame:
     if unit not in hive:
         return frame
     return pl.scan_parquet(path, hive_schema={**hive, unit: pl.String()})
+
+
+def _scan_csv(path: Path, unit: str | None, *, cut_long_rows: bool = False) -> pl.LazyFrame:
+    """A CSV file, its types inferred from every row, its unit column read as text.
+
+    Types come from the whole file: a type guessed from the first rows could
+    fail on a later value, a data-dependent failure that no noise covers.
+    ``cut_long_rows`` drops the fields past the header's (to tell, once a read
+    failed, whether such rows were the cause).
+    """
+    text = {unit: pl.String()} if unit is not None else None
+    return pl.scan_csv(
+        path, infer_schema_length=None, schema_overrides=text, truncate_ragged_lines=cut_long_rows
+    )
+
+
+def _check_csv(frame: pl.LazyFrame, path: Path, unit: str | None) -> None:
+    """Read every field of a CSV once: refuse rows longer than the header, and missing units.
+
+    polars parses only the columns a query reads, and a row with more fields
+    than the header passes unless a query reads the column its extra field
+    falls in: whether a query ran would depend on the columns it reads. Read
+    in full once, before any query, a malformed row is one fixed fact about
+    the file. The same read counts the unit column's nulls (read as text, a
+    CSV unit has no NaN), so a CSV is read once for both checks.
+    """
+    failure = None
+    try:
+        nulls = frame.select(pl.all().null_count()).collect()
+    except (Exception, _PanicException) as err:
+        failure = type(err).__name__
+    if failure is None:
+        if unit is not None and nulls[unit].item():
+            raise InvalidValueError(_MISSING_UNITS.format(unit=unit))
+        return
+    if _reads_when_cut(path, unit):
+        raise InvalidValueError(
+            f"a row of {path.name!r} has more fields than its header row (the row is not "
+            "shown: it may hold private values). Every row must have one field per column: "
+            "quote fields that contain the separator, or name the extra columns in the header"
+        )
+    raise InvalidValueError(_UNREADABLE.format(failure=failure))
+
+
+def _reads_when_cut(path: Path, unit: str | None) -> bool:
+    """Whether the CSV reads in full once fields past the header's are dropped."""
+    try:
+        _scan_csv(path, unit, cut_long_rows=True).select(pl.all().null_count()).collect()
+    except (Exception, _PanicException):
+        return False
+    return True
 
 
 def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
@@ -197,23 +246,27 @@ def _read(read: Callable[[], _T]) -> _T:
 
     The reader's message can quote a value from the file: it is withheld, and
     the error is raised outside the ``except`` block, so that the reader's
-    error is not its ``__context__`` either.
+    error is not its ``__context__`` either. Any exception counts: a LazyFrame
+    can run Python functions (``map_elements``) that raise their own.
     """
     failure = ""
     try:
         return read()
-    except (pl.exceptions.PolarsError, _PanicException) as err:
+    except (Exception, _PanicException) as err:
         failure = type(err).__name__
-    raise InvalidValueError(
-        f"the data could not be read ({failure}; the message is withheld as it may quote "
-        "private values): check the file's format and column types"
-    )
+    raise InvalidValueError(_UNREADABLE.format(failure=failure))
+
+
+_UNREADABLE = (
+    "the data could not be read ({failure}; the message is withheld as it may quote private "
+    "values): check the file's format and column types"
+)
 
 
 def _check_unit_column(unit: str | None, schema: pl.Schema) -> None:
     if unit is not None and unit not in schema:
         raise InvalidValueError(
-            f"privacy unit column {unit!r} is not in the data; columns: {list(schema)}"
+            f"privacy unit column {unit!r} is not in the data; {columns_note(list(schema))}"
         )
 
 
@@ -266,6 +319,7 @@ class Session:
         zCDP(rho=1.0, delta=0.0)
     """
 
+    @hinted(**BUDGET_HINTS)
     def __init__(
         self,
         data: DataSource,
@@ -280,6 +334,7 @@ class Session:
         results: Literal["pandas", "spark"] = "pandas",
         same_data: bool = False,
     ) -> None:
+        _check_privacy_unit(privacy_unit)
         self._metadata = _check_metadata(metadata)
         self._contributions = _check_contributions(contributions)
         self._tables = _check_tables(tables)
@@ -311,8 +366,10 @@ class Session:
         schema = _read(frame.collect_schema)
         _check_unit_column(privacy_unit, schema)
         self._frame = plain_types(frame, privacy_unit)
-        self._schema = self._frame.collect_schema()
-        if privacy_unit is not None:
+        self._schema = _read(self._frame.collect_schema)
+        if isinstance(data, str | os.PathLike) and Path(data).suffix.lower() == ".csv":
+            _check_csv(frame, Path(data), privacy_unit)
+        elif privacy_unit is not None:
             _check_units(self._frame, privacy_unit, self._schema[privacy_unit])
         self._engine = PolarsEngine(self._frame, streaming=streaming, partitions=_partitions(data))
 
@@ -358,7 +415,8 @@ class Session:
             >>> sess = pf.Session.from_spark_table(spark, "sales.orders", "customer_id",
             ...                                    pf.zCDP(rho=1.0))  # doctest: +SKIP
         """
-        return cls(spark_session.table(table), privacy_unit, budget, ledger, **options)
+        data = spark.catalog_table(spark_session, table)
+        return cls(data, privacy_unit, budget, ledger, **options)
 
     @property
     def columns(self) -> list[str]:
@@ -586,17 +644,12 @@ class Session:
                 f"columns {internal} start with '__', which privframe reserves for its own "
                 "working columns; rename them"
             )
-        if plan.other is not None and schema[plan.group_by[0]] != pl.String:
-            raise InvalidArgumentError(
-                f"other= needs a string key column; {plan.group_by[0]!r} has type "
-                f"{schema[plan.group_by[0]]}"
-            )
         for agg in plan.aggregates:
             if isinstance(agg, _Bounded):
                 if agg.column not in schema:
                     raise InvalidValueError(
                         f"{type(agg).__name__.lower()} column {agg.column!r} is not in the data; "
-                        f"columns: {list(schema)}"
+                        f"{columns_note(list(schema))}"
                     )
                 if not schema[agg.column].is_numeric():
                     raise InvalidArgumentError(
@@ -606,13 +659,18 @@ class Session:
         for column in plan.group_by:
             if column not in schema:
                 raise InvalidValueError(
-                    f"group_by column {column!r} is not in the data; columns: {list(schema)}"
+                    f"group_by column {column!r} is not in the data; {columns_note(list(schema))}"
                 )
             if column == self._unit:
                 raise InvalidValueError(
                     f"group_by column {column!r} is the privacy unit column; group by another "
                     "column (per-unit results are not what a private group-by releases)"
                 )
+        if plan.other is not None and schema[plan.group_by[0]] != pl.String:
+            raise InvalidArgumentError(
+                f"other= needs a string key column; {plan.group_by[0]!r} has type "
+                f"{schema[plan.group_by[0]]}"
+            )
         for agg in plan.aggregates:
             if agg.output_name in plan.group_by:
                 raise InvalidValueError(
@@ -969,6 +1027,21 @@ def _check_boolean(predicate: pl.Expr, schema: pl.Schema) -> None:
     dtype = pl.LazyFrame(schema=schema).select(predicate.alias("__p")).collect_schema()["__p"]
     if dtype != pl.Boolean:
         raise InvalidValueError(f"a filter must be a Boolean expression; this one is {dtype}")
+
+
+def _check_privacy_unit(unit: object) -> None:
+    if unit is not None and not isinstance(unit, str):
+        several = isinstance(unit, list | tuple)
+        raise InvalidArgumentError(
+            "privacy_unit must be the name of one column (a string), or None when each row is "
+            f"a different person; got {type(unit).__name__}"
+            + (
+                ". For a unit identified by several columns, make them one ID column first "
+                "(their values joined with a separator, such as '|')"
+                if several
+                else ""
+            )
+        )
 
 
 def _check_metadata(metadata: object) -> dict[str, Column]:

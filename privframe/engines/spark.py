@@ -38,9 +38,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,12 +58,13 @@ from privframe.engines.spec import (
     RowStep,
     ValueSpec,
     apply_steps,
+    checked_step,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["SparkEngine"]
+__all__ = ["SparkEngine", "col", "quiet_query_errors"]
 
 _N = "__rows"
 _W = "__weight"
@@ -81,11 +84,52 @@ _ROW_SEED = 0x2545F4914F6CDD1D  # the row choice's (as in the polars engine)
 _TIE_SEED = 0x5DEECE66D  # the remainder ties' (as in the polars engine)
 
 
-def _col(name: str) -> Column:
-    """The column ``name``, quoted: names with dots or backticks are taken literally."""
+def col(name: str) -> Column:
+    """The column ``name``, quoted: names with dots or backticks are taken literally.
+
+    Example:
+        >>> from privframe.engines.spark import col
+        >>> col("a.b")  # doctest: +SKIP
+        Column<'`a.b`'>
+    """
     from pyspark.sql import functions as f
 
     return f.col("`" + name.replace("`", "``") + "`")
+
+
+# pyspark logs the message of every failed job's error through these (with the values it
+# quotes) as it converts the error to Python, whether or not the caller handles it.
+_QUERY_CONTEXT_LOGS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+def _drop(record: logging.LogRecord) -> bool:
+    return False
+
+
+@contextlib.contextmanager
+def quiet_query_errors() -> Iterator[None]:
+    """Silence pyspark's log of failed jobs' messages while Spark works on private data.
+
+    pyspark (4.0 and later) logs an error's message as it converts a failed
+    job's Java exception, and the message can quote a data value (the input
+    of a failed cast). The error itself is then withheld by its handler.
+
+    Example:
+        >>> from privframe.engines.spark import quiet_query_errors
+        >>> with quiet_query_errors():
+        ...     pass
+    """
+    from pyspark.logger import PySparkLogger
+
+    # Made by pyspark's own factory: a plain logger would reject the fields pyspark logs.
+    logs = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGS]
+    for log in logs:
+        log.addFilter(_drop)
+    try:
+        yield
+    finally:
+        for log in logs:
+            log.removeFilter(_drop)
 
 
 def _long(value: int) -> Column:
@@ -107,7 +151,7 @@ def _keyed_hash(seed: int, *columns: str) -> Column:
     signed = seed & (2**64 - 1)
     if signed >= 2**63:
         signed -= 2**64
-    return f.xxhash64(_long(signed), *(_col(c) for c in columns))
+    return f.xxhash64(_long(signed), *(col(c) for c in columns))
 
 
 def _row_units(v: ValueSpec) -> Column:
@@ -119,7 +163,7 @@ def _row_units(v: ValueSpec) -> Column:
     from pyspark.sql import functions as f
 
     fill = f.lit(float(v.fill))
-    x = f.coalesce(f.nanvl(_col(v.column).cast("double"), fill), fill)
+    x = f.coalesce(f.nanvl(col(v.column).cast("double"), fill), fill)
     x = _clip(x, f.lit(float(v.lower)), f.lit(float(v.upper)))
     if v.square_around is not None:
         d = x - f.lit(float(v.square_around))
@@ -248,6 +292,7 @@ def _apply_steps(
     from privframe.engines.spark_expressions import to_spark
 
     for step in steps:
+        step = checked_step(step, schema)  # integer overflow gives null, as on polars
         if step.kind == "filter":
             for expr in step.exprs:
                 frame = frame.filter(to_spark(expr, schema))
@@ -295,7 +340,7 @@ def _key_index(frame: DataFrame, schema: pl.Schema, keys: pl.DataFrame) -> DataF
         try:
             casts[c] = to_spark(pl.col(c).cast(keys.schema[c], strict=False), schema)
         except InvalidArgumentError:  # no exact translation (say floats to strings): Spark's
-            casts[c] = _col(c).try_cast(types[c])
+            casts[c] = col(c).try_cast(types[c])
     if casts:
         frame = frame.withColumns(casts)
     return frame.join(f.broadcast(table), on=columns, how="inner")
@@ -306,7 +351,7 @@ def _known_units(frame: DataFrame, unit: str) -> DataFrame:
     from pyspark.sql import functions as f
     from pyspark.sql import types as t
 
-    column = _col(unit)
+    column = col(unit)
     if isinstance(frame.schema[unit].dataType, t.FloatType | t.DoubleType):
         return frame.filter(column.isNotNull() & ~f.isnan(column))
     return frame.filter(column.isNotNull())
@@ -321,27 +366,27 @@ def _partials(
 
     unit = spec.unit
     assert unit is not None
-    partial = frame.groupBy(*(_col(c) for c in (unit, *by))).agg(
-        f.count(f.lit(1)).alias(_N), *(f.sum(_col(n)).alias(n) for n in names)
+    partial = frame.groupBy(*(col(c) for c in (unit, *by))).agg(
+        f.count(f.lit(1)).alias(_N), *(f.sum(col(n)).alias(n) for n in names)
     )
     if spec.max_groups is not None:
         # The k groups ranking lowest by a keyed hash of (unit, key): a uniformly random
         # subset of the unit's groups (ties, which need a 64-bit collision, by key).
-        order = Window.partitionBy(_col(unit)).orderBy(
-            _keyed_hash(spec.seed ^ _GROUP_SEED, unit, *by), *(_col(c) for c in by)
+        order = Window.partitionBy(col(unit)).orderBy(
+            _keyed_hash(spec.seed ^ _GROUP_SEED, unit, *by), *(col(c) for c in by)
         )
         partial = (
             partial.withColumn(_RANK, f.row_number().over(order))
-            .filter(_col(_RANK) <= spec.max_groups)
+            .filter(col(_RANK) <= spec.max_groups)
             .drop(_RANK)
         )
-    partial = partial.withColumn(_W, f.least(_col(_N), _long(spec.max_rows_per_group)))
+    partial = partial.withColumn(_W, f.least(col(_N), _long(spec.max_rows_per_group)))
     if spec.max_rows is not None:
         partial = _cap_rows(partial, unit, by, spec.max_rows, spec.seed)
-    w, n = _col(_W), _col(_N)
+    w, n = col(_W), col(_N)
     scaled = {}
     for v in spec.values:
-        s = _col(v.name)
+        s = col(v.name)
         # The polars engine's (s·w/n).round() in the same float operations, ties to even.
         shrunk = f.rint(s.cast("double") * w / n).cast("long")
         lo, hi = v.lower_units - v.centre_units, v.upper_units - v.centre_units
@@ -362,14 +407,14 @@ def _cap_rows(partial: DataFrame, unit: str, by: list[str], cap: int, seed: int)
     from pyspark.sql import Window
     from pyspark.sql import functions as f
 
-    units = Window.partitionBy(_col(unit))
-    total, w = _col(_TOTAL), _col(_W)
+    units = Window.partitionBy(col(unit))
+    total, w = col(_TOTAL), col(_W)
     over = total > _long(cap)  # then T >= 1: no division by zero, under ANSI mode either
     scaled = f"(`{_W}` * CAST({cap} AS BIGINT))"
     largest = units.orderBy(
-        _col(_REM).desc(),
+        col(_REM).desc(),
         _keyed_hash(seed ^ _TIE_SEED, unit, *by).desc(),
-        *(_col(c) for c in by),
+        *(col(c) for c in by),
     )
     return (
         partial.withColumn(_TOTAL, f.sum(w).over(units))
@@ -381,13 +426,13 @@ def _cap_rows(partial: DataFrame, unit: str, by: list[str], cap: int, seed: int)
         )
         .withColumns(
             {
-                _DEFICIT: _long(cap) - f.sum(_col(_BASE)).over(units),
+                _DEFICIT: _long(cap) - f.sum(col(_BASE)).over(units),
                 _ORDER: f.row_number().over(largest),
             }
         )
         .withColumn(
             _W,
-            f.when(over, _col(_BASE) + (_col(_ORDER) <= _col(_DEFICIT)).cast("long")).otherwise(w),
+            f.when(over, col(_BASE) + (col(_ORDER) <= col(_DEFICIT)).cast("long")).otherwise(w),
         )
         .drop(_TOTAL, _BASE, _REM, _DEFICIT, _ORDER)
     )
@@ -410,14 +455,14 @@ def _sampled_rows(
     unit = spec.unit
     assert unit is not None
     cell = [unit, *by]
-    window = Window.partitionBy(*(_col(c) for c in cell))
-    numbered = window.orderBy(*(_col(h.name) for h in spec.histograms))
-    ranked = window.orderBy(_keyed_hash(spec.seed ^ _ROW_SEED, *cell, _ID), _col(_ID))
+    window = Window.partitionBy(*(col(c) for c in cell))
+    numbered = window.orderBy(*(col(h.name) for h in spec.histograms))
+    ranked = window.orderBy(_keyed_hash(spec.seed ^ _ROW_SEED, *cell, _ID), col(_ID))
     return (
-        frame.join(partial.select(*(_col(c) for c in cell), _col(_W)), on=cell, how="inner")
+        frame.join(partial.select(*(col(c) for c in cell), col(_W)), on=cell, how="inner")
         .withColumn(_ID, f.row_number().over(numbered))
         .withColumn(_RANK, f.row_number().over(ranked))
-        .filter(_col(_RANK) <= _col(_W))
+        .filter(col(_RANK) <= col(_W))
     )
 
 
@@ -459,7 +504,14 @@ class SparkEngine:
         row per observed non-null key, sorted by key, with ``DISTINCT`` units.
         The same columns and dtypes as :meth:`PolarsEngine.aggregate
         <privframe.engines.polars.PolarsEngine.aggregate>`.
+
+        A failed job's error is raised as Spark gives it (its caller withholds
+        the message), but pyspark's log of it is silenced (:func:`quiet_query_errors`).
         """
+        with quiet_query_errors():
+            return self._aggregate(spec)
+
+    def _aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
         from pyspark.sql import functions as f
 
         schema = self._schema if self._schema is not None else _polars_schema(self._frame)
@@ -468,7 +520,7 @@ class SparkEngine:
         keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})
         if observed:
             by = list(spec.group_by)
-            frame = frame.filter(functools.reduce(operator.and_, (_col(c).isNotNull() for c in by)))
+            frame = frame.filter(functools.reduce(operator.and_, (col(c).isNotNull() for c in by)))
         else:
             by = [_KEY]
             if spec.keys is None:
@@ -479,28 +531,28 @@ class SparkEngine:
         # engine's working columns.
         unit = [spec.unit] if spec.unit is not None else []
         frame = frame.select(
-            *(_col(c) for c in (*unit, *by)),
+            *(col(c) for c in (*unit, *by)),
             *(_row_units(v).alias(v.name) for v in spec.values),
             *(
-                _position_udf(h.grid)(_col(h.column).cast("double")).alias(h.name)
+                _position_udf(h.grid)(col(h.column).cast("double")).alias(h.name)
                 for h in spec.histograms
             ),
         )
         names = [v.name for v in spec.values]
         if spec.unit is None:
-            per_key = frame.groupBy(*(_col(c) for c in by)).agg(
+            per_key = frame.groupBy(*(col(c) for c in by)).agg(
                 f.count(f.lit(1)).alias(COUNT),
                 f.count(f.lit(1)).alias(DISTINCT),
-                *(f.sum(_col(n)).alias(n) for n in names),
+                *(f.sum(col(n)).alias(n) for n in names),
             )
             rows = frame
         else:
             frame = _known_units(frame, spec.unit)
             partial = _partials(frame, spec, by, names)
-            per_key = partial.groupBy(*(_col(c) for c in by)).agg(
-                f.sum(_col(_W)).alias(COUNT),
+            per_key = partial.groupBy(*(col(c) for c in by)).agg(
+                f.sum(col(_W)).alias(COUNT),
                 f.count(f.lit(1)).alias(DISTINCT),
-                *(f.sum(_col(n)).alias(n) for n in names),
+                *(f.sum(col(n)).alias(n) for n in names),
             )
             rows = _sampled_rows(frame, partial, spec, by) if spec.histograms else frame
         # One collect (one Spark job): the per-key rows and each histogram's (key, position)
@@ -508,26 +560,26 @@ class SparkEngine:
         null = f.lit(None).cast("long")
         parts = [
             per_key.select(
-                *(_col(c) for c in by),
+                *(col(c) for c in by),
                 f.lit(None).cast("int").alias(_HIST),
                 null.alias(_POS),
-                _col(COUNT).cast("long").alias(COUNT),
-                _col(DISTINCT).cast("long").alias(DISTINCT),
-                *(_col(n).cast("long").alias(n) for n in names),
+                col(COUNT).cast("long").alias(COUNT),
+                col(DISTINCT).cast("long").alias(DISTINCT),
+                *(col(n).cast("long").alias(n) for n in names),
             )
         ]
         for i, h in enumerate(spec.histograms):
             counts = (
-                rows.filter(_col(h.name).isNotNull())
-                .groupBy(*(_col(c) for c in (*by, h.name)))
+                rows.filter(col(h.name).isNotNull())
+                .groupBy(*(col(c) for c in (*by, h.name)))
                 .agg(f.count(f.lit(1)).alias(COUNT))
             )
             parts.append(
                 counts.select(
-                    *(_col(c) for c in by),
+                    *(col(c) for c in by),
                     f.lit(i).alias(_HIST),
-                    _col(h.name).cast("long").alias(_POS),
-                    _col(COUNT),
+                    col(h.name).cast("long").alias(_POS),
+                    col(COUNT),
                     null.alias(DISTINCT),
                     *(null.alias(n) for n in names),
                 )
