@@ -14,8 +14,10 @@ of (the fastest of ``--repeat`` runs):
 * ``len``, ``spent``, ``report()``, ``repr(sess)``: on the open session.
 * ``spend``: one more entry charged (a committed, fsynced write).
 * ``last 10``: ``sess.ledger[-10:]``, read and verified from the file.
-* ``20 releases``: twenty count queries released one by one, as a 20-query
-  scripted report does.
+* ``20 releases``: twenty count queries released one by one.
+* ``report``: ``privframe report``'s work in process (load the spec, check
+  every query and the total against the ledger, release the 20 queries all
+  or nothing, write 20 CSVs and ``report.html``).
 
 Big ledgers are built through the public API, 1000 entries per
 :meth:`~privframe.accountant.Accountant.spend_all` (one transaction each).
@@ -29,6 +31,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import tempfile
 import time
@@ -39,6 +42,7 @@ import polars as pl
 
 import privframe as pf
 from privframe.accountant import Accountant, Spend
+from privframe.report import load_spec, prepare
 
 BUDGET = pf.zCDP(1.0)
 BATCH = 1000
@@ -54,6 +58,7 @@ COLUMNS = (
     "spend",
     "last 10",
     "20 releases",
+    "report",
 )
 
 
@@ -86,7 +91,9 @@ def best(
 
 
 def measure(path: Path, state: Path, repeat: int) -> dict[str, float]:
-    frame = pl.DataFrame({"region": ["n", "s", "n", "s"], "x": [1.0, 2.0, 3.0, 4.0]})
+    frame = pl.DataFrame(
+        {"user": [0, 1, 2, 3], "region": ["n", "s", "n", "s"], "x": [1.0, 2.0, 3.0, 4.0]}
+    )
     fresh = iter(range(10**6))
 
     def forget() -> None:  # a user who never opened this ledger: an empty state directory
@@ -99,22 +106,47 @@ def measure(path: Path, state: Path, repeat: int) -> dict[str, float]:
     remember()
     Accountant(BUDGET, path).close()  # this user's record of it
     out["open"] = best(repeat, lambda: Accountant(BUDGET, path).close())
-    out["Session open"] = best(repeat, lambda: pf.Session(frame, None, BUDGET, path))
-    sess = pf.Session(frame, None, BUDGET, path)
+    out["Session open"] = best(repeat, lambda: pf.Session(frame, "user", BUDGET, path))
+    sess = pf.Session(frame, "user", BUDGET, path)
     out["len"] = best(repeat, lambda: len(sess.ledger))
     out["spent"] = best(repeat, lambda: sess.spent)
     out["report()"] = best(repeat, sess.report)
     out["repr(sess)"] = best(repeat, lambda: repr(sess))
     out["spend"] = best(repeat, lambda: sess.accountant.spend(COST, label="bench/one"))
     out["last 10"] = best(repeat, lambda: sess.ledger[-10:])
-    query = sess.query().group_by("region", keys=["n", "s"]).agg(pf.count())
+    bounded = sess.query().bound(max_groups=1, max_rows_per_group=1)
+    query = bounded.group_by("region", keys=["n", "s"]).agg(pf.count())
 
     def releases() -> None:
         for i in range(20):
             query.release(rho=1e-7, label=f"bench/report-{i}")
 
     out["20 releases"] = best(repeat, releases)
+    spec = write_report(path, frame)
+    out["report"] = best(
+        repeat, lambda: prepare(load_spec(spec)).run(spec.parent / "out", io.StringIO())
+    )
     return out
+
+
+def write_report(ledger: Path, frame: pl.DataFrame) -> Path:
+    """A 20-query report spec charging ``ledger``, beside its data; the spec's path."""
+    folder = ledger.with_suffix(".report")
+    folder.mkdir()
+    frame.write_parquet(folder / "data.parquet")
+    queries = "".join(
+        f'\n[[queries]]\nname = "q{i}"\ngroup_by = ["region"]\n'
+        f'aggregates = [{{ kind = "count" }}]\nrho = {COST.rho!r}\n'
+        for i in range(20)
+    )
+    spec = folder / "report.toml"
+    spec.write_text(
+        '[report]\ntitle = "bench"\n\n[data]\npath = "data.parquet"\nprivacy_unit = "user"\n\n'
+        f"[budget]\nrho = {BUDGET.rho!r}\nledger = {str(ledger)!r}\n\n"
+        '[metadata]\nregion = { keys = ["n", "s"] }\n\n'
+        "[contributions]\nmax_groups = 1\nmax_rows_per_group = 1\n" + queries
+    )
+    return spec
 
 
 def main() -> None:

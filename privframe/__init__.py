@@ -7,7 +7,7 @@ Example:
 """
 
 from privframe import accounting, datasets, dpsgd, events, keys, noise, pld, rdp
-from privframe.accountant import Accountant, BudgetReport
+from privframe.accountant import Accountant, BudgetReport, Spend
 from privframe.accounting import GDP, ApproxDP, Budget, zCDP
 from privframe.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
 from privframe.errors import (
@@ -18,15 +18,21 @@ from privframe.errors import (
     InvalidValueError,
     LedgerError,
     PrivframeError,
+    PrivframeWarning,
     SeededRandomnessWarning,
     SQLError,
 )
 from privframe.expressions import bin
 from privframe.html import show
-from privframe.ledger import LedgerEntry
+from privframe.ledger import (
+    LedgerEntries,
+    LedgerEntry,
+    LedgerMissingWarning,
+    LedgerStateWarning,
+)
 from privframe.noise import discrete_gaussian, gaussian_mechanism
-from privframe.query import Bound
-from privframe.session import Session
+from privframe.query import Bound, Request
+from privframe.session import Batch, Session
 from privframe.split import Balance, balance
 from privframe.sql import Column
 
@@ -35,6 +41,7 @@ __all__ = [
     "Accountant",
     "ApproxDP",
     "Balance",
+    "Batch",
     "Bound",
     "Budget",
     "BudgetExceededError",
@@ -44,12 +51,18 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidBudgetError",
     "InvalidValueError",
+    "LedgerEntries",
     "LedgerEntry",
     "LedgerError",
+    "LedgerMissingWarning",
+    "LedgerStateWarning",
     "PrivframeError",
+    "PrivframeWarning",
+    "Request",
     "SQLError",
     "SeededRandomnessWarning",
     "Session",
+    "Spend",
     "accounting",
     "balance",
     "bin",

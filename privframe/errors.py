@@ -69,7 +69,23 @@ class SQLError(InvalidValueError):
         self.position = position
 
 
-class SeededRandomnessWarning(UserWarning):
+class PrivframeWarning(UserWarning):
+    """Base of every warning privframe gives, so one filter can select them all.
+
+    Example:
+        >>> import warnings
+        >>> from privframe.errors import PrivframeWarning, SeededRandomnessWarning
+        >>> issubclass(SeededRandomnessWarning, PrivframeWarning)
+        True
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always", PrivframeWarning)
+        ...     warnings.warn("seeded", SeededRandomnessWarning)
+        >>> [w.category.__name__ for w in caught]
+        ['SeededRandomnessWarning']
+    """
+
+
+class SeededRandomnessWarning(PrivframeWarning):
     """A release used a seeded (reproducible, non-secret) random stream.
 
     Seeded streams exist for tests and demos; their output is not private.

@@ -90,7 +90,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, overload
 
 from privframe.accounting import Number, zCDP
-from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError
+from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError, PrivframeWarning
 
 __all__ = [
     "APPLICATION_ID",
@@ -147,7 +147,7 @@ Check = Callable[[Fraction, Fraction], None]
 """A budget check: called with the exact (ρ, δ) totals already recorded; raises to refuse."""
 
 
-class LedgerMissingWarning(UserWarning):
+class LedgerMissingWarning(PrivframeWarning):
     """A ledger privframe recorded at a path is gone, and a new one there restores the full budget.
 
     Given when a ledger path privframe saw before no longer holds that ledger
@@ -156,7 +156,7 @@ class LedgerMissingWarning(UserWarning):
     """
 
 
-class LedgerStateWarning(UserWarning):
+class LedgerStateWarning(PrivframeWarning):
     """privframe cannot read or write its per-user record of known ledgers (:func:`state_file`).
 
     Ledgers keep working and keep their hash chain, but a rollback or a missing

@@ -433,7 +433,9 @@ class Query:
             InvalidArgumentError: an argument it does not take (``epsilon=``:
                 the message says how to spend an (ε, δ) budget) or no ``rho``.
         """
-        request = Request(self, rho, with_error, weights, label, delta)
+        request = self.request(
+            rho, with_error=with_error, weights=weights, label=label, delta=delta
+        )
         return self.session.release_all([request])[0]
 
     @hinted(**RHO_HINTS)

@@ -192,7 +192,12 @@ def _discrete(event: Event) -> bool:
     return isinstance(event, GaussianEvent) and event.discrete
 
 
-def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp") -> Guarantee:
+def guarantee(
+    entries: Sequence[LedgerEntry],
+    delta: float,
+    method: str = "zcdp",
+    total: zCDP | None = None,
+) -> Guarantee:
     """What ``entries`` add up to as (ε, δ)-DP, by ``method``.
 
     Args:
@@ -200,6 +205,9 @@ def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp"
         delta: the total δ of the statement; it must exceed the δ the entries
             spent outright.
         method: ``"zcdp"``, ``"rdp"`` or ``"pld"`` (see the module docstring).
+        total: the exact sum of the entries' costs when the caller already
+            keeps it (an accountant does); ``"zcdp"`` then reads no entry, so
+            its cost does not grow with the ledger.
 
     Raises:
         InvalidValueError: an unknown method, malformed events (naming the
@@ -212,7 +220,7 @@ def guarantee(entries: Sequence[LedgerEntry], delta: float, method: str = "zcdp"
     """
     method = _check_method(method)
     if method == "zcdp":
-        spent = sum((e.cost for e in entries), zCDP(0))
+        spent = total if total is not None else sum((e.cost for e in entries), zCDP(0))
         return Guarantee(spent.epsilon(delta), delta, method, _ZCDP_BASIS)
     accountant = RDPAccountant() if method == "rdp" else PLDAccountant()
     replayed: list[Event] = []

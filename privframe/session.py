@@ -57,7 +57,7 @@ from privframe.errors import (
 from privframe.events import GaussianEvent, ThresholdEvent, ZCDPEvent
 from privframe.expressions import check_types, plain_types
 from privframe.keys import exact_keys
-from privframe.ledger import DataIdentity, LedgerEntry
+from privframe.ledger import DataIdentity, LedgerEntries, LedgerEntry
 from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
 from privframe.planner import (
     Z95,
@@ -444,8 +444,22 @@ class Session:
         return self._accountant.remaining
 
     @property
-    def ledger(self) -> tuple[LedgerEntry, ...]:
-        """Every release charged to this session's budget, in order."""
+    def ledger(self) -> LedgerEntries:
+        """Every release charged to this session's budget, in order.
+
+        A lazy read-only sequence (:class:`~privframe.ledger.LedgerEntries`):
+        taking it costs the same however long the ledger is, and a file
+        ledger's entries are checked against its hash chain as they are read.
+        It compares equal to a tuple of the same entries.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+            >>> _ = sess.query().agg(pf.count()).release(rho=0.5, label="n")
+            >>> [entry.label for entry in sess.ledger]
+            ['n']
+        """
         return self._accountant.entries
 
     def report(self) -> BudgetReport:
@@ -489,7 +503,7 @@ class Session:
         if delta is None:
             spent = self._accountant.spent
             delta = float(Fraction(self._accountant.delta) + Fraction(spent.delta))
-        return replay.guarantee(self.ledger, delta, method)
+        return replay.guarantee(self.ledger, delta, method, total=self._accountant.spent)
 
     def query(self) -> Query:
         """Start a query: chain ``filter``, ``bound``, ``group_by``, ``agg``, then release."""

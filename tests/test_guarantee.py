@@ -129,3 +129,18 @@ def test_the_basis_names_the_analyses_used() -> None:
     mixed = replay.guarantee([_entry(0, 0.25, 0.0, plain)], 1e-6, "pld")
     assert mixed.basis.startswith("every event is a plain Gaussian or known only through its rho")
     assert mixed.epsilon == pytest.approx(pf.zCDP(0.25).epsilon(1e-6), rel=1e-12)
+
+
+def test_the_zcdp_guarantee_reads_no_ledger_entry(tmp_path, monkeypatch) -> None:
+    sess = _session(tmp_path)
+    _spend(sess)
+    expected = sess.spent.epsilon(1e-5)
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the zCDP guarantee read the ledger's entries")
+
+    monkeypatch.setattr(pf.ledger.LedgerEntries, "__iter__", refuse)
+    monkeypatch.setattr(pf.ledger.LedgerEntries, "__getitem__", refuse)
+    assert sess.guarantee(1e-5) == expected
+    with pytest.raises(AssertionError, match="read the ledger"):
+        sess.guarantee(1e-5, method="rdp")
