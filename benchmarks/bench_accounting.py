@@ -5,8 +5,8 @@ one plain Gaussian composition, at δ = 1e-5, each accountant reports ε and the
 seconds it took; then each library searches the noise multiplier that meets a
 target ε. Accountants:
 
-* privframe RDP: ``privframe.rdp.RDPAccountant``.
-* privframe PLD: ``privframe.pld.PLDAccountant`` (pessimistic ε, grid 1e-4),
+* privframe RDP: ``privframe.accounting.rdp.RDPAccountant``.
+* privframe PLD: ``privframe.accounting.pld.PLDAccountant`` (pessimistic ε, grid 1e-4),
   with its certified bracket ``epsilon_bounds``.
 * dp_accounting RDP and PLD: ``RdpAccountant`` and ``pld.PLDAccountant``
   (grid 1e-4, connect-the-dots), dp-accounting 0.6.
@@ -142,9 +142,9 @@ _t0 = time.perf_counter()
 
 PRIVFRAME_SNIPPET = r"""
 from privframe import dpsgd
-from privframe.events import GaussianEvent, PoissonSampledEvent
-from privframe.pld import PLDAccountant
-from privframe.rdp import RDPAccountant
+from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
+from privframe.accounting.pld import PLDAccountant
+from privframe.accounting.rdp import RDPAccountant
 
 IMPORT_S = time.perf_counter() - _t0
 VERSION = "privframe " + importlib.metadata.version("privframe")

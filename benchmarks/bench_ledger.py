@@ -3,13 +3,13 @@
 For ledgers of 0, 1k, 10k and 100k entries (a SQLite file each), the seconds
 of (the fastest of ``--repeat`` runs):
 
-* ``first open``: an :class:`~privframe.accountant.Accountant` opening a
+* ``first open``: an :class:`~privframe.accounting.accountant.Accountant` opening a
   ledger this user never opened (an empty state directory), which verifies
   the whole file: ``PRAGMA quick_check`` and the hash chain from the first
   entry. This one is O(entries), once per user and ledger.
 * ``open``: the same, by a user who opened it before (the usual case): only
   the last verified entry and the entries added since are checked.
-* ``Session open``: :class:`~privframe.session.Session` on a small frame and
+* ``Session open``: :class:`~privframe.api.session.Session` on a small frame and
   that ledger (includes checking the ledger's record of the data).
 * ``len``, ``spent``, ``report()``, ``repr(sess)``: on the open session.
 * ``spend``: one more entry charged (a committed, fsynced write).
@@ -20,7 +20,7 @@ of (the fastest of ``--repeat`` runs):
   or nothing, write 20 CSVs and ``report.html``).
 
 Big ledgers are built through the public API, 1000 entries per
-:meth:`~privframe.accountant.Accountant.spend_all` (one transaction each).
+:meth:`~privframe.accounting.accountant.Accountant.spend_all` (one transaction each).
 Everything runs in a temporary directory with its own ``PRIVFRAME_STATE_DIR``:
 the benchmark never touches the user's record of known ledgers.
 
@@ -41,8 +41,8 @@ from pathlib import Path
 import polars as pl
 
 import privframe as pf
-from privframe.accountant import Accountant, Spend
-from privframe.report import load_spec, prepare
+from privframe.accounting.accountant import Accountant, Spend
+from privframe.api.report import load_spec, prepare
 
 BUDGET = pf.zCDP(1.0)
 BATCH = 1000

@@ -21,8 +21,8 @@ import numpy as np
 import polars as pl
 
 import privframe as pf
-from privframe.planner import plan_release
-from privframe.session import _draw_all
+from privframe.api.session import _draw_all
+from privframe.plan.planner import plan_release
 
 
 def main() -> None:

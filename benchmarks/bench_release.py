@@ -187,8 +187,8 @@ RUNNERS: dict[str, Callable[[pl.DataFrame, list[str]], pl.DataFrame]] = {
 def privframe_phases(df: pl.DataFrame, keys: list[str]) -> dict[str, float]:
     """Seconds per phase of one release, through privframe internals (profiling only)."""
     import privframe as pf
-    from privframe.noise import discrete_gaussian
-    from privframe.planner import plan_release
+    from privframe.mechanisms.noise import discrete_gaussian
+    from privframe.plan.planner import plan_release
 
     phases: dict[str, float] = {}
     t0 = time.perf_counter()

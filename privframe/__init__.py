@@ -6,10 +6,26 @@ Example:
     0.5
 """
 
-from privframe import accounting, datasets, dpsgd, events, keys, noise, pld, rdp
-from privframe.accountant import Accountant, BudgetReport, Spend
-from privframe.accounting import GDP, ApproxDP, Budget, zCDP
-from privframe.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
+import sys
+
+from privframe import accounting
+from privframe.accounting import accountant, events, ledger, pld, rdp, replay
+from privframe.accounting.accountant import Accountant, BudgetReport, Spend
+from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
+from privframe.accounting.ledger import (
+    LedgerEntries,
+    LedgerEntry,
+    LedgerMissingWarning,
+    LedgerStateWarning,
+)
+from privframe.api import cli, datasets, html, query, report, session, sql
+from privframe.api.html import show
+from privframe.api.query import Bound, Request
+from privframe.api.session import Batch, Session
+from privframe.api.sql import Column
+from privframe.engines import expressions
+from privframe.engines.expressions import bin
+from privframe.engines.spark import frames as spark
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
@@ -22,19 +38,11 @@ from privframe.errors import (
     SeededRandomnessWarning,
     SQLError,
 )
-from privframe.expressions import bin
-from privframe.html import show
-from privframe.ledger import (
-    LedgerEntries,
-    LedgerEntry,
-    LedgerMissingWarning,
-    LedgerStateWarning,
-)
-from privframe.noise import discrete_gaussian, gaussian_mechanism
-from privframe.query import Bound, Request
-from privframe.session import Batch, Session
-from privframe.split import Balance, balance
-from privframe.sql import Column
+from privframe.mechanisms import dpsgd, noise, quantiles, selection
+from privframe.mechanisms.noise import discrete_gaussian, gaussian_mechanism
+from privframe.plan import aggregates, keys, planner, split
+from privframe.plan.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
+from privframe.plan.split import Balance, balance
 
 __all__ = [
     "GDP",
@@ -86,3 +94,33 @@ __all__ = [
     "var",
     "zCDP",
 ]
+
+# The flat module paths of earlier releases (``privframe.noise``, ``privframe.ledger``, ...)
+# keep working as names for the modules that now live in the layered packages.
+for _module in (
+    accountant,
+    aggregates,
+    cli,
+    datasets,
+    dpsgd,
+    events,
+    expressions,
+    html,
+    keys,
+    ledger,
+    noise,
+    pld,
+    planner,
+    query,
+    quantiles,
+    rdp,
+    replay,
+    report,
+    selection,
+    session,
+    split,
+    sql,
+):
+    sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[-1]}"] = _module
+del _module
+sys.modules[f"{__name__}.spark"] = spark

@@ -2,6 +2,6 @@
 
 import sys
 
-from privframe.cli import main
+from privframe.api.cli import main
 
 sys.exit(main())

@@ -1,4 +1,4 @@
-"""Tests for privframe.accountant: atomic spends, exact limits, persistence, concurrency."""
+"""The accountant: atomic spends, exact limits, persistence, concurrency."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import privframe as pf
-from privframe import accounting
-from privframe.accountant import DEFAULT_REPORTING_DELTA, Accountant, BudgetReport, Spend
+from privframe.accounting import budgets as accounting
+from privframe.accounting.accountant import DEFAULT_REPORTING_DELTA, Accountant, BudgetReport, Spend
 from privframe.errors import (
     BudgetExceededError,
     InvalidArgumentError,
@@ -621,7 +621,7 @@ def test_crash_right_after_spend_loses_nothing(tmp_path: Path) -> None:
         f"""
         import os
         import privframe as pf
-        from privframe.accountant import Accountant
+        from privframe.accounting.accountant import Accountant
         acct = Accountant(pf.zCDP(1.0), {str(path)!r})
         acct.spend(pf.zCDP(0.25), label="before-crash")
         os._exit(1)

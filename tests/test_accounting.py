@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import privframe as pf
-from privframe import accounting as acc
+from privframe.accounting import budgets as acc
 from privframe.errors import CalibrationError, InvalidArgumentError, InvalidBudgetError
 
 CLOSED = 1e-12  # meta.suggested_tolerances: closed forms

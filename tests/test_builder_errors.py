@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.query import Query
+from privframe.api.query import Query
 
 SECRET = 987654.321
 SECRET_TEXT = "SECRET-51c0"

@@ -2,7 +2,7 @@
 
 polars' integer arithmetic wraps around, and raising instead would answer a
 yes/no question about the data; so every engine runs filters and derived
-columns through :func:`privframe.expressions.checked`. The unit tests compare
+columns through :func:`privframe.engines.expressions.checked`. The unit tests compare
 it with exact Python integers over every integer type and operand form; the
 session tests release through ``Session`` with a huge budget, so released
 counts are exact, and show each derived value per row (one public key per
@@ -24,9 +24,9 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.engines.expressions import checked, is_safe_filter
 from privframe.engines.spec import RowStep, apply_steps, checked_step
-from privframe.expressions import checked, is_safe_filter
-from privframe.noise import SeededRandomness
+from privframe.mechanisms.noise import SeededRandomness
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 INTEGERS = [pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32]

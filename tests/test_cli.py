@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from privframe.cli import main
+from privframe.api.cli import main
 
 MODULE = [sys.executable, "-m", "privframe"]
 

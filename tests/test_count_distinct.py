@@ -15,7 +15,7 @@ from scipy import stats
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import DISTINCT, AggregationSpec
-from privframe.noise import SeededRandomness
+from privframe.mechanisms.noise import SeededRandomness
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.datasets import REGIONS, synthetic_transactions
+from privframe.api.datasets import REGIONS, synthetic_transactions
 
 SCHEMA = {
     "user_id": pl.Int64,

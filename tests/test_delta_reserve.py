@@ -16,10 +16,10 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe import accounting
-from privframe.accountant import DEFAULT_REPORTING_DELTA, Accountant
+from privframe.accounting import budgets as accounting
+from privframe.accounting.accountant import DEFAULT_REPORTING_DELTA, Accountant
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, LedgerError
-from privframe.noise import SeededRandomness
+from privframe.mechanisms.noise import SeededRandomness
 
 CASES = [
     (1.0, 1e-6, 1e-7),

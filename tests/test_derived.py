@@ -6,10 +6,10 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.api.session import _value_column
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import COUNT
-from privframe.planner import plan_release
-from privframe.session import _value_column
+from privframe.plan.planner import plan_release
 
 
 def _data() -> pl.DataFrame:

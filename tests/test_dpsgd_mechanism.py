@@ -1,4 +1,4 @@
-"""DP-SGD's noisy clipped sum (privframe.noise.clipped_gaussian_sum)."""
+"""DP-SGD's noisy clipped sum (privframe.mechanisms.noise.clipped_gaussian_sum)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import privframe as pf
-from privframe.noise import SeededRandomness, clipped_gaussian_sum
+from privframe.mechanisms.noise import SeededRandomness, clipped_gaussian_sum
 
 
 def _quiet(*args, **kwargs):  # type: ignore[no-untyped-def]

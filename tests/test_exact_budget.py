@@ -21,13 +21,13 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.accountant import Accountant
-from privframe.cli import main
-from privframe.html import session_html
-from privframe.ledger import APPLICATION_ID, SCHEMA_VERSION, SQLiteLedger
-from privframe.noise import Randomness, SystemRandomness
-from privframe.planner import plan_release
-from privframe.report import ExitCode
+from privframe.accounting.accountant import Accountant
+from privframe.accounting.ledger import APPLICATION_ID, SCHEMA_VERSION, SQLiteLedger
+from privframe.api.cli import main
+from privframe.api.html import session_html
+from privframe.api.report import ExitCode
+from privframe.mechanisms.noise import Randomness, SystemRandomness
+from privframe.plan.planner import plan_release
 
 THIRD = Fraction(1, 10)
 

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.expressions import check_filter, is_safe_filter
+from privframe.engines.expressions import check_filter, is_safe_filter
 
 SAFE = [
     pl.col("age") >= 18,

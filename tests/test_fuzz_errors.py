@@ -41,7 +41,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.report import load_spec, prepare
+from privframe.api.report import load_spec, prepare
 
 MARKER = "MARKER-7f3a"
 SECRET = 918273.645  # an amount only the private data holds

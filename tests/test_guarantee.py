@@ -6,15 +6,15 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe import replay
-from privframe.events import (
+from privframe.accounting import replay
+from privframe.accounting.events import (
     GaussianEvent,
     PoissonSampledEvent,
     ThresholdEvent,
     ZCDPEvent,
     from_dict,
 )
-from privframe.ledger import LedgerEntry
+from privframe.accounting.ledger import LedgerEntry
 
 
 def _data() -> pl.DataFrame:

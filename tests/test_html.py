@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.accounting import zCDP
-from privframe.html import (
+from privframe.accounting.budgets import zCDP
+from privframe.api.html import (
     ReportSection,
     Shown,
     _bar_chart,

@@ -1,4 +1,4 @@
-"""Tests for privframe.ledger: entries, the in-memory ledger and the SQLite ledger."""
+"""Tests for privframe.accounting.ledger: entries, the in-memory ledger and the SQLite ledger."""
 
 from __future__ import annotations
 
@@ -14,20 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from privframe.accountant import Spend
-from privframe.accounting import zCDP
-from privframe.errors import (
-    InvalidArgumentError,
-    InvalidBudgetError,
-    InvalidValueError,
-    LedgerError,
-)
-from privframe.ledger import (
+from privframe.accounting.accountant import Spend
+from privframe.accounting.budgets import zCDP
+from privframe.accounting.ledger import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     Ledger,
     LedgerEntry,
     SQLiteLedger,
+)
+from privframe.errors import (
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    LedgerError,
 )
 
 T0 = "2024-01-01T00:00:00.000000+00:00"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import privframe as pf
-from privframe.accountant import Accountant, Spend
+from privframe.accounting.accountant import Accountant, Spend
+from privframe.accounting.ledger import Ledger, LedgerEntries, LedgerSummary, SQLiteLedger
 from privframe.errors import LedgerError
-from privframe.ledger import Ledger, LedgerEntries, LedgerSummary, SQLiteLedger
 
 N = 1100  # more than two pages of entries
 

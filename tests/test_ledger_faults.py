@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import privframe as pf
-from privframe.accountant import Accountant, Spend
+from privframe.accounting.accountant import Accountant, Spend
+from privframe.accounting.ledger import SQLiteLedger
 from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError
-from privframe.ledger import SQLiteLedger
 
 BUDGET = pf.zCDP(1.0)
 SHORT = 0.05  # seconds: the lock below is never released while a test waits on it

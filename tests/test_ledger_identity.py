@@ -14,9 +14,9 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.accountant import Accountant
-from privframe.ledger import DataIdentity, SQLiteLedger
-from privframe.report import SpecError, load_spec
+from privframe.accounting.accountant import Accountant
+from privframe.accounting.ledger import DataIdentity, SQLiteLedger
+from privframe.api.report import SpecError, load_spec
 
 BUDGET = pf.zCDP(1.0)
 

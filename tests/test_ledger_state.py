@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 import privframe as pf
-from privframe.accountant import Accountant
-from privframe.errors import LedgerError
-from privframe.ledger import (
+from privframe.accounting.accountant import Accountant
+from privframe.accounting.ledger import (
     STATE_DIR_ENV,
     LedgerEntry,
     LedgerMissingWarning,
@@ -29,6 +28,7 @@ from privframe.ledger import (
     accept_restored,
     state_file,
 )
+from privframe.errors import LedgerError
 
 BUDGET = pf.zCDP(1.0)
 
@@ -100,7 +100,7 @@ def test_an_older_copy_put_back_is_refused_as_rolled_back(tmp_path: Path) -> Non
     message = str(err.value)
     assert "entry 1, which privframe verified before (when the ledger had 2 entries, " in message
     assert "spending rho=0.75, delta=0)" in message
-    assert f"privframe.ledger.accept_restored({str(path)!r})" in message
+    assert f"privframe.accounting.ledger.accept_restored({str(path)!r})" in message
     with pytest.raises(LedgerError, match="rolled back"):
         Accountant(BUDGET, path)
 

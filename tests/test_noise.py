@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import privframe as pf
-from privframe import noise
-from privframe.noise import (
+from privframe.mechanisms import noise
+from privframe.mechanisms.noise import (
     SeededRandomness,
     SystemRandomness,
     discrete_gaussian,

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privframe import noise
-from privframe.noise import SeededRandomness, SystemRandomness, discrete_gaussian
+from privframe.mechanisms import noise
+from privframe.mechanisms.noise import SeededRandomness, SystemRandomness, discrete_gaussian
 
 pytestmark = [
     pytest.mark.statistical,
@@ -144,7 +144,7 @@ def test_parallel_draws_have_the_right_shape_and_scale() -> None:
     # The release's threaded path (OS CSPRNG only): each vector is N_Z(0, σ²).
     # At 10^6 samples the sample std is within 0.5% of σ with overwhelming probability
     # (its relative sd is about 0.07%).
-    from privframe.session import _draw_all
+    from privframe.api.session import _draw_all
 
     sigmas = [3.0, 1e6, 40.0]
     draws = _draw_all(sigmas, 1_000_000, None)

@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.planner import plan_release, resolve_limits
-from privframe.query import Bound, Plan
+from privframe.api.query import Bound, Plan
+from privframe.plan.planner import plan_release, resolve_limits
 
 
 def plan(

@@ -1,4 +1,4 @@
-"""PLD accounting (privframe.pld): exact values, dp_accounting's PLD, and the certified bracket."""
+"""PLD accounting: exact values, dp_accounting's PLD, and the certified bracket."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ import pytest
 from scipy import integrate, optimize, stats
 
 import privframe as pf
-from privframe import dpsgd
-from privframe.accounting import GDP, zCDP
-from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
-from privframe.events import (
+from privframe.accounting.budgets import GDP, zCDP
+from privframe.accounting.events import (
     ComposedEvent,
     GaussianEvent,
     PoissonSampledEvent,
@@ -22,8 +20,10 @@ from privframe.events import (
     ThresholdEvent,
     ZCDPEvent,
 )
-from privframe.pld import PLDAccountant, mu_estimate
-from privframe.rdp import RDPAccountant
+from privframe.accounting.pld import PLDAccountant, mu_estimate
+from privframe.accounting.rdp import RDPAccountant
+from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
+from privframe.mechanisms import dpsgd
 
 REFERENCE = Path(__file__).parent / "data" / "dp_accounting_pld_reference.json"
 

@@ -78,13 +78,13 @@ import pytest
 from scipy import special, stats
 
 import privframe as pf
-import privframe.session
-from privframe.accounting import zCDP
+import privframe.api.session
+from privframe.accounting.budgets import zCDP
+from privframe.api.query import Query
+from privframe.api.session import _value_column
 from privframe.engines.spec import COUNT, DISTINCT
-from privframe.noise import SeededRandomness, discrete_gaussian
-from privframe.planner import ReleasePlan, plan_release
-from privframe.query import Query
-from privframe.session import _value_column
+from privframe.mechanisms.noise import SeededRandomness, discrete_gaussian
+from privframe.plan.planner import ReleasePlan, plan_release
 
 pytestmark = [
     pytest.mark.statistical,
@@ -522,7 +522,7 @@ def test_end_to_end_audit_flags_an_under_noised_session(
     def weak(sigma: float, size: Any = None, *, rng: Any = None) -> IntArray:
         return discrete_gaussian(sigma / 25, size, rng=rng)
 
-    monkeypatch.setattr(privframe.session, "discrete_gaussian", weak)
+    monkeypatch.setattr(privframe.api.session, "discrete_gaussian", weak)
     y_d, _ = _release_outputs(datasets[0], N_E2E, 21, bounded.release)
     y_d1, _ = _release_outputs(datasets[1], N_E2E, 22, bounded.release)
     sigmas = np.array([m.sigma_units for m in bounded.release.measurements])

@@ -25,7 +25,7 @@ SeededRandomness streams, so every run is reproducible.
    exceed the δ charged for selection (the full statement allows
    δ_selection + the reporting δ; the test uses the stricter one). The same
    audit flags thresholds that are too low, patched in at the planner's seam
-   (``privframe.planner.discrete_threshold``): τ = 2, the threshold for
+   (``privframe.plan.planner.discrete_threshold``): τ = 2, the threshold for
    δ = 0.5, and τ − 1, which is what computing δ from P[Z > τ − 1] while
    comparing with >= gives (the bug docs/privacy.md §6 mentions; here it
    equals not dividing δ among the k groups).
@@ -73,14 +73,18 @@ import test_privacy_audit as audit
 from scipy import stats
 
 import privframe as pf
-import privframe.planner
-from privframe.accounting import zCDP
+import privframe.plan.planner
+from privframe.accounting.budgets import zCDP
+from privframe.api.query import Query
+from privframe.api.session import _value_column
 from privframe.engines.spec import COUNT, DISTINCT
-from privframe.noise import SeededRandomness, discrete_gaussian
-from privframe.planner import ReleasePlan, plan_release
-from privframe.query import Query
-from privframe.selection import discrete_selection_delta, discrete_tail, discrete_threshold
-from privframe.session import _value_column
+from privframe.mechanisms.noise import SeededRandomness, discrete_gaussian
+from privframe.mechanisms.selection import (
+    discrete_selection_delta,
+    discrete_tail,
+    discrete_threshold,
+)
+from privframe.plan.planner import ReleasePlan, plan_release
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 
@@ -253,7 +257,7 @@ def test_the_rare_group_audit_flags_a_threshold_that_is_too_low(
     threshold: Callable[[float, int, float], int],
     seed: int,
 ) -> None:
-    monkeypatch.setattr(privframe.planner, "discrete_threshold", threshold)
+    monkeypatch.setattr(privframe.plan.planner, "discrete_threshold", threshold)
     audit = _rare_audit(seed)
     audit.report(f"broken selection ({name})")
     assert audit.threshold == threshold(audit.sigma, RARE_K, RARE_DELTA)  # the seam is live

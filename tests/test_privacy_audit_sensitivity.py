@@ -31,11 +31,11 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.api.query import Query
+from privframe.api.session import _histograms, _value_column
 from privframe.engines.spec import COUNT, DISTINCT
-from privframe.noise import SeededRandomness
-from privframe.planner import ReleasePlan, plan_release
-from privframe.query import Query
-from privframe.session import _histograms, _value_column
+from privframe.mechanisms.noise import SeededRandomness
+from privframe.plan.planner import ReleasePlan, plan_release
 
 SEEDS = [int(w) for w in SeededRandomness(7).words(8)]
 RHO = 0.5

@@ -1,4 +1,4 @@
-"""Private quantiles: pf.quantile / pf.median, privframe.quantiles and the histogram engine.
+"""Private quantiles: pf.quantile / pf.median, the exponential mechanism and the histogram engine.
 
 Significance: every statistical test here (marked ``statistical``) rejects at the
 fixed level ALPHA = 1e-3. A test that checks several hypotheses splits ALPHA
@@ -9,7 +9,7 @@ seed would fail correct code.
 
 The reference computations (candidates, positions, rank intervals, distances,
 probabilities, histograms) are written here from the definitions in
-``docs/quantiles.md`` and ``privframe/quantiles.py``, independently of privframe's code:
+``docs/quantiles.md`` and ``privframe/mechanisms/quantiles.py``, independently of privframe's code:
 
 * candidates c_i = L + i·(U − L)/(N − 1), each correctly rounded to a float once;
 * a value (clipped to [c_0, c_{N−1}]; null and NaN dropped) equal to c_i is at
@@ -41,10 +41,10 @@ import pytest
 from scipy import stats
 
 import privframe as pf
-from privframe import noise, quantiles
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import COUNT, AggregationSpec, HistogramSpec
-from privframe.noise import SeededRandomness
+from privframe.mechanisms import noise, quantiles
+from privframe.mechanisms.noise import SeededRandomness
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 

@@ -1,4 +1,4 @@
-"""RDP accounting (privframe.rdp) and mechanism events (privframe.events).
+"""RDP accounting (privframe.accounting.rdp) and mechanism events (privframe.accounting.events).
 
 Independent values: tests/data/dp_accounting_reference.json, computed with
 Google's dp_accounting RdpAccountant (version and script inside the file), and
@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from privframe import dpsgd, rdp
-from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
-from privframe.events import (
+from privframe.accounting import rdp
+from privframe.accounting.events import (
     ComposedEvent,
     GaussianEvent,
     PoissonSampledEvent,
@@ -27,6 +26,8 @@ from privframe.events import (
     from_dict,
     from_json,
 )
+from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
+from privframe.mechanisms import dpsgd
 
 DATA = Path(__file__).resolve().parent / "data" / "dp_accounting_reference.json"
 REL = 1e-9

@@ -29,7 +29,7 @@ from scipy import stats
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import COUNT, AggregationSpec
-from privframe.noise import SeededRandomness, discrete_gaussian_halfwidth
+from privframe.mechanisms.noise import SeededRandomness, discrete_gaussian_halfwidth
 
 pytestmark = [
     pytest.mark.statistical,

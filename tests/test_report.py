@@ -21,8 +21,8 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.cli import main
-from privframe.report import ExitCode, SpecError, load_spec
+from privframe.api.cli import main
+from privframe.api.report import ExitCode, SpecError, load_spec
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "report_spec.toml"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe import report
-from privframe.report import ExitCode, ReportError, SpecError, load_spec, prepare
+from privframe.api import report
+from privframe.api.report import ExitCode, ReportError, SpecError, load_spec, prepare
 
 BUDGET = pf.zCDP(rho=1.0)
 

@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.api.session import _variance
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import AggregationSpec, ValueSpec
-from privframe.selection import discrete_threshold
-from privframe.session import _variance
+from privframe.mechanisms.selection import discrete_threshold
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.expressions import check_types
+from privframe.engines.expressions import check_types
 
 
 def _session(df: pl.DataFrame | str, **kw) -> pf.Session:

@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 import privframe as pf
-from privframe.noise import SeededRandomness, discrete_gaussian
-from privframe.selection import (
+from privframe.mechanisms.noise import SeededRandomness, discrete_gaussian
+from privframe.mechanisms.selection import (
     discrete_selection_delta,
     discrete_tail,
     discrete_threshold,

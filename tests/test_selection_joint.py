@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.selection import (
+from privframe.mechanisms.selection import (
     _existing_part_delta,
     discrete_tail,
     discrete_threshold,

@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 import privframe as pf
-from privframe.noise import SeededRandomness
-from privframe.selection import discrete_tail
+from privframe.mechanisms.noise import SeededRandomness
+from privframe.mechanisms.selection import discrete_tail
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.cli import readme_query
-from privframe.noise import SeededRandomness
+from privframe.api.cli import readme_query
+from privframe.mechanisms.noise import SeededRandomness
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
 

@@ -115,7 +115,7 @@ def run_polars(df: pl.DataFrame, s: AggregationSpec) -> pl.DataFrame:
 
 
 def run_spark(frame: Any, s: AggregationSpec) -> pl.DataFrame:
-    from privframe.engines.spark import SparkEngine
+    from privframe.engines.spark.engine import SparkEngine
 
     return sorted_lists(SparkEngine(frame).aggregate(s))
 
@@ -325,7 +325,7 @@ STEP_SPECS = {
 
 @pytest.mark.parametrize("name", list(STEP_SPECS))
 def test_row_steps_equal_polars(name, data, spark_data) -> None:
-    pytest.importorskip("privframe.engines.spark_expressions")
+    pytest.importorskip("privframe.engines.spark.expressions")
     s = STEP_SPECS[name]
     expected = run_polars(data, s)
     assert expected[COUNT].sum() > 0

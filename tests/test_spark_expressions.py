@@ -9,7 +9,7 @@ same type, and for floats the same bits (NaN equals NaN; -0.0 differs from
 0.0). No tolerance is needed anywhere: the translation reproduces polars'
 kernels exactly (``x / c`` is ``x · (1/c)`` as in polars, for instance). The
 overflow-checked forms of the integer expressions (what the engines run,
-``privframe.expressions.checked``) are compared the same way.
+``privframe.engines.expressions.checked``) are compared the same way.
 
 The Spark side runs every expression with ANSI mode on (Spark 4's default) in
 generated code, then the expressions ANSI mode or the time zone could affect
@@ -30,9 +30,9 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.engines.spark_expressions import spark_type, to_spark
+from privframe.engines.expressions import check_expression, checked
+from privframe.engines.spark.expressions import spark_type, to_spark
 from privframe.errors import InvalidArgumentError
-from privframe.expressions import check_expression, checked
 
 NAN, INF = float("nan"), float("inf")
 I64_MAX, I64_MIN = 2**63 - 1, -(2**63)
@@ -320,7 +320,7 @@ def _sql_expressions() -> Iterator[pl.Expr]:
 
 
 def _routed(column: str, labels: list[str]) -> pl.Expr:
-    """The session's other= route (privframe.session._with_other) on one key column."""
+    """The session's other= route (privframe.api.session._with_other) on one key column."""
     value = col(column).cast(pl.String, strict=False)
     return pl.when(value.is_in(labels)).then(value).otherwise(lit("other")).alias(column)
 
@@ -481,7 +481,7 @@ CHECKED = {n: c for n, e in enumerate(EXPRESSIONS) if (c := checked(e, SCHEMA)) 
 
 
 def test_checked_arithmetic_matches_polars(spark: Any, spark_rows: Any) -> None:
-    """Overflow-checked expressions (privframe.expressions.checked) give polars' rows on Spark.
+    """Overflow-checked expressions (engines.expressions.checked) give polars' rows on Spark.
 
     Every catalogue expression with integer arithmetic, checked: the overflow
     flags are allow-listed operations, so Spark computes them as polars does

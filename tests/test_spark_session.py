@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.noise import SeededRandomness
+from privframe.mechanisms.noise import SeededRandomness
 
 KEYS = ["a", "b", "c", "d"]
 
@@ -124,7 +124,7 @@ def test_the_privacy_audit_passes_on_spark(spark) -> None:
     """
     import test_privacy_audit as audit
 
-    from privframe.planner import plan_release
+    from privframe.plan.planner import plan_release
 
     d = audit._background()
     d_prime = pl.concat([d, audit._heavy_unit()])

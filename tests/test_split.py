@@ -1,4 +1,4 @@
-"""Splitting ρ to balance relative error (privframe.split and the planner's use of it)."""
+"""Splitting ρ to balance relative error (privframe.plan.split and the planner's use of it)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.split import balanced_fractions
+from privframe.plan.split import balanced_fractions
 
 
 def _worst(b: np.ndarray, f: np.ndarray) -> float:

@@ -24,10 +24,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import privframe as pf
+from privframe.api.query import Plan, Query
+from privframe.api.sql import SQLQuery
 from privframe.engines.spec import AggregationSpec, RowStep
-from privframe.noise import SeededRandomness
-from privframe.query import Plan, Query
-from privframe.sql import SQLQuery
+from privframe.mechanisms.noise import SeededRandomness
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
 
@@ -620,7 +620,7 @@ def test_count_column_counts_non_null_rows() -> None:
 
 
 def test_fixed_count_column_equals_builder() -> None:
-    # Was a bug: COUNT(col) always fails. privframe/sql.py `_count` derives the flag with
+    # Was a bug: COUNT(col) always fails. privframe/api/sql.py `_count` derives the flag with
     # `.is_not_null().cast(pl.Int64)`, a *strict* cast, which the expression allow-list
     # refuses: sess.sql("SELECT COUNT(amount) FROM data") raises InvalidArgumentError
     # ("this with_columns expression is not one privframe can run privately").
@@ -1792,7 +1792,7 @@ def test_fixed_negative_literal_in_where() -> None:
 
 def test_fixed_case_without_else() -> None:
     # Was a bug: CASE without ELSE adds `.otherwise(pl.lit(None))`, an untyped Null branch that
-    # privframe.expressions.check_types refuses at release ("when/then branches of types
+    # privframe.engines.expressions.check_types refuses at release ("when/then branches of types
     # Float64 and Null are not supported"): sess.sql("SELECT SUM(CASE WHEN region = 'north'
     # THEN amount END) AS north_amount FROM data", rho=0.5) raises InvalidArgumentError.
     # A typed null (pl.lit(None, dtype=...)) passes the checks.

@@ -16,7 +16,7 @@ import pytest
 from test_sql import position_of
 
 import privframe as pf
-from privframe.sql import SQLQuery
+from privframe.api.sql import SQLQuery
 
 # Distinctive values that appear in no SQL text below: no message may contain them.
 GENRES = ["drama", "comedy"]

@@ -11,7 +11,7 @@ import pytest
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import AggregationSpec, ValueSpec
-from privframe.noise import SeededRandomness
+from privframe.mechanisms.noise import SeededRandomness
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 

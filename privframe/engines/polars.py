@@ -106,7 +106,7 @@ class PolarsEngine:
         """
         frame = self._frame
         # The front end admits only row-wise filters that cannot fail on any value
-        # (privframe.expressions), so a row's fate depends on that row alone.
+        # (privframe.engines.expressions), so a row's fate depends on that row alone.
         frame = apply_steps(frame, spec.steps)
         observed = spec.keys is None and bool(spec.group_by)
         keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 
 import polars as pl
 
-from privframe.expressions import checked
+from privframe.engines.expressions import checked
 
 __all__ = [
     "COUNT",
@@ -44,7 +44,7 @@ class RowStep:
     adds or replaces columns; ``join`` adds the columns of a public ``table``
     (unique on ``on``, so each row gets at most one match) with a left or
     inner join. The front end admits only row-wise expressions that cannot
-    fail (:mod:`privframe.expressions`).
+    fail (:mod:`privframe.engines.expressions`).
     """
 
     kind: Literal["filter", "with_columns", "join"]
@@ -59,7 +59,7 @@ def checked_step(step: RowStep, schema: pl.Schema) -> RowStep:
 
     Every engine runs this form: where an integer operation of a filter or
     derived column overflows, the expression is null, never a wrapped value
-    (:func:`~privframe.expressions.checked`). A step without integer
+    (:func:`~privframe.engines.expressions.checked`). A step without integer
     arithmetic is returned as is.
 
     Example:

@@ -34,8 +34,7 @@ from typing import Literal
 
 from scipy import special
 
-from privframe import quantiles
-from privframe.accounting import (
+from privframe.accounting.budgets import (
     Number,
     _check_positive,
     _sqrt_up,
@@ -45,7 +44,22 @@ from privframe.accounting import (
     round_up,
     zCDP,
 )
-from privframe.aggregates import (
+from privframe.api.query import Plan
+from privframe.errors import (
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    PrivframeError,
+)
+from privframe.mechanisms import quantiles
+from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA, discrete_gaussian_halfwidth
+from privframe.mechanisms.selection import (
+    discrete_tail,
+    discrete_threshold,
+    joint_selection_epsilon,
+    standard_selection_epsilon,
+)
+from privframe.plan.aggregates import (
     Aggregate,
     Count,
     CountDistinct,
@@ -56,21 +70,7 @@ from privframe.aggregates import (
     Var,
     _Bounded,
 )
-from privframe.errors import (
-    InvalidArgumentError,
-    InvalidBudgetError,
-    InvalidValueError,
-    PrivframeError,
-)
-from privframe.noise import MAX_SIGMA, MIN_SIGMA, discrete_gaussian_halfwidth
-from privframe.query import Plan
-from privframe.selection import (
-    discrete_tail,
-    discrete_threshold,
-    joint_selection_epsilon,
-    standard_selection_epsilon,
-)
-from privframe.split import Balance, balanced_fractions
+from privframe.plan.split import Balance, balanced_fractions
 
 __all__ = [
     "Explanation",
@@ -164,7 +164,7 @@ class Measurement:
 
 @dataclass(frozen=True)
 class QuantileMeasurement:
-    """One quantile per key, chosen by the exponential mechanism (:mod:`privframe.quantiles`).
+    """One quantile per key, chosen by the exponential mechanism (:mod:`~.mechanisms.quantiles`).
 
     ``eta`` is the weight per row of rank distance; the cost over all groups
     is ρ = (η·max(q, 1 − q))²·S/2 rounded up to a float, ``exact_rho``, at
@@ -203,7 +203,7 @@ class Selection:
     The counts have L2 sensitivity sqrt(k) (a unit adds 1 to at most k
     groups); a group that only one unit holds has count 1 and survives with
     probability P[1 + Z >= threshold], so some group of that unit survives
-    with probability at most ``delta`` (:mod:`privframe.selection`): the
+    with probability at most ``delta`` (:mod:`privframe.mechanisms.selection`): the
     charged δ rounded down to a float, so the mechanism's δ never exceeds it.
     """
 
@@ -314,7 +314,7 @@ class Explanation:
 
     def _repr_html_(self) -> str:
         """Notebook view: the explanation as tables."""
-        from privframe.html import explanation_html
+        from privframe.api.html import explanation_html
 
         return explanation_html(self)
 
@@ -476,7 +476,7 @@ def _balanced(
 ) -> tuple[dict[str, Fraction], dict[str, dict[str, float]]]:
     """Shares that minimise the largest first-order relative error, and each output's terms.
 
-    Output i's squared relative error is Σ_m b_im/ρ_m (``privframe.split``):
+    Output i's squared relative error is Σ_m b_im/ρ_m (``privframe.plan.split``):
     count σ_N/rows; sum and distinct count σ/expected; mean (σ_C² +
     (μ − mid)²σ_N²)/(rows·μ)²; variance (σ_Q/rows)² + (V·σ_N/rows)² +
     (2·hw·σ_C/rows)² over V² (|μ − a| at most the half-width hw); a standard
@@ -829,7 +829,7 @@ def plan_release(
     recomputed cost is below its share.
 
     ``weights`` maps output names to relative weights (default: equal), or is
-    a :class:`~privframe.split.Balance` to balance relative error. A plan that
+    a :class:`~privframe.plan.split.Balance` to balance relative error. A plan that
     groups without public keys also gets a :class:`Selection`, which needs
     ``delta`` and takes the average output's share of ρ as one more output.
 

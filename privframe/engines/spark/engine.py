@@ -24,7 +24,7 @@ pyspark (4.0 or later) is imported only when the engine runs.
 
 Example:
     >>> import polars as pl
-    >>> from privframe.engines.spark import SparkEngine
+    >>> from privframe.engines.spark.engine import SparkEngine
     >>> from privframe.engines.spec import COUNT, AggregationSpec
     >>> spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": ["a", "b", "c"]}),
     ...                        None, 1, None, (), seed=7)
@@ -88,7 +88,7 @@ def col(name: str) -> Column:
     """The column ``name``, quoted: names with dots or backticks are taken literally.
 
     Example:
-        >>> from privframe.engines.spark import col
+        >>> from privframe.engines.spark.engine import col
         >>> col("a.b")  # doctest: +SKIP
         Column<'`a.b`'>
     """
@@ -115,7 +115,7 @@ def quiet_query_errors() -> Iterator[None]:
     of a failed cast). The error itself is then withheld by its handler.
 
     Example:
-        >>> from privframe.engines.spark import quiet_query_errors
+        >>> from privframe.engines.spark.engine import quiet_query_errors
         >>> with quiet_query_errors():
         ...     pass
     """
@@ -241,13 +241,13 @@ def _polars_schema(frame: DataFrame) -> pl.Schema:
 def _spark_frame(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
     """A small public polars table as a Spark DataFrame (through Arrow).
 
-    Each column gets the Spark type :func:`~privframe.engines.spark_expressions.spark_type`
+    Each column gets the Spark type :func:`~privframe.engines.spark.expressions.spark_type`
     gives its polars type (the type row expressions expect): unsigned integers
     the next wider signed type, naive datetimes ``timestamp_ntz``. Types with
     no such twin: categoricals and enums become strings, UInt64 a
     decimal(20, 0), and anything else the type Spark infers from Arrow.
     """
-    from privframe.engines.spark_expressions import spark_type
+    from privframe.engines.spark.expressions import spark_type
     from privframe.errors import InvalidArgumentError
 
     casts = {
@@ -281,7 +281,7 @@ def _apply_steps(
 ) -> tuple[DataFrame, pl.Schema]:
     """The row steps on Spark, in order (lazy), and the polars schema after them.
 
-    Expressions are translated by :func:`~privframe.engines.spark_expressions.to_spark`
+    Expressions are translated by :func:`~privframe.engines.spark.expressions.to_spark`
     against the polars schema of the frame they run on; each step's output
     schema is polars' own, computed on an empty frame.
     """
@@ -289,7 +289,7 @@ def _apply_steps(
         return frame, schema
     from pyspark.sql import functions as f
 
-    from privframe.engines.spark_expressions import to_spark
+    from privframe.engines.spark.expressions import to_spark
 
     for step in steps:
         step = checked_step(step, schema)  # integer overflow gives null, as on polars
@@ -325,7 +325,7 @@ def _key_index(frame: DataFrame, schema: pl.Schema, keys: pl.DataFrame) -> DataF
     """
     from pyspark.sql import functions as f
 
-    from privframe.engines.spark_expressions import to_spark
+    from privframe.engines.spark.expressions import to_spark
     from privframe.errors import InvalidArgumentError
 
     columns = list(keys.columns)
@@ -483,11 +483,11 @@ class SparkEngine:
         frame: the private data, a ``pyspark.sql.DataFrame``.
         schema: the polars types of its columns, as queries were checked
             against (each column must hold the Spark twin of its type,
-            :func:`~privframe.engines.spark_expressions.spark_type`); by
+            :func:`~privframe.engines.spark.expressions.spark_type`); by
             default read from the Spark schema.
 
     Example:
-        >>> from privframe.engines.spark import SparkEngine
+        >>> from privframe.engines.spark.engine import SparkEngine
         >>> engine = SparkEngine(spark.table("sales.orders"))  # doctest: +SKIP
     """
 

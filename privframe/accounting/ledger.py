@@ -9,7 +9,7 @@ exactly, and the running total is their exact sum.
 A ledger does not decide what may be spent: :meth:`Ledger.append` takes a
 ``check`` callback that sees the exact totals *inside* the same critical
 section as the write, and may refuse by raising. The
-:class:`~privframe.accountant.Accountant` uses it to make check-and-record one
+:class:`~privframe.accounting.accountant.Accountant` uses it to make check-and-record one
 atomic step.
 
 :class:`SQLiteLedger` persists the record (stdlib :mod:`sqlite3`, rollback
@@ -55,7 +55,7 @@ journal, ``synchronous=FULL``):
 
 Example:
     >>> from fractions import Fraction
-    >>> from privframe.ledger import Ledger
+    >>> from privframe.accounting.ledger import Ledger
     >>> ledger = Ledger()
     >>> entry = ledger.append(0.25, 0.0, label="q1", description={"query": "count"})
     >>> entry.index, entry.label, entry.rho
@@ -89,7 +89,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol, overload
 
-from privframe.accounting import Number, zCDP
+from privframe.accounting.budgets import Number, zCDP
 from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError, PrivframeWarning
 
 __all__ = [
@@ -166,7 +166,7 @@ class LedgerStateWarning(PrivframeWarning):
 
 
 class Charge(Protocol):
-    """One spend for :meth:`Ledger.append_all`, as :class:`privframe.accountant.Spend` holds it."""
+    """One spend for :meth:`Ledger.append_all`, as :class:`privframe.Spend` holds it."""
 
     @property
     def cost(self) -> zCDP:
@@ -408,7 +408,7 @@ class LedgerEntry:
         exact_delta: the exact δ; ``delta`` is the nearest float.
 
     Example:
-        >>> from privframe.ledger import LedgerEntry
+        >>> from privframe.accounting.ledger import LedgerEntry
         >>> e = LedgerEntry(0, "2024-01-01T00:00:00.000000+00:00", "q1", 0.1, 0.0,
         ...                 {"query": "count", "keys": ["a", "b"]}, False)
         >>> e.description["keys"], e.exact_rho
@@ -521,7 +521,7 @@ class LedgerEntry:
         """ρ as the nearest float, for display; :attr:`exact_rho` is the exact value.
 
         Example:
-            >>> from privframe.ledger import LedgerEntry
+            >>> from privframe.accounting.ledger import LedgerEntry
             >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.1, 0.0, "", False).rho
             0.1
         """
@@ -532,7 +532,7 @@ class LedgerEntry:
         """δ as the nearest float, for display; :attr:`exact_delta` is the exact value.
 
         Example:
-            >>> from privframe.ledger import LedgerEntry
+            >>> from privframe.accounting.ledger import LedgerEntry
             >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.0, 1e-7, "", False).delta
             1e-07
         """
@@ -543,7 +543,7 @@ class LedgerEntry:
         """The description as the canonical JSON text that is stored and hashed.
 
         Example:
-            >>> from privframe.ledger import LedgerEntry
+            >>> from privframe.accounting.ledger import LedgerEntry
             >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.0, 0.0, "hi",
             ...             False).description_json
             '"hi"'
@@ -555,7 +555,7 @@ class LedgerEntry:
         """The spend as an exact :class:`~privframe.accounting.zCDP` budget.
 
         Example:
-            >>> from privframe.ledger import LedgerEntry
+            >>> from privframe.accounting.ledger import LedgerEntry
             >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.5, 0.0, "", False).cost
             zCDP(rho=0.5, delta=0.0)
         """
@@ -570,7 +570,7 @@ class LedgerEntry:
         every other entry.
 
         Example:
-            >>> from privframe.ledger import LedgerEntry
+            >>> from privframe.accounting.ledger import LedgerEntry
             >>> old = LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.1, 0.0, "", False,
             ...                   legacy_floats=True)
             >>> old.float_excess[0] == Fraction(0.1) - Fraction(1, 10)
@@ -588,7 +588,7 @@ class LedgerEntry:
         """A plain, JSON-serialisable dict; ρ and δ as their exact stored text.
 
         Example:
-            >>> from privframe.ledger import LedgerEntry
+            >>> from privframe.accounting.ledger import LedgerEntry
             >>> d = LedgerEntry(0, "2024-01-01T00:00:00+00:00", "q", 0.1, 0.0, {"k": 1},
             ...                 False).to_dict()
             >>> d["rho"], d["delta"], d["description"]
@@ -612,7 +612,7 @@ class LedgerEntry:
         their ``float.hex``, which are taken at their binary value.
 
         Example:
-            >>> from privframe.ledger import LedgerEntry
+            >>> from privframe.accounting.ledger import LedgerEntry
             >>> d = {"index": 0, "time": "2024-01-01T00:00:00+00:00", "label": "q",
             ...      "rho": "1/2", "delta": "0/1", "description": "", "seeded": False}
             >>> LedgerEntry.from_dict(d).rho
@@ -643,7 +643,7 @@ class LedgerEntry:
         """The exact text the hash chain covers (ρ and δ as their stored text).
 
         Example:
-            >>> from privframe.ledger import LedgerEntry
+            >>> from privframe.accounting.ledger import LedgerEntry
             >>> import json
             >>> text = LedgerEntry(0, "t", "q", 0.5, 0.0, "", False).canonical_json()
             >>> json.loads(text)["rho"]
@@ -679,7 +679,7 @@ class LedgerSummary:
         seeded: how many of them used seeded (non-private) randomness.
 
     Example:
-        >>> from privframe.ledger import Ledger
+        >>> from privframe.accounting.ledger import Ledger
         >>> ledger = Ledger()
         >>> _ = ledger.append(0.1, label="a")
         >>> _ = ledger.append(0.2, label="b", seeded=True)
@@ -713,7 +713,7 @@ class LedgerSummary:
         """The summary of ``entries``, computed from them.
 
         Example:
-            >>> from privframe.ledger import LedgerEntry, LedgerSummary
+            >>> from privframe.accounting.ledger import LedgerEntry, LedgerSummary
             >>> e = LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.25, 0.0, "", False)
             >>> LedgerSummary.of([e, e]).rho
             Fraction(1, 2)
@@ -741,7 +741,7 @@ class LedgerEntries(Sequence[LedgerEntry]):
     copies it. It stays readable after its ledger is closed.
 
     Example:
-        >>> from privframe.ledger import Ledger
+        >>> from privframe.accounting.ledger import Ledger
         >>> ledger = Ledger()
         >>> for i in range(3):
         ...     _ = ledger.append(0.1, label=f"q{i}")
@@ -818,7 +818,7 @@ class Ledger:
     a check cannot be overtaken by a concurrent append.
 
     Example:
-        >>> from privframe.ledger import Ledger
+        >>> from privframe.accounting.ledger import Ledger
         >>> ledger = Ledger()
         >>> _ = ledger.append(0.1, 0.0, label="a")
         >>> _ = ledger.append(0.2, 0.0, label="b")
@@ -842,7 +842,7 @@ class Ledger:
         """The file backing this ledger, or None when it lives in memory.
 
         Example:
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.ledger import Ledger
             >>> Ledger().path is None
             True
         """
@@ -856,7 +856,7 @@ class Ledger:
         read (and, from a file, verified) when they are used.
 
         Example:
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.ledger import Ledger
             >>> Ledger().entries
             <0 ledger entries>
         """
@@ -869,7 +869,7 @@ class Ledger:
         """The count, exact totals and seeded count of every recorded entry.
 
         Example:
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.ledger import Ledger
             >>> Ledger().summary().count
             0
         """
@@ -882,7 +882,7 @@ class Ledger:
         """The exact sums (ρ, δ) of every recorded entry.
 
         Example:
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.ledger import Ledger
             >>> Ledger().totals()
             (Fraction(0, 1), Fraction(0, 1))
         """
@@ -895,7 +895,7 @@ class Ledger:
         Nonzero only for a file written by an older privframe (schema 1).
 
         Example:
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.ledger import Ledger
             >>> Ledger().float_excess()
             (Fraction(0, 1), Fraction(0, 1))
         """
@@ -931,7 +931,7 @@ class Ledger:
             The entry as recorded.
 
         Example:
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.ledger import Ledger
             >>> ledger = Ledger()
             >>> def at_most_half(rho, delta):
             ...     if rho + Fraction(0.5) > Fraction(0.5):
@@ -958,7 +958,7 @@ class Ledger:
         the entries; if it raises, or a write fails, nothing is recorded.
 
         Args:
-            charges: the spends, in order (e.g. :class:`privframe.accountant.Spend`
+            charges: the spends, in order (e.g. :class:`privframe.accounting.accountant.Spend`
                 values); an empty sequence records nothing.
             check: optional budget check, see above.
 
@@ -967,8 +967,8 @@ class Ledger:
 
         Example:
             >>> from privframe import zCDP
-            >>> from privframe.accountant import Spend
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.accountant import Spend
+            >>> from privframe.accounting.ledger import Ledger
             >>> ledger = Ledger()
             >>> entries = ledger.append_all([Spend(zCDP(0.25), "a"), Spend(zCDP(0.5), "b")])
             >>> [(e.index, e.label) for e in entries], ledger.totals()[0]
@@ -983,7 +983,7 @@ class Ledger:
             cost = getattr(charge, "cost", None)
             if not isinstance(cost, zCDP):
                 raise InvalidArgumentError(
-                    f"charge {i} must have a zCDP cost (a privframe.accountant.Spend), "
+                    f"charge {i} must have a zCDP cost (a privframe.accounting.accountant.Spend), "
                     f"got {type(charge).__name__}"
                 )
             drafts.append(
@@ -1018,7 +1018,7 @@ class Ledger:
             LedgerError: the record is damaged or was modified outside privframe.
 
         Example:
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.ledger import Ledger
             >>> Ledger().verify()
         """
         with self._lock:
@@ -1031,7 +1031,7 @@ class Ledger:
         :class:`LedgerEntries` taken before stay readable.
 
         Example:
-            >>> from privframe.ledger import Ledger
+            >>> from privframe.accounting.ledger import Ledger
             >>> ledger = Ledger()
             >>> ledger.close()
         """
@@ -1102,7 +1102,7 @@ CREATE TABLE entries (
 # Schema 1 declared rho and delta REAL and stored floats. Its files keep that
 # table: their old rows stay floats, and new rows hold "n/d" text, which SQLite
 # keeps as TEXT in a REAL column since it is not a number literal. Rows are read
-# by their storage class (privframe.ledger._charge_value).
+# by their storage class (privframe.accounting.ledger._charge_value).
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -1177,7 +1177,7 @@ class DataIdentity:
             (e.g. polars' ``str(dtype)``).
 
     Example:
-        >>> from privframe.ledger import DataIdentity
+        >>> from privframe.accounting.ledger import DataIdentity
         >>> old = DataIdentity("user", (("user", "Int64"), ("amount", "Float64")))
         >>> new = DataIdentity("user", (("user", "String"), ("amount", "Float64")))
         >>> new.differences(old)
@@ -1207,7 +1207,7 @@ class DataIdentity:
 
         Example:
             >>> import polars as pl
-            >>> from privframe.ledger import DataIdentity
+            >>> from privframe.accounting.ledger import DataIdentity
             >>> DataIdentity.of("u", pl.Schema({"u": pl.Int64})).columns
             (('u', 'Int64'),)
         """
@@ -1217,7 +1217,7 @@ class DataIdentity:
         """Canonical JSON text, as stored in the ledger file.
 
         Example:
-            >>> from privframe.ledger import DataIdentity
+            >>> from privframe.accounting.ledger import DataIdentity
             >>> DataIdentity(None, (("x", "Float64"),)).to_json()
             '{"columns":[["x","Float64"]],"privacy_unit":null}'
         """
@@ -1233,7 +1233,7 @@ class DataIdentity:
             ValueError: the text is not such JSON.
 
         Example:
-            >>> from privframe.ledger import DataIdentity
+            >>> from privframe.accounting.ledger import DataIdentity
             >>> DataIdentity.from_json('{"columns":[],"privacy_unit":"u"}').privacy_unit
             'u'
         """
@@ -1249,7 +1249,7 @@ class DataIdentity:
         """How this data differs from the ``recorded`` one, one phrase per difference.
 
         Example:
-            >>> from privframe.ledger import DataIdentity
+            >>> from privframe.accounting.ledger import DataIdentity
             >>> DataIdentity("a", ()).differences(DataIdentity("b", ()))
             ["the privacy unit is 'a' here but 'b' in the ledger"]
         """
@@ -1284,7 +1284,7 @@ class SQLiteLedger(Ledger):
     Opening an existing ledger checks that it is a privframe ledger of a known
     schema and refuses a ``budget`` larger (in ρ or δ, compared exactly) than
     the one the file was created with. A smaller budget is accepted: enforcing
-    it is the caller's job (the :class:`~privframe.accountant.Accountant` does).
+    it is the caller's job (the :class:`~privframe.accounting.accountant.Accountant` does).
 
     Opening costs the same however many entries the file holds, once this user
     has opened it before: privframe keeps a per-user record of the ledgers it
@@ -1328,7 +1328,7 @@ class SQLiteLedger(Ledger):
     Example:
         >>> import os, tempfile
         >>> from privframe import zCDP
-        >>> from privframe.ledger import SQLiteLedger
+        >>> from privframe.accounting.ledger import SQLiteLedger
         >>> with tempfile.TemporaryDirectory() as d:
         ...     path = os.path.join(d, "spend.ledger")
         ...     with SQLiteLedger(path, zCDP(1.0)) as ledger:
@@ -1397,7 +1397,7 @@ class SQLiteLedger(Ledger):
         Example:
             >>> import os, tempfile
             >>> from privframe import zCDP
-            >>> from privframe.ledger import SQLiteLedger
+            >>> from privframe.accounting.ledger import SQLiteLedger
             >>> with tempfile.TemporaryDirectory() as d:
             ...     with SQLiteLedger(os.path.join(d, "x.ledger"), zCDP(1.0)) as ledger:
             ...         print(ledger.path.name)
@@ -1412,7 +1412,7 @@ class SQLiteLedger(Ledger):
         Example:
             >>> import os, tempfile
             >>> from privframe import zCDP
-            >>> from privframe.ledger import SQLiteLedger
+            >>> from privframe.accounting.ledger import SQLiteLedger
             >>> with tempfile.TemporaryDirectory() as d:
             ...     with SQLiteLedger(os.path.join(d, "x.ledger"), zCDP(2.0)) as ledger:
             ...         print(ledger.budget.rho)
@@ -1426,7 +1426,7 @@ class SQLiteLedger(Ledger):
         Example:
             >>> import os, tempfile
             >>> from privframe import zCDP
-            >>> from privframe.ledger import SQLiteLedger
+            >>> from privframe.accounting.ledger import SQLiteLedger
             >>> with tempfile.TemporaryDirectory() as d:
             ...     ledger = SQLiteLedger(os.path.join(d, "x.ledger"), zCDP(1.0))
             ...     ledger.close()
@@ -1470,7 +1470,8 @@ class SQLiteLedger(Ledger):
             "disappeared, so spends recorded since are missing (an older copy was "
             "restored, or entries were deleted or rewritten). It was not used. Restore "
             "the newest copy; if you restored an older backup on purpose, accept it with "
-            f"privframe.ledger.accept_restored({str(self._path)!r}) and open it again (the "
+            "privframe.accounting.ledger.accept_restored("
+            f"{str(self._path)!r}) and open it again (the "
             "privacy loss of the spends it lacks then goes uncounted; see docs/operations.md)"
         )
 
@@ -2093,7 +2094,7 @@ def state_file() -> Path:
     ``%LOCALAPPDATA%/privframe`` on Windows.
 
     Example:
-        >>> from privframe.ledger import state_file
+        >>> from privframe.accounting.ledger import state_file
         >>> state_file().name
         'known-ledgers.sqlite'
     """
@@ -2278,7 +2279,7 @@ def accept_restored(path: str | os.PathLike[str]) -> LedgerSummary:
     Example:
         >>> import os, tempfile
         >>> from privframe import zCDP
-        >>> from privframe.ledger import SQLiteLedger, accept_restored
+        >>> from privframe.accounting.ledger import SQLiteLedger, accept_restored
         >>> with tempfile.TemporaryDirectory() as d:
         ...     path = os.path.join(d, "spend.ledger")
         ...     with SQLiteLedger(path, zCDP(1.0)) as ledger:

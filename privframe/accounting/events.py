@@ -2,7 +2,7 @@
 
 A ledger entry can carry the *events* it was made of, in the spirit of
 dp_accounting's ``DpEvent``: a tree of mechanism descriptions that any
-accountant can replay (for instance :class:`privframe.rdp.RDPAccountant`). The
+accountant can replay (for instance :class:`privframe.accounting.rdp.RDPAccountant`). The
 events are small frozen dataclasses that validate on construction and
 round-trip through plain dicts (and so JSON) tagged with a ``"type"`` and a
 format ``"version"``.
@@ -23,8 +23,8 @@ format ``"version"``.
   ``rho`` (zCDP) plus a ``delta`` spent outright (Desfontaines et al. 2022).
 
 Example:
-    >>> from privframe.events import GaussianEvent, PoissonSampledEvent
-    >>> from privframe.events import SelfComposedEvent, from_json
+    >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
+    >>> from privframe.accounting.events import SelfComposedEvent, from_json
     >>> step = PoissonSampledEvent(0.01, GaussianEvent(1.1))
     >>> session = SelfComposedEvent(step, 1000)
     >>> from_json(session.to_json()) == session
@@ -41,7 +41,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from privframe.accounting import _check_delta, _check_nonnegative, _check_positive, _check_real
+from privframe.accounting.budgets import (
+    _check_delta,
+    _check_nonnegative,
+    _check_positive,
+    _check_real,
+)
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = [

@@ -5,7 +5,7 @@ GROUP BY region")`` becomes exactly the query the builder would make
 (``sess.query().filter(...).bound(...).group_by(...).agg(...)``), so there is
 one planner and one engine. Nothing of the SQL text reaches an engine: every
 row expression is translated into a polars expression, which then passes the
-builder's own checks (:mod:`privframe.expressions`).
+builder's own checks (:mod:`privframe.engines.expressions`).
 
 What comes from where:
 
@@ -71,18 +71,18 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from privframe import aggregates as agg
 from privframe._arguments import RHO_HINTS, hinted
-from privframe.aggregates import Aggregate
+from privframe.api.query import Bound, Query, Request
 from privframe.errors import NAMES_WITHHELD, InvalidArgumentError, SQLError, names_look_like_data
-from privframe.keys import KeySet, product
-from privframe.query import Bound, Query, Request
+from privframe.plan import aggregates as agg
+from privframe.plan.aggregates import Aggregate
+from privframe.plan.keys import KeySet, product
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from privframe.planner import Explanation
-    from privframe.split import Balance
+    from privframe.plan.planner import Explanation
+    from privframe.plan.split import Balance
 
 __all__ = ["Column", "SQLQuery", "parse"]
 
@@ -365,7 +365,7 @@ class _Rows:
             return self._cast(node)
         if isinstance(node, exp.Abs):
             return self(node.this).abs()
-        raise _error(node, _construct(node), "see the supported constructs in privframe.sql")
+        raise _error(node, _construct(node), "see the supported constructs in privframe.api.sql")
 
     def _negation(self, node: exp.Not) -> pl.Expr:
         inner = node.this
@@ -846,7 +846,7 @@ class _Translator:
                 raise _error(node, "PERCENTILE_CONT without one ORDER BY column")
             target = order.expressions[0].this
             return self._quantile(target, _literal_value(node.this.this), alias, "PERCENTILE_CONT")
-        raise _error(node, _construct(node), "see the supported aggregates in privframe.sql")
+        raise _error(node, _construct(node), "see the supported aggregates in privframe.api.sql")
 
     def _count(self, node: exp.Count, alias: str | None) -> Aggregate:
         argument = node.this
@@ -1019,7 +1019,7 @@ class _Outputs(_Rows):
 
 
 class SQLQuery:
-    """A parsed SQL query: the builder :class:`~privframe.query.Query` plus post-processing.
+    """A parsed SQL query: the builder :class:`~privframe.api.query.Query` plus post-processing.
 
     ``explain`` and ``release`` work as for builder queries; HAVING, ORDER BY
     and LIMIT/OFFSET are applied to the released (noisy) table.
@@ -1100,9 +1100,9 @@ class SQLQuery:
         label: str = "",
         delta: float | None = None,
     ) -> Request:
-        """This query's release as a :class:`~privframe.query.Request`, checked; spends nothing.
+        """This query's release as a :class:`~privframe.api.query.Request`, checked; spends nothing.
 
-        :meth:`Session.release_all <privframe.session.Session.release_all>`
+        :meth:`Session.release_all <privframe.api.session.Session.release_all>`
         releases a list of requests all or nothing. The arguments, and what
         is refused, are those of :meth:`release`.
 
@@ -1132,7 +1132,7 @@ class SQLQuery:
     def check(self, with_error: bool = False) -> None:
         """Refuse, before anything is charged, a query or HAVING/ORDER BY that cannot run.
 
-        Runs the builder query's checks (:meth:`~privframe.query.Query.check`),
+        Runs the builder query's checks (:meth:`~privframe.api.query.Query.check`),
         then the post-processing on an empty table with the release's column
         types (with the error columns when ``with_error``).
 
@@ -1186,7 +1186,7 @@ class SQLQuery:
 
     def _repr_html_(self) -> str:
         """Notebook view: the SQL text and the equivalent plan."""
-        from privframe.html import query_html
+        from privframe.api.html import query_html
 
         return f"<pre>{html.escape(self._text)}</pre>" + query_html(self._query)
 

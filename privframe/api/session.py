@@ -32,12 +32,18 @@ import pandas as pd
 import polars as pl
 from pyarrow import ArrowException
 
-from privframe import quantiles, replay, spark
 from privframe._arguments import BUDGET_HINTS, RHO_HINTS, hinted
-from privframe.accountant import Accountant, BudgetReport, Spend
-from privframe.accounting import Budget, exact, zCDP
-from privframe.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
+from privframe.accounting import replay
+from privframe.accounting.accountant import Accountant, BudgetReport, Spend
+from privframe.accounting.budgets import Budget, exact, zCDP
+from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
+from privframe.accounting.ledger import DataIdentity, LedgerEntries, LedgerEntry
+from privframe.accounting.replay import Guarantee
+from privframe.api.query import Bound, Plan, Query, Request, _public_table
+from privframe.api.sql import Column, SQLQuery, parse
+from privframe.engines.expressions import check_types, plain_types
 from privframe.engines.polars import PolarsEngine
+from privframe.engines.spark import frames as spark
 from privframe.engines.spec import (
     COUNT,
     DISTINCT,
@@ -54,12 +60,11 @@ from privframe.errors import (
     InvalidValueError,
     columns_note,
 )
-from privframe.events import GaussianEvent, ThresholdEvent, ZCDPEvent
-from privframe.expressions import check_types, plain_types
-from privframe.keys import exact_keys
-from privframe.ledger import DataIdentity, LedgerEntries, LedgerEntry
-from privframe.noise import Randomness, SystemRandomness, discrete_gaussian
-from privframe.planner import (
+from privframe.mechanisms import quantiles
+from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
+from privframe.plan.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
+from privframe.plan.keys import exact_keys
+from privframe.plan.planner import (
     Z95,
     Explanation,
     Measurement,
@@ -69,10 +74,7 @@ from privframe.planner import (
     explain,
     plan_release,
 )
-from privframe.query import Bound, Plan, Query, Request, _public_table
-from privframe.replay import Guarantee
-from privframe.split import Balance
-from privframe.sql import Column, SQLQuery, parse
+from privframe.plan.split import Balance
 
 __all__ = ["Batch", "Session"]
 
@@ -286,7 +288,7 @@ class Session:
     Args:
         data: a pandas or polars DataFrame, a polars LazyFrame, the path of
             a ``.parquet`` or ``.csv`` file, or a Spark DataFrame (run on
-            Spark by :mod:`privframe.engines.spark`; see ``docs/spark.md``).
+            Spark by :mod:`privframe.engines.spark.engine`; see ``docs/spark.md``).
         privacy_unit: the column identifying a person; None if each row is a
             different person.
         budget: the total budget, e.g. ``pf.zCDP(rho=1.0)``,
@@ -375,7 +377,7 @@ class Session:
 
     def _open_spark(self, data: Any, privacy_unit: str | None, results: str) -> None:
         """A Spark DataFrame: the Spark engine; queries are checked on its (public) schema."""
-        from privframe.engines.spark import SparkEngine
+        from privframe.engines.spark.engine import SparkEngine
 
         frame, self._schema = spark.plain_frame(data, privacy_unit)
         # An empty polars frame of the same schema: what the checks and probes run on.
@@ -447,7 +449,7 @@ class Session:
     def ledger(self) -> LedgerEntries:
         """Every release charged to this session's budget, in order.
 
-        A lazy read-only sequence (:class:`~privframe.ledger.LedgerEntries`):
+        A lazy read-only sequence (:class:`~privframe.accounting.ledger.LedgerEntries`):
         taking it costs the same however long the ledger is, and a file
         ledger's entries are checked against its hash chain as they are read.
         It compares equal to a tuple of the same entries.
@@ -471,7 +473,7 @@ class Session:
 
         ``method="zcdp"`` (the default, always valid) converts the ledger's total
         ρ (Canonne, Kamath & Steinke 2020); ``"rdp"`` and ``"pld"`` replay the
-        mechanism events the ledger entries carry (:mod:`privframe.replay`;
+        mechanism events the ledger entries carry (:mod:`privframe.accounting.replay`;
         :meth:`guarantee_statement` says how the number was obtained). For
         privframe's own releases, discrete Gaussians, all three agree closely:
         RDP and PLD pay off for subsampled continuous events.
@@ -518,7 +520,7 @@ class Session:
 
     def _repr_html_(self) -> str:
         """Notebook view: a budget gauge, the guarantee so far and the ledger (no data facts)."""
-        from privframe.html import session_html
+        from privframe.api.html import session_html
 
         return session_html(self)
 
@@ -564,12 +566,12 @@ class Session:
         """A SQL SELECT over the private table ``data``; with ``rho``, released at once.
 
         Parsed with sqlglot into the same plan the builder makes
-        (:mod:`privframe.sql` lists what is supported). Bounds, keys and
+        (:mod:`privframe.api.sql` lists what is supported). Bounds, keys and
         limits come from the Session's ``metadata`` and ``contributions``;
         ``metadata=`` and ``contributions=`` here override them for this query.
 
         Returns:
-            without ``rho``: an :class:`~privframe.sql.SQLQuery` (``explain``,
+            without ``rho``: an :class:`~privframe.api.sql.SQLQuery` (``explain``,
             ``release``); with ``rho``: the released DataFrame.
 
         Raises:
@@ -1233,7 +1235,7 @@ def _output_columns(
 
 
 def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
-    """The release's mechanisms as versioned events (privframe.events), for replaying.
+    """The release's mechanisms as versioned events (privframe.accounting.events), for replaying.
 
     Each noisy measurement is a discrete Gaussian with noise multiplier σ/Δ
     (grid units) and, with public keys, one value per group as its dimension;

@@ -10,7 +10,7 @@ shows released values, which are noisy and already paid for.
 
 Example:
     >>> import privframe as pf
-    >>> from privframe.html import session_html
+    >>> from privframe.api.html import session_html
     >>> sess = pf.Session(pf.datasets.synthetic_transactions(1_000), "user_id", pf.zCDP(1.0))
     >>> "spent 0 of 1" in session_html(sess)
     True
@@ -29,18 +29,18 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import polars as pl
 
-from privframe.accounting import zCDP
-from privframe.aggregates import Aggregate, Quantile, _Bounded
-from privframe.planner import ACCOUNTING_NOTE
-from privframe.replay import guarantee
+from privframe.accounting.budgets import zCDP
+from privframe.accounting.replay import guarantee
+from privframe.plan.aggregates import Aggregate, Quantile, _Bounded
+from privframe.plan.planner import ACCOUNTING_NOTE
 
 if TYPE_CHECKING:
     # Types only: session, query and planner will call these views from _repr_html_.
-    from privframe.accountant import BudgetReport
-    from privframe.ledger import LedgerEntry
-    from privframe.planner import Explanation
-    from privframe.query import Query
-    from privframe.session import Session
+    from privframe.accounting.accountant import BudgetReport
+    from privframe.accounting.ledger import LedgerEntry
+    from privframe.api.query import Query
+    from privframe.api.session import Session
+    from privframe.plan.planner import Explanation
 
 __all__ = [
     "ReportSection",
@@ -209,7 +209,7 @@ def session_html(sess: Session) -> str:
     Example:
         >>> import polars as pl
         >>> import privframe as pf
-        >>> from privframe.html import session_html
+        >>> from privframe.api.html import session_html
         >>> sess = pf.Session(pl.DataFrame({"u": [1, 2]}), "u", pf.zCDP(0.5))
         >>> _ = sess.query().bound(max_rows=1).agg(pf.count()).release(rho=0.25, label="n")
         >>> page = session_html(sess)
@@ -241,7 +241,7 @@ def explanation_html(explanation: Explanation) -> str:
     Example:
         >>> import polars as pl
         >>> import privframe as pf
-        >>> from privframe.html import explanation_html
+        >>> from privframe.api.html import explanation_html
         >>> sess = pf.Session(pl.DataFrame({"u": [1], "r": ["a"]}), "u", pf.zCDP(1.0))
         >>> q = sess.query().bound(max_groups=1, max_rows_per_group=2).group_by(
         ...     "r", keys=["a", "b"]).agg(pf.count())
@@ -321,7 +321,7 @@ def query_html(query: Query) -> str:
     Example:
         >>> import polars as pl
         >>> import privframe as pf
-        >>> from privframe.html import query_html
+        >>> from privframe.api.html import query_html
         >>> sess = pf.Session(pl.DataFrame({"u": [1], "r": ["a"], "x": [1.0]}), "u", pf.zCDP(1.0))
         >>> q = sess.query().bound(max_rows=3).group_by("r").agg(pf.mean("x", (0, 10)))
         >>> page = query_html(q)
@@ -402,7 +402,7 @@ def result_html(frame: Frame) -> str:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.html import result_html
+        >>> from privframe.api.html import result_html
         >>> frame = pl.DataFrame({"region": ["n"], "count": [1234], "count_std": [27.4],
         ...                       "count_ci95": [53.7]})
         >>> "<td>1234 ± 54</td>" in result_html(frame)
@@ -447,7 +447,7 @@ def show(result: Frame) -> Shown:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.html import show
+        >>> from privframe.api.html import show
         >>> shown = show(pl.DataFrame({"x_p50": [4.0], "x_p50_rank_ci95": [12.25]}))
         >>> "4 (rank ± 12.2)" in shown._repr_html_()
         True
@@ -628,12 +628,12 @@ def report_html(
         budget: the ledger's budget after the report (spent and remaining).
         charged: the ledger entries of this report's releases.
         accounting: how the report's own guarantee is stated: ``"zcdp"``,
-            ``"rdp"`` or ``"pld"`` (:func:`privframe.replay.guarantee`).
+            ``"rdp"`` or ``"pld"`` (:func:`privframe.accounting.replay.guarantee`).
 
     Example:
         >>> from datetime import UTC, datetime
         >>> import privframe as pf
-        >>> from privframe.html import report_html
+        >>> from privframe.api.html import report_html
         >>> acct = pf.Accountant(pf.zCDP(1.0))
         >>> page = report_html("Q&A", datetime(2026, 1, 2, tzinfo=UTC), [], acct.report(), [])
         >>> page.startswith("<!DOCTYPE html>"), "<h1>Q&amp;A</h1>" in page

@@ -32,7 +32,7 @@ from typing import Self, TypeVar, overload
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.accounting import _check_real
+from privframe.accounting.budgets import _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
 
 __all__ = [
@@ -386,7 +386,7 @@ def quantile(
     exponential mechanism over ``candidates`` evenly spaced points from the
     lower to the upper bound, so the output is always one of those points and
     its resolution is ``(upper − lower)/(candidates − 1)``. Several q at once
-    give a tuple, which :meth:`~privframe.query.Query.agg` accepts as is; each
+    give a tuple, which :meth:`~privframe.api.query.Query.agg` accepts as is; each
     takes its own share of ρ.
 
     Args:

@@ -23,7 +23,7 @@ Kifer, Zhang & Karrer (2023), which is never worse than the standard
 ``docs/privacy.md`` §6.
 
 Example:
-    >>> from privframe.selection import discrete_threshold, gaussian_threshold
+    >>> from privframe.mechanisms.selection import discrete_threshold, gaussian_threshold
     >>> round(gaussian_threshold(sigma=1.0, k=1, delta=1e-6), 6)
     5.753424
     >>> discrete_threshold(sigma=1.0, k=1, delta=1e-6)
@@ -38,7 +38,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
-from privframe.accounting import (
+from privframe.accounting.budgets import (
     _GUARD,
     _check_conversion_delta,
     _check_nonnegative,
@@ -77,7 +77,7 @@ def gaussian_threshold(sigma: float, k: int, delta: float) -> float:
     """τ = 1 + σ·Φ⁻¹((1 − δ)^(1/k)) for continuous Gaussian noise (independent groups).
 
     Example:
-        >>> from privframe.selection import gaussian_threshold
+        >>> from privframe.mechanisms.selection import gaussian_threshold
         >>> round(gaussian_threshold(sigma=5.0, k=5, delta=1e-6), 6)
         26.344788
     """
@@ -90,7 +90,7 @@ def gaussian_threshold_union_bound(sigma: float, k: int, delta: float) -> float:
     """τ = 1 + σ·Φ⁻¹(1 − δ/k): the union-bound version, slightly larger.
 
     Example:
-        >>> from privframe.selection import gaussian_threshold_union_bound
+        >>> from privframe.mechanisms.selection import gaussian_threshold_union_bound
         >>> round(gaussian_threshold_union_bound(sigma=5.0, k=5, delta=1e-6), 6)
         26.344789
     """
@@ -107,7 +107,7 @@ def discrete_tail(sigma: float, t: int) -> float:
     is at least sqrt(2π)·σ (Canonne, Kamath & Steinke 2020, Fact 18).
 
     Example:
-        >>> from privframe.selection import discrete_tail
+        >>> from privframe.mechanisms.selection import discrete_tail
         >>> round(2 * discrete_tail(1.0, 3), 12)  # P[|Z| >= 3], cf. the reference values
         0.009134342836
     """
@@ -132,7 +132,7 @@ def discrete_selection_delta(sigma: float, k: int, threshold: int) -> float:
     alone in each of its k groups makes one of them appear.
 
     Example:
-        >>> from privframe.selection import discrete_selection_delta
+        >>> from privframe.mechanisms.selection import discrete_selection_delta
         >>> discrete_selection_delta(1.0, 1, 7) <= 1e-6 < discrete_selection_delta(1.0, 1, 6)
         True
     """
@@ -144,7 +144,7 @@ def discrete_threshold(sigma: float, k: int, delta: float) -> int:
     """The smallest integer τ with :func:`discrete_selection_delta` <= δ.
 
     Example:
-        >>> from privframe.selection import discrete_threshold
+        >>> from privframe.mechanisms.selection import discrete_threshold
         >>> discrete_threshold(sigma=10.0, k=5, delta=1e-6)
         53
     """
@@ -188,7 +188,7 @@ def _any_survives(j: int, p: float) -> float:
     """``1 − (1 − p)^j`` rounded up: some of j single-unit groups is released.
 
     Example:
-        >>> from privframe.selection import _any_survives
+        >>> from privframe.mechanisms.selection import _any_survives
         >>> _any_survives(1, 0.25), _any_survives(2, 0.5) >= 0.75
         (0.25, True)
     """
@@ -216,7 +216,7 @@ def _existing_part_delta(epsilon: float, rho: float, j: int, p: float) -> float:
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.selection import _existing_part_delta
+        >>> from privframe.mechanisms.selection import _existing_part_delta
         >>> _existing_part_delta(2.0, 0.5, 0, 0.1) == pf.zCDP(0.5).delta_at(2.0)
         True
     """
@@ -286,7 +286,7 @@ def joint_selection_delta(epsilon: float, rho: float, k: int, p: float) -> float
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.selection import joint_selection_delta
+        >>> from privframe.mechanisms.selection import joint_selection_delta
         >>> joint_selection_delta(5.0, 0.0, 1, 1e-7)  # no Gaussian part: δ_τ alone
         1e-07
         >>> joint = joint_selection_delta(5.0, 0.5, 1, 1e-7)  # k = 1: max(p, δ_ρ(ε))
@@ -336,7 +336,8 @@ def joint_selection_epsilon(delta: float, rho: float, k: int, p: float) -> float
         InvalidArgumentError: k is not a positive integer.
 
     Example:
-        >>> from privframe.selection import joint_selection_delta, joint_selection_epsilon
+        >>> from privframe.mechanisms.selection import (
+        ...     joint_selection_delta, joint_selection_epsilon)
         >>> eps = joint_selection_epsilon(1e-6, 0.5, 1, 1e-7)
         >>> joint_selection_delta(eps, 0.5, 1, 1e-7) <= 1e-6
         True
@@ -394,7 +395,8 @@ def standard_selection_epsilon(delta: float, rho: float, k: int, p: float) -> fl
         InvalidArgumentError: k is not a positive integer.
 
     Example:
-        >>> from privframe.selection import joint_selection_epsilon, standard_selection_epsilon
+        >>> from privframe.mechanisms.selection import (
+        ...     joint_selection_epsilon, standard_selection_epsilon)
         >>> standard = standard_selection_epsilon(1e-6, 0.5, 1, 1e-7)
         >>> round(standard, 4), joint_selection_epsilon(1e-6, 0.5, 1, 1e-7) < standard
         (5.243, True)

@@ -1,24 +1,24 @@
 """A ledger's guarantee by a chosen accounting method: zCDP, RDP or PLD.
 
 Every ledger entry records its cost (ρ, δ) and, for releases made by
-privframe, the mechanism events it was made of (:mod:`privframe.events`).
+privframe, the mechanism events it was made of (:mod:`privframe.accounting.events`).
 :func:`guarantee` states what a list of entries adds up to as (ε, δ)-DP:
 
 * ``"zcdp"`` (the default, always valid): the entries' ρ add up and convert
   with the tightest bound valid for every ρ-zCDP mechanism (Canonne, Kamath &
   Steinke 2020, Cor. 13), plus the δ spent outright.
-* ``"rdp"``: the events replayed by :class:`privframe.rdp.RDPAccountant`.
-* ``"pld"``: the events replayed by :class:`privframe.pld.PLDAccountant`.
+* ``"rdp"``: the events replayed by :class:`privframe.accounting.rdp.RDPAccountant`.
+* ``"pld"``: the events replayed by :class:`privframe.accounting.pld.PLDAccountant`.
 
 An entry without events (written by hand, or by an older privframe), or
 whose events do not account for its charged (ρ, δ), counts as
 ThresholdEvent(ρ, δ): known only through its zCDP cost. privframe's own
 noisy releases are discrete Gaussians, which have no proven PLD as vectors
-(see :mod:`privframe.pld`), so for them ``"pld"`` states the zCDP bound and
+(see :mod:`privframe.accounting.pld`), so for them ``"pld"`` states the zCDP bound and
 says so in :attr:`Guarantee.basis`.
 
 Example:
-    >>> from privframe.ledger import LedgerEntry
+    >>> from privframe.accounting.ledger import LedgerEntry
     >>> event = {"type": "gaussian", "version": 1, "noise_multiplier": 1.0, "discrete": True}
     >>> entry = LedgerEntry(0, "2026-01-01T00:00:00+00:00", "a", 0.5, 0.0,
     ...                     {"events": [event]}, False)
@@ -33,9 +33,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from privframe.accounting import round_up, zCDP
-from privframe.errors import InvalidValueError, PrivframeError
-from privframe.events import (
+from privframe.accounting.budgets import round_up, zCDP
+from privframe.accounting.events import (
     ComposedEvent,
     Event,
     GaussianEvent,
@@ -45,9 +44,10 @@ from privframe.events import (
     ZCDPEvent,
     from_dict,
 )
-from privframe.ledger import LedgerEntry
-from privframe.pld import PLDAccountant
-from privframe.rdp import RDPAccountant
+from privframe.accounting.ledger import LedgerEntry
+from privframe.accounting.pld import PLDAccountant
+from privframe.accounting.rdp import RDPAccountant
+from privframe.errors import InvalidValueError, PrivframeError
 
 __all__ = ["METHODS", "Guarantee", "entry_events", "guarantee"]
 
@@ -137,7 +137,7 @@ def entry_events(entry: LedgerEntry) -> tuple[list[Event], bool]:
             version; the message names the entry.
 
     Example:
-        >>> from privframe.ledger import LedgerEntry
+        >>> from privframe.accounting.ledger import LedgerEntry
         >>> event = GaussianEvent(1.0, discrete=True)
         >>> entry = LedgerEntry(0, "2026-01-01T00:00:00+00:00", "q", 0.5, 0.0,
         ...                     {"events": [event.to_dict()]}, False)

@@ -14,7 +14,7 @@ describes the spec format; ``privframe report`` is the command line.
 Example:
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from privframe.report import load_spec
+    >>> from privframe.api.report import load_spec
     >>> folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "spec.toml").write_text('''
     ... [report]
@@ -62,18 +62,18 @@ from typing import Any, TextIO
 import pandas as pd
 import polars as pl
 
-from privframe import aggregates as agg
-from privframe.accounting import GDP, ApproxDP, Budget, exact, zCDP
-from privframe.aggregates import Aggregate
+from privframe.accounting.budgets import GDP, ApproxDP, Budget, exact, zCDP
+from privframe.accounting.replay import METHODS
+from privframe.api.html import ReportSection, report_html
+from privframe.api.query import Bound, Query
+from privframe.api.session import Batch, Session
+from privframe.api.sql import Column, SQLQuery
 from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
-from privframe.html import ReportSection, report_html
-from privframe.keys import KeySet, product
-from privframe.noise import SeededRandomness
-from privframe.planner import Explanation
-from privframe.query import Bound, Query
-from privframe.replay import METHODS
-from privframe.session import Batch, Session
-from privframe.sql import Column, SQLQuery
+from privframe.mechanisms.noise import SeededRandomness
+from privframe.plan import aggregates as agg
+from privframe.plan.aggregates import Aggregate
+from privframe.plan.keys import KeySet, product
+from privframe.plan.planner import Explanation
 
 __all__ = [
     "NOT_PRIVATE",
@@ -94,7 +94,7 @@ class ExitCode(enum.IntEnum):
     """The exit status of ``privframe report``: what a scheduler can rely on.
 
     Example:
-        >>> from privframe.report import ExitCode
+        >>> from privframe.api.report import ExitCode
         >>> int(ExitCode.OVER_BUDGET), ExitCode.OVER_BUDGET.meaning.split(": ")[1]
         (3, 'nothing was spent')
     """
@@ -154,7 +154,7 @@ def describe_error(err: BaseException) -> str:
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.report import describe_error
+        >>> from privframe.api.report import describe_error
         >>> describe_error(pf.InvalidValueError("bad bound"))
         'InvalidValueError: bad bound'
         >>> describe_error(KeyError("alice@example.com"))
@@ -222,7 +222,7 @@ class ReportSpec:
         queries: the queries, in order.
         seed: a seed for the noise: the results are then NOT private (tests only).
         accounting: how the report states its guarantee: ``"zcdp"`` (default),
-            ``"rdp"`` or ``"pld"`` (see :mod:`privframe.replay`).
+            ``"rdp"`` or ``"pld"`` (see :mod:`privframe.accounting.replay`).
         allow_seeded_noise: the second key a ``seed`` needs; a seed without it
             is refused (:class:`SpecError`), so no spec line alone makes the
             noise non-private.

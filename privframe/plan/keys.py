@@ -214,7 +214,7 @@ def exact_keys(keys: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.keys import exact_keys
+        >>> from privframe.plan.keys import exact_keys
         >>> exact_keys(pl.DataFrame({"g": [1, 2]}), pl.Schema({"g": pl.Float64}))["g"].to_list()
         [1.0, 2.0]
         >>> from privframe.errors import InvalidArgumentError

@@ -1,7 +1,7 @@
 """Allow-listed polars row expressions as Spark Columns with the same row-wise results.
 
 :func:`to_spark` walks the expression's serialized form (the one
-:mod:`privframe.expressions` checks) next to the live expression tree, and
+:mod:`privframe.engines.expressions` checks) next to the live expression tree, and
 builds a :class:`pyspark.sql.Column` that gives, row by row, exactly what polars
 gives: the same values, nulls, NaNs, infinities and signs of zero, and the same
 type (the Spark twin of the polars type, :func:`spark_type`). What polars and
@@ -17,7 +17,7 @@ settings; in particular nothing in a translated expression can raise, with
   for a constant ``c``); on integers ``x // 0`` and ``x % 0`` are null.
 * Integer ``+ − * // abs`` wrap around in the result type's width, as polars
   does (``i64::MAX + 1`` is ``i64::MIN``); Spark raises in ANSI mode. (The
-  engines translate the form :func:`~privframe.expressions.checked` gives,
+  engines translate the form :func:`~privframe.engines.expressions.checked` gives,
   which is null wherever such an operation overflows.)
 * Operands are cast to polars' supertype first (a ``Float32`` column compared
   with ``2.1`` compares in ``Float32``; booleans in arithmetic become numbers).
@@ -52,7 +52,7 @@ exponentially.
 
 Example:
     >>> import polars as pl
-    >>> from privframe.engines.spark_expressions import spark_type, to_spark
+    >>> from privframe.engines.spark.expressions import spark_type, to_spark
     >>> spark_type(pl.Int64), spark_type(pl.Datetime("us"))
     ('bigint', 'timestamp_ntz')
     >>> schema = {"amount": pl.Int64, "region": pl.String}
@@ -73,14 +73,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from privframe.errors import InvalidArgumentError
-from privframe.expressions import (
+from privframe.engines.expressions import (
     _ARITHMETIC,
     _COMPARISONS,
     _SAFE_FUNCTIONS,
     _is_safe,
     sub_expressions,
 )
+from privframe.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -147,7 +147,7 @@ def spark_type(dtype: pl.DataType | type[pl.DataType]) -> str:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.engines.spark_expressions import spark_type
+        >>> from privframe.engines.spark.expressions import spark_type
         >>> [spark_type(t) for t in (pl.Int64, pl.UInt8, pl.Float32, pl.String)]
         ['bigint', 'smallint', 'float', 'string']
     """
@@ -174,8 +174,8 @@ def to_spark(
     """The Spark Column computing, row by row, what the polars expression computes.
 
     ``expr`` must pass privframe's allow-list
-    (:func:`~privframe.expressions.check_expression` or
-    :func:`~privframe.expressions.check_filter`, optionally with an
+    (:func:`~privframe.engines.expressions.check_expression` or
+    :func:`~privframe.engines.expressions.check_filter`, optionally with an
     ``.alias(name)``). ``schema`` gives the polars types of the columns the
     expression reads: results depend on them (integer or float division,
     the width integers wrap in, the type a literal takes). The Spark frame's
@@ -189,7 +189,7 @@ def to_spark(
 
     Example:
         >>> import polars as pl
-        >>> from privframe.engines.spark_expressions import to_spark
+        >>> from privframe.engines.spark.expressions import to_spark
         >>> to_spark(pl.col("x").mean(), {"x": pl.Float64})
         Traceback (most recent call last):
         ...
@@ -204,7 +204,7 @@ def to_spark(
     if not _is_safe(node):
         raise InvalidArgumentError(
             f"the expression {expr} is not one privframe can run privately (see "
-            "privframe.expressions), so it has no Spark translation"
+            "privframe.engines.expressions), so it has no Spark translation"
         )
     try:
         columns = tuple(pl.Schema(schema).items())

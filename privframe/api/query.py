@@ -26,18 +26,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
-from privframe.aggregates import Aggregate
+from privframe.engines.expressions import Bin, check_expression, check_filter, plain_types
 from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.expressions import Bin, check_expression, check_filter, plain_types
-from privframe.keys import KeySet, as_keyset
+from privframe.plan.aggregates import Aggregate
+from privframe.plan.keys import KeySet, as_keyset
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from privframe.planner import Explanation
-    from privframe.session import Session
-    from privframe.split import Balance
+    from privframe.api.session import Session
+    from privframe.plan.planner import Explanation
+    from privframe.plan.split import Balance
 
 __all__ = ["Bound", "Plan", "Query", "Request"]
 
@@ -128,7 +128,7 @@ class Request:
     """One release, ready to run with others by ``Session.release_all`` (or ``Session.batch``).
 
     Build it with :meth:`Query.request` or :meth:`SQLQuery.request
-    <privframe.sql.SQLQuery.request>`; the fields are those of ``release``.
+    <privframe.api.sql.SQLQuery.request>`; the fields are those of ``release``.
     ``finish`` post-processes the noisy table (SQL's HAVING, ORDER BY, LIMIT).
 
     Example:
@@ -168,7 +168,7 @@ class Query:
         """Keep the rows where a polars boolean expression holds (before bounding).
 
         The expression must be row-wise and unable to fail on any value; see
-        :mod:`privframe.expressions` for what is accepted and why.
+        :mod:`privframe.engines.expressions` for what is accepted and why.
 
         Example:
             >>> import polars as pl
@@ -273,7 +273,7 @@ class Query:
         Args:
             columns: a column name or a list of them.
             keys: the public keys: a list (one column), a DataFrame of key
-                rows, or a :class:`~privframe.keys.KeySet` such as
+                rows, or a :class:`~privframe.plan.keys.KeySet` such as
                 ``pf.keys.product(region=[...], month=[...])``. Without keys
                 the groups are chosen privately from the data, which spends
                 δ as well as ρ (see :meth:`release`) and needs
@@ -384,7 +384,7 @@ class Query:
 
     def _repr_html_(self) -> str:
         """Notebook view: the plan (steps, bound, groups, aggregates); spends nothing."""
-        from privframe.html import query_html
+        from privframe.api.html import query_html
 
         return query_html(self)
 
@@ -450,7 +450,7 @@ class Query:
     ) -> Request:
         """This query's release as a :class:`Request`, to run with others; spends nothing.
 
-        :meth:`Session.release_all <privframe.session.Session.release_all>`
+        :meth:`Session.release_all <privframe.api.session.Session.release_all>`
         releases a list of requests all or nothing. The arguments are those
         of :meth:`release`.
 

@@ -26,12 +26,12 @@ the best candidate's by at most (ln N + ln(1/β))/η rows (the exponential
 mechanism's utility theorem); :func:`rank_error` states it.
 
 **Exactness.** Distances are computed exactly (q·n as a rational number) and
-the sampler (:func:`privframe.noise.exponential_choice`) draws with exact
+the sampler (:func:`privframe.mechanisms.noise.exponential_choice`) draws with exact
 probabilities, so no floating-point rounding reaches the distribution.
 
 Example:
     >>> import numpy as np
-    >>> from privframe.quantiles import scale, choose
+    >>> from privframe.mechanisms.quantiles import scale, choose
     >>> eta = scale(rho=0.5, q=0.5, squares=1)
     >>> eta
     2.0
@@ -51,9 +51,9 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from privframe.accounting import _check_positive
+from privframe.accounting.budgets import _check_positive
 from privframe.errors import InvalidValueError
-from privframe.noise import Randomness, exponential_choice
+from privframe.mechanisms.noise import Randomness, exponential_choice
 
 __all__ = ["MAX_SCALE", "choose", "cost", "rank_error", "scale"]
 
@@ -66,7 +66,7 @@ def cost(eta: float, q: float, squares: int) -> Fraction:
     """The exact ρ of releasing one quantile over all groups: (η·max(q, 1 − q))²·S/2.
 
     Example:
-        >>> from privframe.quantiles import cost
+        >>> from privframe.mechanisms.quantiles import cost
         >>> cost(2.0, 0.5, 1)
         Fraction(1, 2)
     """
@@ -82,7 +82,7 @@ def scale(rho: float, q: float, squares: int) -> float:
             uniform to any precision that matters.
 
     Example:
-        >>> from privframe.quantiles import scale
+        >>> from privframe.mechanisms.quantiles import scale
         >>> scale(rho=0.02, q=0.9, squares=4)
         0.1111111111111111
     """
@@ -110,7 +110,7 @@ def rank_error(eta: float, candidates: int, probability: float = 0.95) -> float:
     (ln N + ln(1/(1 − probability)))/η, from public parameters only.
 
     Example:
-        >>> from privframe.quantiles import rank_error
+        >>> from privframe.mechanisms.quantiles import rank_error
         >>> round(rank_error(2.0, 1001), 2)
         4.95
     """
@@ -135,7 +135,7 @@ def choose(
 
     Example:
         >>> import numpy as np
-        >>> from privframe.quantiles import choose
+        >>> from privframe.mechanisms.quantiles import choose
         >>> hist = np.array([[0, 1, 0, 1, 0, 1, 0, 1, 0], [0, 0, 0, 1, 0, 1, 0, 1, 1]])
         >>> choose(hist, 0.5, 64.0).tolist()
         [2, 3]

@@ -45,24 +45,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtri
 
 from privframe.errors import CalibrationError, InvalidArgumentError, InvalidBudgetError
 
-if TYPE_CHECKING:
-    from privframe.pld import PLDAccountant
-    from privframe.rdp import RDPAccountant
-
 __all__ = [
     "GDP",
     "ApproxDP",
     "Budget",
     "Number",
-    "PLDAccountant",
-    "RDPAccountant",
     "analytic_gaussian_sigma",
     "classical_gaussian_sigma",
     "exact",
@@ -98,7 +92,7 @@ def round_up(x: Fraction) -> float:
 
     Example:
         >>> from fractions import Fraction
-        >>> from privframe.accounting import round_up
+        >>> from privframe.accounting.budgets import round_up
         >>> round_up(Fraction(1, 10)) == 0.1  # the float 0.1 is a little above 1/10
         True
     """
@@ -113,7 +107,7 @@ def round_down(x: Fraction) -> float:
 
     Example:
         >>> from fractions import Fraction
-        >>> from privframe.accounting import round_down
+        >>> from privframe.accounting.budgets import round_down
         >>> round_down(Fraction(1, 10)) < 0.1  # the float below 0.1
         True
     """
@@ -223,7 +217,7 @@ def _check_nonnegative(name: str, value: object) -> float:
 def _check_positive(name: str, value: object) -> float:
     """:func:`_check_real`, and ``value > 0``.
 
-    The positive-real check of the whole package (:mod:`privframe.noise` uses
+    The positive-real check of the whole package (:mod:`privframe.mechanisms.noise` uses
     it for σ): keep the signature ``(name, value) -> float``.
     """
     v = _check_real(name, value)
@@ -297,7 +291,7 @@ def exact(name: str, value: object, *, positive: bool = False) -> Fraction:
     Example:
         >>> from fractions import Fraction
         >>> from decimal import Decimal
-        >>> from privframe.accounting import exact
+        >>> from privframe.accounting.budgets import exact
         >>> exact("rho", 0.1), exact("rho", Decimal("0.25")), exact("rho", Fraction(1, 3))
         (Fraction(1, 10), Fraction(1, 4), Fraction(1, 3))
         >>> exact("rho", Fraction(0.1)) == Fraction(0.1)  # a binary value, kept as is
@@ -693,7 +687,7 @@ class zCDP(_Ordered):
     by :meth:`ApproxDP.to_zcdp` (or :func:`to_zcdp`). It is provenance, not a
     privacy parameter: it takes no part in ``==``, hashing, ordering or
     arithmetic (a sum or difference has none). An
-    :class:`~privframe.accountant.Accountant` given such a budget reports
+    :class:`~privframe.accounting.accountant.Accountant` given such a budget reports
     (ε, δ) at the source's δ by default. Giving it is a claim that is checked:
     this budget stated at the source's total δ must be within the source's ε,
     i.e. ``self.epsilon(source.delta) <= source.epsilon``.
@@ -1318,7 +1312,7 @@ def to_zcdp(budget: Budget) -> zCDP:
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.accounting import to_zcdp
+        >>> from privframe.accounting.budgets import to_zcdp
         >>> to_zcdp(pf.GDP(1.0))
         zCDP(rho=0.5, delta=0.0)
         >>> round(to_zcdp(pf.ApproxDP(1.0, 1e-5)).rho, 8)
@@ -1360,7 +1354,7 @@ def gaussian_sigma(l2_sensitivity: float, rho: Number) -> float:
 
     Example:
         >>> from fractions import Fraction
-        >>> from privframe.accounting import gaussian_sigma
+        >>> from privframe.accounting.budgets import gaussian_sigma
         >>> gaussian_sigma(1.0, 0.5)
         1.0
         >>> gaussian_sigma(2.0, 0.125)
@@ -1402,7 +1396,7 @@ def gaussian_rho(l2_sensitivity: float, sigma: float) -> float:
         CalibrationError: if ρ exceeds the float range.
 
     Example:
-        >>> from privframe.accounting import gaussian_rho
+        >>> from privframe.accounting.budgets import gaussian_rho
         >>> gaussian_rho(1.0, 2.0)
         0.125
     """
@@ -1449,7 +1443,7 @@ def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float)
         CalibrationError: if no float σ meets the target.
 
     Example:
-        >>> from privframe.accounting import analytic_gaussian_sigma
+        >>> from privframe.accounting.budgets import analytic_gaussian_sigma
         >>> round(analytic_gaussian_sigma(1.0, 1.0, 1e-5), 6)
         3.730632
     """
@@ -1517,7 +1511,7 @@ def classical_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float
         CalibrationError: if ε >= 1.
 
     Example:
-        >>> from privframe.accounting import classical_gaussian_sigma
+        >>> from privframe.accounting.budgets import classical_gaussian_sigma
         >>> round(classical_gaussian_sigma(1.0, 0.5, 1e-5), 6)
         9.689611
     """
@@ -1537,25 +1531,3 @@ def classical_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float
             "the float range"
         )
     return _up(sigma, _GUARD * sigma)
-
-
-def __getattr__(name: str) -> object:
-    """``RDPAccountant`` and ``PLDAccountant``, re-exported here lazily.
-
-    They live in :mod:`privframe.rdp` and :mod:`privframe.pld`, which import
-    this module's budget types, so an eager import would be circular.
-
-    Example:
-        >>> from privframe.accounting import PLDAccountant, RDPAccountant
-        >>> PLDAccountant.__module__, RDPAccountant.__module__
-        ('privframe.pld', 'privframe.rdp')
-    """
-    if name == "RDPAccountant":
-        from privframe.rdp import RDPAccountant
-
-        return RDPAccountant
-    if name == "PLDAccountant":
-        from privframe.pld import PLDAccountant
-
-        return PLDAccountant
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

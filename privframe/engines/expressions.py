@@ -36,7 +36,7 @@ row does not take does not count.
 
 Example:
     >>> import polars as pl
-    >>> from privframe.expressions import is_safe_filter
+    >>> from privframe.engines.expressions import is_safe_filter
     >>> is_safe_filter(pl.col("age") >= 18), is_safe_filter(pl.col("x") > pl.col("x").mean())
     (True, False)
 """
@@ -54,7 +54,7 @@ from typing import Any
 
 import polars as pl
 
-from privframe.accounting import _check_real
+from privframe.accounting.budgets import _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = [
@@ -135,7 +135,7 @@ def is_safe_filter(predicate: pl.Expr) -> bool:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.expressions import is_safe_filter
+        >>> from privframe.engines.expressions import is_safe_filter
         >>> is_safe_filter(pl.col("name").cast(pl.Int64) > 0)  # a strict cast can fail
         False
     """
@@ -197,7 +197,7 @@ def sub_expressions(node: dict[str, Any], expr: pl.Expr) -> list[tuple[Any, pl.E
     Example:
         >>> import json
         >>> import polars as pl
-        >>> from privframe.expressions import sub_expressions
+        >>> from privframe.engines.expressions import sub_expressions
         >>> expr = pl.col("x") + float("nan")
         >>> node = json.loads(expr.meta.serialize(format="json"))
         >>> [str(e) for _, e in sub_expressions(node, expr)]
@@ -329,7 +329,7 @@ def plain_types(frame: pl.LazyFrame, unit: str | None = None) -> pl.LazyFrame:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.expressions import plain_types
+        >>> from privframe.engines.expressions import plain_types
         >>> df = pl.DataFrame({"c": ["a"]}, schema={"c": pl.Categorical})
         >>> plain_types(df.lazy()).collect_schema()["c"]
         String
@@ -367,7 +367,7 @@ def exact_unit_type(dtype: pl.DataType) -> pl.DataType:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.expressions import exact_unit_type
+        >>> from privframe.engines.expressions import exact_unit_type
         >>> exact_unit_type(pl.Decimal(38, 0)), exact_unit_type(pl.Decimal(10, 2))
         (Int128, String)
     """
@@ -402,7 +402,7 @@ def check_types(expr: pl.Expr, schema: pl.Schema) -> None:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.expressions import check_types
+        >>> from privframe.engines.expressions import check_types
         >>> check_types(pl.col("age") * 2 > 40, pl.Schema({"age": pl.Int64}))
     """
     try:
@@ -576,7 +576,7 @@ def checked(expr: pl.Expr, schema: Mapping[str, pl.DataType] | pl.Schema) -> pl.
 
     Example:
         >>> import polars as pl
-        >>> from privframe.expressions import checked
+        >>> from privframe.engines.expressions import checked
         >>> df = pl.DataFrame({"x": [1, 2**62]})
         >>> df.select(checked(pl.col("x") * 2, df.schema))["x"].to_list()
         [2, None]
@@ -634,7 +634,7 @@ def check_filter(predicate: object) -> pl.Expr:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.expressions import check_filter
+        >>> from privframe.engines.expressions import check_filter
         >>> check_filter(pl.col("age").is_between(18, 65)) is not None
         True
     """
@@ -646,7 +646,7 @@ def check_expression(expr: object) -> pl.Expr:
 
     Example:
         >>> import polars as pl
-        >>> from privframe.expressions import check_expression
+        >>> from privframe.engines.expressions import check_expression
         >>> check_expression(pl.col("price") * pl.col("qty")) is not None
         True
     """

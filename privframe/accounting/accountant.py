@@ -17,7 +17,7 @@ nothing left, and spending :attr:`Accountant.remaining` always fits.
 
 Example:
     >>> import privframe as pf
-    >>> from privframe.accountant import Accountant
+    >>> from privframe.accounting.accountant import Accountant
     >>> acct = Accountant(pf.zCDP(1.0))
     >>> _ = acct.spend(pf.zCDP(0.25), label="q1", description={"query": "count"})
     >>> acct.spent, acct.remaining
@@ -45,15 +45,21 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from privframe import accounting
-from privframe.accounting import GDP, ApproxDP, Budget, Number, round_up, zCDP
+from privframe.accounting import budgets as accounting
+from privframe.accounting.budgets import GDP, ApproxDP, Budget, Number, round_up, zCDP
+from privframe.accounting.ledger import (
+    DataIdentity,
+    Ledger,
+    LedgerEntries,
+    LedgerEntry,
+    SQLiteLedger,
+)
 from privframe.errors import (
     BudgetExceededError,
     InvalidArgumentError,
     InvalidBudgetError,
     SeededRandomnessWarning,
 )
-from privframe.ledger import DataIdentity, Ledger, LedgerEntries, LedgerEntry, SQLiteLedger
 
 __all__ = ["DEFAULT_REPORTING_DELTA", "Accountant", "BudgetReport", "Spend"]
 
@@ -87,7 +93,7 @@ class Spend:
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.accountant import Spend
+        >>> from privframe.accounting.accountant import Spend
         >>> Spend(pf.zCDP(0.25), "q1", {"query": "count"}).cost.rho
         0.25
     """
@@ -167,7 +173,7 @@ class BudgetReport:
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.accountant import Accountant
+        >>> from privframe.accounting.accountant import Accountant
         >>> acct = Accountant(pf.zCDP(0.5))
         >>> _ = acct.spend(pf.zCDP(0.125), label="q1")
         >>> r = acct.report()
@@ -229,7 +235,7 @@ class BudgetReport:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> [row[:2] for row in Accountant(pf.zCDP(1.0)).report().rows()]
             [('budget', 1.0), ('spent', 0.0), ('remaining', 1.0)]
         """
@@ -313,10 +319,10 @@ class Accountant:
             of that budget's δ not reserved for selection, so the budget row
             restates the user's (ε, δ) exactly; else
             :data:`DEFAULT_REPORTING_DELTA` (1e-6).
-        data: with a ledger file, the :class:`~privframe.ledger.DataIdentity`
+        data: with a ledger file, the :class:`~privframe.accounting.ledger.DataIdentity`
             of the data spent on: the file records it and refuses other data
-            (:class:`~privframe.ledger.SQLiteLedger`). A
-            :class:`~privframe.session.Session` passes its data's.
+            (:class:`~privframe.accounting.ledger.SQLiteLedger`). A
+            :class:`~privframe.api.session.Session` passes its data's.
         same_data: accept ``data`` that differs from the file's record as the
             same data (say, with a column added); the file then records it.
 
@@ -325,11 +331,11 @@ class Accountant:
         InvalidArgumentError: ``delta`` is not a real number.
         InvalidArgumentError: ``ledger`` is neither None nor a str or os.PathLike path.
         LedgerError: the ledger file cannot be used (see
-            :class:`~privframe.ledger.SQLiteLedger`).
+            :class:`~privframe.accounting.ledger.SQLiteLedger`).
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.accountant import Accountant
+        >>> from privframe.accounting.accountant import Accountant
         >>> acct = Accountant(pf.zCDP(1.0))
         >>> entry = acct.spend(pf.zCDP(0.25), label="q1", description={"query": "count"})
         >>> entry.index, entry.rho, acct.remaining.rho
@@ -390,7 +396,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> Accountant(pf.zCDP(1.0)).budget
             zCDP(rho=1.0, delta=0.0)
         """
@@ -402,7 +408,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> Accountant(pf.zCDP(1.0)).delta
             1e-06
         """
@@ -414,7 +420,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> Accountant(pf.zCDP(1.0)).path is None
             True
         """
@@ -429,7 +435,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> acct = Accountant(pf.zCDP(1.0))
             >>> _ = acct.spend(pf.zCDP(0.1))
             >>> _ = acct.spend(pf.zCDP(0.2))
@@ -446,7 +452,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> acct = Accountant(pf.zCDP(1.0))
             >>> _ = acct.spend(pf.zCDP(0.1))
             >>> acct.remaining
@@ -461,12 +467,12 @@ class Accountant:
 
         Taking it costs the same however long the ledger is: entries are read
         (and verified) from the file when they are used
-        (:class:`~privframe.ledger.LedgerEntries`). It compares equal to a
+        (:class:`~privframe.accounting.ledger.LedgerEntries`). It compares equal to a
         tuple of the same entries.
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> acct = Accountant(pf.zCDP(1.0))
             >>> _ = acct.spend(pf.zCDP(0.1), label="q1")
             >>> [e.label for e in acct.entries]
@@ -488,7 +494,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> acct = Accountant(pf.zCDP(0.2))
             >>> _ = acct.spend(pf.zCDP(0.2 / 3))
             >>> _ = acct.spend(pf.zCDP(0.2 / 3))
@@ -515,7 +521,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> acct = Accountant(pf.zCDP(1.0))
             >>> acct.check(pf.zCDP(1.0))
             >>> try:
@@ -566,7 +572,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> acct = Accountant(pf.zCDP(1.0))
             >>> acct.spend(pf.zCDP(0.5), label="q1").rho
             0.5
@@ -625,7 +631,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant, Spend
+            >>> from privframe.accounting.accountant import Accountant, Spend
             >>> acct = Accountant(pf.zCDP(1.0))
             >>> [e.label for e in acct.spend_all([Spend(pf.zCDP(0.5), "a"),
             ...                                   Spend(pf.zCDP(0.25), "b")])]
@@ -646,7 +652,7 @@ class Accountant:
         for i, item in enumerate(spends):
             if not isinstance(item, Spend):
                 raise InvalidArgumentError(
-                    f"spends[{i}] must be a privframe.accountant.Spend, got {type(item).__name__}"
+                    f"spends[{i}] must be a privframe.Spend, got {type(item).__name__}"
                 )
         total = sum((s.cost for s in spends), zCDP(0))
         listed = ", ".join(f"{s.label!r} rho={_fmt(s.cost.exact_rho)}" for s in spends)
@@ -668,7 +674,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> acct = Accountant(pf.zCDP(1.0), delta=1e-5)
             >>> _ = acct.spend(pf.zCDP(0.5), label="q1")
             >>> r = acct.report()
@@ -705,7 +711,7 @@ class Accountant:
 
         Example:
             >>> import privframe as pf
-            >>> from privframe.accountant import Accountant
+            >>> from privframe.accounting.accountant import Accountant
             >>> with Accountant(pf.zCDP(1.0)) as acct:
             ...     _ = acct.spend(pf.zCDP(0.1))
         """

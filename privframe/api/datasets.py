@@ -1,13 +1,13 @@
 """Bundled synthetic data for demos, docs and tests: no real person is in it.
 
 The generator is deterministic in its seed and draws its randomness from the
-seeded SHAKE-256 stream of :class:`~privframe.noise.SeededRandomness` (never
+seeded SHAKE-256 stream of :class:`~privframe.mechanisms.noise.SeededRandomness` (never
 from a floating-point PRNG), turned into uniforms, normals and categories with
 numpy. That stream is reproducible and public, which is what demo *data* needs;
 it is never used here for noise.
 
 Example:
-    >>> from privframe.datasets import synthetic_transactions
+    >>> from privframe.api.datasets import synthetic_transactions
     >>> df = synthetic_transactions(n_rows=1_000, seed=1)
     >>> df.columns
     ['user_id', 'region', 'month', 'amount', 'age']
@@ -25,7 +25,7 @@ import polars as pl
 from scipy.special import ndtri
 
 from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.noise import SeededRandomness
+from privframe.mechanisms.noise import SeededRandomness
 
 __all__ = ["REGIONS", "synthetic_transactions"]
 
@@ -41,7 +41,7 @@ class _Stream:
 
     def __init__(self, seed: int) -> None:
         # A tag keeps this stream apart from a SeededRandomness(seed) used for noise.
-        self._words = SeededRandomness(f"privframe.datasets/{seed}".encode())
+        self._words = SeededRandomness(f"privframe.api.datasets/{seed}".encode())
 
     def uniform(self, n: int) -> npt.NDArray[np.float64]:
         """Return n floats in (0, 1): each word's top 53 bits, offset by half a step."""
@@ -100,7 +100,7 @@ def synthetic_transactions(
         A polars DataFrame; ``.to_pandas()`` it for pandas.
 
     Example:
-        >>> from privframe.datasets import synthetic_transactions
+        >>> from privframe.api.datasets import synthetic_transactions
         >>> df = synthetic_transactions(n_rows=500, n_users=50, seed=3)
         >>> sorted(df["region"].unique().to_list())
         ['east', 'north', 'south', 'west']

@@ -15,7 +15,7 @@ knowledge or earlier releases, never from a look at the private data. A bad
 guess only makes the split less useful; the privacy cost is ρ either way.
 
 Example:
-    >>> from privframe.split import balanced_fractions
+    >>> from privframe.plan.split import balanced_fractions
     >>> # Two outputs on separate measurements, the second needing 4x the variance:
     >>> [round(f, 3) for f in balanced_fractions([[1.0, 0.0], [0.0, 4.0]])]
     [0.2, 0.8]
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from privframe.accounting import _check_positive, _check_real
+from privframe.accounting.budgets import _check_positive, _check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = ["Balance", "balance", "balanced_fractions"]
@@ -98,7 +98,7 @@ def balanced_fractions(b: Sequence[Sequence[float]]) -> list[float]:
     the estimates.
 
     Example:
-        >>> from privframe.split import balanced_fractions
+        >>> from privframe.plan.split import balanced_fractions
         >>> [round(f, 3) for f in balanced_fractions([[1.0, 1.0]])]
         [0.5, 0.5]
     """

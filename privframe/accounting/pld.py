@@ -1,6 +1,6 @@
 """Privacy-loss-distribution (PLD) accounting of mechanism events.
 
-:class:`PLDAccountant` replays :mod:`privframe.events` through their privacy
+:class:`PLDAccountant` replays :mod:`privframe.accounting.events` through their privacy
 loss distributions (Koskela, Jälkö & Honkela 2020; Koskela & Honkela 2021;
 Gopi, Lee & Wutschitz 2021; Doroshenko, Ghazi, Kamath, Kumar & Manurangsi
 2022), which compose by convolution and give (ε, δ) far tighter than Rényi
@@ -26,7 +26,7 @@ Function", Def. 4 and Thm. 10). Under add/remove neighbours both directions
   σ): remove direction P = (1−q)N(0, σ²) + qN(1, σ²), Q = N(0, σ²), and the add
   direction with P and Q swapped; the loss is monotone in the output, so its
   CDF is a mixture of normal CDFs at one threshold.
-* :class:`~privframe.events.ThresholdEvent` with ρ = 0 (a δ spent outright):
+* :class:`~privframe.accounting.events.ThresholdEvent` with ρ = 0 (a δ spent outright):
   the pair with loss ∞ w.p. δ and 0 otherwise, so the composition has
   δ_total(ε) <= δ₀ + δ_PLD(ε).
 
@@ -74,11 +74,11 @@ can only move mass up. For 1,000 DP-SGD steps the δ error is ~1.5e-11.
 known only for one dimension and integer sensitivity (Canonne, Kamath &
 Steinke 2020, Thm. 7), while privframe's releases are vectors with an L2
 bound; what is proven for them is ρ-zCDP (their Rényi divergences are at most
-the continuous Gaussian's). A :class:`~privframe.events.ZCDPEvent` or the
-noisy counts of a :class:`~privframe.events.ThresholdEvent` with ρ > 0 are
+the continuous Gaussian's). A :class:`~privframe.accounting.events.ZCDPEvent` or the
+noisy counts of a :class:`~privframe.accounting.events.ThresholdEvent` with ρ > 0 are
 likewise known only through ρ, and a Poisson-subsampled discrete Gaussian only
 through Zhu & Wang's general subsampled-RDP bound
-(:func:`privframe.rdp.poisson_rdp_general`). There is no dominating pair for
+(:func:`privframe.accounting.rdp.poisson_rdp_general`). There is no dominating pair for
 "some ρ-zCDP mechanism" whose compositions stay ρ-zCDP, so such events cannot
 be mixed into a PLD soundly. When the events include any, the accountant says
 so in :attr:`PLDAccountant.fallback` and reports a bound that is valid: the
@@ -86,7 +86,7 @@ zCDP conversion of the total ρ when nothing is subsampled (every event, plain
 Gaussians included, has a ρ), otherwise the Rényi accountant over all events.
 
 Example:
-    >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+    >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
     >>> acct = PLDAccountant().compose(PoissonSampledEvent(0.01, GaussianEvent(1.1)), 1000)
     >>> lower, upper = acct.epsilon_bounds(1e-5)
     >>> lower <= upper == acct.epsilon(1e-5)
@@ -105,7 +105,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import fft, special
 
-from privframe.accounting import (
+from privframe.accounting.budgets import (
     _ULP,
     GDP,
     _check_conversion_delta,
@@ -118,8 +118,7 @@ from privframe.accounting import (
     mu_estimate,
     zCDP,
 )
-from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.events import (
+from privframe.accounting.events import (
     ComposedEvent,
     Event,
     GaussianEvent,
@@ -129,7 +128,8 @@ from privframe.events import (
     ZCDPEvent,
     _check_count,
 )
-from privframe.rdp import RDPAccountant, _effective_noise_multiplier, _log_sum_exp
+from privframe.accounting.rdp import RDPAccountant, _effective_noise_multiplier, _log_sum_exp
+from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = ["PLDAccountant", "mu_estimate"]
 
@@ -655,7 +655,7 @@ class PLDAccountant:
         InvalidValueError: an interval or a tail mass out of range.
 
     Example:
-        >>> from privframe.events import GaussianEvent
+        >>> from privframe.accounting.events import GaussianEvent
         >>> acct = PLDAccountant().compose(GaussianEvent(2.0), count=4)
         >>> acct.epsilon(1e-5) == GDP(1.0).epsilon(1e-5)  # exact: μ = sqrt(4/2²)
         True
@@ -693,7 +693,7 @@ class PLDAccountant:
         """Why the (ε, δ) is not a PLD bound, or None when it is.
 
         Example:
-            >>> from privframe.events import GaussianEvent
+            >>> from privframe.accounting.events import GaussianEvent
             >>> PLDAccountant().compose(GaussianEvent(1.0, discrete=True)).fallback
             'zcdp'
         """
@@ -716,7 +716,7 @@ class PLDAccountant:
                 than 2^40 times; nothing is composed then.
 
         Example:
-            >>> from privframe.events import GaussianEvent
+            >>> from privframe.accounting.events import GaussianEvent
             >>> PLDAccountant().compose(GaussianEvent(1.0), 3).events[0].count
             3
         """
@@ -829,7 +829,7 @@ class PLDAccountant:
             InvalidValueError: δ not above the δ spent outright by threshold events.
 
         Example:
-            >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+            >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
             >>> step = PoissonSampledEvent(0.01, GaussianEvent(1.1))
             >>> round(PLDAccountant().compose(step, 1000).epsilon(1e-5), 3)
             1.515
@@ -856,7 +856,7 @@ class PLDAccountant:
             InvalidValueError: with a :attr:`fallback` (no PLD, so no lower bound).
 
         Example:
-            >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+            >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
             >>> acct = PLDAccountant().compose(PoissonSampledEvent(0.1, GaussianEvent(2.0)), 100)
             >>> lower, upper = acct.epsilon_bounds(1e-6)
             >>> 0 < upper - lower < 0.01
@@ -874,7 +874,7 @@ class PLDAccountant:
         """Upper bound on δ such that everything composed is (ε, δ)-DP (at most 1).
 
         Example:
-            >>> from privframe.events import GaussianEvent
+            >>> from privframe.accounting.events import GaussianEvent
             >>> PLDAccountant().compose(GaussianEvent(1.0)).delta(1.0) == GDP(1.0).delta(1.0)
             True
         """
@@ -899,7 +899,7 @@ class PLDAccountant:
         curve through (:meth:`epsilon` (δ), δ).
 
         Example:
-            >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+            >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
             >>> PLDAccountant().compose(GaussianEvent(0.5)).mu_estimate(1e-6)
             2.0
             >>> step = PoissonSampledEvent(0.01, GaussianEvent(1.1))

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from privframe.accounting import (
+from privframe.accounting.budgets import (
     _check_positive,
     _round_up,
     _sqrt_up,
@@ -53,7 +53,7 @@ from privframe.errors import (
 )
 
 if TYPE_CHECKING:
-    from privframe.accountant import Accountant
+    from privframe.accounting.accountant import Accountant
 
 __all__ = [
     "MAX_SIGMA",
@@ -110,7 +110,7 @@ class SystemRandomness(Randomness):
     """The operating system's CSPRNG (``os.urandom``, i.e. getrandom(2) on Linux).
 
     Example:
-        >>> from privframe.noise import SystemRandomness
+        >>> from privframe.mechanisms.noise import SystemRandomness
         >>> len(SystemRandomness().words(4))
         4
     """
@@ -135,7 +135,7 @@ class SeededRandomness(Randomness):
 
     Example:
         >>> import warnings
-        >>> from privframe.noise import SeededRandomness
+        >>> from privframe.mechanisms.noise import SeededRandomness
         >>> a, b = SeededRandomness(7), SeededRandomness(7)
         >>> bool((a.words(4) == b.words(4)).all())
         True
@@ -437,7 +437,7 @@ def exponential_choice(
     Example:
         >>> import numpy as np
         >>> from fractions import Fraction
-        >>> from privframe.noise import exponential_choice
+        >>> from privframe.mechanisms.noise import exponential_choice
         >>> x = np.array([[0.0, 50.0, 50.0], [60.0, 60.0, 0.0]])
         >>> exponential_choice(x, lambda r, i: Fraction(x[r, i])).tolist()
         [0, 2]
@@ -518,7 +518,7 @@ def discrete_gaussian_halfwidth(sigma: float, level: float = 0.95) -> int:
     quantile) is used.
 
     Example:
-        >>> from privframe.noise import discrete_gaussian_halfwidth
+        >>> from privframe.mechanisms.noise import discrete_gaussian_halfwidth
         >>> discrete_gaussian_halfwidth(1.0), discrete_gaussian_halfwidth(100.0)
         (2, 196)
     """
@@ -549,7 +549,7 @@ def grid_exponent(sigma: float, l2_sensitivity: float, n: int) -> int:
             beyond 2^±1000).
 
     Example:
-        >>> from privframe.noise import grid_exponent
+        >>> from privframe.mechanisms.noise import grid_exponent
         >>> grid_exponent(sigma=1.0, l2_sensitivity=1.0, n=1)
         12
     """
@@ -572,7 +572,7 @@ def snap_to_grid(values: npt.ArrayLike, j: int) -> npt.NDArray[np.int64]:
         InvalidValueError: a value is not finite or too large for int64 grid units.
 
     Example:
-        >>> from privframe.noise import snap_to_grid
+        >>> from privframe.mechanisms.noise import snap_to_grid
         >>> snap_to_grid([0.3, -1.0], 2).tolist()
         [1, -4]
     """
@@ -704,7 +704,7 @@ def clipped_gaussian_sum(
     the sensitivity), so accounting with z is conservative. One step with
     Poisson sampling rate q is therefore the event
     ``PoissonSampledEvent(q, GaussianEvent(z, discrete=True))``, which
-    :func:`privframe.dpsgd.dpsgd_epsilon` accounts with ``discrete=True``
+    :func:`privframe.mechanisms.dpsgd.dpsgd_epsilon` accounts with ``discrete=True``
     (docs/accounting.md §5). Rows with a NaN or infinite entry count as zero
     rows, so no input value can make the step fail.
 
@@ -719,7 +719,7 @@ def clipped_gaussian_sum(
 
     Example:
         >>> import numpy as np
-        >>> from privframe.noise import clipped_gaussian_sum
+        >>> from privframe.mechanisms.noise import clipped_gaussian_sum
         >>> clipped_gaussian_sum(np.ones((4, 3)), clip_norm=1.0, noise_multiplier=1.1).shape
         (3,)
     """

@@ -3,12 +3,12 @@
 DP-SGD (Abadi et al. 2016, "Deep Learning with Differential Privacy") runs
 ``steps`` Poisson-subsampled Gaussian mechanisms: each step keeps every
 example with probability q, clips each kept example's gradient to L2 norm C
-and adds N(0, (zC)²) to their sum (:func:`privframe.noise.clipped_gaussian_sum`
+and adds N(0, (zC)²) to their sum (:func:`privframe.mechanisms.noise.clipped_gaussian_sum`
 is that step, with secure noise). The whole run is the event
 ``SelfComposedEvent(PoissonSampledEvent(q, GaussianEvent(z)), steps)``,
-accounted here by Rényi DP (:class:`privframe.rdp.RDPAccountant`, as Opacus
+accounted here by Rényi DP (:class:`privframe.accounting.rdp.RDPAccountant`, as Opacus
 and TensorFlow Privacy do) or by privacy loss distributions
-(:class:`privframe.pld.PLDAccountant`, tighter).
+(:class:`privframe.accounting.pld.PLDAccountant`, tighter).
 
 Example:
     >>> round(dpsgd_epsilon(1.1, 0.01, 1000, 1e-5), 4)
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import functools
 
-from privframe.accounting import _check_conversion_delta, _check_positive
+from privframe.accounting.budgets import _check_conversion_delta, _check_positive
+from privframe.accounting.events import GaussianEvent, PoissonSampledEvent, _check_count
+from privframe.accounting.pld import PLDAccountant, _GridTooLargeError
+from privframe.accounting.rdp import RDPAccountant, _check_probability
 from privframe.errors import CalibrationError, InvalidValueError
-from privframe.events import GaussianEvent, PoissonSampledEvent, _check_count
-from privframe.pld import PLDAccountant, _GridTooLargeError
-from privframe.rdp import RDPAccountant, _check_probability
 
 __all__ = ["dpsgd_epsilon", "dpsgd_noise_multiplier"]
 
@@ -59,7 +59,7 @@ def dpsgd_epsilon(
         method: ``"rdp"`` (default; dp_accounting's and Opacus' RDP) or
             ``"pld"`` (pessimistic PLD, grid 1e-4).
         discrete: True for discrete Gaussian noise, as
-            :func:`privframe.noise.clipped_gaussian_sum` adds: accounted by Zhu &
+            :func:`privframe.mechanisms.noise.clipped_gaussian_sum` adds: accounted by Zhu &
             Wang 2019's general subsampled-RDP bound (both methods), the
             analyses of continuous noise not being proven for it.
 

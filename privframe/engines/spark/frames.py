@@ -1,6 +1,6 @@
 """What the Session needs to take a Spark DataFrame: types, unit checks, results.
 
-The aggregation itself runs in :mod:`privframe.engines.spark`; this module
+The aggregation itself runs in :mod:`privframe.engines.spark.engine`; this module
 only adapts the input and the output. The Session validates every query
 against a polars schema built here from the Spark schema (schemas are
 public), so the same checks run whatever the engine.
@@ -9,7 +9,7 @@ pyspark is imported lazily: privframe does not need it unless a Spark
 DataFrame is given (``pip install 'privframe[spark]'``).
 
 Example:
-    >>> from privframe.spark import is_spark_frame
+    >>> from privframe.engines.spark.frames import is_spark_frame
     >>> is_spark_frame([1, 2])
     False
 """
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
+from privframe.engines.expressions import exact_unit_type
 from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.expressions import exact_unit_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame as SparkDataFrame
@@ -44,7 +44,7 @@ def is_spark_frame(data: object) -> bool:
     """Whether ``data`` is a pyspark DataFrame (without importing pyspark).
 
     Example:
-        >>> from privframe.spark import is_spark_frame
+        >>> from privframe.engines.spark.frames import is_spark_frame
         >>> is_spark_frame("data.parquet")
         False
     """
@@ -58,7 +58,7 @@ def run_job(job: Callable[[], _T], what: str) -> _T:
     Spark's message quotes the value a job failed on (a cast's input, the
     text of ``raise_error``), in the exception, in its Java cause and in
     pyspark's error log. The log is silenced while the job runs
-    (:func:`~privframe.engines.spark.quiet_query_errors`); the error names the
+    (:func:`~privframe.engines.spark.engine.quiet_query_errors`); the error names the
     exception's type and Spark's error condition (a fixed name such as
     ``CAST_INVALID_INPUT``), and is raised outside the ``except`` block, so
     that no exception chain carries the message.
@@ -67,11 +67,11 @@ def run_job(job: Callable[[], _T], what: str) -> _T:
         InvalidValueError: the job failed; ``what`` says which job.
 
     Example:
-        >>> from privframe.spark import run_job
+        >>> from privframe.engines.spark.frames import run_job
         >>> run_job(lambda: 3, "counting")
         3
     """
-    from privframe.engines.spark import quiet_query_errors
+    from privframe.engines.spark.engine import quiet_query_errors
 
     failure = ""
     with quiet_query_errors():
@@ -103,7 +103,7 @@ def catalog_table(spark: SparkSession, table: str) -> SparkDataFrame:
         InvalidValueError: the catalog has no such table (or Spark cannot open it).
 
     Example:
-        >>> from privframe.spark import catalog_table
+        >>> from privframe.engines.spark.frames import catalog_table
         >>> orders = catalog_table(spark, "sales.orders")  # doctest: +SKIP
     """
     if not isinstance(table, str) or not table.strip():
@@ -145,13 +145,13 @@ def _polars_type(spark_type: Any) -> pl.DataType | None:
 def plain_frame(frame: SparkDataFrame, unit: str | None = None) -> tuple[SparkDataFrame, pl.Schema]:
     """The Spark frame with plain types, and the polars schema queries are checked against.
 
-    As for polars input (:func:`privframe.expressions.plain_types`): decimals
+    As for polars input (:func:`privframe.engines.expressions.plain_types`): decimals
     become doubles and small integers 64-bit, so no operation can overflow or
     fail on some values only. Columns of other types (arrays, maps, structs,
     binary) are left out: no query can read them.
 
     The privacy unit column ``unit`` keeps every ID distinct, as
-    :func:`privframe.expressions.exact_unit_type` rules: a scale-0 decimal
+    :func:`privframe.engines.expressions.exact_unit_type` rules: a scale-0 decimal
     stays a decimal in Spark (seen as Int128, which holds it exactly), another
     decimal becomes its text, binary stays binary; a type that cannot identify
     units exactly is refused.
@@ -161,11 +161,11 @@ def plain_frame(frame: SparkDataFrame, unit: str | None = None) -> tuple[SparkDa
 
     Example:
         >>> import privframe as pf  # doctest: +SKIP
-        >>> from privframe.spark import plain_frame  # doctest: +SKIP
+        >>> from privframe.engines.spark.frames import plain_frame  # doctest: +SKIP
         >>> plain_frame(spark.range(3))[1]  # doctest: +SKIP
         Schema({'id': Int64})
     """
-    from privframe.engines.spark import col
+    from privframe.engines.spark.engine import col
 
     names = [field.name for field in frame.schema.fields]
     repeated = sorted({name for name in names if names.count(name) > 1})
@@ -227,7 +227,7 @@ def has_missing_units(frame: SparkDataFrame, unit: str, dtype: pl.DataType) -> b
     """
     from pyspark.sql import functions as f
 
-    from privframe.engines.spark import col
+    from privframe.engines.spark.engine import col
 
     column = col(unit)
     missing = column.isNull() | f.isnan(column) if dtype.is_float() else column.isNull()

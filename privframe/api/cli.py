@@ -5,7 +5,7 @@
 runs a scripted report (``docs/reports.md``).
 
 Example:
-    >>> from privframe.cli import build_parser
+    >>> from privframe.api.cli import build_parser
     >>> build_parser().parse_args(["demo", "--rows", "5000"]).rows
     5000
     >>> build_parser().parse_args(["report", "spec.toml", "--dry-run"]).dry_run
@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
-from privframe.report import (
+from privframe.api.report import (
     NOT_PRIVATE,
     ExitCode,
     ReportError,
@@ -33,10 +32,11 @@ from privframe.report import (
     load_spec,
     prepare,
 )
+from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
 
 if TYPE_CHECKING:
-    from privframe.query import Query
-    from privframe.session import Session
+    from privframe.api.query import Query
+    from privframe.api.session import Session
 
 __all__ = ["build_parser", "main"]
 
@@ -137,7 +137,7 @@ def readme_query(sess: Session) -> Query:
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.cli import readme_query
+        >>> from privframe.api.cli import readme_query
         >>> sess = pf.Session(pf.datasets.synthetic_transactions(1_000), "user_id", pf.zCDP(1.0))
         >>> [a.output_name for a in readme_query(sess).plan.aggregates]
         ['count', 'amount_sum', 'avg_amount']
@@ -159,7 +159,7 @@ def readme_query(sess: Session) -> Query:
 
 def _demo(rows: int, rho: float, seed: int) -> None:
     import privframe as pf
-    from privframe.datasets import synthetic_transactions
+    from privframe.api.datasets import synthetic_transactions
 
     df = synthetic_transactions(n_rows=rows, seed=seed)
     print(
@@ -185,7 +185,7 @@ def _demo(rows: int, rho: float, seed: int) -> None:
 
 
 def _write_data(path: str, rows: int, seed: int) -> None:
-    from privframe.datasets import synthetic_transactions
+    from privframe.api.datasets import synthetic_transactions
 
     target = Path(path)
     writers = {".parquet": pl.DataFrame.write_parquet, ".csv": pl.DataFrame.write_csv}
@@ -200,7 +200,7 @@ def _error(message: str) -> None:
 
 
 def _report(spec_path: str, out: str | None, dry_run: bool, allow_seeded_noise: bool) -> ExitCode:
-    """Run ``privframe report``; every outcome maps to one :class:`~privframe.report.ExitCode`."""
+    """Run ``privframe report``; every outcome maps to one :class:`~.report.ExitCode`."""
     try:
         spec = load_spec(spec_path, allow_seeded_noise=allow_seeded_noise)
         if spec.seed is not None:
@@ -246,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
     ``demo``: 0 on success, 2 on a refused input. ``report``: see
-    :class:`~privframe.report.ExitCode`.
+    :class:`~privframe.api.report.ExitCode`.
     """
     args = build_parser().parse_args(argv)
     if args.command == "report":

@@ -1,6 +1,6 @@
 """Rényi DP accounting of mechanism events.
 
-:class:`RDPAccountant` replays :mod:`privframe.events` in Rényi differential
+:class:`RDPAccountant` replays :mod:`privframe.accounting.events` in Rényi differential
 privacy (Mironov 2017, "Rényi Differential Privacy"): each event has an RDP
 curve ε(α) over a fixed grid of orders α, curves of composed events add, and
 the total converts to (ε, δ)-DP. The orders, the per-event formulas and the
@@ -24,7 +24,7 @@ conversion are those of Google's ``dp_accounting`` (``RdpAccountant``, version
   total-variation bound δ <= sqrt(1 − e^{−ε(α)}) (KL divergence <= ε(α) and the
   Bretagnolle–Huber inequality), exactly as ``dp_accounting.rdp`` does.
 
-Partition selection (:class:`~privframe.events.ThresholdEvent`) is not a pure
+Partition selection (:class:`~privframe.accounting.events.ThresholdEvent`) is not a pure
 RDP mechanism: its noisy counts cost ρ (RDP αρ at every order) and its
 threshold spends δ outright. The accountant therefore tracks (α, ε(α), δ₀)-
 approximate RDP: the δ₀ of threshold events add up (approximate zCDP composes
@@ -39,7 +39,7 @@ series is truncated by ``dp_accounting``'s rule (terms decreasing and below
 e^{−30} of the total); that truncation is not separately guarded.
 
 Example:
-    >>> from privframe.events import GaussianEvent, PoissonSampledEvent
+    >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
     >>> acct = RDPAccountant().compose(PoissonSampledEvent(0.01, GaussianEvent(1.1)), 1000)
     >>> round(acct.epsilon(1e-5), 4)
     1.7118
@@ -54,7 +54,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
-from privframe.accounting import (
+from privframe.accounting.budgets import (
     _ULP,
     _check_conversion_delta,
     _check_nonnegative,
@@ -65,8 +65,7 @@ from privframe.accounting import (
     _up,
     mu_estimate,
 )
-from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.events import (
+from privframe.accounting.events import (
     ComposedEvent,
     Event,
     GaussianEvent,
@@ -76,6 +75,7 @@ from privframe.events import (
     ZCDPEvent,
     _check_count,
 )
+from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -519,7 +519,7 @@ class RDPAccountant:
     """Rényi DP accountant over a fixed grid of orders, replaying privframe events.
 
     Composition adds RDP curves order by order (Mironov 2017, Prop. 1);
-    :class:`~privframe.events.ThresholdEvent` adds αρ and accumulates its δ
+    :class:`~privframe.accounting.events.ThresholdEvent` adds αρ and accumulates its δ
     separately (see the module docstring).
 
     Args:
@@ -531,7 +531,7 @@ class RDPAccountant:
         InvalidValueError: an order <= 1, or no orders.
 
     Example:
-        >>> from privframe.events import GaussianEvent, ThresholdEvent
+        >>> from privframe.accounting.events import GaussianEvent, ThresholdEvent
         >>> acct = RDPAccountant().compose(GaussianEvent(2.0), count=8)
         >>> acct.compose(ThresholdEvent(rho=0.01, delta=1e-7)).threshold_delta
         1e-07
@@ -622,7 +622,7 @@ class RDPAccountant:
                 nothing is composed then.
 
         Example:
-            >>> from privframe.events import GaussianEvent
+            >>> from privframe.accounting.events import GaussianEvent
             >>> RDPAccountant([2.0, 4.0]).compose(GaussianEvent(1.0), 3).rdp
             (3.0, 6.0)
         """
@@ -646,7 +646,7 @@ class RDPAccountant:
             InvalidBudgetError: δ not in (0, 1), or not above :attr:`threshold_delta`.
 
         Example:
-            >>> from privframe.events import GaussianEvent
+            >>> from privframe.accounting.events import GaussianEvent
             >>> round(RDPAccountant().compose(GaussianEvent(1.0)).epsilon(1e-5), 4)
             4.7285
         """
@@ -666,7 +666,7 @@ class RDPAccountant:
         See :func:`privframe.accounting.mu_estimate`; a summary, not a guarantee.
 
         Example:
-            >>> from privframe.events import GaussianEvent
+            >>> from privframe.accounting.events import GaussianEvent
             >>> round(RDPAccountant().compose(GaussianEvent(1.0)).mu_estimate(1e-5), 3)
             1.069
 
@@ -680,7 +680,7 @@ class RDPAccountant:
         :func:`rdp_to_delta` of the RDP part plus :attr:`threshold_delta`.
 
         Example:
-            >>> from privframe.events import GaussianEvent
+            >>> from privframe.accounting.events import GaussianEvent
             >>> RDPAccountant().compose(GaussianEvent(1.0)).delta(4.73) <= 1e-5
             True
         """
