@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import privframe as pf
-from privframe.accounting import budgets as acc
+from privframe.accounting import _numbers, budgets, calibration, conversions
 from privframe.errors import CalibrationError, InvalidArgumentError, InvalidBudgetError
 
 CLOSED = 1e-12  # meta.suggested_tolerances: closed forms
@@ -59,7 +59,7 @@ def test_classical_sigma_matches_reference_below_one(reference_values: dict[str,
     rows = [r for r in reference_values["classical_gaussian"]["values"] if r["eps"] < 1]
     assert rows
     for row in rows:
-        sigma = acc.classical_gaussian_sigma(row["Delta"], row["eps"], row["delta"])
+        sigma = calibration.classical_gaussian_sigma(row["Delta"], row["eps"], row["delta"])
         assert close(sigma, row["sigma"], CLOSED), row
         assert sigma >= row["sigma"]  # rounded up
 
@@ -69,9 +69,9 @@ def test_classical_sigma_refuses_epsilon_at_least_one(reference_values: dict[str
     assert rows
     for row in rows:
         with pytest.raises(CalibrationError, match="analytic_gaussian_sigma"):
-            acc.classical_gaussian_sigma(row["Delta"], row["eps"], row["delta"])
+            calibration.classical_gaussian_sigma(row["Delta"], row["eps"], row["delta"])
     with pytest.raises(CalibrationError, match=r"epsilon < 1"):
-        acc.classical_gaussian_sigma(1.0, 1.0, 1e-5)
+        calibration.classical_gaussian_sigma(1.0, 1.0, 1e-5)
 
 
 def test_classical_sigma_delta_on_exact_curve(reference_values: dict[str, Any]) -> None:
@@ -110,7 +110,7 @@ def test_classical_formula_failure_region(reference_values: dict[str, Any]) -> N
 def test_analytic_sigma_matches_reference(reference_values: dict[str, Any]) -> None:
     for row in reference_values["analytic_gaussian"]["values"]:
         sens, eps, delta = row["Delta"], row["eps"], row["delta"]
-        sigma = acc.analytic_gaussian_sigma(sens, eps, delta)
+        sigma = calibration.analytic_gaussian_sigma(sens, eps, delta)
         assert close(sigma, row["sigma"], SOLVED), row
         # Conservative: the exact curve at σ meets δ; tight: slightly less σ does not.
         assert pf.GDP(sens / sigma).delta(eps) <= delta
@@ -119,15 +119,15 @@ def test_analytic_sigma_matches_reference(reference_values: dict[str, Any]) -> N
 
 
 def test_analytic_sigma_scales_with_sensitivity() -> None:
-    base = acc.analytic_gaussian_sigma(1.0, 1.0, 1e-6)
+    base = calibration.analytic_gaussian_sigma(1.0, 1.0, 1e-6)
     for sens in (1e-3, 0.5, 3.0, 1e4):
-        assert close(acc.analytic_gaussian_sigma(sens, 1.0, 1e-6), sens * base, SOLVED)
+        assert close(calibration.analytic_gaussian_sigma(sens, 1.0, 1e-6), sens * base, SOLVED)
 
 
 def test_analytic_sigma_monotone() -> None:
-    by_eps = [acc.analytic_gaussian_sigma(1.0, e, 1e-6) for e in (0.0, *EPSILONS)]
+    by_eps = [calibration.analytic_gaussian_sigma(1.0, e, 1e-6) for e in (0.0, *EPSILONS)]
     assert all(a > b for a, b in itertools.pairwise(by_eps))
-    by_delta = [acc.analytic_gaussian_sigma(1.0, 1.0, d) for d in DELTAS]
+    by_delta = [calibration.analytic_gaussian_sigma(1.0, 1.0, d) for d in DELTAS]
     assert all(a > b for a, b in itertools.pairwise(by_delta))
 
 
@@ -136,7 +136,7 @@ def test_analytic_sigma_at_epsilon_zero_is_total_variation() -> None:
     from scipy.special import ndtri
 
     for delta in (1e-3, 0.1, 0.5):
-        sigma = acc.analytic_gaussian_sigma(1.0, 0.0, delta)
+        sigma = calibration.analytic_gaussian_sigma(1.0, 0.0, delta)
         assert close(sigma, 1 / (2 * float(ndtri((1 + delta) / 2))), SOLVED)
 
 
@@ -159,7 +159,7 @@ def test_zcdp_epsilon_matches_reference(reference_values: dict[str, Any]) -> Non
     for row in rows:
         rho, delta = row["rho"], row["delta"]
         budget = pf.zCDP(rho)
-        simple = acc._zcdp_epsilon_simple(rho, delta)
+        simple = conversions.zcdp_epsilon_simple(rho, delta)
         cks = budget.epsilon(delta)
         gaussian = budget.to_gdp().epsilon(delta)
         assert close(simple, row["eps_simple"], CLOSED), row
@@ -184,7 +184,7 @@ def test_cks_never_looser_than_simple_and_gaussian_never_looser_than_cks() -> No
         for delta in DELTAS:
             budget = pf.zCDP(rho)
             cks = budget.epsilon(delta)
-            assert cks <= acc._zcdp_epsilon_simple(rho, delta)
+            assert cks <= conversions.zcdp_epsilon_simple(rho, delta)
             assert budget.to_gdp().epsilon(delta) <= cks * (1 + 1e-12)
 
 
@@ -213,7 +213,7 @@ def test_zcdp_zero_rho() -> None:
     assert pf.zCDP(0.0).epsilon(1e-6) == 0.0
     assert pf.zCDP(0.0).delta_at(0.0) == 0.0
     # δ₀ = 1e-7 exactly; stated as a float it rounds up.
-    assert pf.zCDP(0.0, delta=1e-7).delta_at(0.3) == acc.round_up(Fraction(1, 10**7))
+    assert pf.zCDP(0.0, delta=1e-7).delta_at(0.3) == _numbers.round_up(Fraction(1, 10**7))
     assert pf.zCDP(0.0).to_gdp() == pf.GDP(0.0)
     assert pf.GDP(0.0).epsilon(1e-9) == 0.0
     assert pf.GDP(0.0).delta(0.0) == 0.0
@@ -243,18 +243,22 @@ def test_composition_examples(reference_values: dict[str, Any]) -> None:
         total, mu_total = pf.zCDP(0.0), pf.GDP(0.0)
         for sigma, count in example["sigmas_with_multiplicity"]:
             for _ in range(count):
-                total = total + pf.zCDP(acc.gaussian_rho(sens, sigma))
+                total = total + pf.zCDP(calibration.gaussian_rho(sens, sigma))
                 mu_total = mu_total + pf.GDP(sens / sigma)
         exact = Fraction(example["rho_total_exact_fraction"])
         assert Fraction(total.rho) >= exact  # spends round up
         assert close(total.rho, example["rho_total"], CLOSED)
         assert close(mu_total.mu, math.sqrt(2 * example["rho_total"]), CLOSED)
         assert close(
-            acc.gaussian_sigma(sens, total.rho), example["equivalent_single_gaussian_sigma"], CLOSED
+            calibration.gaussian_sigma(sens, total.rho),
+            example["equivalent_single_gaussian_sigma"],
+            CLOSED,
         )
         for conv in example["conversions"]:
             delta = conv["delta"]
-            assert close(acc._zcdp_epsilon_simple(total.rho, delta), conv["eps_simple"], CLOSED)
+            assert close(
+                conversions.zcdp_epsilon_simple(total.rho, delta), conv["eps_simple"], CLOSED
+            )
             assert close(total.epsilon(delta), conv["eps_cks"], SOLVED)
             assert close(total.to_gdp().epsilon(delta), conv["eps_gaussian_exact"], SOLVED)
             assert close(mu_total.epsilon(delta), conv["eps_gaussian_exact"], SOLVED)
@@ -297,13 +301,13 @@ def test_from_approx_dp_round_trip_and_monotone() -> None:
 
 def test_to_zcdp() -> None:
     budget = pf.zCDP(0.25, delta=1e-9)
-    assert acc.to_zcdp(budget) is budget
-    assert acc.to_zcdp(pf.ApproxDP(1.0, 1e-6)) == pf.zCDP.from_approx_dp(1.0, 1e-6)
-    assert acc.to_zcdp(pf.GDP(1.0)) == pf.zCDP(0.5)
+    assert budgets.to_zcdp(budget) is budget
+    assert budgets.to_zcdp(pf.ApproxDP(1.0, 1e-6)) == pf.zCDP.from_approx_dp(1.0, 1e-6)
+    assert budgets.to_zcdp(pf.GDP(1.0)) == pf.zCDP(0.5)
     with pytest.raises(InvalidBudgetError, match="pure-DP"):
-        acc.to_zcdp(pf.ApproxDP(1.0, 0.0))
+        budgets.to_zcdp(pf.ApproxDP(1.0, 0.0))
     with pytest.raises(InvalidBudgetError, match="budget must be"):
-        acc.to_zcdp(0.5)  # type: ignore[arg-type]
+        budgets.to_zcdp(0.5)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------
@@ -339,13 +343,13 @@ def test_gdp_delta_at_zero_is_total_variation() -> None:
 
 def test_gdp_to_zcdp_is_exact_and_zcdp_to_gdp_rounds_up() -> None:
     for mu in (0.1, 0.3, 1.7, 2.9):  # μ²/2 not a float, but exact: μ is read as written
-        exact = acc.exact("mu", mu) ** 2 / 2
-        assert pf.GDP(mu).to_zcdp().exact_rho == exact == acc.to_zcdp(pf.GDP(mu)).exact_rho
+        exact = _numbers.exact("mu", mu) ** 2 / 2
+        assert pf.GDP(mu).to_zcdp().exact_rho == exact == budgets.to_zcdp(pf.GDP(mu)).exact_rho
     assert pf.GDP(0.3).to_zcdp() == pf.zCDP(0.045)
     for rho in (0.1, 0.3, 0.7, 1e-5):
         mu = pf.zCDP(rho).to_gdp().mu
-        assert Fraction(mu) ** 2 >= 2 * acc.exact("rho", rho)
-        assert Fraction(math.nextafter(mu, 0.0)) ** 2 < 2 * acc.exact("rho", rho)
+        assert Fraction(mu) ** 2 >= 2 * _numbers.exact("rho", rho)
+        assert Fraction(math.nextafter(mu, 0.0)) ** 2 < 2 * _numbers.exact("rho", rho)
 
 
 # ---------------------------------------------------------------------------
@@ -359,38 +363,38 @@ TARGET_RHOS = (1e-4, 0.01, 0.1, 1 / 3, 0.5, 2.0, 17.0)
 def test_gaussian_sigma_is_smallest_float_within_rho() -> None:
     for sens in SENSITIVITIES:
         for rho in TARGET_RHOS:
-            sigma = acc.gaussian_sigma(sens, rho)
-            share = acc.exact("rho", rho)  # ρ is a budget, read as written
+            sigma = calibration.gaussian_sigma(sens, rho)
+            share = _numbers.exact("rho", rho)  # ρ is a budget, read as written
             spent = Fraction(sens) ** 2 / (2 * Fraction(sigma) ** 2)
             assert spent <= share
             smaller = math.nextafter(sigma, 0.0)
             assert Fraction(sens) ** 2 / (2 * Fraction(smaller) ** 2) > share
             assert close(sigma, sens / math.sqrt(2 * rho), 1e-15)
-            assert acc.gaussian_rho(sens, sigma) <= acc.round_up(share)
+            assert calibration.gaussian_rho(sens, sigma) <= _numbers.round_up(share)
 
 
 def test_gaussian_rho_rounds_up() -> None:
     for sens in SENSITIVITIES:
         for sigma in (0.3, 1.0, 2.2, 10.0, 123.456):
-            rho = acc.gaussian_rho(sens, sigma)
+            rho = calibration.gaussian_rho(sens, sigma)
             exact = Fraction(sens) ** 2 / (2 * Fraction(sigma) ** 2)
             # The float up, or the one after it when that one's decimal reads below.
             below = math.nextafter(math.nextafter(rho, 0.0), 0.0)
-            assert acc.exact("rho", rho) >= exact > Fraction(below)
+            assert _numbers.exact("rho", rho) >= exact > Fraction(below)
 
 
 def test_gaussian_sigma_monotone() -> None:
-    sigmas = [acc.gaussian_sigma(1.0, rho) for rho in TARGET_RHOS]
+    sigmas = [calibration.gaussian_sigma(1.0, rho) for rho in TARGET_RHOS]
     assert all(a > b for a, b in itertools.pairwise(sigmas))
 
 
 def test_budget_arithmetic_is_exact_on_the_numbers_as_written() -> None:
     pairs = [(0.1, 0.2), (1 / 3, 1 / 7), (0.7, 1e-17), (1e-3, 0.3), (Fraction(1, 3), 0.25)]
     for a, b in pairs:
-        x, y = acc.exact("a", a), acc.exact("b", b)
+        x, y = _numbers.exact("a", a), _numbers.exact("b", b)
         total = pf.zCDP(a, delta=b / 10) + pf.zCDP(b, delta=a / 10)
         assert total.exact_rho == x + y
-        assert total.exact_delta == acc.exact("d", b / 10) + acc.exact("d", a / 10)
+        assert total.exact_delta == _numbers.exact("d", b / 10) + _numbers.exact("d", a / 10)
         assert (pf.ApproxDP(a, 1e-9) + pf.ApproxDP(b, 1e-9)).exact_epsilon == x + y
         if x >= y:
             assert (pf.zCDP(a) - pf.zCDP(b)).exact_rho == x - y
@@ -415,8 +419,8 @@ def test_conversion_delta_validated(bad: object) -> None:
         lambda: pf.zCDP(0.5).epsilon(bad),  # type: ignore[arg-type]
         lambda: pf.GDP(1.0).epsilon(bad),  # type: ignore[arg-type]
         lambda: pf.zCDP.from_approx_dp(1.0, bad),  # type: ignore[arg-type]
-        lambda: acc.analytic_gaussian_sigma(1.0, 1.0, bad),  # type: ignore[arg-type]
-        lambda: acc.classical_gaussian_sigma(1.0, 0.5, bad),  # type: ignore[arg-type]
+        lambda: calibration.analytic_gaussian_sigma(1.0, 1.0, bad),  # type: ignore[arg-type]
+        lambda: calibration.classical_gaussian_sigma(1.0, 0.5, bad),  # type: ignore[arg-type]
     ]
     for call in calls:
         with pytest.raises(InvalidBudgetError, match="delta"):
@@ -429,8 +433,8 @@ def test_epsilon_validated(bad: object) -> None:
         lambda: pf.zCDP(0.5).delta_at(bad),  # type: ignore[arg-type]
         lambda: pf.GDP(1.0).delta(bad),  # type: ignore[arg-type]
         lambda: pf.zCDP.from_approx_dp(bad, 1e-6),  # type: ignore[arg-type]
-        lambda: acc.analytic_gaussian_sigma(1.0, bad, 1e-6),  # type: ignore[arg-type]
-        lambda: acc.classical_gaussian_sigma(1.0, bad, 1e-6),  # type: ignore[arg-type]
+        lambda: calibration.analytic_gaussian_sigma(1.0, bad, 1e-6),  # type: ignore[arg-type]
+        lambda: calibration.classical_gaussian_sigma(1.0, bad, 1e-6),  # type: ignore[arg-type]
     ]
     for call in calls:
         with pytest.raises(InvalidBudgetError, match="epsilon"):
@@ -439,18 +443,18 @@ def test_epsilon_validated(bad: object) -> None:
 
 def test_classical_epsilon_zero_is_invalid() -> None:
     with pytest.raises(InvalidBudgetError, match="epsilon must be > 0"):
-        acc.classical_gaussian_sigma(1.0, 0.0, 1e-6)
+        calibration.classical_gaussian_sigma(1.0, 0.0, 1e-6)
 
 
 @pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, 0.0, -(10**400)])
 def test_sensitivity_and_scale_validated(bad: object) -> None:
     checks = [
-        ("l2_sensitivity", lambda: acc.gaussian_sigma(bad, 0.5)),  # type: ignore[arg-type]
-        ("rho", lambda: acc.gaussian_sigma(1.0, bad)),  # type: ignore[arg-type]
-        ("l2_sensitivity", lambda: acc.gaussian_rho(bad, 1.0)),  # type: ignore[arg-type]
-        ("sigma", lambda: acc.gaussian_rho(1.0, bad)),  # type: ignore[arg-type]
-        ("l2_sensitivity", lambda: acc.analytic_gaussian_sigma(bad, 1.0, 1e-6)),  # type: ignore[arg-type]
-        ("l2_sensitivity", lambda: acc.classical_gaussian_sigma(bad, 0.5, 1e-6)),  # type: ignore[arg-type]
+        ("l2_sensitivity", lambda: calibration.gaussian_sigma(bad, 0.5)),  # type: ignore[arg-type]
+        ("rho", lambda: calibration.gaussian_sigma(1.0, bad)),  # type: ignore[arg-type]
+        ("l2_sensitivity", lambda: calibration.gaussian_rho(bad, 1.0)),  # type: ignore[arg-type]
+        ("sigma", lambda: calibration.gaussian_rho(1.0, bad)),  # type: ignore[arg-type]
+        ("l2_sensitivity", lambda: calibration.analytic_gaussian_sigma(bad, 1.0, 1e-6)),  # type: ignore[arg-type]
+        ("l2_sensitivity", lambda: calibration.classical_gaussian_sigma(bad, 0.5, 1e-6)),  # type: ignore[arg-type]
     ]
     for name, call in checks:
         with pytest.raises(InvalidBudgetError, match=name):
@@ -459,9 +463,9 @@ def test_sensitivity_and_scale_validated(bad: object) -> None:
 
 def test_calibration_out_of_float_range_is_a_calibration_error() -> None:
     with pytest.raises(CalibrationError, match="float range"):
-        acc.gaussian_sigma(1e300, 1e-300)
+        calibration.gaussian_sigma(1e300, 1e-300)
     with pytest.raises(CalibrationError, match="float range"):
-        acc.gaussian_rho(1e300, 1e-300)
+        calibration.gaussian_rho(1e300, 1e-300)
     with pytest.raises(InvalidBudgetError, match="mu"):
         pf.GDP(1e300).to_zcdp()
 
@@ -472,8 +476,12 @@ def test_extreme_inputs_give_valid_bounds_not_tracebacks(rho: float, delta: floa
     budget = pf.zCDP(rho)
     eps = budget.epsilon(delta)
     # 5e-324 is read as 5·10⁻³²⁴, a little more than the float: ρ rounds up, δ down.
-    rho_up = acc.round_up(acc.exact("rho", rho))
-    assert 0.0 <= eps <= acc._zcdp_epsilon_simple(rho_up, acc.round_down(acc.exact("d", delta)))
+    rho_up = _numbers.round_up(_numbers.exact("rho", rho))
+    assert (
+        0.0
+        <= eps
+        <= conversions.zcdp_epsilon_simple(rho_up, _numbers.round_down(_numbers.exact("d", delta)))
+    )
     assert 0.0 <= budget.delta_at(eps) <= 1.0
     assert budget.to_gdp().epsilon(delta) >= 0.0
     inverse = pf.zCDP.from_approx_dp(min(eps, 1e6), delta)
@@ -495,11 +503,11 @@ ENTRY_POINTS = [
     ("epsilon", lambda v: pf.GDP(1.0).delta(v)),
     ("epsilon", lambda v: pf.zCDP.from_approx_dp(v, 1e-6)),
     ("delta", lambda v: pf.zCDP.from_approx_dp(1.0, v)),
-    ("l2_sensitivity", lambda v: acc.gaussian_sigma(v, 0.5)),
-    ("rho", lambda v: acc.gaussian_sigma(1.0, v)),
-    ("sigma", lambda v: acc.gaussian_rho(1.0, v)),
-    ("epsilon", lambda v: acc.analytic_gaussian_sigma(1.0, v, 1e-6)),
-    ("delta", lambda v: acc.classical_gaussian_sigma(1.0, 0.5, v)),
+    ("l2_sensitivity", lambda v: calibration.gaussian_sigma(v, 0.5)),
+    ("rho", lambda v: calibration.gaussian_sigma(1.0, v)),
+    ("sigma", lambda v: calibration.gaussian_rho(1.0, v)),
+    ("epsilon", lambda v: calibration.analytic_gaussian_sigma(1.0, v, 1e-6)),
+    ("delta", lambda v: calibration.classical_gaussian_sigma(1.0, 0.5, v)),
 ]
 
 
@@ -530,31 +538,33 @@ def test_numpy_scalars_and_fractions_are_accepted(cast: Any) -> None:
     assert pf.GDP(half) == pf.GDP(0.5)
     assert pf.zCDP(0.5).epsilon(tiny) == pf.zCDP(0.5).epsilon(written)
     assert pf.GDP(1.0).delta(half) == pf.GDP(1.0).delta(0.5)
-    assert acc.gaussian_sigma(half, half) == acc.gaussian_sigma(0.5, 0.5)
-    assert acc.analytic_gaussian_sigma(half, half, tiny) == acc.analytic_gaussian_sigma(
-        0.5, 0.5, float(tiny)
-    )
+    assert calibration.gaussian_sigma(half, half) == calibration.gaussian_sigma(0.5, 0.5)
+    assert calibration.analytic_gaussian_sigma(
+        half, half, tiny
+    ) == calibration.analytic_gaussian_sigma(0.5, 0.5, float(tiny))
 
 
 @pytest.mark.parametrize("cast", [int, np.int64, np.int32, np.uint8], ids=repr)
 def test_integers_are_accepted(cast: Any) -> None:
     assert pf.zCDP(cast(2)) == pf.zCDP(2.0)
-    assert acc.gaussian_sigma(l2_sensitivity=cast(1), rho=cast(2)) == acc.gaussian_sigma(1.0, 2.0)
-    assert acc.gaussian_rho(cast(2), cast(4)) == 0.125
+    assert calibration.gaussian_sigma(
+        l2_sensitivity=cast(1), rho=cast(2)
+    ) == calibration.gaussian_sigma(1.0, 2.0)
+    assert calibration.gaussian_rho(cast(2), cast(4)) == 0.125
     assert pf.zCDP(cast(0)).rho == 0.0
 
 
 def test_private_validators_for_other_modules() -> None:
-    assert acc._check_positive("sigma", np.float32(2.5)) == 2.5
-    assert type(acc._check_positive("sigma", np.int64(3))) is float
-    assert acc._check_conversion_delta(np.float64(1e-6)) == 1e-6
-    assert acc._check_real("shift", -2) == -2.0
+    assert _numbers.check_positive("sigma", np.float32(2.5)) == 2.5
+    assert type(_numbers.check_positive("sigma", np.int64(3))) is float
+    assert _numbers.check_conversion_delta(np.float64(1e-6)) == 1e-6
+    assert _numbers.check_real("shift", -2) == -2.0
     with pytest.raises(InvalidBudgetError, match="sigma must be > 0"):
-        acc._check_positive("sigma", np.float64(0.0))
+        _numbers.check_positive("sigma", np.float64(0.0))
     with pytest.raises(InvalidArgumentError, match="sigma"):
-        acc._check_positive("sigma", "1")
+        _numbers.check_positive("sigma", "1")
     with pytest.raises(InvalidBudgetError, match="delta must be in"):
-        acc._check_conversion_delta(np.float32(0.0))
+        _numbers.check_conversion_delta(np.float32(0.0))
 
 
 def test_negative_zero_is_zero() -> None:
@@ -567,9 +577,9 @@ def test_negative_zero_is_zero() -> None:
 )
 def test_values_that_no_float_represents_are_refused_not_rounded(inexact: object) -> None:
     with pytest.raises(InvalidBudgetError, match="not exactly a float"):
-        acc._check_real("rho", inexact)
+        _numbers.check_real("rho", inexact)
     with pytest.raises(InvalidBudgetError, match="l2_sensitivity"):
-        acc.gaussian_sigma(inexact, 0.5)  # type: ignore[arg-type]
+        calibration.gaussian_sigma(inexact, 0.5)  # type: ignore[arg-type]
 
 
 def test_numbers_beyond_the_float_range_are_budget_errors() -> None:
@@ -577,7 +587,7 @@ def test_numbers_beyond_the_float_range_are_budget_errors() -> None:
         with pytest.raises(InvalidBudgetError, match="rho is beyond the float range"):
             pf.zCDP(huge)  # type: ignore[arg-type]
         with pytest.raises(InvalidBudgetError, match="sigma is beyond the float range"):
-            acc.gaussian_rho(1.0, huge)  # type: ignore[arg-type]
+            calibration.gaussian_rho(1.0, huge)  # type: ignore[arg-type]
 
 
 def test_sums_beyond_the_float_range_are_budget_errors() -> None:
@@ -602,7 +612,7 @@ def test_gdp_subtraction_inverts_composition_rounding_down() -> None:
     assert pf.GDP(2.0) - pf.GDP(0.0) == pf.GDP(2.0)
     for a, b in [(1.0, 0.3), (2.9, 1.7), (0.3, 0.1), (1e300, 1e299), (1e-300, 3e-301)]:
         left = (pf.GDP(a) - pf.GDP(b)).mu
-        exact = acc.exact("a", a) ** 2 - acc.exact("b", b) ** 2
+        exact = _numbers.exact("a", a) ** 2 - _numbers.exact("b", b) ** 2
         assert Fraction(left) ** 2 <= exact  # an allowance: rounded down ...
         assert Fraction(math.nextafter(left, math.inf)) ** 2 > exact  # ... by less than an ulp
         assert (pf.GDP(b) + pf.GDP(left)).mu <= math.nextafter(a, math.inf)

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.accounting import budgets as accounting
+from privframe import accounting
 from privframe.accounting.accountant import DEFAULT_REPORTING_DELTA, Accountant
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, LedgerError
 from privframe.mechanisms.noise import SeededRandomness

@@ -578,7 +578,7 @@ def _sample_frame() -> pl.DataFrame:
     )
 
 
-def _round_up(x: Fraction) -> float:
+def round_up(x: Fraction) -> float:
     f = float(x)
     return math.nextafter(f, math.inf) if Fraction(f) < x else f
 
@@ -608,7 +608,7 @@ def test_planner_cost_shares_and_explain_text() -> None:
             math.nextafter(float(share), 0), agg.q, 18
         )
         exact = quantiles.cost(qm.eta, agg.q, 18)
-        assert qm.rho == _round_up(exact)
+        assert qm.rho == round_up(exact)
         assert qm.rho <= share
         assert qm.rho == pytest.approx(float(share), rel=1e-12)  # η is not capped here
         total += Fraction(qm.rho)
@@ -632,7 +632,7 @@ def test_planner_caps_eta_and_charges_only_its_cost() -> None:
     plan = sess.query().agg(pf.median("x", bounds=(0, 10))).explain(rho=1e5).plan
     (qm,) = plan.quantiles
     assert qm.eta == quantiles.MAX_SCALE
-    assert qm.rho == _round_up(quantiles.cost(quantiles.MAX_SCALE, 0.5, 1))  # = 512
+    assert qm.rho == round_up(quantiles.cost(quantiles.MAX_SCALE, 0.5, 1))  # = 512
     assert plan.cost.rho == qm.rho == 512.0
 
 
@@ -1250,7 +1250,7 @@ def test_ledger_description_lists_each_quantile_measurement_with_rho_and_eta() -
     for m, qm in zip(with_eta, plan.quantiles, strict=True):
         # The listed ρ is the listed η's exact cost, rounded up (recomputed here).
         spread = max(Fraction(qm.aggregate.q), 1 - Fraction(qm.aggregate.q))
-        assert m["rho"] == _round_up((Fraction(m["eta"]) * spread) ** 2 * squares / 2)
+        assert m["rho"] == round_up((Fraction(m["eta"]) * spread) ** 2 * squares / 2)
         assert m["eta"] > 0
     assert entry.rho == plan.cost.rho
     assert sum(Fraction(m["rho"]) for m in described) <= Fraction(entry.rho)

@@ -14,21 +14,13 @@ Example:
     zCDP(rho=0.5, delta=0.0)
 """
 
-from privframe.accounting.budgets import (
-    GDP,
-    ApproxDP,
-    Budget,
-    Number,
+from privframe.accounting._numbers import Number, exact, round_down, round_up
+from privframe.accounting.budgets import GDP, ApproxDP, Budget, mu_estimate, to_zcdp, zCDP
+from privframe.accounting.calibration import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
-    exact,
     gaussian_rho,
     gaussian_sigma,
-    mu_estimate,
-    round_down,
-    round_up,
-    to_zcdp,
-    zCDP,
 )
 from privframe.accounting.pld import PLDAccountant
 from privframe.accounting.rdp import RDPAccountant

@@ -45,8 +45,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from privframe.accounting import budgets as accounting
-from privframe.accounting.budgets import GDP, ApproxDP, Budget, Number, round_up, zCDP
+from privframe.accounting import _numbers
+from privframe.accounting._numbers import Number, round_up
+from privframe.accounting.budgets import GDP, ApproxDP, Budget, to_zcdp, zCDP
 from privframe.accounting.ledger import (
     DataIdentity,
     Ledger,
@@ -364,15 +365,15 @@ class Accountant:
             raise InvalidBudgetError(
                 f"budget must be a zCDP, ApproxDP or GDP, got {type(budget).__name__}"
             )
-        self._budget = accounting.to_zcdp(budget)
+        self._budget = to_zcdp(budget)
         source = self._budget.converted_from
         if delta is not None:
-            self._delta = accounting.exact("delta", delta, positive=True)
+            self._delta = _numbers.exact("delta", delta, positive=True)
         elif source is not None:
             # The budget row then reads (ε_ρ(δ − δ_s), δ): the user's own statement.
             self._delta = source.exact_delta - self._budget.exact_delta
         else:
-            self._delta = accounting.exact("delta", DEFAULT_REPORTING_DELTA)
+            self._delta = _numbers.exact("delta", DEFAULT_REPORTING_DELTA)
         if self._delta >= 1:
             raise InvalidBudgetError(f"delta must be in (0, 1), got {delta!r}")
         self._ledger: Ledger
@@ -503,7 +504,7 @@ class Accountant:
             >>> float(acct.affordable(0.1))
             0.1
         """
-        asked = accounting.exact("rho", rho, positive=True)
+        asked = _numbers.exact("rho", rho, positive=True)
         left = self.remaining.exact_rho
         if left < asked <= left + self._budget.exact_rho * _ROUNDING:
             return left

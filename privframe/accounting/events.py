@@ -41,12 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from privframe.accounting.budgets import (
-    _check_delta,
-    _check_nonnegative,
-    _check_positive,
-    _check_real,
-)
+from privframe.accounting._numbers import check_delta, check_nonnegative, check_positive, check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = [
@@ -157,7 +152,7 @@ class GaussianEvent(Event):
     dimension: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        sigma = _check_positive("noise_multiplier", self.noise_multiplier)
+        sigma = check_positive("noise_multiplier", self.noise_multiplier)
         object.__setattr__(self, "noise_multiplier", sigma)
         if not isinstance(self.discrete, bool):
             raise InvalidArgumentError(
@@ -201,7 +196,7 @@ class PoissonSampledEvent(Event):
     event: Event
 
     def __post_init__(self) -> None:
-        q = _check_nonnegative("sampling_probability", self.sampling_probability)
+        q = check_nonnegative("sampling_probability", self.sampling_probability)
         if q > 1:
             raise InvalidValueError(f"sampling_probability must be <= 1, got {q!r}")
         object.__setattr__(self, "sampling_probability", q)
@@ -300,8 +295,8 @@ class ThresholdEvent(Event):
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _check_nonnegative("rho", self.rho))
-        object.__setattr__(self, "delta", _check_delta(self.delta))
+        object.__setattr__(self, "rho", check_nonnegative("rho", self.rho))
+        object.__setattr__(self, "delta", check_delta(self.delta))
 
     def _payload(self) -> dict[str, Any]:
         return {"rho": self.rho, "delta": self.delta}
@@ -325,7 +320,7 @@ class ZCDPEvent(Event):
     rho: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _check_nonnegative("rho", self.rho))
+        object.__setattr__(self, "rho", check_nonnegative("rho", self.rho))
 
     def _payload(self) -> dict[str, Any]:
         return {"rho": self.rho}
@@ -397,7 +392,7 @@ def from_dict(data: Mapping[str, Any]) -> Event:
             dimension=data.get("dimension"),
         )
     if cls is PoissonSampledEvent:
-        q = _check_real("sampling_probability", _field(data, "sampling_probability", kind))
+        q = check_real("sampling_probability", _field(data, "sampling_probability", kind))
         return PoissonSampledEvent(q, from_dict(_field(data, "event", kind)))
     if cls is SelfComposedEvent:
         return SelfComposedEvent(

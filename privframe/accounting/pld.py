@@ -105,19 +105,17 @@ from fractions import Fraction
 import numpy as np
 from scipy import fft, special
 
-from privframe.accounting.budgets import (
-    _ULP,
-    GDP,
-    _check_conversion_delta,
-    _check_nonnegative,
-    _check_positive,
-    _conversion_slack,
-    _round_up,
-    _sqrt_down,
-    _sqrt_up,
-    mu_estimate,
-    zCDP,
+from privframe.accounting._numbers import (
+    ULP,
+    check_conversion_delta,
+    check_nonnegative,
+    check_positive,
+    conversion_slack,
+    round_up,
+    sqrt_down,
+    sqrt_up,
 )
+from privframe.accounting.budgets import GDP, mu_estimate, zCDP
 from privframe.accounting.events import (
     ComposedEvent,
     Event,
@@ -139,7 +137,7 @@ _FFT_UNIT = float(np.finfo(np.longdouble).eps)
 _FFT_GAMMA = 10 * _FFT_UNIT
 """Relative ℓ₂ error per FFT level (Higham §24.1, with margin)."""
 
-_CDF_ERROR = 8 * _ULP
+_CDF_ERROR = 8 * ULP
 """Bound on the absolute error of each computed loss CDF value.
 
 scipy's ``ndtr`` (Cephes erf/erfc; peak relative error ~3.5e-16 in their
@@ -284,7 +282,7 @@ class _PLD:
         mask = losses > epsilon
         terms = self.pmf[mask] * -np.expm1(epsilon - losses[mask])
         value = float(terms.sum())
-        rounding = (math.log2(terms.size + 1) + 4) * _ULP * value
+        rounding = (math.log2(terms.size + 1) + 4) * ULP * value
         if self.pessimistic:
             return min(1.0, self.infinity + value + rounding + self.error)
         return max(0.0, self.infinity + value - rounding - self.error)
@@ -357,7 +355,7 @@ def _interval_masses(cdf: np.ndarray, sf: np.ndarray) -> np.ndarray:
 def _split_bias(mass_p: np.ndarray, mass_q: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     """Relative error of e^{exponent}·ΔQ/ΔP from the CDFs' error and the exponent's rounding."""
     with np.errstate(divide="ignore"):
-        return 2 * _CDF_ERROR * (1 / mass_p + 1 / mass_q) + 4 * _ULP * (np.abs(exponent) + 1)
+        return 2 * _CDF_ERROR * (1 / mass_p + 1 / mass_q) + 4 * ULP * (np.abs(exponent) + 1)
 
 
 def _discretize(loss: _LossCDF, h: float, tail: float, *, pessimistic: bool) -> _PLD:
@@ -403,7 +401,7 @@ def _discretize(loss: _LossCDF, h: float, tail: float, *, pessimistic: bool) -> 
     else:
         pmf = _merged_down(loss, points, h)
         first -= 1
-    shift = 64 * _ULP * (1 + max(abs(lo), abs(hi)) + loss.scale)
+    shift = 64 * ULP * (1 + max(abs(lo), abs(hi)) + loss.scale)
     # Masses telescope to within 2·_CDF_ERROR of the exact CDF; where the two tails'
     # differences meet, and where an uncertified window moves a point down, up to 8.
     return _PLD(h, first, pmf, infinity, 8 * _CDF_ERROR, shift, pessimistic)
@@ -463,7 +461,7 @@ def _truncate(pld: _PLD, tail: float) -> _PLD:
 def _combine_infinity(a: float, b: float, pessimistic: bool) -> float:
     """1 − (1 − a)(1 − b), the +∞ mass of a composition, rounded in the PLD's direction."""
     value = a + b - a * b
-    return min(1.0, value * (1 + 4 * _ULP)) if pessimistic else max(0.0, value * (1 - 4 * _ULP))
+    return min(1.0, value * (1 + 4 * ULP)) if pessimistic else max(0.0, value * (1 - 4 * ULP))
 
 
 def _fft_size(size: int) -> int:
@@ -483,7 +481,7 @@ def _convolve(a: _PLD, b: _PLD, tail: float) -> _PLD:
     out = np.maximum(fft.irfft(spectrum, n)[:size].astype(np.float64), 0.0)
     norms = np.linalg.norm(a.pmf) + np.linalg.norm(b.pmf) + 2 * np.linalg.norm(out)
     # + the rounding of the result to float64, relative u per entry.
-    fft_error = _FFT_GAMMA * math.log2(n) * math.sqrt(n) * float(norms) + 2 * _ULP
+    fft_error = _FFT_GAMMA * math.log2(n) * math.sqrt(n) * float(norms) + 2 * ULP
     composed = _PLD(
         a.h,
         a.offset + b.offset,
@@ -558,10 +556,10 @@ def _self_compose(pld: _PLD, count: int, tail: float) -> _PLD:
             count * _FFT_GAMMA * log_n * l2_in
             + (_FFT_GAMMA * log_n + 2 * count * _FFT_UNIT) * l2_out
         )
-        + 2 * _ULP
+        + 2 * ULP
     )
     infinity = -math.expm1(count * math.log1p(-pld.infinity)) if pld.infinity < 1 else 1.0
-    infinity = min(1.0, infinity * (1 + 8 * _ULP)) if pld.pessimistic else infinity * (1 - 8 * _ULP)
+    infinity = min(1.0, infinity * (1 + 8 * ULP)) if pld.pessimistic else infinity * (1 - 8 * ULP)
     error = count * pld.error + fft_error + 3 * tail
     composed = _PLD(pld.h, lo, out, infinity, error, count * pld.shift, pld.pessimistic)
     return _truncate(composed, tail)
@@ -589,8 +587,8 @@ class _Parts:
         return _Parts(
             self.gaussian_inverse_square + other.gaussian_inverse_square,
             tuple((q, s, c) for (q, s), c in counts.items() if c),
-            min(1.0, _round_up(Fraction(self.threshold_delta) + Fraction(other.threshold_delta))),
-            _round_up(Fraction(self.zcdp_rho) + Fraction(other.zcdp_rho)),
+            min(1.0, round_up(Fraction(self.threshold_delta) + Fraction(other.threshold_delta))),
+            round_up(Fraction(self.zcdp_rho) + Fraction(other.zcdp_rho)),
             self.rdp_only or other.rdp_only,
         )
 
@@ -598,8 +596,8 @@ class _Parts:
         return _Parts(
             self.gaussian_inverse_square * count,
             tuple((q, s, c * count) for q, s, c in self.sampled if c * count),
-            min(1.0, _round_up(Fraction(self.threshold_delta) * count)),
-            _round_up(Fraction(self.zcdp_rho) * count),
+            min(1.0, round_up(Fraction(self.threshold_delta) * count)),
+            round_up(Fraction(self.zcdp_rho) * count),
             self.rdp_only and count > 0,
         )
 
@@ -611,7 +609,7 @@ def _parts(event: Event) -> _Parts:
     if isinstance(event, GaussianEvent):
         if event.discrete:
             # Δ²/(2σ²)-zCDP (Canonne, Kamath & Steinke 2020); no proven PLD for vectors.
-            rho = _round_up(1 / (2 * Fraction(event.noise_multiplier) ** 2))
+            rho = round_up(1 / (2 * Fraction(event.noise_multiplier) ** 2))
             return _Parts(Fraction(0), (), 0.0, rho)
         return _Parts(1 / Fraction(event.noise_multiplier) ** 2, (), 0.0, 0.0)
     if isinstance(event, PoissonSampledEvent):
@@ -666,12 +664,12 @@ class PLDAccountant:
     def __init__(
         self, value_discretization_interval: float = 1e-4, *, tail_mass: float = 1e-15
     ) -> None:
-        self._h = _check_positive("value_discretization_interval", value_discretization_interval)
+        self._h = check_positive("value_discretization_interval", value_discretization_interval)
         if self._h > 1:
             raise InvalidValueError(
                 f"value_discretization_interval must be <= 1, got {value_discretization_interval!r}"
             )
-        self._tail = _check_positive("tail_mass", tail_mass)
+        self._tail = check_positive("tail_mass", tail_mass)
         if self._tail >= 1e-6:
             raise InvalidValueError(f"tail_mass must be < 1e-6, got {tail_mass!r}")
         self._parts = _EMPTY
@@ -774,12 +772,12 @@ class PLDAccountant:
     def _gaussian_mu(self, pessimistic: bool) -> float:
         """μ of the merged Gaussians, rounded in the bound's direction."""
         inverse_square = self._parts.gaussian_inverse_square
-        return _sqrt_up(inverse_square) if pessimistic else _sqrt_down(inverse_square)
+        return sqrt_up(inverse_square) if pessimistic else sqrt_down(inverse_square)
 
     def _zcdp(self) -> zCDP:
         """Every event's ρ added up (continuous Gaussians: 1/(2z²)), with the δ spent outright."""
         parts = self._parts
-        rho = _round_up(Fraction(parts.zcdp_rho) + parts.gaussian_inverse_square / 2)
+        rho = round_up(Fraction(parts.zcdp_rho) + parts.gaussian_inverse_square / 2)
         # Fractions: computed floats at their exact value (zCDP reads a float as its decimal).
         return zCDP(Fraction(rho), Fraction(parts.threshold_delta))
 
@@ -793,11 +791,11 @@ class PLDAccountant:
         parts = self._parts
         if pessimistic:
             # δ_total(ε) = δ₀ + (1 − δ₀)·δ_PLD(ε) <= δ₀ + δ_PLD(ε): δ − δ₀ suffices.
-            residual = _conversion_slack(delta, parts.threshold_delta)
+            residual = conversion_slack(delta, parts.threshold_delta)
         else:
             # The exact crossing is at δ_PLD = (δ − δ₀)/(1 − δ₀), rounded up for a lower ε.
             d0 = Fraction(parts.threshold_delta)
-            residual = min(_round_up((Fraction(delta) - d0) / (1 - d0)), delta)
+            residual = min(round_up((Fraction(delta) - d0) / (1 - d0)), delta)
         plds = self._plds(pessimistic)
         if plds is None:
             mu = self._gaussian_mu(pessimistic)
@@ -810,7 +808,7 @@ class PLDAccountant:
         return max(pld.epsilon(residual) for pld in plds)
 
     def _check_delta(self, delta: float) -> float:
-        delta = _check_conversion_delta(delta)
+        delta = check_conversion_delta(delta)
         if not delta > self._parts.threshold_delta:
             raise InvalidValueError(
                 f"delta={delta!r} must exceed the delta spent outright by threshold "
@@ -878,7 +876,7 @@ class PLDAccountant:
             >>> PLDAccountant().compose(GaussianEvent(1.0)).delta(1.0) == GDP(1.0).delta(1.0)
             True
         """
-        eps = _check_nonnegative("epsilon", epsilon)
+        eps = check_nonnegative("epsilon", epsilon)
         parts = self._parts
         if self.fallback == "zcdp":
             return self._zcdp().delta_at(eps)
@@ -890,7 +888,7 @@ class PLDAccountant:
             value = GDP(mu).delta(eps) if mu else 0.0
         else:
             value = max(pld.delta(eps) for pld in plds)
-        return min(1.0, _round_up(Fraction(value) + Fraction(parts.threshold_delta)))
+        return min(1.0, round_up(Fraction(value) + Fraction(parts.threshold_delta)))
 
     def mu_estimate(self, delta: float) -> float:
         """The μ-GDP summary of this composition at δ (see :func:`mu_estimate`).

@@ -54,17 +54,17 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
-from privframe.accounting.budgets import (
-    _ULP,
-    _check_conversion_delta,
-    _check_nonnegative,
-    _check_positive,
-    _conversion_slack,
-    _exp_up,
-    _round_up,
-    _up,
-    mu_estimate,
+from privframe.accounting._numbers import (
+    ULP,
+    check_conversion_delta,
+    check_nonnegative,
+    check_positive,
+    conversion_slack,
+    round_up,
+    up,
 )
+from privframe.accounting.budgets import mu_estimate
+from privframe.accounting.conversions import exp_up
 from privframe.accounting.events import (
     ComposedEvent,
     Event,
@@ -94,7 +94,7 @@ DEFAULT_ORDERS: tuple[float, ...] = tuple(
 )
 """The Rényi orders of ``dp_accounting.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS``."""
 
-_TERM_GUARD = 16 * _ULP
+_TERM_GUARD = 16 * ULP
 """Relative error allowed per term of a log-space series (lgamma, log_ndtr, sums)."""
 
 _MAX_STEPS_LOG_A_FRAC = 1000
@@ -109,7 +109,7 @@ _MAX_STEPS_LOG_A_FRAC = 1000
 def _up_or_inf(value: Fraction) -> float:
     """``value`` rounded up to a float, or ``inf`` past the float range (a valid RDP bound)."""
     try:
-        return _round_up(value)
+        return round_up(value)
     except OverflowError:
         return math.inf
 
@@ -119,7 +119,7 @@ def _check_orders(orders: object) -> tuple[float, ...]:
         raise InvalidArgumentError(
             f"orders must be a sequence of floats > 1, got {type(orders).__name__}"
         )
-    checked = tuple(_check_positive("orders", float(a)) for a in orders)
+    checked = tuple(check_positive("orders", float(a)) for a in orders)
     if not checked:
         raise InvalidValueError("orders must not be empty")
     for a in checked:
@@ -129,7 +129,7 @@ def _check_orders(orders: object) -> tuple[float, ...]:
 
 
 def _check_probability(name: str, value: object) -> float:
-    q = _check_nonnegative(name, value)
+    q = check_nonnegative(name, value)
     if q > 1:
         raise InvalidValueError(f"{name} must be <= 1, got {q!r}")
     return q
@@ -171,7 +171,7 @@ def _series_error(weighted: float, largest: float, n_terms: int) -> float:
     absolute running value of the sum, which each log-add rounds (a few ulps:
     exp, log1p and the add).
     """
-    return _TERM_GUARD * weighted + 4 * _ULP * (n_terms + 1) * largest
+    return _TERM_GUARD * weighted + 4 * ULP * (n_terms + 1) * largest
 
 
 def _log_a_int(q: float, sigma: float, alpha: int) -> tuple[float, float]:
@@ -267,7 +267,7 @@ def gaussian_rdp(noise_multiplier: float, orders: Sequence[float] = DEFAULT_ORDE
         >>> gaussian_rdp(2.0, [2.0, 32.0])
         [0.25, 4.0]
     """
-    sigma = _check_positive("noise_multiplier", noise_multiplier)
+    sigma = check_positive("noise_multiplier", noise_multiplier)
     return [_up_or_inf(Fraction(a) / (2 * Fraction(sigma) ** 2)) for a in _check_orders(orders)]
 
 
@@ -293,7 +293,7 @@ def poisson_gaussian_rdp(
         [0.000172, 0.000894]
     """
     q = _check_probability("sampling_probability", sampling_probability)
-    sigma = _check_positive("noise_multiplier", noise_multiplier)
+    sigma = check_positive("noise_multiplier", noise_multiplier)
     orders = _check_orders(orders)
     if q == 0:
         return [0.0 for _ in orders]
@@ -316,8 +316,8 @@ def _subsampled(q: float, sigma: float, alpha: float, *, guard: bool) -> float:
         return math.inf
     if not guard:
         return log_a / (alpha - 1)
-    rdp = _up(log_a, error) / (alpha - 1)
-    return max(0.0, _up(rdp, 2 * _ULP * abs(rdp)))
+    rdp = up(log_a, error) / (alpha - 1)
+    return max(0.0, up(rdp, 2 * ULP * abs(rdp)))
 
 
 # ---------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def rdp_to_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) 
         1.39698
     """
     orders, values = _check_curve(orders, rdp)
-    delta = _check_conversion_delta(delta)
+    delta = check_conversion_delta(delta)
     best = math.inf
     for a, r in zip(orders, values, strict=True):
         if math.isinf(r):
@@ -370,7 +370,7 @@ def rdp_to_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) 
             log_term = math.log(delta * a) / (a - 1)
             eps = r + log1p_term - log_term
             magnitude = r + abs(log1p_term) + abs(log_term)
-            best = min(best, _up(eps, 8 * _ULP * magnitude))
+            best = min(best, up(eps, 8 * ULP * magnitude))
     return max(0.0, best)
 
 
@@ -391,7 +391,7 @@ def rdp_to_delta(orders: Sequence[float], rdp: Sequence[float], epsilon: float) 
         True
     """
     orders, values = _check_curve(orders, rdp)
-    epsilon = _check_nonnegative("epsilon", epsilon)
+    epsilon = check_nonnegative("epsilon", epsilon)
     best = 0.0  # ln 1
     for a, r in zip(orders, values, strict=True):
         if math.isinf(r):
@@ -399,14 +399,14 @@ def rdp_to_delta(orders: Sequence[float], rdp: Sequence[float], epsilon: float) 
         if r == 0:
             return 0.0
         log_tv = 0.5 * math.log1p(-math.exp(-r))
-        candidate = _up(log_tv, 4 * _ULP * abs(log_tv) + 4 * _ULP)
+        candidate = up(log_tv, 4 * ULP * abs(log_tv) + 4 * ULP)
         if a > 1.01:
             log1p_term = math.log1p(-1 / a)
             bound = (a - 1) * (r - epsilon + log1p_term) - math.log(a)
             magnitude = (a - 1) * (r + epsilon + abs(log1p_term)) + math.log(a)
-            candidate = min(candidate, _up(bound, 8 * _ULP * magnitude))
+            candidate = min(candidate, up(bound, 8 * ULP * magnitude))
         best = min(best, candidate)
-    return _exp_up(best)
+    return exp_up(best)
 
 
 # ---------------------------------------------------------------------------
@@ -428,7 +428,7 @@ def _effective_noise_multiplier(event: Event) -> tuple[float, bool]:
     if inverse_square == 0:
         return math.inf, discrete
     sigma = (1 / inverse_square) ** 0.5
-    return math.nextafter(sigma * (1 - 4 * _ULP), 0.0), discrete
+    return math.nextafter(sigma * (1 - 4 * ULP), 0.0), discrete
 
 
 def _inverse_square_sum(event: Event) -> tuple[float, bool]:
@@ -479,7 +479,7 @@ def poisson_rdp_general(
         True
     """
     q = _check_probability("sampling_probability", sampling_probability)
-    rho = _check_nonnegative("rho", rho)
+    rho = check_nonnegative("rho", rho)
     orders = _check_orders(orders)
     base = [_up_or_inf(Fraction(rho) * Fraction(a)) for a in orders]
     if q == 1 or rho == 0:
@@ -511,8 +511,8 @@ def _zhu_wang(q: float, rho: float, alpha: int) -> float:
     top = float(everything.max())
     log_a = _log_sum_exp(everything)
     magnitude = float(np.abs(everything).max()) + abs(float(special.gammaln(alpha + 1))) + 1.0
-    rdp = _up(log_a, _series_error(magnitude, abs(log_a) + abs(top), alpha)) / (alpha - 1)
-    return max(0.0, _up(rdp, 2 * _ULP * abs(rdp)))
+    rdp = up(log_a, _series_error(magnitude, abs(log_a) + abs(top), alpha)) / (alpha - 1)
+    return max(0.0, up(rdp, 2 * ULP * abs(rdp)))
 
 
 class RDPAccountant:
@@ -600,7 +600,7 @@ class RDPAccountant:
         scaled = [r if math.isinf(r) else _up_or_inf(count * Fraction(r)) for r in curve]
         if count == 0:
             scaled = [0.0] * len(curve)
-        return scaled, min(1.0, _round_up(count * Fraction(delta)))
+        return scaled, min(1.0, round_up(count * Fraction(delta)))
 
     @staticmethod
     def _add(
@@ -610,7 +610,7 @@ class RDPAccountant:
             a + b if math.isinf(a) or math.isinf(b) else _up_or_inf(Fraction(a) + Fraction(b))
             for a, b in zip(curve, other, strict=True)
         ]
-        return added, min(1.0, _round_up(Fraction(delta) + Fraction(other_delta)))
+        return added, min(1.0, round_up(Fraction(delta) + Fraction(other_delta)))
 
     def compose(self, event: Event, count: int = 1) -> RDPAccountant:
         """Add ``count`` repetitions of ``event``; returns this accountant.
@@ -650,14 +650,14 @@ class RDPAccountant:
             >>> round(RDPAccountant().compose(GaussianEvent(1.0)).epsilon(1e-5), 4)
             4.7285
         """
-        delta = _check_conversion_delta(delta)
+        delta = check_conversion_delta(delta)
         if not delta > self._threshold_delta:
             raise InvalidValueError(
                 f"delta={delta!r} must exceed the delta spent outright by threshold "
                 f"events ({self._threshold_delta!r})"
             )
         return rdp_to_epsilon(
-            self._orders, self._rdp, _conversion_slack(delta, self._threshold_delta)
+            self._orders, self._rdp, conversion_slack(delta, self._threshold_delta)
         )
 
     def mu_estimate(self, delta: float) -> float:
@@ -685,4 +685,4 @@ class RDPAccountant:
             True
         """
         rdp_delta = rdp_to_delta(self._orders, self._rdp, epsilon)
-        return min(1.0, _round_up(Fraction(rdp_delta) + Fraction(self._threshold_delta)))
+        return min(1.0, round_up(Fraction(rdp_delta) + Fraction(self._threshold_delta)))

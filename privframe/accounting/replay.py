@@ -33,7 +33,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from privframe.accounting.budgets import round_up, zCDP
+from privframe.accounting._numbers import round_up
+from privframe.accounting.budgets import zCDP
 from privframe.accounting.events import (
     ComposedEvent,
     Event,

@@ -62,7 +62,8 @@ from typing import Any, TextIO
 import pandas as pd
 import polars as pl
 
-from privframe.accounting.budgets import GDP, ApproxDP, Budget, exact, zCDP
+from privframe.accounting._numbers import exact
+from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
 from privframe.accounting.replay import METHODS
 from privframe.api.html import ReportSection, report_html
 from privframe.api.query import Bound, Query

@@ -34,8 +34,9 @@ from pyarrow import ArrowException
 
 from privframe._arguments import BUDGET_HINTS, RHO_HINTS, hinted
 from privframe.accounting import replay
+from privframe.accounting._numbers import exact
 from privframe.accounting.accountant import Accountant, BudgetReport, Spend
-from privframe.accounting.budgets import Budget, exact, zCDP
+from privframe.accounting.budgets import Budget, zCDP
 from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
 from privframe.accounting.ledger import DataIdentity, LedgerEntries, LedgerEntry
 from privframe.accounting.replay import Guarantee

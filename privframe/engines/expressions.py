@@ -54,7 +54,7 @@ from typing import Any
 
 import polars as pl
 
-from privframe.accounting.budgets import _check_real
+from privframe.accounting._numbers import check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = [
@@ -703,7 +703,7 @@ def bin(column: str, edges: Sequence[float], labels: Sequence[str] | None = None
     """
     if not isinstance(column, str) or not column:
         raise InvalidArgumentError(f"bin needs a column name, got {column!r}")
-    points = tuple(_check_real(f"bin edge of {column!r}", e) for e in edges)
+    points = tuple(check_real(f"bin edge of {column!r}", e) for e in edges)
     if len(points) < 2 or any(a >= b for a, b in itertools.pairwise(points)):
         raise InvalidValueError(
             f"bin edges of {column!r} must be at least two strictly increasing numbers"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 
-from privframe.accounting.budgets import _check_conversion_delta, _check_positive
+from privframe.accounting._numbers import check_conversion_delta, check_positive
 from privframe.accounting.events import GaussianEvent, PoissonSampledEvent, _check_count
 from privframe.accounting.pld import PLDAccountant, _GridTooLargeError
 from privframe.accounting.rdp import RDPAccountant, _check_probability
@@ -110,15 +110,15 @@ def dpsgd_noise_multiplier(
         >>> round(z, 3)
         1.022
     """
-    target = _check_positive("target_epsilon", target_epsilon)
-    delta = _check_conversion_delta(delta)
+    target = check_positive("target_epsilon", target_epsilon)
+    delta = check_conversion_delta(delta)
     q = _check_probability("sample_rate", sample_rate)
     if q == 0:
         raise InvalidValueError("sample_rate must be > 0: with q = 0 no noise is needed")
     steps = _check_count("steps", steps)
     if steps == 0:
         raise InvalidValueError("steps must be >= 1: zero steps need no noise")
-    rtol = _check_positive("rtol", rtol)
+    rtol = check_positive("rtol", rtol)
     if rtol > 0.5:
         raise InvalidValueError(f"rtol must be <= 0.5, got {rtol!r}")
     _accountant(method)

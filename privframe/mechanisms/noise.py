@@ -37,13 +37,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from privframe.accounting.budgets import (
-    _check_positive,
-    _round_up,
-    _sqrt_up,
-    gaussian_sigma,
-    zCDP,
-)
+from privframe.accounting._numbers import check_positive, round_up, sqrt_up
+from privframe.accounting.budgets import zCDP
+from privframe.accounting.calibration import gaussian_sigma
 from privframe.errors import (
     CalibrationError,
     InvalidArgumentError,
@@ -458,7 +454,7 @@ def exponential_choice(
 
 
 def _check_sigma(sigma: float) -> float:
-    s = _check_positive("sigma", sigma)
+    s = check_positive("sigma", sigma)
     if not MIN_SIGMA <= s <= MAX_SIGMA:
         raise InvalidBudgetError(f"sigma must be in [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}], got {s!r}")
     return s
@@ -554,8 +550,8 @@ def grid_exponent(sigma: float, l2_sensitivity: float, n: int) -> int:
         12
     """
     scale = min(
-        _check_positive("sigma", sigma),
-        _check_positive("l2_sensitivity", l2_sensitivity) / math.sqrt(max(n, 1)),
+        check_positive("sigma", sigma),
+        check_positive("l2_sensitivity", l2_sensitivity) / math.sqrt(max(n, 1)),
     )
     if not 2.0**-1000 <= scale <= 2.0**1000:
         raise CalibrationError(
@@ -676,8 +672,8 @@ def gaussian_mechanism(
         j = grid_exponent(gaussian_sigma(l2_sensitivity, rho), l2_sensitivity, arr.size)
         units = snap_to_grid(arr, j)
         # Δ + g·sqrt(n), rounded up: the sensitivity after snapping (see grid_exponent).
-        root_n = Fraction(_sqrt_up(Fraction(arr.size)))
-        sensitivity = _round_up(Fraction(l2_sensitivity) + root_n * Fraction(2) ** -j)
+        root_n = Fraction(sqrt_up(Fraction(arr.size)))
+        sensitivity = round_up(Fraction(l2_sensitivity) + root_n * Fraction(2) ** -j)
     sampler = _calibrated_sampler(sensitivity, rho, arr.size, j, _randomness(rng))
     if accountant is not None:
         accountant.spend(zCDP(rho), label=label, description=description, seeded=sampler.rng.seeded)
@@ -726,8 +722,8 @@ def clipped_gaussian_sum(
     batch = _as_numeric_array(rows)
     if batch.ndim != 2:
         raise InvalidValueError(f"rows must be a 2-D array (examples x values), got {batch.ndim}-D")
-    c = _check_positive("clip_norm", clip_norm)
-    z = _check_positive("noise_multiplier", noise_multiplier)
+    c = check_positive("clip_norm", clip_norm)
+    z = check_positive("noise_multiplier", noise_multiplier)
     batch = batch.astype(np.float64)
     batch[~np.isfinite(batch).all(axis=1)] = 0.0
     # Each row as peak·unit with peak its largest |entry|: |row| = peak·|unit| cannot

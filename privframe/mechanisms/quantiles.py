@@ -51,7 +51,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from privframe.accounting.budgets import _check_positive
+from privframe.accounting._numbers import check_positive
 from privframe.errors import InvalidValueError
 from privframe.mechanisms.noise import Randomness, exponential_choice
 
@@ -86,7 +86,7 @@ def scale(rho: float, q: float, squares: int) -> float:
         >>> scale(rho=0.02, q=0.9, squares=4)
         0.1111111111111111
     """
-    rho = _check_positive("rho", rho)
+    rho = check_positive("rho", rho)
     spread = max(q, 1 - q)
     budget = Fraction(rho)
     # η² = 2ρ/(S·spread²), in exact arithmetic: the float quotient can underflow.

@@ -38,16 +38,16 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
-from privframe.accounting.budgets import (
-    _GUARD,
-    _check_conversion_delta,
-    _check_nonnegative,
-    _check_positive,
-    _down,
-    _sum_up,
-    _up,
-    zCDP,
+from privframe.accounting._numbers import (
+    GUARD,
+    check_conversion_delta,
+    check_nonnegative,
+    check_positive,
+    down,
+    sum_up,
+    up,
 )
+from privframe.accounting.budgets import zCDP
 from privframe.errors import InvalidArgumentError, InvalidBudgetError
 
 __all__ = [
@@ -81,8 +81,8 @@ def gaussian_threshold(sigma: float, k: int, delta: float) -> float:
         >>> round(gaussian_threshold(sigma=5.0, k=5, delta=1e-6), 6)
         26.344788
     """
-    s = _check_positive("sigma", sigma)
-    p = _per_group_delta(_check_conversion_delta(delta), _check_k(k))
+    s = check_positive("sigma", sigma)
+    p = _per_group_delta(check_conversion_delta(delta), _check_k(k))
     return 1 - s * float(special.ndtri(p))
 
 
@@ -94,8 +94,8 @@ def gaussian_threshold_union_bound(sigma: float, k: int, delta: float) -> float:
         >>> round(gaussian_threshold_union_bound(sigma=5.0, k=5, delta=1e-6), 6)
         26.344789
     """
-    s = _check_positive("sigma", sigma)
-    p = _check_conversion_delta(delta) / _check_k(k)
+    s = check_positive("sigma", sigma)
+    p = check_conversion_delta(delta) / _check_k(k)
     return 1 - s * float(special.ndtri(p))
 
 
@@ -111,7 +111,7 @@ def discrete_tail(sigma: float, t: int) -> float:
         >>> round(2 * discrete_tail(1.0, 3), 12)  # P[|Z| >= 3], cf. the reference values
         0.009134342836
     """
-    s = _check_positive("sigma", sigma)
+    s = check_positive("sigma", sigma)
     if s > 1e4 and t >= 1:
         return float(special.ndtr(-(t - 1) / s))
     span = math.ceil(40 * s) + 2
@@ -148,9 +148,9 @@ def discrete_threshold(sigma: float, k: int, delta: float) -> int:
         >>> discrete_threshold(sigma=10.0, k=5, delta=1e-6)
         53
     """
-    s = _check_positive("sigma", sigma)
+    s = check_positive("sigma", sigma)
     k = _check_k(k)
-    target = _check_conversion_delta(delta)
+    target = check_conversion_delta(delta)
     # Start just below the continuous answer and step up: the discrete tail is close.
     tau = max(1, math.floor(gaussian_threshold(s, k, target)) - 2)
     while discrete_selection_delta(s, k, tau) > target:
@@ -167,7 +167,7 @@ def discrete_threshold(sigma: float, k: int, delta: float) -> int:
 
 def _check_survival(p: object) -> float:
     """The survival probability ``p`` of a single-unit group: 0 <= p < 1."""
-    v = _check_nonnegative("p", p)
+    v = check_nonnegative("p", p)
     if v >= 1:
         raise InvalidBudgetError(
             f"p (the survival probability of a single-unit group) must be < 1, got {v!r}"
@@ -180,8 +180,8 @@ def _log_hidden_bounds(j: int, p: float) -> tuple[float, float]:
     if j == 0 or p == 0:
         return 0.0, 0.0
     value = j * math.log1p(-p)
-    error = _GUARD * -value
-    return _down(value, error), min(0.0, _up(value, error))
+    error = GUARD * -value
+    return down(value, error), min(0.0, up(value, error))
 
 
 def _any_survives(j: int, p: float) -> float:
@@ -197,7 +197,7 @@ def _any_survives(j: int, p: float) -> float:
     if j == 1:
         return p
     value = -math.expm1(_log_hidden_bounds(j, p)[0])
-    return min(1.0, _up(value, _GUARD * value))
+    return min(1.0, up(value, GUARD * value))
 
 
 def _existing_part_delta(epsilon: float, rho: float, j: int, p: float) -> float:
@@ -225,20 +225,20 @@ def _existing_part_delta(epsilon: float, rho: float, j: int, p: float) -> float:
         return curve(epsilon)
     log_lo, log_hi = _log_hidden_bounds(j, p)
     hidden = math.exp(log_hi)
-    hidden = min(1.0, _up(hidden, _GUARD * hidden))  # >= q
+    hidden = min(1.0, up(hidden, GUARD * hidden))  # >= q
     shown = _any_survives(j, p)  # >= 1 − q
 
     def mix(d: float) -> float:
         """``1 − q + q·d`` rounded up (it decreases in q, so q's bounds suffice)."""
         product = hidden * d
-        return min(1.0, _sum_up("delta", shown, _up(product, _GUARD * product)))
+        return min(1.0, sum_up("delta", shown, up(product, GUARD * product)))
 
     # Adding: the effective ε is raised by −ln q >= 0; round it down.
-    raised = _down(epsilon - log_hi, _GUARD * (epsilon - log_hi))
+    raised = down(epsilon - log_hi, GUARD * (epsilon - log_hi))
     add = mix(curve(max(epsilon, raised)))
     # Removing: the effective ε' = ε + ln q is lowered; lo <= ε' <= hi.
-    lo = _down(epsilon + log_lo, _GUARD * (epsilon - log_lo))
-    hi = min(epsilon, _up(epsilon + log_hi, _GUARD * (epsilon - log_hi)))
+    lo = down(epsilon + log_lo, GUARD * (epsilon - log_lo))
+    hi = min(epsilon, up(epsilon + log_hi, GUARD * (epsilon - log_hi)))
     if lo >= 0:
         shifted = curve(lo)
     else:
@@ -246,7 +246,7 @@ def _existing_part_delta(epsilon: float, rho: float, j: int, p: float) -> float:
         x_lo, x_hi = max(0.0, -hi), -lo
         gap = -math.expm1(-x_hi)
         tail = math.exp(-x_lo) * curve(x_lo)
-        shifted = min(1.0, _sum_up("delta", _up(gap, _GUARD * gap), _up(tail, _GUARD * tail)))
+        shifted = min(1.0, sum_up("delta", up(gap, GUARD * gap), up(tail, GUARD * tail)))
     remove = min(shifted, mix(curve(epsilon)))
     return max(add, remove)
 
@@ -295,8 +295,8 @@ def joint_selection_delta(epsilon: float, rho: float, k: int, p: float) -> float
         >>> joint < pf.zCDP(0.5, delta=1e-7).delta_at(5.0)  # standard: δ_τ + δ_ρ(ε)
         True
     """
-    eps = _check_nonnegative("epsilon", epsilon)
-    rho = _check_nonnegative("rho", rho)
+    eps = check_nonnegative("epsilon", epsilon)
+    rho = check_nonnegative("rho", rho)
     k = _check_k(k)
     p = _check_survival(p)
     return max(_any_survives(k, p), _existing_part_delta(eps, rho, k - 1, p))
@@ -344,8 +344,8 @@ def joint_selection_epsilon(delta: float, rho: float, k: int, p: float) -> float
         >>> round(eps, 4)  # k = 1: the whole 1e-6 goes to ρ (standard: 9e-7)
         5.2215
     """
-    target = _check_conversion_delta(delta)
-    rho = _check_nonnegative("rho", rho)
+    target = check_conversion_delta(delta)
+    rho = check_nonnegative("rho", rho)
     k = _check_k(k)
     p = _check_survival(p)
     floor = _check_reachable(target, k, p, strict=False)
@@ -401,8 +401,8 @@ def standard_selection_epsilon(delta: float, rho: float, k: int, p: float) -> fl
         >>> round(standard, 4), joint_selection_epsilon(1e-6, 0.5, 1, 1e-7) < standard
         (5.243, True)
     """
-    target = _check_conversion_delta(delta)
-    rho = _check_nonnegative("rho", rho)
+    target = check_conversion_delta(delta)
+    rho = check_nonnegative("rho", rho)
     k = _check_k(k)
     p = _check_survival(p)
     floor = _check_reachable(target, k, p, strict=True)

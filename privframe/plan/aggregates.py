@@ -32,7 +32,7 @@ from typing import Self, TypeVar, overload
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.accounting.budgets import _check_real
+from privframe.accounting._numbers import check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
 
 __all__ = [
@@ -71,7 +71,7 @@ def _number(where: str, name: str, value: object, fix: str) -> float:
     """
     error: type[PrivframeError]
     try:
-        return _check_real(name, value)
+        return check_real(name, value)
     except InvalidArgumentError as err:
         error, problem = InvalidArgumentError, str(err)
     except InvalidValueError as err:

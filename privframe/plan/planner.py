@@ -34,16 +34,16 @@ from typing import Literal
 
 from scipy import special
 
-from privframe.accounting.budgets import (
+from privframe.accounting._numbers import (
     Number,
-    _check_positive,
-    _sqrt_up,
+    check_positive,
     exact,
-    gaussian_sigma,
     round_down,
     round_up,
-    zCDP,
+    sqrt_up,
 )
+from privframe.accounting.budgets import zCDP
+from privframe.accounting.calibration import gaussian_sigma
 from privframe.api.query import Plan
 from privframe.errors import (
     InvalidArgumentError,
@@ -433,7 +433,7 @@ def _weights(outputs: Sequence[Output], weights: Mapping[str, float] | None) -> 
         raise InvalidValueError(f"weights name unknown outputs {unknown}; outputs: {sorted(names)}")
     per_measurement: dict[str, Fraction] = {}
     for out in outputs:
-        w = Fraction(_check_positive(f"weight of {out.name!r}", given.get(out.name, 1.0)))
+        w = Fraction(check_positive(f"weight of {out.name!r}", given.get(out.name, 1.0)))
         for key in out.measurements:
             per_measurement[key] = per_measurement.get(key, Fraction(0)) + w / len(out.measurements)
     return per_measurement
@@ -566,7 +566,7 @@ def _integer_measurement(
     key: str, kind: Literal["count", "distinct"], squares: int, symbol: str, rho: Fraction
 ) -> Measurement:
     """A per-group integer count whose L2 sensitivity is sqrt(squares)."""
-    l2 = _sqrt_up(Fraction(squares))
+    l2 = sqrt_up(Fraction(squares))
     return Measurement(
         key=key,
         kind=kind,
@@ -643,7 +643,7 @@ def _value_measurement(
             f"at its rho share {float(rho):.3g}, the noise of {key} would exceed the bounds of "
             f"column {agg.column!r} 2^39 times over"
         )
-    l2 = _sqrt_up(Fraction(limits.squares) * row_units * row_units)
+    l2 = sqrt_up(Fraction(limits.squares) * row_units * row_units)
     noun = "squares" if squares else "values"
     return Measurement(
         key=key,

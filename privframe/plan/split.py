@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from privframe.accounting.budgets import _check_positive, _check_real
+from privframe.accounting._numbers import check_positive, check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = ["Balance", "balance", "balanced_fractions"]
@@ -70,14 +70,14 @@ def balance(rows: float, **expected: float) -> Balance:
     checked = {}
     low, high = _GUESS_RANGE
     for name, value in expected.items():
-        number = _check_real(f"expected value of {name!r}", value)
+        number = check_real(f"expected value of {name!r}", value)
         if not low <= abs(number) <= high:
             raise InvalidValueError(
                 f"expected value of {name!r} must be nonzero (a relative error needs a size) "
                 f"and within [{low:g}, {high:g}] in size, got {value!r}"
             )
         checked[name] = number
-    count = _check_positive("rows", rows)
+    count = check_positive("rows", rows)
     if not 1 <= count <= high:
         raise InvalidValueError(f"rows (per group) must be in [1, {high:g}], got {rows!r}")
     return Balance(count, checked)
