@@ -92,7 +92,7 @@ def test_report_help_documents_the_exit_codes() -> None:
 
 def test_report_dry_run_in_a_subprocess(tmp_path: Path) -> None:
     spec = tmp_path / "report_spec.toml"
-    shutil.copy(Path(__file__).resolve().parent.parent / "examples" / spec.name, spec)
+    shutil.copy(Path(__file__).resolve().parents[2] / "examples" / spec.name, spec)
     written = _run([*MODULE, "demo", "--write-data", str(tmp_path / "transactions.parquet")])
     assert written.returncode == 0, written.stderr
     assert "wrote 100,000 synthetic transactions" in written.stdout

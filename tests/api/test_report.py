@@ -24,7 +24,7 @@ import privframe as pf
 from privframe.api.cli import main
 from privframe.api.report import ExitCode, SpecError, load_spec
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "report_spec.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "report_spec.toml"
 SVG = "{http://www.w3.org/2000/svg}"
 BUDGET = pf.zCDP(rho=1.0, delta=1e-6)
 REGIONS = ["north", "south", "east", "west"]
