@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import privframe as pf
-from privframe.mechanisms import noise
+from privframe.mechanisms import _coins, gaussian, noise
 from privframe.mechanisms.noise import (
     SeededRandomness,
     SystemRandomness,
@@ -23,6 +23,7 @@ from privframe.mechanisms.noise import (
     grid_exponent,
     snap_to_grid,
 )
+from privframe.mechanisms.sampler import DiscreteGaussianSampler
 
 PACKAGE = Path(pf.__file__).resolve().parent
 seeded_ok = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
@@ -30,7 +31,7 @@ seeded_ok = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnes
 
 def exp_neg_interval(x: Fraction, rel_bits: int = 64) -> tuple[Fraction, Fraction]:
     """Bounds on exp(-x) whose width is below 2^-rel_bits relative to exp(-x)."""
-    lo, hi, w = noise._exp_neg_bounds(x, rel_bits + math.ceil(1.45 * x) + 4)
+    lo, hi, w = _coins.exp_neg_bounds(x, rel_bits + math.ceil(1.45 * x) + 4)
     return Fraction(lo, 1 << w), Fraction(hi, 1 << w)
 
 
@@ -80,16 +81,16 @@ def test_lazy_uniform_refines_until_decided() -> None:
     # U's 53-bit prefix 0 straddles exp(-40) ≈ 4.2e-18 < 2^-53; the next 64 bits decide.
     p = math.exp(-40)
     below = int(p / 2 * 2.0**117)  # U = below·2^-117 < p
-    assert noise._LazyUniform(0, _Bits([below])).less_than_exp_neg(Fraction(40))
+    assert _coins.LazyUniform(0, _Bits([below])).less_than_exp_neg(Fraction(40))
     above = int(p * 2 * 2.0**117)
-    assert not noise._LazyUniform(0, _Bits([above])).less_than_exp_neg(Fraction(40))
+    assert not _coins.LazyUniform(0, _Bits([above])).less_than_exp_neg(Fraction(40))
 
 
 def test_exact_geometric_counts_thresholds() -> None:
     # U in [k, k+1)·2^-53 with U ≈ e^-2.5 lies in [e^-3, e^-2): V = 2.
     k = int(math.exp(-2.5) * 2**53)
-    assert noise._exact_geometric(k, _Bits([])) == 2
-    assert noise._exact_geometric(2**53 - 1, _Bits([])) == 0
+    assert _coins.exact_geometric(k, _Bits([])) == 2
+    assert _coins.exact_geometric(2**53 - 1, _Bits([])) == 0
 
 
 U53 = 2.0**-53
@@ -105,7 +106,7 @@ def test_fast_coin_never_contradicts_exact_arithmetic() -> None:
     k[: n // 2] = np.clip(near, 0, 2**53 - 1).astype(np.uint64)
     # The fast path is handed x̂ off by the largest error the docs allow: 8u(1 + x).
     x_hat = x + rng.choice([-1.0, 1.0], size=n) * 8 * U53 * (1 + x)
-    yes, no = noise._fast_coin(k, x_hat)
+    yes, no = _coins.fast_coin(k, x_hat)
     assert not (yes & no).any()
     for i in np.flatnonzero(yes | no):
         lo, hi = exp_neg_interval(Fraction(float(x[i])))
@@ -122,14 +123,14 @@ def test_fast_coin_slack_is_needed() -> None:
     # below U. The fast path must leave this coin undecided; a slack of 2^-53 would not.
     x = np.array([2.0**-20])
     k = np.array([math.floor(math.exp(-(2.0**-20)) * 2**53) - 2], dtype=np.uint64)
-    yes, no = noise._fast_coin(k, x)
+    yes, no = _coins.fast_coin(k, x)
     assert not yes[0]
     assert not no[0]
 
 
 @pytest.mark.parametrize("sigma", [0.1, 0.5, 1.0, 3.7, 1e3, 123456.789, 1e9, 2.0**40])
 def test_acceptance_x_hat_meets_the_documented_error_bound(sigma: float) -> None:
-    sampler = noise._Sampler(sigma, SystemRandomness())
+    sampler = DiscreteGaussianSampler(sigma, SystemRandomness())
     centre = int(sampler.c)
     ys = np.unique(
         np.concatenate(
@@ -151,8 +152,8 @@ def test_out_of_range_words_are_rejected_not_folded() -> None:
     # 2^64 mod 3 = 1, so the word 2^64 - 1 must be dropped: folding it would make 0
     # slightly more likely than 1 and 2.
     words = np.array([2**64 - 1, 2**64 - 2, 5, 0], dtype=np.uint64)
-    assert noise._uniform_below(words, 3).tolist() == [(2**64 - 2) % 3, 2, 0]
-    assert noise._uniform_below(words, 1 << 40).tolist() == [
+    assert _coins.uniform_below(words, 3).tolist() == [(2**64 - 2) % 3, 2, 0]
+    assert _coins.uniform_below(words, 1 << 40).tolist() == [
         (2**64 - 1) % (1 << 40),
         (2**64 - 2) % (1 << 40),
         5,
@@ -274,7 +275,7 @@ def test_zero_d_input_gives_a_zero_d_array(value: float) -> None:
     assert isinstance(discrete_gaussian(1.0), np.ndarray)
 
 
-class _RecordingSampler(noise._Sampler):
+class _RecordingSampler(DiscreteGaussianSampler):
     sigmas: ClassVar[list[float]] = []
 
     def __init__(self, sigma: float, rng: noise.Randomness) -> None:
@@ -285,7 +286,7 @@ class _RecordingSampler(noise._Sampler):
 def test_real_mechanism_charges_the_rounding_to_the_sensitivity(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(noise, "_Sampler", _RecordingSampler)
+    monkeypatch.setattr(gaussian, "DiscreteGaussianSampler", _RecordingSampler)
     _RecordingSampler.sigmas = []
     for delta_2, n in [(1.0, 100), (3e5, 7), (1e-3, 10**4)]:  # j > 0, j < 0, tiny Δ
         rho = 0.3
@@ -301,7 +302,7 @@ def test_real_mechanism_charges_the_rounding_to_the_sensitivity(
 
 
 def test_integer_mechanism_noise_scale(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(noise, "_Sampler", _RecordingSampler)
+    monkeypatch.setattr(gaussian, "DiscreteGaussianSampler", _RecordingSampler)
     _RecordingSampler.sigmas = []
     gaussian_mechanism(np.arange(5), 2.0, 0.125)
     assert _RecordingSampler.sigmas == [pf.accounting.gaussian_sigma(2.0, 0.125)]

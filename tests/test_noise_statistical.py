@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privframe.mechanisms import noise
+from privframe.mechanisms import noise, sampler
 from privframe.mechanisms.noise import SeededRandomness, SystemRandomness, discrete_gaussian
 
 pytestmark = [
@@ -124,7 +124,7 @@ def test_exact_path_alone_has_the_right_distribution(monkeypatch: pytest.MonkeyP
         none = np.zeros(k.shape, dtype=bool)
         return none, none.copy()
 
-    monkeypatch.setattr(noise, "_fast_coin", undecided)
+    monkeypatch.setattr(sampler, "fast_coin", undecided)
     for sigma in (0.7, 2.0):
         samples = discrete_gaussian(sigma, 6_000, rng=SeededRandomness(5))
         assert chi_square_pvalue(samples, sigma, bins=12) > ALPHA

@@ -53,7 +53,8 @@ import numpy.typing as npt
 
 from privframe.accounting._numbers import check_positive
 from privframe.errors import InvalidValueError
-from privframe.mechanisms.noise import Randomness, exponential_choice
+from privframe.mechanisms.exponential import exponential_choice
+from privframe.mechanisms.randomness import Randomness
 
 __all__ = ["MAX_SCALE", "choose", "cost", "rank_error", "scale"]
 
