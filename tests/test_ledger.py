@@ -290,8 +290,9 @@ class TestSQLiteLedger:
         path = tmp_path / "a.ledger"
         with _ledger(path) as ledger:
             ledger.append(0.1)
-            conn = ledger._conn
-            assert conn is not None
+            conn = (
+                ledger._file.connection()
+            )  # the ledger's own connection: pragmas are per connection
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
             # a rollback-journal (not WAL) database: file format bytes 18-19 are 1, 1
@@ -319,7 +320,8 @@ class TestSQLiteLedger:
         conn.close()
         with _ledger(path) as ledger:
             ledger.append(0.25)
-            assert ledger._conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # type: ignore[union-attr]
+            conn = ledger._file.connection()
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert path.read_bytes()[18:20] == b"\x01\x01"
 
     def test_truncated_ledger_is_not_a_new_one(self, tmp_path: Path) -> None:
