@@ -43,18 +43,26 @@ Example:
 
 from __future__ import annotations
 
-import functools
-import io
 import itertools
 import json
-import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from privframe.accounting._numbers import check_real
+from privframe.engines.allow_list import (
+    ARITHMETIC,
+    COMPARISONS,
+    check_expression,
+    check_filter,
+    is_safe_filter,
+    node_expr,
+    sub_expressions,
+    type_of,
+)
+from privframe.engines.checked_arithmetic import checked
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = [
@@ -70,155 +78,16 @@ __all__ = [
     "sub_expressions",
 ]
 
-# Functions known to map each row to one value from that row alone, without failing.
-_SAFE_FUNCTIONS = frozenset(
-    {
-        '"Abs"',
-        '{"Boolean": "IsNull"}',
-        '{"Boolean": "IsNotNull"}',
-        '{"Boolean": "IsNan"}',
-        '{"Boolean": "IsNotNan"}',
-        '{"Boolean": "IsFinite"}',
-        '{"Boolean": "IsInfinite"}',
-        '{"Boolean": "Not"}',
-        '{"StringExpr": "StartsWith"}',
-        '{"StringExpr": "EndsWith"}',
-    }
-)
-
-
-def _is_literal(node: Any) -> bool:
-    return isinstance(node, dict) and "Literal" in node
-
-
-def _is_safe(node: Any) -> bool:
-    """Whether a serialized polars expression is on the allow-list (see the module doc)."""
-    if not isinstance(node, dict) or len(node) != 1:
-        return False
-    ((kind, body),) = node.items()
-    if kind == "Column":
-        return isinstance(body, str)
-    if kind == "Literal":
-        return isinstance(body, dict) and len(body) == 1 and ("Dyn" in body or "Scalar" in body)
-    if kind == "BinaryExpr":
-        return _is_safe(body.get("left")) and _is_safe(body.get("right"))
-    if kind == "Cast":
-        return body.get("options") == "NonStrict" and _is_safe(body.get("expr"))
-    if kind == "Alias":
-        return isinstance(body, list) and bool(body) and _is_safe(body[0])
-    if kind == "Ternary":
-        return all(_is_safe(body.get(k)) for k in ("predicate", "truthy", "falsy"))
-    if kind == "Function":
-        inputs, function = body.get("input"), body.get("function")
-        if not isinstance(inputs, list) or not all(_is_safe(i) for i in inputs):
-            return False
-        if isinstance(function, dict) and isinstance(function.get("Boolean"), dict):
-            names = set(function["Boolean"])
-            # is_in tests membership in its second input: a literal only, never a column.
-            in_literal = names == {"IsIn"} and len(inputs) == 2 and _is_literal(inputs[1])
-            return names == {"IsBetween"} or in_literal
-        if isinstance(function, dict) and isinstance(function.get("StringExpr"), dict):
-            options = function["StringExpr"].get("Contains")
-            return (
-                set(function["StringExpr"]) == {"Contains"}
-                and isinstance(options, dict)
-                and options.get("literal") is True
-                and len(inputs) == 2
-                and _is_literal(inputs[1])
-            )
-        return json.dumps(function) in _SAFE_FUNCTIONS
-    return False
-
-
-def is_safe_filter(predicate: pl.Expr) -> bool:
-    """Whether ``predicate`` is row-wise and cannot fail on any value (the allow-list).
-
-    Example:
-        >>> import polars as pl
-        >>> from privframe.engines.expressions import is_safe_filter
-        >>> is_safe_filter(pl.col("name").cast(pl.Int64) > 0)  # a strict cast can fail
-        False
-    """
-    try:
-        return _is_safe(json.loads(predicate.meta.serialize(format="json")))
-    except Exception:  # any serialization problem: refuse rather than guess
-        return False
-
-
-_ARITHMETIC = frozenset(
-    {"Plus", "Minus", "Multiply", "Divide", "TrueDivide", "FloorDivide", "Modulus"}
-)
-
-
-def _node_expr(node: Any) -> pl.Expr:
-    return pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
-
 
 def _dtype(node: Any, schema: pl.Schema) -> pl.DataType:
     """The type a serialized sub-expression has over ``schema`` (no data is read)."""
-    return _type_of(_node_expr(node), pl.LazyFrame(schema=schema))
-
-
-def _type_of(expr: pl.Expr, frame: pl.LazyFrame) -> pl.DataType:
-    """The type ``expr`` has over the columns of ``frame`` (an empty frame: no data is read)."""
-    return frame.select(expr.alias("__probe")).collect_schema()["__probe"]
-
-
-def _children(node: dict[str, Any]) -> list[Any]:
-    ((kind, body),) = node.items()
-    if kind == "Alias":
-        return [body[0]]
-    if kind == "Cast":
-        return [body["expr"]]
-    if kind == "BinaryExpr":
-        return [body["left"], body["right"]]
-    if kind == "Ternary":
-        return [body["predicate"], body["truthy"], body["falsy"]]
-    if kind == "Function":
-        return list(body["input"])
-    return []
-
-
-def _serialized(expr: pl.Expr) -> Any:
-    return json.loads(expr.meta.serialize(format="json"))
-
-
-def sub_expressions(node: dict[str, Any], expr: pl.Expr) -> list[tuple[Any, pl.Expr]]:
-    """Each serialized input of ``node`` (``expr``'s serialized form) with its live expression.
-
-    The JSON form writes every non-finite float as null, so literal values are
-    read from the live tree; the two are matched input by input and checked.
-    Inputs come in serialized order (a when/then/otherwise as predicate,
-    then, otherwise).
-
-    Raises:
-        InvalidArgumentError: the two forms do not match (an unknown polars form).
-
-    Example:
-        >>> import json
-        >>> import polars as pl
-        >>> from privframe.engines.expressions import sub_expressions
-        >>> expr = pl.col("x") + float("nan")
-        >>> node = json.loads(expr.meta.serialize(format="json"))
-        >>> [str(e) for _, e in sub_expressions(node, expr)]
-        ['col("x")', 'dyn float: NaN']
-    """
-    nodes = _children(node)
-    popped = expr.meta.pop()
-    # polars pops inputs last first; a when/then/otherwise as (predicate, otherwise, then).
-    order = [popped[0], popped[2], popped[1]] if "Ternary" in node else popped[::-1]
-    if len(order) != len(nodes) or any(
-        _serialized(e) != n for e, n in zip(order, nodes, strict=True)
-    ):
-        raise InvalidArgumentError(f"cannot read the structure of the expression {expr}")
-    return list(zip(nodes, order, strict=True))
+    return type_of(node_expr(node), pl.LazyFrame(schema=schema))
 
 
 # Types whose values can make an operation fail (decimal overflow, out-of-range
 # temporal or 64/128-bit casts, unknown categories, giant strings): never inside a step.
 _BANNED_KINDS = (pl.Decimal, pl.Enum, pl.Categorical, pl.List, pl.Array, pl.Struct, pl.Object)
 _BANNED_TYPES = (pl.UInt64, pl.Int128, pl.UInt128, pl.Duration, pl.Time, pl.Null)
-_COMPARISONS = frozenset({"Eq", "NotEq", "Lt", "LtEq", "Gt", "GtEq", "EqValidity", "NotEqValidity"})
 
 
 def _banned(dtype: pl.DataType) -> bool:
@@ -285,9 +154,9 @@ def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
     if kind == "BinaryExpr":
         left, right = _dtype(body["left"], schema), _dtype(body["right"], schema)
         op = body.get("op")
-        if op in _ARITHMETIC and not (_plain_number(left) and _plain_number(right)):
+        if op in ARITHMETIC and not (_plain_number(left) and _plain_number(right)):
             return f"arithmetic between {left} and {right} is not supported: use plain numbers"
-        if op in _COMPARISONS and not _compatible([left, right]):
+        if op in COMPARISONS and not _compatible([left, right]):
             return f"comparing {left} with {right} is not supported: cast one side first"
     if kind == "Ternary":
         # A branch may be a bare null (SQL's CASE without ELSE): it cannot fail, and
@@ -411,246 +280,6 @@ def check_types(expr: pl.Expr, schema: pl.Schema) -> None:
         return  # a schema error: the session reports it, data-independently
     if problem:
         raise InvalidArgumentError(f"expression {expr} cannot run privately: {problem}")
-
-
-# The integer operations that can overflow (% cannot: its result lies between 0 and
-# the divisor, and polars gives MIN % -1 as 0).
-_OVERFLOWING = frozenset({"Plus", "Minus", "Multiply", "FloorDivide"})
-
-
-def _may_overflow(node: Any) -> bool:
-    """Whether a serialized expression has an operation that can overflow on integers."""
-    if isinstance(node, list):
-        return any(_may_overflow(n) for n in node)
-    if not isinstance(node, dict):
-        return False
-    binary, function = node.get("BinaryExpr"), node.get("Function")
-    if isinstance(binary, dict) and binary.get("op") in _OVERFLOWING:
-        return True
-    if isinstance(function, dict) and function.get("function") == "Abs":
-        return True
-    return any(_may_overflow(v) for v in node.values())
-
-
-@functools.cache
-def _range(dtype: pl.DataType) -> tuple[int, int]:
-    """The smallest and largest value of an integer type."""
-    low, high = pl.select(low=dtype.min(), high=dtype.max()).row(0)
-    return int(low), int(high)
-
-
-def _either(flags: Sequence[pl.Expr | None]) -> pl.Expr | None:
-    present = [f for f in flags if f is not None]
-    return functools.reduce(operator.or_, present) if present else None
-
-
-class _Overflows:
-    """Per-row overflow flags of the integer operations of expressions over one schema.
-
-    A flag is true where an operation's exact result does not fit its type,
-    null or false elsewhere. Flags are built from allow-listed operations
-    only (comparisons, ``& |``, ``when/then``, lossless casts and ``//``), so
-    every engine computes them exactly as polars does; and each reads the
-    unchecked operands, so an expression of n operations nested d deep gets
-    flags of size O(n·d), never exponential.
-    """
-
-    def __init__(self, schema: pl.Schema) -> None:
-        self._frame = pl.LazyFrame(schema=schema)
-
-    def flag(self, node: Any, expr: pl.Expr) -> pl.Expr | None:
-        """Where some integer operation of the row overflows; None if none can."""
-        if not _may_overflow(node):
-            return None
-        pairs = sub_expressions(node, expr)
-        if "Ternary" in node:
-            (pnode, pexpr), (tnode, texpr), (fnode, fexpr) = pairs
-            chosen = None
-            truthy, falsy = self.flag(tnode, texpr), self.flag(fnode, fexpr)
-            if truthy is not None or falsy is not None:
-                # Only the branch the row takes counts (a null predicate takes otherwise).
-                false = pl.lit(False)
-                chosen = pl.when(pexpr).then(truthy if truthy is not None else false)
-                chosen = chosen.otherwise(falsy if falsy is not None else false)
-            return _either([self.flag(pnode, pexpr), chosen])
-        inputs = [self.flag(n, e) for n, e in pairs]
-        return _either([*inputs, self._own(node, expr, [e for _, e in pairs])])
-
-    def _own(self, node: Any, expr: pl.Expr, inputs: list[pl.Expr]) -> pl.Expr | None:
-        """The flag of the operation at the top of ``node`` itself (its inputs aside)."""
-        binary, function = node.get("BinaryExpr"), node.get("Function")
-        op = binary.get("op") if isinstance(binary, dict) else None
-        is_abs = isinstance(function, dict) and function.get("function") == "Abs"
-        if op not in _OVERFLOWING and not is_abs:
-            return None
-        dtype = _type_of(expr, self._frame)
-        if not dtype.is_integer():
-            return None
-        low = _range(dtype)[0]
-        signed = low < 0
-        if is_abs:
-            return inputs[0] == pl.lit(low, dtype) if signed else None
-        a, b = (self._as(e, dtype) for e in inputs)
-        left, right = (self._constant(e, dtype) for e in inputs)
-        if left is ... or right is ...:
-            return None  # a null constant operand: the result is null anyway
-        if left is not None or right is not None:
-            return _constant_flag(op, a, b, left, right, dtype)
-        zero = pl.lit(0, dtype)
-        if op in ("Plus", "Minus") and signed:
-            # Two's complement: a sum overflows iff its operands have one sign and the
-            # wrapped result the other (a difference: operands of opposite signs).
-            same = (a < zero) == (b < zero)
-            return (same if op == "Plus" else ~same) & ((expr < zero) != (a < zero))
-        if op == "Plus":
-            return expr < a
-        if op == "Minus":
-            return a < b
-        if op == "Multiply":
-            # The wrapped product r is a·b exactly iff r // a == b (a != 0): were it off by
-            # a multiple of 2^bits, the quotient would be off too. The one quotient that
-            # wraps itself, MIN // -1, is the case -1·MIN.
-            wrapped = (expr // a != b) & (a != zero)
-            if not signed:
-                return wrapped
-            return wrapped | (a == pl.lit(-1, dtype)) & (b == pl.lit(low, dtype))
-        return (a == pl.lit(low, dtype)) & (b == pl.lit(-1, dtype)) if signed else None
-
-    def _as(self, expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-        """An operand as polars brings it to the operation's type (a lossless cast)."""
-        return expr if _type_of(expr, self._frame) == dtype else expr.cast(dtype, strict=False)
-
-    def _constant(self, expr: pl.Expr, dtype: pl.DataType) -> Any:
-        """A column-free operand's value in ``dtype`` (``...`` if null); None for others."""
-        if expr.meta.root_names():
-            return None
-        value = pl.select(expr.cast(dtype, strict=False)).item()
-        return ... if value is None else int(value)
-
-
-def _constant_flag(
-    op: str, a: pl.Expr, b: pl.Expr, left: int | None, right: int | None, dtype: pl.DataType
-) -> pl.Expr | None:
-    """The overflow flag of ``a op b`` with a constant operand: a range test of the other.
-
-    ``left`` or ``right`` is the constant's value (the other is None); the test
-    on the other operand needs no division and no second evaluation of it.
-    """
-    low, high = _range(dtype)
-    x, c = (b, left) if left is not None else (a, right)
-    assert c is not None
-    if op == "FloorDivide":  # only MIN // -1 overflows
-        if low == 0:
-            return None
-        if right is not None:
-            return x == pl.lit(low, dtype) if c == -1 else None
-        return x == pl.lit(-1, dtype) if c == low else None
-    if op == "Plus":
-        fits = (low - c, high - c)
-    elif op == "Minus":
-        fits = (low + c, high + c) if right is not None else (c - high, c - low)
-    elif c == 0:  # Multiply
-        return None
-    elif c > 0:
-        fits = (-(-low // c), high // c)
-    else:
-        fits = (-(-high // c), low // c)
-    lower, upper = max(fits[0], low), min(fits[1], high)
-    if low < lower and upper < high:
-        return ~x.is_between(pl.lit(lower, dtype), pl.lit(upper, dtype))
-    if low < lower:
-        return x < pl.lit(lower, dtype)
-    return x > pl.lit(upper, dtype) if upper < high else None
-
-
-def checked(expr: pl.Expr, schema: Mapping[str, pl.DataType] | pl.Schema) -> pl.Expr:
-    """``expr`` with checked integer arithmetic: null where an integer operation overflows.
-
-    In a row where an integer ``+ - * //`` or ``abs`` of ``expr`` has an exact
-    result outside its type's range (the type polars gives it over
-    ``schema``), the whole expression is null instead of a wrapped value; an
-    operation inside a ``when/then`` branch the row does not take does not
-    count (see the module documentation). Built from allow-listed
-    operations only, so every engine computes it exactly as polars does. An
-    expression without such operations is returned as is.
-
-    Example:
-        >>> import polars as pl
-        >>> from privframe.engines.expressions import checked
-        >>> df = pl.DataFrame({"x": [1, 2**62]})
-        >>> df.select(checked(pl.col("x") * 2, df.schema))["x"].to_list()
-        [2, None]
-        >>> df.select(pl.col("x") * 2)["x"].to_list()  # polars wraps around
-        [2, -9223372036854775808]
-    """
-    if not _may_overflow(_serialized(expr)):
-        return expr
-    columns = tuple(pl.Schema(schema).items())
-    result = _checked(expr.meta.serialize(format="binary"), columns)
-    return expr if result is None else result
-
-
-@functools.lru_cache(maxsize=256)
-def _checked(blob: bytes, columns: tuple[tuple[str, pl.DataType], ...]) -> pl.Expr | None:
-    """:func:`checked` of a serialized expression, or None if it has nothing to check.
-
-    Cached: the session checks a query's steps on empty frames before the
-    engine runs them, and the same query is often released again. The binary
-    form keeps non-finite literals exact (the JSON form writes them as null).
-    """
-    expr = pl.Expr.deserialize(io.BytesIO(blob), format="binary")
-    flag = _Overflows(pl.Schema(dict(columns))).flag(_serialized(expr), expr)
-    if flag is None:
-        return None
-    result = pl.when(flag).then(None).otherwise(expr)
-    name = expr.meta.output_name(raise_if_undetermined=False)
-    return result if name is None else result.alias(name)
-
-
-_ALLOWED = (
-    "Use columns, literals, arithmetic, comparisons, & | ~, when/then, abs, "
-    "is_null/is_nan/is_finite, is_between, is_in([...literal list...]), "
-    "cast(..., strict=False), and str.starts_with/ends_with/contains(..., literal=True) "
-    "with a literal argument. Aggregations, windows, sorts, strict casts, regular "
-    "expressions and Python functions are refused."
-)
-
-
-def _check(expr: object, what: str, example: str) -> pl.Expr:
-    if not isinstance(expr, pl.Expr):
-        raise InvalidArgumentError(
-            f"{what} takes a polars expression such as {example}, got {type(expr).__name__}"
-        )
-    if not is_safe_filter(expr):
-        raise InvalidArgumentError(
-            f"this {what} expression is not one privframe can run privately: it must compute "
-            f"each row from that row alone and must not be able to fail on any value. {_ALLOWED}"
-        )
-    return expr
-
-
-def check_filter(predicate: object) -> pl.Expr:
-    """``predicate`` if privframe can use it as a row filter, else a clear error.
-
-    Example:
-        >>> import polars as pl
-        >>> from privframe.engines.expressions import check_filter
-        >>> check_filter(pl.col("age").is_between(18, 65)) is not None
-        True
-    """
-    return _check(predicate, "filter", "pl.col('age') >= 18")
-
-
-def check_expression(expr: object) -> pl.Expr:
-    """``expr`` if privframe can use it as a derived column, else a clear error.
-
-    Example:
-        >>> import polars as pl
-        >>> from privframe.engines.expressions import check_expression
-        >>> check_expression(pl.col("price") * pl.col("qty")) is not None
-        True
-    """
-    return _check(expr, "with_columns", "pl.col('price') * pl.col('qty')")
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 
 import polars as pl
 
-from privframe.engines.expressions import checked
+from privframe.engines.checked_arithmetic import checked
 
 __all__ = [
     "COUNT",

@@ -73,11 +73,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from privframe.engines.expressions import (
-    _ARITHMETIC,
-    _COMPARISONS,
-    _SAFE_FUNCTIONS,
-    _is_safe,
+from privframe.engines.allow_list import (
+    ARITHMETIC,
+    COMPARISONS,
+    SAFE_FUNCTIONS,
+    is_allowed,
     sub_expressions,
 )
 from privframe.errors import InvalidArgumentError
@@ -201,7 +201,7 @@ def to_spark(
         node = json.loads(expr.meta.serialize(format="json"))
     except Exception:  # refuse what cannot be read rather than guess
         node = None
-    if not _is_safe(node):
+    if not is_allowed(node):
         raise InvalidArgumentError(
             f"the expression {expr} is not one privframe can run privately (see "
             "privframe.engines.expressions), so it has no Spark translation"
@@ -377,7 +377,7 @@ class _Translator:
 
     def _binary(self, op: str, expr: pl.Expr, pairs: list[tuple[Any, pl.Expr]]) -> Column:
         (lnode, lexpr), (rnode, rexpr) = pairs
-        if op in _COMPARISONS:
+        if op in COMPARISONS:
             target = self.supertype([lexpr, rexpr])
             left, right = self.operand(lnode, lexpr, target), self.operand(rnode, rexpr, target)
             return _compare(op, left, right)
@@ -385,7 +385,7 @@ class _Translator:
         if op in ("And", "Or", "Xor"):
             left, right = self.operand(lnode, lexpr, target), self.operand(rnode, rexpr, target)
             return _logic(op, left, right, target)
-        if op not in _ARITHMETIC or op == "Divide" or not _is_number(target):
+        if op not in ARITHMETIC or op == "Divide" or not _is_number(target):
             raise InvalidArgumentError(
                 f"the operation {op} with a result of type {target} has no Spark translation"
             )
@@ -461,7 +461,7 @@ class _Translator:
             if isinstance(options, dict) and options.get("literal") is True:
                 value, pattern = self._strings(pairs)
                 return value.contains(pattern)
-        if name not in _SAFE_FUNCTIONS:
+        if name not in SAFE_FUNCTIONS:
             raise InvalidArgumentError(
                 f"the function {_function_name(function)} has no Spark translation"
             )
