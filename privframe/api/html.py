@@ -1,7 +1,8 @@
 """HTML views for notebooks and the self-contained report page.
 
 Every function here is pure: it takes privframe objects and returns an HTML
-string in which all text went through :func:`html.escape`. The markup is also
+string in which all text went through :func:`html.escape` (the helpers of
+:mod:`privframe._html` escape what they are given). The markup is also
 well-formed XML (every tag closed, every attribute quoted), needs no
 JavaScript and loads nothing from outside, so a report page can be mailed or
 archived as one file. The session, query and explanation views show public
@@ -18,24 +19,31 @@ Example:
 
 from __future__ import annotations
 
-import html
-import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import pandas as pd
-import polars as pl
-
+from privframe._html import (
+    BAR_COLOUR,
+    SVG_NAMESPACE,
+    interval,
+    number,
+    paragraph,
+    plain,
+    table,
+    text,
+)
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.replay import guarantee
+from privframe.api._chart import bar_chart
+from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
 from privframe.plan.aggregates import Aggregate, Quantile, _Bounded
-from privframe.plan.planner import ACCOUNTING_NOTE
+from privframe.plan.explanation_view import explanation_html
 
 if TYPE_CHECKING:
-    # Types only: session, query and planner will call these views from _repr_html_.
+    # Types only: session and query call these views from their _repr_html_.
     from privframe.accounting.accountant import BudgetReport
     from privframe.accounting.ledger import LedgerEntry
     from privframe.api.query import Query
@@ -52,16 +60,6 @@ __all__ = [
     "session_html",
     "show",
 ]
-
-Frame = pl.DataFrame | pd.DataFrame
-
-_SVG = "http://www.w3.org/2000/svg"
-_BAR = "#4c78a8"
-_NEGATIVE_BAR = "#e45756"
-_MAX_BARS = 60
-_ROW_HEIGHT = 22
-_LABEL_WIDTH = 170
-_PLOT_WIDTH = 460
 
 _CONVERSION = (
     "ρ (and any δ spent outright) add up: spent + remaining = budget. ε, δ and μ state each "
@@ -86,56 +84,6 @@ section { border-top: 1px solid #d1d5db; margin-top: 1.5em; }
 """
 
 
-# --------------------------------------------------------------------------- formatting
-
-
-def _text(value: object) -> str:
-    return html.escape(str(value))
-
-
-def _num(x: float) -> str:
-    """A budget or noise parameter: six significant digits, as the text reports print them."""
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    return f"{x:.6g}"
-
-
-def _plain(value: object) -> str:
-    """A released or key value without an interval."""
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        # Whole numbers print in full (1234567, not 1.23457e+06).
-        return f"{value:.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
-    return str(value)
-
-
-def _interval(value: float, half: float) -> str:
-    """``value ± half`` to the precision of the interval: two significant digits of ``half``."""
-    if not (math.isfinite(half) and half > 0 and math.isfinite(value)):
-        return f"{_plain(value)} ± {_plain(half)}"
-    decimals = min(15, max(0, 1 - math.floor(math.log10(half))))
-    return f"{value:.{decimals}f} ± {half:.{decimals}f}"
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[object]], caption: str = "") -> str:
-    """A table of plain-text cells, each escaped here; no header row when ``header`` is empty."""
-    head = "".join(f"<th>{_text(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_text(cell)}</td>" for cell in row) + "</tr>" for row in rows
-    )
-    title = f"<caption>{_text(caption)}</caption>" if caption else ""
-    thead = f"<thead><tr>{head}</tr></thead>" if header else ""
-    return f'<table class="pf-table">{title}{thead}<tbody>{body}</tbody></table>'
-
-
-def _paragraph(text: str, cls: str = "") -> str:
-    attr = f' class="{cls}"' if cls else ""
-    return f"<p{attr}>{_text(text)}</p>"
-
-
 # --------------------------------------------------------------------------- budget
 
 
@@ -143,10 +91,11 @@ def _gauge(spent: float, budget: float) -> str:
     """An inline SVG bar: the share of ρ spent."""
     share = min(spent / budget, 1.0) if budget > 0 else 1.0
     width, height = 240, 14
-    colour = "#b91c1c" if share >= 0.9 else _BAR
+    colour = "#b91c1c" if share >= 0.9 else BAR_COLOUR
     return (
-        f'<svg xmlns="{_SVG}" class="pf-gauge" width="{width}" height="{height}" role="img">'
-        f"<title>{_text(f'{share:.0%} of the budget spent')}</title>"
+        f'<svg xmlns="{SVG_NAMESPACE}" class="pf-gauge" width="{width}" height="{height}" '
+        'role="img">'
+        f"<title>{text(f'{share:.0%} of the budget spent')}</title>"
         f'<rect width="{width}" height="{height}" rx="3" fill="#e5e7eb"/>'
         f'<rect width="{share * width:.1f}" height="{height}" rx="3" fill="{colour}"/></svg>'
     )
@@ -157,27 +106,34 @@ def _guarantee_table(report: BudgetReport) -> str:
     outright = report.budget.exact_delta > 0 or report.spent.exact_delta > 0
     header = ["", "ρ (zCDP)", *(["δ spent outright"] if outright else []), "ε", "δ", "μ (GDP)"]
     rows = [
-        (name, _num(rho), *([_num(d)] if outright else []), _num(eps), f"{total:.3g}", _num(mu))
+        (
+            name,
+            number(rho),
+            *([number(d)] if outright else []),
+            number(eps),
+            f"{total:.3g}",
+            number(mu),
+        )
         for name, rho, eps, mu, d, total in report.rows()
     ]
-    return _table(header, rows, "guarantee: spent + remaining = budget in ρ")
+    return table(header, rows, "guarantee: spent + remaining = budget in ρ")
 
 
 def _budget_html(report: BudgetReport) -> str:
     """The gauge, the budget in ρ, (ε, δ) and μ, the conversion, and a seeded warning."""
     parts = [
         _gauge(report.spent_rho, report.budget_rho),
-        _paragraph(
-            f"rho spent {_num(report.spent_rho)} of {_num(report.budget_rho)} "
-            f"({_num(report.remaining_rho)} remaining) in {report.n_entries} "
+        paragraph(
+            f"rho spent {number(report.spent_rho)} of {number(report.budget_rho)} "
+            f"({number(report.remaining_rho)} remaining) in {report.n_entries} "
             f"release{'' if report.n_entries == 1 else 's'}"
         ),
         _guarantee_table(report),
-        _paragraph(_CONVERSION, "pf-meta"),
+        paragraph(_CONVERSION, "pf-meta"),
     ]
     if report.n_seeded:
         parts.append(
-            _paragraph(
+            paragraph(
                 f"{report.n_seeded} release(s) used seeded randomness: "
                 "their output is NOT private (seeds are for tests and demos only).",
                 "pf-warning",
@@ -188,12 +144,12 @@ def _budget_html(report: BudgetReport) -> str:
 
 def _ledger_html(entries: Sequence[LedgerEntry], caption: str = "ledger") -> str:
     if not entries:
-        return _paragraph("no releases yet")
+        return paragraph("no releases yet")
     rows = (
-        (e.index, e.label, _num(e.rho), _num(e.delta), e.time, "yes" if e.seeded else "no")
+        (e.index, e.label, number(e.rho), number(e.delta), e.time, "yes" if e.seeded else "no")
         for e in entries
     )
-    return _table(["#", "label", "ρ", "δ", "time (UTC)", "seeded"], rows, caption)
+    return table(["#", "label", "ρ", "δ", "time (UTC)", "seeded"], rows, caption)
 
 
 _LEDGER_ROWS = 50
@@ -223,7 +179,7 @@ def session_html(sess: Session) -> str:
         caption = f"ledger: the last {len(shown)} of {len(ledger)} releases (sess.ledger has all)"
     return (
         '<div class="privframe">'
-        + _paragraph("privframe session")
+        + paragraph("privframe session")
         + _budget_html(sess.report())
         + _ledger_html(shown, caption)
         + "</div>"
@@ -231,71 +187,6 @@ def session_html(sess: Session) -> str:
 
 
 # --------------------------------------------------------------------------- plans
-
-
-def explanation_html(explanation: Explanation) -> str:
-    """What a release would do, as tables: cost, bound, measurements, selection, outputs.
-
-    Every number comes from the explanation, i.e. from public parameters.
-
-    Example:
-        >>> import polars as pl
-        >>> import privframe as pf
-        >>> from privframe.api.html import explanation_html
-        >>> sess = pf.Session(pl.DataFrame({"u": [1], "r": ["a"]}), "u", pf.zCDP(1.0))
-        >>> q = sess.query().bound(max_groups=1, max_rows_per_group=2).group_by(
-        ...     "r", keys=["a", "b"]).agg(pf.count())
-        >>> "sqrt(S) = sqrt(4)" in explanation_html(q.explain(rho=0.5))
-        True
-    """
-    plan = explanation.plan
-    cost = plan.cost
-    delta = f", δ = {cost.delta:.3g}" if cost.delta else ""
-    measured = [
-        (m.key, m.derivation, _num(m.rho), _num(m.sigma), _num(m.ci95)) for m in plan.measurements
-    ]
-    measured += [
-        (qm.key, qm.derivation, _num(qm.rho), "n/a", f"{qm.rank_error():.4g} rows of rank")
-        for qm in plan.quantiles
-    ]
-    parts = [
-        _paragraph(f"release costs ρ = {_num(cost.rho)}{delta} (zCDP)"),
-        _paragraph(ACCOUNTING_NOTE, "pf-meta"),
-        _paragraph(f"contribution bound: {plan.limits.describe()}"),
-        _table(["measurement", "sensitivity", "ρ", "σ", "95% ±"], measured, "measurements"),
-    ]
-    selection = plan.selection
-    if selection is not None:
-        m = selection.measurement
-        kept = f"{selection.survival_count(0.5)} / {selection.survival_count(0.95)} units"
-        facts = [
-            (
-                "threshold",
-                f"a group is kept iff its noisy distinct-unit count ≥ {selection.threshold}",
-            ),
-            ("δ", f"{selection.delta:.3g}"),
-            ("kept with 50% / 95% probability at", kept),
-            ("sensitivity", m.derivation),
-            ("ρ, σ", f"{_num(m.rho)}, {_num(m.sigma)}"),
-        ]
-        if explanation.report_delta is not None:
-            facts.append(("this release alone", explanation.single_release(selection)))
-        parts.append(_table((), facts, "groups chosen privately"))
-    if plan.relative_errors:
-        parts.append(
-            _table(
-                ["output", "expected 95% relative error"],
-                ((name, f"{err:.3g}") for name, err in plan.relative_errors),
-                "balanced split (from the public guesses of pf.balance)",
-            )
-        )
-    outputs = (
-        (row["output"], row["measurements"], row["std"], row["ci95"]) for row in explanation.rows
-    )
-    parts.append(_table(["output", "measurements", "std", "95% ±"], outputs, "outputs"))
-    if explanation.notes:
-        parts.append("<ul>" + "".join(f"<li>{_text(n)}</li>" for n in explanation.notes) + "</ul>")
-    return '<div class="privframe">' + "".join(parts) + "</div>"
 
 
 def _kind(agg: Aggregate) -> str:
@@ -309,7 +200,7 @@ def _aggregate_row(agg: Aggregate) -> tuple[str, str, str, str]:
     what = _kind(agg)
     if isinstance(agg, Quantile):
         what = f"quantile q = {agg.q:g} ({agg.candidates} candidates)"
-    return (agg.output_name, what, agg.column, f"[{_plain(agg.lower)}, {_plain(agg.upper)}]")
+    return (agg.output_name, what, agg.column, f"[{plain(agg.lower)}, {plain(agg.upper)}]")
 
 
 def query_html(query: Query) -> str:
@@ -360,8 +251,8 @@ def query_html(query: Query) -> str:
     ]
     return (
         '<div class="privframe">'
-        + _table((), facts, "query")
-        + _table(
+        + table((), facts, "query")
+        + table(
             ["output", "aggregate", "column", "bounds"],
             (_aggregate_row(agg) for agg in plan.aggregates),
             "aggregates",
@@ -371,26 +262,6 @@ def query_html(query: Query) -> str:
 
 
 # --------------------------------------------------------------------------- results
-
-
-def _as_polars(frame: Frame) -> pl.DataFrame:
-    return frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
-
-
-def _outputs(columns: Sequence[str]) -> dict[str, str]:
-    """Each output column with an interval, and the column holding it (``_ci95`` first)."""
-    found: dict[str, str] = {}
-    for name in columns:
-        for suffix in ("_ci95", "_rank_ci95"):
-            if f"{name}{suffix}" in columns:
-                found[name] = f"{name}{suffix}"
-                break
-    return found
-
-
-def _error_columns(columns: Sequence[str], outputs: dict[str, str]) -> set[str]:
-    """The error columns folded into their outputs' cells (``_std`` goes with ``_ci95``)."""
-    return {c for name in outputs for c in (f"{name}_std", outputs[name]) if c in columns}
 
 
 def result_html(frame: Frame) -> str:
@@ -408,9 +279,9 @@ def result_html(frame: Frame) -> str:
         >>> "<td>1234 ± 54</td>" in result_html(frame)
         True
     """
-    data = _as_polars(frame)
-    outputs = _outputs(data.columns)
-    hidden = _error_columns(data.columns, outputs)
+    data = as_polars(frame)
+    outputs = interval_columns(data.columns)
+    hidden = error_columns(data.columns, outputs)
     shown = [c for c in data.columns if c not in hidden]
     rows = []
     for record in data.iter_rows(named=True):
@@ -418,14 +289,14 @@ def result_html(frame: Frame) -> str:
         for name in shown:
             value, column = record[name], outputs.get(name)
             if column is None:
-                cells.append(_plain(value))
+                cells.append(plain(value))
             elif column.endswith("_rank_ci95"):
-                cells.append(f"{_plain(value)} (rank ± {record[column]:.3g})")
+                cells.append(f"{plain(value)} (rank ± {record[column]:.3g})")
             else:
-                cells.append(_interval(value, record[column]))
+                cells.append(interval(value, record[column]))
         rows.append(cells)
     header = [f"{c} (± 95%)" if c in outputs else c for c in shown]
-    return '<div class="privframe">' + _table(header, rows) + "</div>"
+    return '<div class="privframe">' + table(header, rows) + "</div>"
 
 
 @dataclass(frozen=True)
@@ -455,104 +326,6 @@ def show(result: Frame) -> Shown:
     return Shown(result)
 
 
-# --------------------------------------------------------------------------- chart
-
-
-def _ticks(lo: float, hi: float) -> list[float]:
-    """About five round tick values covering [lo, hi]."""
-    raw = (hi - lo) / 5
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first = math.ceil(lo / step) * step
-    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
-
-
-def _bar_chart(frame: Frame) -> str:
-    """An inline SVG of the first output with an interval: one bar per group, 95% error bars.
-
-    Bars are horizontal (one row per group, so long labels and many groups
-    fit); values can be negative (bars then extend left of the zero line).
-    Quantiles get no error bars: their error is in ranks, not values. Only
-    the first ``_MAX_BARS`` groups are drawn; the table lists them all.
-    """
-    data = _as_polars(frame)
-    outputs = _outputs(data.columns)
-    if not outputs:
-        return ""
-    in_values = {n: c for n, c in outputs.items() if not c.endswith("_rank_ci95")}
-    name = next(iter(in_values or outputs))
-    errors = name in in_values
-    hidden = _error_columns(data.columns, outputs) | set(outputs)
-    groups = [c for c in data.columns if c not in hidden]
-    rows = data.head(_MAX_BARS)
-    labels = (
-        [" / ".join(map(_plain, key)) for key in rows.select(groups).iter_rows()]
-        if groups
-        else ["all"] * rows.height
-    )
-    values = [float(v) for v in rows[name]]
-    halves = [float(e) for e in rows[outputs[name]]] if errors else [0.0] * rows.height
-    drawn = [(v, e) for v, e in zip(values, halves, strict=True) if math.isfinite(v + e)]
-    lo = min([0.0, *(v - e for v, e in drawn)])
-    hi = max([0.0, *(v + e for v, e in drawn)])
-    if hi == lo:
-        hi = lo + 1.0
-    top, left = 24, _LABEL_WIDTH
-
-    def x(value: float) -> float:
-        return left + (value - lo) / (hi - lo) * _PLOT_WIDTH
-
-    height = top + _ROW_HEIGHT * len(values) + 24
-    width = left + _PLOT_WIDTH + 30
-    shapes = [
-        f'<text x="{left}" y="14" font-size="12">{_text(name)}'
-        f"{' (bars: 95% intervals)' if errors else ' (error in ranks: see the table)'}</text>"
-    ]
-    for i, (label, value, half) in enumerate(zip(labels, values, halves, strict=True)):
-        y = top + i * _ROW_HEIGHT
-        middle = y + _ROW_HEIGHT / 2
-        short = label if len(label) <= 24 else label[:23] + "…"
-        shapes.append(
-            f'<text x="{left - 6}" y="{middle + 4:.1f}" font-size="12" '
-            f'text-anchor="end">{_text(short)}</text>'
-        )
-        if not math.isfinite(value + half):
-            continue
-        a, b = sorted((x(0.0), x(value)))
-        tip = _interval(value, half) if errors else _plain(value)
-        shapes.append(
-            f'<rect class="pf-bar" x="{a:.1f}" y="{y + 4}" width="{b - a:.1f}" '
-            f'height="{_ROW_HEIGHT - 8}" fill="{_BAR if value >= 0 else _NEGATIVE_BAR}">'
-            f"<title>{_text(f'{label}: {tip}')}</title></rect>"
-        )
-        if errors:
-            low, high = x(value - half), x(value + half)
-            shapes.append(
-                f'<path class="pf-err" d="M{low:.1f},{middle:.1f}H{high:.1f}'
-                f"M{low:.1f},{middle - 4:.1f}V{middle + 4:.1f}"
-                f'M{high:.1f},{middle - 4:.1f}V{middle + 4:.1f}" stroke="#111827" fill="none"/>'
-            )
-    bottom = top + _ROW_HEIGHT * len(values)
-    shapes.append(
-        f'<line class="pf-zero" x1="{x(0.0):.1f}" y1="{top}" x2="{x(0.0):.1f}" y2="{bottom}" '
-        'stroke="#111827"/>'
-    )
-    for tick in _ticks(lo, hi):
-        shapes.append(
-            f'<text x="{x(tick):.1f}" y="{bottom + 16}" font-size="11" '
-            f'text-anchor="middle">{_text(_plain(tick))}</text>'
-        )
-    note = (
-        _paragraph(f"the chart shows the first {_MAX_BARS} of {data.height} groups", "pf-meta")
-        if data.height > _MAX_BARS
-        else ""
-    )
-    return (
-        f'<svg xmlns="{_SVG}" class="pf-chart" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img">' + "".join(shapes) + "</svg>" + note
-    )
-
-
 # --------------------------------------------------------------------------- report page
 
 
@@ -577,17 +350,19 @@ class ReportSection:
     sql: str | None = None
 
 
-def _section_html(number: int, section: ReportSection) -> str:
+def _section_html(index: int, section: ReportSection) -> str:
     cost = section.explanation.plan.cost
     delta = f", δ = {cost.delta:.3g}" if cost.delta else ""
-    sql = "" if section.sql is None else f"<pre>{_text(section.sql)}</pre>"
+    sql = "" if section.sql is None else f"<pre>{text(section.sql)}</pre>"
     return (
-        f'<section id="query-{number}"><h2>{_text(section.name)}</h2>'
-        + _paragraph(f"cost ρ = {_num(cost.rho)}{delta}; ledger label {section.label!r}", "pf-meta")
+        f'<section id="query-{index}"><h2>{text(section.name)}</h2>'
+        + paragraph(
+            f"cost ρ = {number(cost.rho)}{delta}; ledger label {section.label!r}", "pf-meta"
+        )
         + sql
         + query_html(section.query)
         + result_html(section.result)
-        + _bar_chart(section.result)
+        + bar_chart(section.result)
         + "<details><summary>sensitivity and noise of each measurement</summary>"
         + explanation_html(section.explanation)
         + "</details></section>"
@@ -601,12 +376,39 @@ def _report_guarantee(
     used = sum((e.cost for e in entries), zCDP(0))
     total_delta = reporting_delta + used.delta
     stated = guarantee(entries, total_delta, accounting)
-    return _paragraph(
-        f"This report's {len(entries)} release(s) charged ρ = {_num(used.rho)} (zCDP)"
+    return paragraph(
+        f"This report's {len(entries)} release(s) charged ρ = {number(used.rho)} (zCDP)"
         + (f" and spent δ = {used.delta:.3g} outright" if used.delta else "")
         + f". Stated by {accounting} accounting, they are (ε, δ)-DP with ε = "
-        f"{_num(stated.epsilon)} at δ = {total_delta:.3g} ({stated.basis}). "
-        f"μ = √(2ρ) = {_num(used.to_gdp().mu)} is the Gaussian-DP summary."
+        f"{number(stated.epsilon)} at δ = {total_delta:.3g} ({stated.basis}). "
+        f"μ = √(2ρ) = {number(used.to_gdp().mu)} is the Gaussian-DP summary."
+    )
+
+
+def _front_matter(
+    created: datetime, sections: Sequence[ReportSection], charged: Sequence[LedgerEntry]
+) -> str:
+    """What the page is, a warning if any release was seeded, and the list of its queries."""
+    contents = "".join(
+        f'<li><a href="#query-{i}">{text(s.name)}</a></li>' for i, s in enumerate(sections, 1)
+    )
+    banner = (
+        paragraph(
+            "Some releases in this report used seeded randomness: they are NOT private.",
+            "pf-warning",
+        )
+        if any(e.seeded for e in charged)
+        else ""
+    )
+    return (
+        paragraph(
+            f"made {created.isoformat(timespec='seconds')} by privframe; "
+            f"{len(sections)} quer{'y' if len(sections) == 1 else 'ies'}; every number below is "
+            "differentially private, and each ± is the half-width of a 95% interval of the noise",
+            "pf-meta",
+        )
+        + banner
+        + (f"<ol>{contents}</ol>" if contents else "")
     )
 
 
@@ -639,30 +441,12 @@ def report_html(
         >>> page.startswith("<!DOCTYPE html>"), "<h1>Q&amp;A</h1>" in page
         (True, True)
     """
-    contents = "".join(
-        f'<li><a href="#query-{i}">{_text(s.name)}</a></li>' for i, s in enumerate(sections, 1)
-    )
-    banner = (
-        _paragraph(
-            "Some releases in this report used seeded randomness: they are NOT private.",
-            "pf-warning",
-        )
-        if any(e.seeded for e in charged)
-        else ""
-    )
     return (
         '<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head>'
-        f'<meta charset="utf-8"/><title>{_text(title)}</title>'
+        f'<meta charset="utf-8"/><title>{text(title)}</title>'
         f"<style>{_PAGE_STYLE}</style></head><body>"
-        f"<h1>{_text(title)}</h1>"
-        + _paragraph(
-            f"made {created.isoformat(timespec='seconds')} by privframe; "
-            f"{len(sections)} quer{'y' if len(sections) == 1 else 'ies'}; every number below is "
-            "differentially private, and each ± is the half-width of a 95% interval of the noise",
-            "pf-meta",
-        )
-        + banner
-        + (f"<ol>{contents}</ol>" if contents else "")
+        f"<h1>{text(title)}</h1>"
+        + _front_matter(created, sections, charged)
         + "".join(_section_html(i, s) for i, s in enumerate(sections, 1))
         + '<section id="budget"><h2>Privacy budget</h2>'
         + _report_guarantee(charged, budget.delta, accounting)

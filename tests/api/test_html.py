@@ -15,10 +15,10 @@ import pytest
 
 import privframe as pf
 from privframe.accounting.budgets import zCDP
+from privframe.api._chart import bar_chart
 from privframe.api.html import (
     ReportSection,
     Shown,
-    _bar_chart,
     explanation_html,
     query_html,
     report_html,
@@ -285,7 +285,7 @@ def test_show_wraps_a_result_for_notebooks() -> None:
 
 
 def _chart(frame: pl.DataFrame) -> ET.Element:
-    return ET.fromstring(_bar_chart(frame).split("</svg>")[0] + "</svg>")
+    return ET.fromstring(bar_chart(frame).split("</svg>")[0] + "</svg>")
 
 
 def test_chart_has_one_bar_and_error_bar_per_group_and_handles_negatives() -> None:
@@ -321,7 +321,7 @@ def test_chart_of_many_groups_and_of_quantiles() -> None:
     frame = pl.DataFrame(
         {"k": [f"g{i}" for i in range(n)], "n": [float(i) for i in range(n)], "n_ci95": [3.0] * n}
     )
-    page = _bar_chart(frame)
+    page = bar_chart(frame)
     svg = _chart(frame)
     assert len(svg.findall(f"{SVG}rect")) == 60
     assert f"the first 60 of {n} groups" in page
@@ -330,7 +330,7 @@ def test_chart_of_many_groups_and_of_quantiles() -> None:
     assert len(svg.findall(f"{SVG}rect")) == 1
     assert svg.findall(f"{SVG}path") == []
     assert [t.text for t in svg.findall(f"{SVG}text")][1] == "all"
-    assert _bar_chart(pl.DataFrame({"k": ["a"], "n": [1]})) == ""
+    assert bar_chart(pl.DataFrame({"k": ["a"], "n": [1]})) == ""
 
 
 def test_report_page_is_well_formed_and_complete(sess: pf.Session) -> None:

@@ -1,0 +1,124 @@
+"""Building blocks of privframe's HTML views: escaping, number formats, tables and paragraphs.
+
+Every helper escapes the text it is given, so a view built from them only
+ever puts escaped text into its markup; the markup is well-formed XML (every
+tag closed, every attribute quoted). This module imports nothing from
+privframe, so every layer's views (the plan's explanation, the api's
+session, query and report page) can use it.
+
+Example:
+    >>> from privframe._html import paragraph, table
+    >>> paragraph("a < b", "pf-meta")
+    '<p class="pf-meta">a &lt; b</p>'
+    >>> table(["x"], [[1]]).endswith("<tbody><tr><td>1</td></tr></tbody></table>")
+    True
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "BAR_COLOUR",
+    "SVG_NAMESPACE",
+    "interval",
+    "number",
+    "paragraph",
+    "plain",
+    "table",
+    "text",
+]
+
+SVG_NAMESPACE = "http://www.w3.org/2000/svg"
+"""The namespace every inline ``<svg>`` declares, so the page stays well-formed XML."""
+
+BAR_COLOUR = "#4c78a8"
+"""The fill of a bar (a budget gauge's spent share, a chart's positive value)."""
+
+
+def text(value: object) -> str:
+    """``str(value)``, escaped for HTML text and quoted attributes.
+
+    Example:
+        >>> from privframe._html import text
+        >>> text('<b a="1">')
+        '&lt;b a=&quot;1&quot;&gt;'
+    """
+    return html.escape(str(value))
+
+
+def number(x: float) -> str:
+    """A budget or noise parameter: six significant digits, as the text reports print them.
+
+    Example:
+        >>> from privframe._html import number
+        >>> number(0.123456789), number(float("inf"))
+        ('0.123457', '∞')
+    """
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    return f"{x:.6g}"
+
+
+def plain(value: object) -> str:
+    """A released or key value without an interval; ``None`` is empty.
+
+    Example:
+        >>> from privframe._html import plain
+        >>> plain(1234567.0), plain(0.1234567), plain(None), plain("north")
+        ('1234567', '0.123457', '', 'north')
+    """
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        # Whole numbers print in full (1234567, not 1.23457e+06).
+        return f"{value:.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
+    return str(value)
+
+
+def interval(value: float, half: float) -> str:
+    """``value ± half`` to the precision of the interval: two significant digits of ``half``.
+
+    Example:
+        >>> from privframe._html import interval
+        >>> interval(1234.0, 53.7), interval(0.5, float("nan"))
+        ('1234 ± 54', '0.5 ± nan')
+    """
+    if not (math.isfinite(half) and half > 0 and math.isfinite(value)):
+        return f"{plain(value)} ± {plain(half)}"
+    decimals = min(15, max(0, 1 - math.floor(math.log10(half))))
+    return f"{value:.{decimals}f} ± {half:.{decimals}f}"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]], caption: str = "") -> str:
+    """A table of plain-text cells, each escaped here; no header row when ``header`` is empty.
+
+    Example:
+        >>> from privframe._html import table
+        >>> page = table((), [("a&b", 2)], "facts")
+        >>> "<caption>facts</caption><tbody>" in page, "<td>a&amp;b</td><td>2</td>" in page
+        (True, True)
+    """
+    head = "".join(f"<th>{text(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{text(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    title = f"<caption>{text(caption)}</caption>" if caption else ""
+    thead = f"<thead><tr>{head}</tr></thead>" if header else ""
+    return f'<table class="pf-table">{title}{thead}<tbody>{body}</tbody></table>'
+
+
+def paragraph(content: str, cls: str = "") -> str:
+    """A paragraph of escaped text, with an optional CSS class.
+
+    Example:
+        >>> from privframe._html import paragraph
+        >>> paragraph("spent 0 of 1")
+        '<p>spent 0 of 1</p>'
+    """
+    attr = f' class="{cls}"' if cls else ""
+    return f"<p{attr}>{text(content)}</p>"
