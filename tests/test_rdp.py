@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from privframe.accounting import rdp
+from privframe.accounting._subsampled import subsampled_gaussian_rdp
 from privframe.accounting.events import (
     ComposedEvent,
     GaussianEvent,
@@ -41,7 +42,7 @@ def reference() -> dict[str, Any]:
 @cache
 def raw_curve(q: float, sigma: float) -> tuple[float, ...]:
     """The unguarded per-order RDP: the same sums dp_accounting evaluates."""
-    return tuple(rdp._subsampled(q, sigma, a, guard=False) for a in rdp.DEFAULT_ORDERS)
+    return tuple(subsampled_gaussian_rdp(q, sigma, a, guard=False) for a in rdp.DEFAULT_ORDERS)
 
 
 @cache

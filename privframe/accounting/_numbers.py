@@ -24,7 +24,7 @@ from typing import TypeAlias
 
 from scipy.optimize import brentq
 
-from privframe.errors import InvalidArgumentError, InvalidBudgetError
+from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 
 ULP = 2.0**-52
 """Relative spacing of doubles near 1 (machine epsilon)."""
@@ -176,6 +176,34 @@ def check_positive(name: str, value: object) -> float:
     if v <= 0:
         raise InvalidBudgetError(f"{name} must be > 0, got {v!r}")
     return v
+
+
+def check_probability(name: str, value: object) -> float:
+    """``value`` as a float probability in [0, 1], or raise naming ``name``.
+
+    Example:
+        >>> check_probability("q", 0.5)
+        0.5
+    """
+    q = check_nonnegative(name, value)
+    if q > 1:
+        raise InvalidValueError(f"{name} must be <= 1, got {q!r}")
+    return q
+
+
+def check_count(name: str, value: object) -> int:
+    """``value`` as an int >= 0 (a bool is not a count), or raise naming ``name``.
+
+    Example:
+        >>> check_count("steps", 3)
+        3
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgumentError(f"{name} must be an int, got {type(value).__name__}")
+    count = int(value)
+    if count < 0:
+        raise InvalidValueError(f"{name} must be >= 0, got {count!r}")
+    return count
 
 
 def check_delta(value: object) -> float:

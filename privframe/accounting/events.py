@@ -36,12 +36,17 @@ Example:
 from __future__ import annotations
 
 import json
-import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from privframe.accounting._numbers import check_delta, check_nonnegative, check_positive, check_real
+from privframe.accounting._numbers import (
+    check_count,
+    check_delta,
+    check_nonnegative,
+    check_positive,
+    check_real,
+)
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = [
@@ -74,15 +79,6 @@ def _check_event(name: str, value: object) -> Event:
     if not isinstance(value, Event):
         raise InvalidArgumentError(f"{name} must be a privframe event, got {type(value).__name__}")
     return value
-
-
-def _check_count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidArgumentError(f"{name} must be an int, got {type(value).__name__}")
-    count = int(value)
-    if count < 0:
-        raise InvalidValueError(f"{name} must be >= 0, got {count!r}")
-    return count
 
 
 class Event:
@@ -159,7 +155,7 @@ class GaussianEvent(Event):
                 f"discrete must be a bool, got {type(self.discrete).__name__}"
             )
         if self.dimension is not None:
-            dimension = _check_count("dimension", self.dimension)
+            dimension = check_count("dimension", self.dimension)
             if dimension < 1:
                 raise InvalidValueError(f"dimension must be >= 1, got {dimension!r}")
             object.__setattr__(self, "dimension", dimension)
@@ -229,7 +225,7 @@ class SelfComposedEvent(Event):
 
     def __post_init__(self) -> None:
         _check_event("event", self.event)
-        object.__setattr__(self, "count", _check_count("count", self.count))
+        object.__setattr__(self, "count", check_count("count", self.count))
 
     def _payload(self) -> dict[str, Any]:
         return {"event": self.event.to_dict(), "count": self.count}

@@ -21,10 +21,16 @@ from __future__ import annotations
 
 import functools
 
-from privframe.accounting._numbers import check_conversion_delta, check_positive
-from privframe.accounting.events import GaussianEvent, PoissonSampledEvent, _check_count
-from privframe.accounting.pld import PLDAccountant, _GridTooLargeError
-from privframe.accounting.rdp import RDPAccountant, _check_probability
+from privframe.accounting._numbers import (
+    check_conversion_delta,
+    check_count,
+    check_positive,
+    check_probability,
+)
+from privframe.accounting._pld_grid import GridTooLargeError
+from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
+from privframe.accounting.pld import PLDAccountant
+from privframe.accounting.rdp import RDPAccountant
 from privframe.errors import CalibrationError, InvalidValueError
 
 __all__ = ["dpsgd_epsilon", "dpsgd_noise_multiplier"]
@@ -112,10 +118,10 @@ def dpsgd_noise_multiplier(
     """
     target = check_positive("target_epsilon", target_epsilon)
     delta = check_conversion_delta(delta)
-    q = _check_probability("sample_rate", sample_rate)
+    q = check_probability("sample_rate", sample_rate)
     if q == 0:
         raise InvalidValueError("sample_rate must be > 0: with q = 0 no noise is needed")
-    steps = _check_count("steps", steps)
+    steps = check_count("steps", steps)
     if steps == 0:
         raise InvalidValueError("steps must be >= 1: zero steps need no noise")
     rtol = check_positive("rtol", rtol)
@@ -128,7 +134,7 @@ def dpsgd_noise_multiplier(
     def epsilon(z: float) -> float:
         try:
             return dpsgd_epsilon(z, q, steps, delta, method=method, discrete=discrete)
-        except _GridTooLargeError:
+        except GridTooLargeError:
             # So little noise that the loss range outgrows the PLD grid (ε in the
             # hundreds): the RDP bound, also valid, stands in for it.
             return dpsgd_epsilon(z, q, steps, delta, method="rdp", discrete=discrete)
