@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from privframe.accounting import _numbers
-from privframe.accounting._numbers import Number, round_up
+from privframe.accounting._numbers import Number
+from privframe.accounting._report import BudgetReport, figure, refusal
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, to_zcdp, zCDP
 from privframe.accounting.ledger import (
     DataIdentity,
@@ -70,11 +71,6 @@ DEFAULT_REPORTING_DELTA = 1e-6
 
 _ROUNDING = Fraction(1, 2**40)
 """The float error :meth:`Accountant.affordable` forgives, relative to the budget."""
-
-
-def _fmt(x: float | Fraction) -> str:
-    """A budget figure for people: six significant digits (0.9, not 0.8999999999999999)."""
-    return f"{float(x):.6g}"
 
 
 @dataclass(frozen=True)
@@ -118,185 +114,6 @@ def _validate_cost(cost: object) -> None:
             f"a spend's cost must be a zCDP, got {type(cost).__name__}; convert other "
             "budgets with privframe.accounting.to_zcdp"
         )
-
-
-@dataclass(frozen=True)
-class BudgetReport:
-    """A snapshot of an accountant's budget in every reporting unit.
-
-    ρ is the accounting unit, and it adds up exactly: ``spent + remaining ==
-    budget`` (the exact :class:`~privframe.accounting.zCDP` fields), in ρ and
-    in the δ spent outright (approximate zCDP, e.g. private partition
-    selection). The other units are each row's own conversion, and do not add
-    up (ε and μ are not additive):
-
-    * (ε, δ)-DP with the tightest conversion valid for *every* ρ-zCDP
-      mechanism (:meth:`privframe.accounting.zCDP.epsilon`, Canonne, Kamath &
-      Steinke 2020), at δ = the reporting δ (the conversion's slack) + the
-      row's δ spent outright. With no δ spent outright (the usual case) every
-      row is simply (ε, ``delta``)-DP.
-    * μ = sqrt(2ρ) (:meth:`privframe.accounting.zCDP.to_gdp`), the
-      Gaussian-equivalent summary: exact when every release was a continuous
-      Gaussian, not a guarantee for sessions that used other mechanisms.
-
-    The float fields are the nearest floats of exact values (ε and μ rounded
-    up), for display; ``str()`` prints six significant digits.
-
-    Attributes:
-        delta: the reporting δ: the slack of the zCDP to (ε, δ) conversion.
-            For a budget ``ApproxDP(ε, δ).to_zcdp(selection_delta=δ_s)`` it
-            defaults to δ − δ_s, so the budget row, and the spent row once
-            everything is spent, read (ε' <= ε, δ).
-        budget: the budget, exactly.
-        spent: what was spent, exactly (the exact sum of the ledger's entries).
-        remaining: ``budget - spent``, exactly (0 if more was spent, which a
-            ledger reopened with a smaller budget can show).
-        budget_rho: ρ of the budget.
-        spent_rho: ρ spent.
-        remaining_rho: ρ left.
-        budget_delta: δ₀ of the (approximate zCDP) budget; usually 0.
-        spent_delta: δ₀ spent outright.
-        remaining_delta: δ₀ left.
-        budget_epsilon: ε of the budget at δ = ``delta`` + ``budget_delta``.
-        spent_epsilon: ε of what was spent at δ = ``delta`` + ``spent_delta``.
-        remaining_epsilon: ε of what is left at δ = ``delta`` + ``remaining_delta``.
-        budget_mu: μ of the budget (rounded up).
-        spent_mu: μ of what was spent (rounded up).
-        remaining_mu: μ of what is left (rounded up).
-        spent_epsilon_gaussian: ε of the exact μ-GDP curve at ``delta`` for μ =
-            ``spent_mu`` (Dong, Roth & Su 2022, Cor. 2.13): what the spend
-            would give if every release had been a continuous Gaussian,
-            reported beside the general bound; None when δ was spent outright.
-            privframe's stated guarantee is ``spent_epsilon``: discrete
-            Gaussian releases are ρ-zCDP but not exactly μ-GDP.
-        n_entries: number of ledger entries.
-        n_seeded: how many of them used seeded (non-private) randomness.
-
-    Example:
-        >>> import privframe as pf
-        >>> from privframe.accounting.accountant import Accountant
-        >>> acct = Accountant(pf.zCDP(0.5))
-        >>> _ = acct.spend(pf.zCDP(0.125), label="q1")
-        >>> r = acct.report()
-        >>> r.spent_rho, r.remaining_rho, r.delta, r.spent_mu
-        (0.125, 0.375, 1e-06, 0.5)
-        >>> r.spent + r.remaining == r.budget
-        True
-    """
-
-    delta: float
-    budget: zCDP
-    spent: zCDP
-    remaining: zCDP
-    budget_epsilon: float
-    spent_epsilon: float
-    remaining_epsilon: float
-    budget_mu: float
-    spent_mu: float
-    remaining_mu: float
-    spent_epsilon_gaussian: float | None
-    n_entries: int
-    n_seeded: int
-
-    @property
-    def budget_rho(self) -> float:
-        """ρ of the budget (nearest float)."""
-        return self.budget.rho
-
-    @property
-    def spent_rho(self) -> float:
-        """ρ spent (nearest float)."""
-        return self.spent.rho
-
-    @property
-    def remaining_rho(self) -> float:
-        """ρ left (nearest float)."""
-        return self.remaining.rho
-
-    @property
-    def budget_delta(self) -> float:
-        """δ₀ of the budget, spent outright (nearest float)."""
-        return self.budget.delta
-
-    @property
-    def spent_delta(self) -> float:
-        """δ₀ spent outright (nearest float)."""
-        return self.spent.delta
-
-    @property
-    def remaining_delta(self) -> float:
-        """δ₀ left to spend outright (nearest float)."""
-        return self.remaining.delta
-
-    def rows(self) -> list[tuple[str, float, float, float, float, float]]:
-        """(name, ρ, ε, μ, δ spent outright, total δ) for budget, spent and remaining.
-
-        Each row is (ε, total δ)-DP, with total δ = the reporting δ plus the
-        row's δ spent outright, rounded up.
-
-        Example:
-            >>> import privframe as pf
-            >>> from privframe.accounting.accountant import Accountant
-            >>> [row[:2] for row in Accountant(pf.zCDP(1.0)).report().rows()]
-            [('budget', 1.0), ('spent', 0.0), ('remaining', 1.0)]
-        """
-        parts = [
-            ("budget", self.budget, self.budget_epsilon, self.budget_mu),
-            ("spent", self.spent, self.spent_epsilon, self.spent_mu),
-            ("remaining", self.remaining, self.remaining_epsilon, self.remaining_mu),
-        ]
-        return [
-            (name, b.rho, eps, mu, b.delta, round_up(Fraction(self.delta) + b.exact_delta))
-            for name, b, eps, mu in parts
-        ]
-
-    def __str__(self) -> str:
-        outright = self.budget.exact_delta > 0 or self.spent.exact_delta > 0
-        left = f"{'':<10} {'rho (zCDP)':>12}"
-        if outright:
-            left += f" {'delta spent outright':>21}"
-        eps_title = "epsilon" if outright else f"epsilon @ delta={self.delta:g}"
-        right = f"{eps_title:>24}" + (f" {'delta':>10}" if outright else "") + f" {'mu (GDP)':>10}"
-        lines = [
-            f"privacy budget: {self.n_entries} ledger entr{'y' if self.n_entries == 1 else 'ies'}",
-            f"{left} | {right}",
-        ]
-        for name, rho, eps, mu, d, total in self.rows():
-            row = f"{name:<10} {_fmt(rho):>12}"
-            if outright:
-                row += f" {_fmt(d):>21}"
-            converted = f"{_fmt(eps):>24}" + (f" {_fmt(total):>10}" if outright else "")
-            lines.append(f"{row} | {converted} {_fmt(mu):>10}")
-        added = "rho and the delta spent outright add" if outright else "rho adds"
-        left_note = f"{added} up (spent + remaining = budget)"
-        if self.spent.exact_rho > self.budget.exact_rho or (
-            self.spent.exact_delta > self.budget.exact_delta
-        ):
-            # The remaining row is clipped at 0, so the left side cannot add up.
-            left_note = (
-                "more than this budget was spent (the ledger was charged under a larger "
-                "budget, or by an older privframe's floats); nothing remains of it"
-            )
-        lines.append(
-            f"left of |: {left_note}. Right of |: each row stated on its own as "
-            "(epsilon, delta)-DP and mu = sqrt(2 rho), which do not add up"
-        )
-        if outright:
-            lines.append(
-                f"delta = the conversion's slack {self.delta:g} + the row's delta spent outright"
-            )
-        if self.spent_epsilon_gaussian is not None:
-            lines.append(
-                f"for comparison, the exact Gaussian (mu-GDP) curve gives epsilon="
-                f"{_fmt(self.spent_epsilon_gaussian)} for what was spent; it holds for continuous "
-                "Gaussian noise only, so the guarantee stated is the zCDP one above"
-            )
-        if self.n_seeded:
-            lines.append(
-                f"warning: {self.n_seeded} entr{'y' if self.n_seeded == 1 else 'ies'} used "
-                "seeded randomness; those releases are not private"
-            )
-        return "\n".join(lines)
 
 
 class Accountant:
@@ -656,7 +473,7 @@ class Accountant:
                     f"spends[{i}] must be a privframe.Spend, got {type(item).__name__}"
                 )
         total = sum((s.cost for s in spends), zCDP(0))
-        listed = ", ".join(f"{s.label!r} rho={_fmt(s.cost.exact_rho)}" for s in spends)
+        listed = ", ".join(f"{s.label!r} rho={figure(s.cost.exact_rho)}" for s in spends)
         what = f"{len(spends)} spend{'s' if len(spends) != 1 else ''} ({listed})"
 
         def fits(rho: Fraction, delta: Fraction) -> None:
@@ -762,35 +579,7 @@ class Accountant:
         ):
             return
         left = self._remaining(rho, delta)
-        parts = [
-            f"{what} refused, nothing was recorded: {requests} rho={_fmt(cost.exact_rho)}, "
-            f"but rho={_fmt(rho)} is spent and rho={_fmt(left.exact_rho)} remains "
-            f"of the budget rho={_fmt(cap.exact_rho)}"
-        ]
-        if cost.exact_delta > 0 or cap.exact_delta > 0:
-            parts.append(
-                f"(delta: requests {_fmt(cost.exact_delta)}, spent {_fmt(delta)}, "
-                f"remaining {_fmt(left.exact_delta)} of {_fmt(cap.exact_delta)})"
-            )
-        if rho > cap.exact_rho or delta > cap.exact_delta:
-            parts.append(
-                "(this ledger already holds more than this budget: it was charged under a "
-                "larger one, so no spend fits)"
-            )
-        if (
-            left.exact_rho
-            and cost.exact_rho > left.exact_rho
-            and _fmt(cost.exact_rho) == _fmt(left.exact_rho)
-        ):
-            # Six digits cannot show the difference: say what it is, exactly.
-            parts.append(
-                f"(the request exceeds what remains by rho={cost.exact_rho - left.exact_rho})"
-            )
-        parts.append(
-            "Request at most the remaining budget (its exact_rho is exactly what is left), "
-            "or start a new privacy budget."
-        )
-        raise BudgetExceededError(" ".join(parts[:-1]) + ". " + parts[-1])
+        raise BudgetExceededError(refusal(cost, what, requests, (rho, delta), cap, left))
 
 
 def _warn_seeded(label: str) -> None:
