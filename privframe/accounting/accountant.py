@@ -15,6 +15,13 @@ spend adds to). So ``sum(entries) <= budget`` holds for everything this
 accountant recorded; ten spends of 0.1 fit a budget of 1.0 exactly, with
 nothing left, and spending :attr:`Accountant.remaining` always fits.
 
+An :class:`Accountant` *charges*: it holds a budget and a ledger, and every
+spend is recorded or refused. It is not an accountant in the sense of
+``dp_accounting``'s: :class:`~privframe.accounting.rdp.RDPAccountant` and
+:class:`~privframe.accounting.pld.PLDAccountant` *compose* mechanism events
+into an (ε, δ) statement, charging nothing (see :mod:`privframe.accounting.replay`
+for the ledger's guarantee stated through them).
+
 Example:
     >>> import privframe as pf
     >>> from privframe.accounting.accountant import Accountant

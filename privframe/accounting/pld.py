@@ -85,6 +85,11 @@ so in :attr:`PLDAccountant.fallback` and reports a bound that is valid: the
 zCDP conversion of the total ρ when nothing is subsampled (every event, plain
 Gaussians included, has a ρ), otherwise the Rényi accountant over all events.
 
+A :class:`PLDAccountant` *composes*, as :class:`~privframe.accounting.rdp.RDPAccountant`
+does: it states the (ε, δ) of a sequence of events, charges no budget and
+records nothing. Charging a session's budget on its ledger is the job of
+:class:`privframe.accounting.accountant.Accountant`.
+
 Example:
     >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
     >>> acct = PLDAccountant().compose(PoissonSampledEvent(0.01, GaussianEvent(1.1)), 1000)

@@ -38,6 +38,13 @@ term's share of the total); conversions round ε and δ up. The fractional-order
 series is truncated by ``dp_accounting``'s rule (terms decreasing and below
 e^{−30} of the total); that truncation is not separately guarded.
 
+An :class:`RDPAccountant` *composes*: it states the (ε, δ) of a sequence of
+events and is immutable (``compose`` returns a new one). It charges no
+budget and records nothing; charging a session's budget on its ledger is the
+job of :class:`privframe.accounting.accountant.Accountant`, which
+:mod:`privframe.accounting.replay` complements by replaying a ledger's
+events through this accountant or :class:`~privframe.accounting.pld.PLDAccountant`.
+
 Example:
     >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
     >>> acct = RDPAccountant().compose(PoissonSampledEvent(0.01, GaussianEvent(1.1)), 1000)

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from privframe.accounting._numbers import (
     check_conversion_delta,
@@ -139,6 +140,18 @@ def dpsgd_noise_multiplier(
             # hundreds): the RDP bound, also valid, stands in for it.
             return dpsgd_epsilon(z, q, steps, delta, method="rdp", discrete=discrete)
 
+    lo, hi = _bracket(epsilon, target, delta)
+    if lo < 2.0**-20:
+        return hi
+    return _illinois(epsilon, target, lo, hi, rtol)
+
+
+def _bracket(epsilon: Callable[[float], float], target: float, delta: float) -> tuple[float, float]:
+    """Powers of two ``lo = hi / 2`` with ε(lo) > target >= ε(hi).
+
+    Doubling from z = 1 until the target is met, then halving while it still
+    is; a ``lo`` below 2^-20 means ``hi`` is small enough and ε(lo) is not evaluated.
+    """
     hi = 1.0
     while epsilon(hi) > target:
         hi *= 2
@@ -150,7 +163,37 @@ def dpsgd_noise_multiplier(
     while epsilon(lo) <= target:
         hi, lo = lo, lo / 2
         if lo < 2.0**-20:
-            return hi
+            break
+    return lo, hi
+
+
+def _illinois(
+    epsilon: Callable[[float], float], target: float, lo: float, hi: float, rtol: float
+) -> float:
+    """The z in [lo, hi] where ε crosses ``target``, to ``rtol``: the bracket's upper end.
+
+    Illinois regula falsi on ε(z) − target: the bracket [lo, hi] always has
+    ε(lo) > target >= ε(hi), and shrinks superlinearly (fewer accountant runs
+    than bisection; each PLD run costs a few tenths of a second).
+    """
+    f_lo, f_hi = epsilon(lo) - target, epsilon(hi) - target
+    side = 0
+    while hi - lo > rtol * hi:
+        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        width = hi - lo
+        mid = min(max(mid, lo + 0.01 * width), hi - 0.01 * width)
+        f_mid = epsilon(mid) - target
+        if f_mid <= 0:
+            hi, f_hi = mid, f_mid
+            if side == -1:
+                f_lo /= 2
+            side = -1
+        else:
+            lo, f_lo = mid, f_mid
+            if side == 1:
+                f_hi /= 2
+            side = 1
+    return hi
     # Illinois regula falsi on ε(z) − target: the bracket [lo, hi] always has
     # ε(lo) > target >= ε(hi), and shrinks superlinearly (fewer accountant runs
     # than bisection; each PLD run costs a few tenths of a second).
