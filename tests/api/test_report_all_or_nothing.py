@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.api import report
+from privframe.api import report_output
 from privframe.api.report import ExitCode, ReportError, SpecError, load_spec, prepare
 
 BUDGET = pf.zCDP(rho=1.0)
@@ -233,7 +233,7 @@ def test_a_write_failing_after_the_charge_keeps_the_old_outputs_and_names_the_ne
         written.append(target)
         target.write_text("partial")
 
-    monkeypatch.setattr(report, "_write_csv", disk_full)
+    monkeypatch.setattr(report_output, "write_csv", disk_full)
     with pytest.raises(ReportError, match="every query was released and charged") as caught:
         prepared.run(out)
     assert caught.value.charged == ("Weekly/by_region", "Weekly/spread")

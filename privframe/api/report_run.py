@@ -1,0 +1,379 @@
+"""Running a report: every query checked and planned first, then released all or nothing.
+
+:func:`prepare` opens the session on the spec's data and its ledger, builds
+every query and explains it at its ρ: a query that does not plan raises
+:class:`~privframe.api.report_spec.SpecError`, and a report whose total cost
+does not fit what the ledger has left raises
+:class:`~privframe.errors.BudgetExceededError`, both before anything is
+spent. :meth:`Report.run` then computes every query, charges the whole
+report in one ledger step, draws the noise and writes the outputs
+(:mod:`privframe.api.report_output`); if it fails after the checks it raises
+:class:`ReportError`, which names exactly the queries charged to the ledger.
+
+Example:
+    >>> from privframe.api.report_run import describe_error
+    >>> describe_error(ValueError("a value from the data"))
+    'ValueError (message withheld: it may quote private values)'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+import pandas as pd
+import polars as pl
+
+from privframe.accounting.budgets import zCDP
+from privframe.api import report_output
+from privframe.api.html import ReportSection, report_html
+from privframe.api.query import Bound, Query
+from privframe.api.report_spec import QuerySpec, ReportSpec, SpecError
+from privframe.api.session import Batch, Session
+from privframe.api.sql import Column, SQLQuery
+from privframe.errors import BudgetExceededError, PrivframeError
+from privframe.mechanisms.noise import SeededRandomness
+from privframe.plan.planner import Explanation
+
+__all__ = ["Planned", "Report", "ReportError", "describe_error", "prepare"]
+
+
+class ReportError(PrivframeError):
+    """A report failed while releasing: ``charged`` lists the ledger labels it did charge."""
+
+    def __init__(self, message: str, charged: Sequence[str]) -> None:
+        super().__init__(message)
+        self.charged = tuple(charged)
+
+
+def describe_error(err: BaseException) -> str:
+    """An error's type and message, unless the message might quote private data.
+
+    privframe's own errors never carry data values and OS errors name paths;
+    any other message (a polars parse error, say) may quote a value from the
+    data, so only its type is shown.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.api.report import describe_error
+        >>> describe_error(pf.InvalidValueError("bad bound"))
+        'InvalidValueError: bad bound'
+        >>> describe_error(KeyError("alice@example.com"))
+        'KeyError (message withheld: it may quote private values)'
+    """
+    if isinstance(err, PrivframeError | OSError):
+        return f"{type(err).__name__}: {err}"
+    return f"{type(err).__name__} (message withheld: it may quote private values)"
+
+
+Releasable = Query | SQLQuery
+"""A report's query: built from the spec's structured form, or parsed from its SQL."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A query of a report, built and explained: what will be released and what it costs."""
+
+    spec: QuerySpec
+    query: Releasable
+    explanation: Explanation
+
+    @property
+    def cost(self) -> zCDP:
+        """What the release will charge."""
+        return self.explanation.plan.cost
+
+
+def _session(spec: ReportSpec, ledger: Path | None) -> Session:
+    """The session over the spec's data; SQL queries take their bounds, keys and limits from it."""
+    metadata = {column: Column(**facts) for column, facts in spec.metadata.items()}
+    rng = None if spec.seed is None else SeededRandomness(spec.seed)
+    try:
+        return Session(
+            spec.data,
+            spec.privacy_unit,
+            spec.budget,
+            ledger,
+            rng=rng,
+            metadata=metadata,
+            contributions=Bound(**spec.contributions),
+            same_data=spec.same_data,
+        )
+    except PrivframeError as err:
+        raise SpecError(f"cannot open the data and its ledger: {err}") from None
+
+
+def _build(sess: Session, spec: ReportSpec, query: QuerySpec) -> Releasable:
+    if query.sql is not None:
+        return sess.sql(query.sql)
+    built: Query = sess.query().bound(**spec.contributions)
+    if query.group_by:
+        built = built.group_by(list(query.group_by), keys=query.keys)
+    return built.agg(*query.aggregates)
+
+
+def prepare(spec: ReportSpec, *, dry_run: bool = False) -> Report:
+    """Open the session, build and explain every query, and check the whole report fits.
+
+    Nothing is spent. A ledger file that does not exist yet is created only
+    once every check has passed, and never by a dry run: a new file fixes the
+    budget of the data, so a spec that fails its checks must not create one.
+
+    Raises:
+        SpecError: the data or ledger cannot be opened, or a query does not
+            build or plan (all such queries are named).
+        BudgetExceededError: the report's total cost does not fit what the
+            ledger has left.
+    """
+    fresh = not spec.ledger.exists()
+    # With no ledger file nothing was spent yet: the budget in memory answers the checks.
+    report = _checked(spec, None if fresh else spec.ledger)
+    if fresh and not dry_run:
+        report = _checked(spec, spec.ledger)
+    return report
+
+
+def _checked(spec: ReportSpec, ledger: Path | None) -> Report:
+    """The report over a session with ``ledger``, once every query plans and the total fits."""
+    sess = _session(spec, ledger)
+    planned, problems = [], []
+    for query in spec.queries:
+        try:
+            built = _build(sess, spec, query)
+            built.check(with_error=True)  # what a release checks, as it runs with_error
+            planned.append(Planned(query, built, built.explain(query.rho, delta=query.delta)))
+        except PrivframeError as err:
+            problems.append(f"query {query.name!r}: {err}")
+    for p in planned:
+        if p.explanation.plan.selection is not None and p.spec.delta is None:
+            # By default a selection spends all the delta left: the next run would have none.
+            problems.append(
+                f"query {p.spec.name!r} chooses its groups privately, which spends delta: "
+                "give it delta = ... (a share of the budget's delta), or public keys"
+            )
+    if problems:
+        raise SpecError("\n".join(problems))
+    report = Report(spec, sess, tuple(planned))
+    try:
+        sess.accountant.check(report.cost)
+    except BudgetExceededError:
+        left = sess.remaining
+        raise BudgetExceededError(
+            f"report {spec.title!r} needs {_cost(report.cost)} but the ledger "
+            f"{str(spec.ledger)!r} has {_cost(left)} left; nothing was spent. "
+            "Per query: " + "; ".join(f"{p.spec.name} ({_cost(p.cost)})" for p in planned)
+        ) from None
+    return report
+
+
+def _cost(cost: zCDP) -> str:
+    return f"rho = {cost.rho:.6g}" + (f", delta = {cost.delta:.3g}" if cost.delta else "")
+
+
+@dataclass(frozen=True)
+class Report:
+    """A prepared report: its session and planned queries. Build it with :func:`prepare`."""
+
+    spec: ReportSpec
+    session: Session
+    planned: tuple[Planned, ...]
+    created: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def cost(self) -> zCDP:
+        """The report's total cost: every query's, composed."""
+        return sum((p.cost for p in self.planned), zCDP(0.0))
+
+    def plan_text(self) -> str:
+        """The plan a dry run prints: each query's explanation, the total and the budget left."""
+        blocks = [f"== {p.spec.name}: {_cost(p.cost)} ==\n{p.explanation}" for p in self.planned]
+        left = self.session.remaining
+        blocks.append(
+            f"== report {self.spec.title!r}: {len(self.planned)} queries, {_cost(self.cost)} "
+            f"in total; the ledger has {_cost(left)} left; the report states its guarantee "
+            f"by {self.spec.accounting} accounting =="
+        )
+        return "\n\n".join(blocks)
+
+    def run(self, out: Path, progress: TextIO | None = None) -> Path:
+        """Release every query all or nothing; write ``<name>.csv`` each and ``report.html``.
+
+        Every query is first computed exactly (an error or Ctrl-C then spends
+        nothing); then the report's whole cost is charged in one ledger step
+        (so a concurrent job spends either before, and this run is refused,
+        or after); then the noise is drawn and the outputs are written to a
+        new folder beside ``out`` that replaces ``out`` once complete.
+        Ctrl-C and SIGTERM wait while the charge and the writes run (they
+        take moments): a charged report is always written whole. ``out``
+        must be new, empty, or an earlier report's output (it is replaced
+        whole, so no file of an older run is left among the new ones).
+
+        One line per query goes to ``progress`` (stderr by default). A
+        seeded report's CSV files and page start with a :data:`NOT_PRIVATE`
+        line (a ``#`` comment in CSV: read them with ``comment_prefix="#"``).
+        Returns the path of ``report.html``.
+
+        Raises:
+            SpecError: ``out`` cannot hold the outputs (checked before anything).
+            BudgetExceededError: another job spent from the ledger since the
+                checks and the report no longer fits; nothing was charged.
+            ReportError: computing failed or was interrupted (nothing was
+                charged), or writing failed after the charge; ``charged``
+                names exactly the queries the ledger was charged for.
+        """
+        stream = sys.stderr if progress is None else progress
+        staging = report_output.staging_folder(out)
+        refused = False
+        try:
+            batch = self._compute(stream)
+            with _signals_deferred() as deferred:
+                failure = self._charge_and_write(batch, staging, out, stream)
+        except BudgetExceededError:
+            # The checks passed, so another job spent in between; nothing was charged.
+            refused = True
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        if refused:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise self._refused()
+        if failure is not None:
+            labels = [self.spec.label(p.spec) for p in self.planned]
+            raise ReportError(
+                f"report {self.spec.title!r}: every query was released and charged "
+                f"({', '.join(labels)}), but writing the outputs failed: {failure}. "
+                f"What was written is in {str(staging)!r}.",
+                labels,
+            )
+        if deferred:
+            print(
+                f"interrupted ({', '.join(deferred)}) while charging and writing: "
+                "the report was completed first",
+                file=stream,
+                flush=True,
+            )
+        return out / "report.html"
+
+    def _refused(self) -> BudgetExceededError:
+        """The error of a run refused at its charge: another job spent since the checks."""
+        return BudgetExceededError(
+            f"report {self.spec.title!r} needs {_cost(self.cost)}, but another job spent "
+            f"from the ledger {str(self.spec.ledger)!r} since the checks and "
+            f"{_cost(self.session.remaining)} is left; nothing was spent"
+        )
+
+    def _charge_and_write(
+        self, batch: Batch, staging: Path, out: Path, stream: TextIO
+    ) -> str | None:
+        """Charge and release ``batch``, then write the outputs; what failed in writing, if any.
+
+        A :class:`BudgetExceededError` of the charge propagates: nothing was
+        charged. A failure while writing is returned as text, not raised: the
+        caller raises its :class:`ReportError` outside any handler, as the
+        original error may quote private values.
+        """
+        results = batch.release()
+        try:
+            self._write(staging, out, results, batch, stream)
+        except (Exception, KeyboardInterrupt) as err:
+            return describe_error(err)
+        return None
+
+    def _compute(self, stream: TextIO) -> Batch:
+        """Every query computed exactly, nothing charged; failures become ReportErrors."""
+        n = len(self.planned)
+        print(f"computing {n} queries (nothing is charged yet) ...", file=stream, flush=True)
+        failure = None
+        try:
+            batch = self.session.batch(
+                [
+                    p.query.request(
+                        p.spec.rho,
+                        with_error=True,
+                        label=self.spec.label(p.spec),
+                        delta=p.cost.delta or None,
+                    )
+                    for p in self.planned
+                ]
+            )
+        except BudgetExceededError:
+            raise
+        except (Exception, KeyboardInterrupt) as err:
+            failure = describe_error(err)
+        if failure is not None:
+            # Raised outside the handler: the original may quote private values.
+            raise ReportError(
+                f"report {self.spec.title!r} stopped while computing its queries: "
+                f"{failure.rstrip('.')}. Charged to the ledger: nothing.",
+                (),
+            )
+        print(f"charging {_cost(batch.cost)} to the ledger in one step", file=stream, flush=True)
+        return batch
+
+    def _write(
+        self,
+        staging: Path,
+        out: Path,
+        results: Sequence[pl.DataFrame | pd.DataFrame],
+        batch: Batch,
+        stream: TextIO,
+    ) -> None:
+        """Write every output into ``staging``, then put it in place of ``out``."""
+        seeded = self.spec.seed is not None
+        sections = []
+        for i, (p, result) in enumerate(zip(self.planned, results, strict=True), 1):
+            report_output.write_csv(result, staging / f"{p.spec.name}.csv", seeded=seeded)
+            sections.append(_section(p, self.spec.label(p.spec), result))
+            print(f"[{i}/{len(self.planned)}] {p.spec.name}: {_cost(p.cost)} ... done", file=stream)
+        page = report_html(
+            self.spec.title,
+            self.created,
+            sections,
+            self.session.report(),
+            batch.entries,
+            accounting=self.spec.accounting,
+        )
+        note = f"privframe report {self.spec.title!r}, charged {_cost(batch.cost)}"
+        report_output.publish(staging, out, page, seeded=seeded, note=note)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[list[str]]:
+    """Hold Ctrl-C and SIGTERM until the block ends; yields the names of those received.
+
+    Only the main thread can set signal handlers; elsewhere nothing is deferred.
+    """
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def record(signum: int, frame: object) -> None:
+        received.append(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, record) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _section(planned: Planned, label: str, result: pl.DataFrame | pd.DataFrame) -> ReportSection:
+    query = planned.query
+    return ReportSection(
+        name=planned.spec.name,
+        label=label,
+        query=query.query if isinstance(query, SQLQuery) else query,
+        explanation=planned.explanation,
+        result=result,
+        sql=planned.spec.sql,
+    )
