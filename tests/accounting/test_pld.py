@@ -25,7 +25,7 @@ from privframe.accounting.rdp import RDPAccountant
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms import dpsgd
 
-REFERENCE = Path(__file__).parent / "data" / "dp_accounting_pld_reference.json"
+REFERENCE = Path(__file__).parent.parent / "data" / "dp_accounting_pld_reference.json"
 
 
 def reference() -> dict:

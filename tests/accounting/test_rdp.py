@@ -30,7 +30,7 @@ from privframe.accounting.events import (
 from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
 from privframe.mechanisms import dpsgd
 
-DATA = Path(__file__).resolve().parent / "data" / "dp_accounting_reference.json"
+DATA = Path(__file__).resolve().parent.parent / "data" / "dp_accounting_reference.json"
 REL = 1e-9
 
 

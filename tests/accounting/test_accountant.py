@@ -26,7 +26,7 @@ from privframe.errors import (
     SeededRandomnessWarning,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["memory", "file"])
