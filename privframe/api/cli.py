@@ -20,10 +20,12 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
+from privframe.accounting.budgets import zCDP
+from privframe.api.datasets import REGIONS, synthetic_transactions
+from privframe.api.query import Query
 from privframe.api.report import (
     NOT_PRIVATE,
     ExitCode,
@@ -32,15 +34,11 @@ from privframe.api.report import (
     load_spec,
     prepare,
 )
+from privframe.api.session import Session
 from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
-
-if TYPE_CHECKING:
-    from privframe.api.query import Query
-    from privframe.api.session import Session
+from privframe.plan import aggregates as agg
 
 __all__ = ["build_parser", "main"]
-
-_KEYS = ["north", "south", "east", "west"]
 
 
 def _positive_int(text: str) -> int:
@@ -79,18 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
             "The data is synthetic and seeded; the noise comes from the OS CSPRNG."
         ),
     )
-    demo.add_argument(
-        "--rows", type=_positive_int, default=100_000, help="rows of synthetic data (100000)"
-    )
-    demo.add_argument(
-        "--rho", type=_positive_float, default=0.1, help="zCDP budget the release spends (0.1)"
-    )
-    demo.add_argument("--seed", type=int, default=0, help="seed of the synthetic data (0)")
-    demo.add_argument(
-        "--write-data",
-        metavar="PATH",
-        help="write the synthetic data (--rows, --seed) to PATH (.parquet or .csv) and stop",
-    )
+    _demo_arguments(demo)
     report = commands.add_parser(
         "report",
         help="run a scripted report: a TOML spec of queries -> CSV files and report.html",
@@ -110,6 +97,26 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _report_arguments(report)
+    return parser
+
+
+def _demo_arguments(demo: argparse.ArgumentParser) -> None:
+    demo.add_argument(
+        "--rows", type=_positive_int, default=100_000, help="rows of synthetic data (100000)"
+    )
+    demo.add_argument(
+        "--rho", type=_positive_float, default=0.1, help="zCDP budget the release spends (0.1)"
+    )
+    demo.add_argument("--seed", type=int, default=0, help="seed of the synthetic data (0)")
+    demo.add_argument(
+        "--write-data",
+        metavar="PATH",
+        help="write the synthetic data (--rows, --seed) to PATH (.parquet or .csv) and stop",
+    )
+
+
+def _report_arguments(report: argparse.ArgumentParser) -> None:
     report.add_argument("spec", help="the report spec (TOML)")
     report.add_argument(
         "--out",
@@ -129,7 +136,6 @@ def build_parser() -> argparse.ArgumentParser:
         "reproducible and the results NOT private (a seed without this flag is refused); "
         "every output then starts with NOT PRIVATE",
     )
-    return parser
 
 
 def readme_query(sess: Session) -> Query:
@@ -142,31 +148,26 @@ def readme_query(sess: Session) -> Query:
         >>> [a.output_name for a in readme_query(sess).plan.aggregates]
         ['count', 'amount_sum', 'avg_amount']
     """
-    import privframe as pf
-
     return (
         sess.query()
         .filter(pl.col("age") >= 18)
         .bound(max_groups=3, max_rows_per_group=5)
-        .group_by("region", keys=_KEYS)
+        .group_by("region", keys=list(REGIONS))
         .agg(
-            pf.count(),
-            pf.sum("amount", bounds=(0, 1000)),
-            pf.mean("amount", bounds=(0, 1000)).alias("avg_amount"),
+            agg.count(),
+            agg.sum("amount", bounds=(0, 1000)),
+            agg.mean("amount", bounds=(0, 1000)).alias("avg_amount"),
         )
     )
 
 
 def _demo(rows: int, rho: float, seed: int) -> None:
-    import privframe as pf
-    from privframe.api.datasets import synthetic_transactions
-
     df = synthetic_transactions(n_rows=rows, seed=seed)
     print(
         f"data: {rows:,} synthetic transactions (seed {seed}); privacy unit user_id; "
         "budget rho = 1 (zCDP)\n"
     )
-    sess = pf.Session(df, privacy_unit="user_id", budget=pf.zCDP(rho=1.0))
+    sess = Session(df, privacy_unit="user_id", budget=zCDP(rho=1.0))
     query = readme_query(sess)
     print("== explain (spends nothing) ==")
     print(query.explain(rho=rho))
@@ -185,8 +186,6 @@ def _demo(rows: int, rho: float, seed: int) -> None:
 
 
 def _write_data(path: str, rows: int, seed: int) -> None:
-    from privframe.api.datasets import synthetic_transactions
-
     target = Path(path)
     writers = {".parquet": pl.DataFrame.write_parquet, ".csv": pl.DataFrame.write_csv}
     if target.suffix.lower() not in writers:

@@ -34,6 +34,13 @@ REGIONS: tuple[str, ...] = ("north", "south", "east", "west")
 
 _REGION_WEIGHTS = np.array([0.4, 0.3, 0.2, 0.1])
 _P_HOME = 0.8  # the share of a user's rows in their home region
+_SCHEMA = {
+    "user_id": pl.Int64,
+    "region": pl.String,
+    "month": pl.Int64,
+    "amount": pl.Float64,
+    "age": pl.Int64,
+}
 
 
 class _Stream:
@@ -73,6 +80,12 @@ def _count(name: str, value: object, minimum: int) -> int:
     return v
 
 
+def _seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InvalidArgumentError(f"seed must be an integer, got {type(seed).__name__}")
+    return seed
+
+
 def synthetic_transactions(
     n_rows: int = 100_000, n_users: int | None = None, seed: int = 0
 ) -> pl.DataFrame:
@@ -109,10 +122,7 @@ def synthetic_transactions(
     """
     n_rows = _count("n_rows", n_rows, 0)
     n_users = max(1, n_rows // 10) if n_users is None else _count("n_users", n_users, 1)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InvalidArgumentError(f"seed must be an integer, got {type(seed).__name__}")
-
-    stream = _Stream(seed)
+    stream = _Stream(_seed(seed))
     # Per user: a log-normal activity weight, a home region and an age.
     activity = np.exp(1.2 * stream.normal(n_users))
     home = stream.choice(n_users, _REGION_WEIGHTS)
@@ -134,11 +144,5 @@ def synthetic_transactions(
             "amount": amount,
             "age": age[user],
         },
-        schema={
-            "user_id": pl.Int64,
-            "region": pl.String,
-            "month": pl.Int64,
-            "amount": pl.Float64,
-            "age": pl.Int64,
-        },
+        schema=_SCHEMA,
     )
