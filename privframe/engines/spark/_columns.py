@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 __all__ = [
+    "clip",
+    "col",
     "compare",
     "divide",
     "evaluate",
@@ -39,6 +41,7 @@ __all__ = [
     "int_arithmetic",
     "literal",
     "logic",
+    "long_literal",
     "pyspark_functions",
     "read_column",
     "wall_time",
@@ -273,3 +276,28 @@ def float_test(name: str, value: Column, is_float: bool) -> Column:
     if name == '{"Boolean": "IsInfinite"}':
         return (value == inf) | (value == -inf)
     raise InvalidArgumentError(f"the function {name} has no Spark translation")
+
+
+def col(name: str) -> Column:
+    """The column ``name``, quoted: names with dots or backticks are taken literally.
+
+    Example:
+        >>> from privframe.engines.spark._columns import col
+        >>> col("a.b")  # doctest: +SKIP
+        Column<'`a.b`'>
+    """
+    from pyspark.sql import functions as f
+
+    return f.col("`" + name.replace("`", "``") + "`")
+
+
+def long_literal(value: int) -> Column:
+    from pyspark.sql import functions as f
+
+    return f.lit(value).cast("long")
+
+
+def clip(column: Column, lower: Column, upper: Column) -> Column:
+    from pyspark.sql import functions as f
+
+    return f.least(f.greatest(column, lower), upper)

@@ -38,432 +38,27 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import logging
 import operator
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
 import polars as pl
-import pyarrow as pa
 
-from privframe.engines.polars import _attach, in_key_order
-from privframe.engines.spec import (
-    COUNT,
-    DISTINCT,
-    AggregationSpec,
-    RowStep,
-    ValueSpec,
-    apply_steps,
-    checked_step,
-)
+from privframe.engines.bounding import KEY, WEIGHT, Grouping, finish, grouping
+from privframe.engines.spark._columns import col, long_literal
+from privframe.engines.spark.bounding import key_index, known_units, partials, sampled_rows
+from privframe.engines.spark.frames import quiet_query_errors
+from privframe.engines.spark.rows import apply_spark_steps, polars_schema, row_position, row_units
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
-__all__ = ["SparkEngine", "col", "quiet_query_errors"]
+__all__ = ["SparkEngine"]
 
-_N = "__rows"
-_W = "__weight"
-_GLOBAL = "__all"
-_KEY = "__key"
-_ID = "__id"
-_RANK = "__rank"
 _HIST = "__hist"
 _POS = "__pos"
-_TOTAL = "__total"
-_BASE = "__base"
-_REM = "__rem"
-_DEFICIT = "__deficit"
-_ORDER = "__order"
-_GROUP_SEED = 0x61C8864680B583EB  # separates the group choice's hash from the others
-_ROW_SEED = 0x2545F4914F6CDD1D  # the row choice's (as in the polars engine)
-_TIE_SEED = 0x5DEECE66D  # the remainder ties' (as in the polars engine)
-
-
-def col(name: str) -> Column:
-    """The column ``name``, quoted: names with dots or backticks are taken literally.
-
-    Example:
-        >>> from privframe.engines.spark.engine import col
-        >>> col("a.b")  # doctest: +SKIP
-        Column<'`a.b`'>
-    """
-    from pyspark.sql import functions as f
-
-    return f.col("`" + name.replace("`", "``") + "`")
-
-
-# pyspark logs the message of every failed job's error through these (with the values it
-# quotes) as it converts the error to Python, whether or not the caller handles it.
-_QUERY_CONTEXT_LOGS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
-
-
-def _drop(record: logging.LogRecord) -> bool:
-    return False
-
-
-@contextlib.contextmanager
-def quiet_query_errors() -> Iterator[None]:
-    """Silence pyspark's log of failed jobs' messages while Spark works on private data.
-
-    pyspark (4.0 and later) logs an error's message as it converts a failed
-    job's Java exception, and the message can quote a data value (the input
-    of a failed cast). The error itself is then withheld by its handler.
-
-    Example:
-        >>> from privframe.engines.spark.engine import quiet_query_errors
-        >>> with quiet_query_errors():
-        ...     pass
-    """
-    from pyspark.logger import PySparkLogger
-
-    # Made by pyspark's own factory: a plain logger would reject the fields pyspark logs.
-    logs = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGS]
-    for log in logs:
-        log.addFilter(_drop)
-    try:
-        yield
-    finally:
-        for log in logs:
-            log.removeFilter(_drop)
-
-
-def _long(value: int) -> Column:
-    from pyspark.sql import functions as f
-
-    return f.lit(value).cast("long")
-
-
-def _clip(column: Column, lower: Column, upper: Column) -> Column:
-    from pyspark.sql import functions as f
-
-    return f.least(f.greatest(column, lower), upper)
-
-
-def _keyed_hash(seed: int, *columns: str) -> Column:
-    """xxhash64 of the seed (first, so it keys the whole chain), then the columns."""
-    from pyspark.sql import functions as f
-
-    signed = seed & (2**64 - 1)
-    if signed >= 2**63:
-        signed -= 2**64
-    return f.xxhash64(_long(signed), *(col(c) for c in columns))
-
-
-def _row_units(v: ValueSpec) -> Column:
-    """As the polars engine: fill, clip, (square), scale by 2^j, round half to even, clip, centre.
-
-    ``rint`` is Java's ``Math.rint``: the nearest integer, ties to even, exact
-    on doubles, which is polars' default ``Expr.round()`` mode.
-    """
-    from pyspark.sql import functions as f
-
-    fill = f.lit(float(v.fill))
-    x = f.coalesce(f.nanvl(col(v.column).cast("double"), fill), fill)
-    x = _clip(x, f.lit(float(v.lower)), f.lit(float(v.upper)))
-    if v.square_around is not None:
-        d = x - f.lit(float(v.square_around))
-        x = d * d  # polars evaluates ** 2 as x·x (the correctly rounded square)
-    units = f.rint(x * f.lit(2.0**v.grid_exponent)).cast("long")
-    return _clip(units, _long(v.lower_units), _long(v.upper_units)) - _long(v.centre_units)
-
-
-def _position_udf(grid: tuple[float, ...]) -> Callable[[Column], Column]:
-    """A vectorized UDF: each row's position #{c < v} + #{c <= v} − 1, null for null/NaN.
-
-    Values are clipped to [c_0, c_{N−1}] first; the comparisons are exact float
-    comparisons (numpy ``searchsorted`` on Arrow batches), as polars'
-    ``search_sorted`` in the polars engine. The functions are closures over
-    numpy and the grid only, so executors need numpy and pyarrow, not privframe.
-    """
-    from pyspark.sql import functions as f
-
-    candidates = np.asarray(grid, dtype=np.float64)
-
-    def positions(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-        v = np.clip(values, candidates[0], candidates[-1])
-        below = np.searchsorted(candidates, v, side="left")
-        return (below + np.searchsorted(candidates, v, side="right") - 1).astype(np.int64)
-
-    if hasattr(f, "arrow_udf"):  # pyspark >= 4.1: Arrow arrays in and out, no pandas
-
-        def position_arrow(x: pa.Array) -> pa.Array:
-            values = x.fill_null(np.nan).to_numpy(zero_copy_only=False)
-            return pa.array(positions(values), type=pa.int64(), mask=np.isnan(values))
-
-        return f.arrow_udf(position_arrow, "long")  # a scalar UDF, by its type hints
-
-    import pandas as pd
-    from pyspark.sql.functions import PandasUDFType
-
-    def position_pandas(x: pd.Series) -> pd.Series:
-        values = x.to_numpy(dtype=np.float64, na_value=np.nan)
-        return pd.Series(pd.arrays.IntegerArray(positions(values), np.isnan(values)))
-
-    return f.pandas_udf(position_pandas, "long", PandasUDFType.SCALAR)
-
-
-def _polars_schema(frame: DataFrame) -> pl.Schema:
-    """The polars types a Spark frame's columns hold (the inverse of ``spark_type``).
-
-    Columns of other types (decimals, nested, binary, ...) are left out: no
-    row expression can read them.
-    """
-    from pyspark.sql import types as t
-
-    kinds: list[tuple[type[Any], pl.DataType]] = [
-        (t.ByteType, pl.Int8()),
-        (t.ShortType, pl.Int16()),
-        (t.IntegerType, pl.Int32()),
-        (t.LongType, pl.Int64()),
-        (t.FloatType, pl.Float32()),
-        (t.DoubleType, pl.Float64()),
-        (t.StringType, pl.String()),
-        (t.BooleanType, pl.Boolean()),
-        (t.DateType, pl.Date()),
-        (t.TimestampNTZType, pl.Datetime("us")),
-        (t.TimestampType, pl.Datetime("us", "UTC")),  # an instant
-        (t.NullType, pl.Null()),
-    ]
-    schema = {}
-    for field in frame.schema.fields:
-        for kind, dtype in kinds:
-            if isinstance(field.dataType, kind):
-                schema[field.name] = dtype
-                break
-    return pl.Schema(schema)
-
-
-def _spark_frame(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
-    """A small public polars table as a Spark DataFrame (through Arrow).
-
-    Each column gets the Spark type :func:`~privframe.engines.spark.expressions.spark_type`
-    gives its polars type (the type row expressions expect): unsigned integers
-    the next wider signed type, naive datetimes ``timestamp_ntz``. Types with
-    no such twin: categoricals and enums become strings, UInt64 a
-    decimal(20, 0), and anything else the type Spark infers from Arrow.
-    """
-    from privframe.engines.spark.expressions import spark_type
-    from privframe.errors import InvalidArgumentError
-
-    casts = {
-        pl.UInt8: pl.Int16,
-        pl.UInt16: pl.Int32,
-        pl.UInt32: pl.Int64,
-        pl.UInt64: pl.Decimal(20, 0),
-        pl.Categorical: pl.String,
-        pl.Enum: pl.String,
-    }
-    converted = table.with_columns(
-        pl.col(name).cast(casts[dtype.base_type()])
-        for name, dtype in table.schema.items()
-        if dtype.base_type() in casts
-    )
-    arrow = converted.to_arrow(compat_level=pl.CompatLevel.oldest())
-    fields = []
-    for name, dtype in converted.schema.items():
-        try:
-            kind = spark_type(dtype)
-        except InvalidArgumentError:
-            if not isinstance(dtype, pl.Decimal):
-                return spark.createDataFrame(arrow)
-            kind = f"decimal({dtype.precision}, {dtype.scale})"
-        fields.append("`" + name.replace("`", "``") + "` " + kind)
-    return spark.createDataFrame(arrow, schema=", ".join(fields))
-
-
-def _apply_steps(
-    frame: DataFrame, schema: pl.Schema, steps: tuple[RowStep, ...]
-) -> tuple[DataFrame, pl.Schema]:
-    """The row steps on Spark, in order (lazy), and the polars schema after them.
-
-    Expressions are translated by :func:`~privframe.engines.spark.expressions.to_spark`
-    against the polars schema of the frame they run on; each step's output
-    schema is polars' own, computed on an empty frame.
-    """
-    if not steps:
-        return frame, schema
-    from pyspark.sql import functions as f
-
-    from privframe.engines.spark.expressions import to_spark
-
-    for step in steps:
-        step = checked_step(step, schema)  # integer overflow gives null, as on polars
-        if step.kind == "filter":
-            for expr in step.exprs:
-                frame = frame.filter(to_spark(expr, schema))
-            continue
-        if step.kind == "with_columns":
-            # One projection: every expression sees the frame before the step, as in polars.
-            frame = frame.withColumns(
-                {e.meta.output_name(): to_spark(e, schema) for e in step.exprs}
-            )
-        else:
-            assert step.table is not None
-            on = list(step.on)
-            table = _spark_frame(frame.sparkSession, step.table)
-            # polars suffixes the table's clashing columns with "_right"; Spark would keep both.
-            clash = {c: f"{c}_right" for c in table.columns if c not in on and c in schema}
-            if clash:
-                table = table.withColumnsRenamed(clash)
-            frame = frame.join(f.broadcast(table), on=on, how=step.how)
-        schema = apply_steps(pl.LazyFrame(schema=schema), (step,)).collect_schema()
-    return frame, schema
-
-
-def _key_index(frame: DataFrame, schema: pl.Schema, keys: pl.DataFrame) -> DataFrame:
-    """Rows whose key is public, with the key's position in ``keys`` as ``_KEY``.
-
-    A key column of another type than the keys' is cast as the polars engine
-    casts it, non-strictly (translated by ``to_spark``, so the same values
-    match); a value the type cannot hold matches no key and nothing raises.
-    The keys table is broadcast: it is public and small next to the data.
-    """
-    from pyspark.sql import functions as f
-
-    from privframe.engines.spark.expressions import to_spark
-    from privframe.errors import InvalidArgumentError
-
-    columns = list(keys.columns)
-    table = _spark_frame(
-        frame.sparkSession, keys.with_row_index(_KEY).with_columns(pl.col(_KEY).cast(pl.Int64))
-    )
-    types = {field.name: field.dataType for field in table.schema.fields}
-    casts = {}
-    for c in columns:
-        if schema.get(c) == keys.schema[c]:
-            continue
-        try:
-            casts[c] = to_spark(pl.col(c).cast(keys.schema[c], strict=False), schema)
-        except InvalidArgumentError:  # no exact translation (say floats to strings): Spark's
-            casts[c] = col(c).try_cast(types[c])
-    if casts:
-        frame = frame.withColumns(casts)
-    return frame.join(f.broadcast(table), on=columns, how="inner")
-
-
-def _known_units(frame: DataFrame, unit: str) -> DataFrame:
-    """Drop rows whose unit is null or NaN: they must never be merged into one unit."""
-    from pyspark.sql import functions as f
-    from pyspark.sql import types as t
-
-    column = col(unit)
-    if isinstance(frame.schema[unit].dataType, t.FloatType | t.DoubleType):
-        return frame.filter(column.isNotNull() & ~f.isnan(column))
-    return frame.filter(column.isNotNull())
-
-
-def _partials(
-    frame: DataFrame, spec: AggregationSpec, by: list[str], names: list[str]
-) -> DataFrame:
-    """Per (unit, key): rows n, bounded weight w, and each value's scaled, clipped sum."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as f
-
-    unit = spec.unit
-    assert unit is not None
-    partial = frame.groupBy(*(col(c) for c in (unit, *by))).agg(
-        f.count(f.lit(1)).alias(_N), *(f.sum(col(n)).alias(n) for n in names)
-    )
-    if spec.max_groups is not None:
-        # The k groups ranking lowest by a keyed hash of (unit, key): a uniformly random
-        # subset of the unit's groups (ties, which need a 64-bit collision, by key).
-        order = Window.partitionBy(col(unit)).orderBy(
-            _keyed_hash(spec.seed ^ _GROUP_SEED, unit, *by), *(col(c) for c in by)
-        )
-        partial = (
-            partial.withColumn(_RANK, f.row_number().over(order))
-            .filter(col(_RANK) <= spec.max_groups)
-            .drop(_RANK)
-        )
-    partial = partial.withColumn(_W, f.least(col(_N), _long(spec.max_rows_per_group)))
-    if spec.max_rows is not None:
-        partial = _cap_rows(partial, unit, by, spec.max_rows, spec.seed)
-    w, n = col(_W), col(_N)
-    scaled = {}
-    for v in spec.values:
-        s = col(v.name)
-        # The polars engine's (s·w/n).round() in the same float operations, ties to even.
-        shrunk = f.rint(s.cast("double") * w / n).cast("long")
-        lo, hi = v.lower_units - v.centre_units, v.upper_units - v.centre_units
-        bounded = f.when(w < n, shrunk).otherwise(s)
-        scaled[v.name] = _clip(bounded, w * _long(lo), w * _long(hi))
-    return partial.withColumns(scaled) if scaled else partial
-
-
-def _cap_rows(partial: DataFrame, unit: str, by: list[str], cap: int, seed: int) -> DataFrame:
-    """Scale a unit's weights w_g (total T > M) to integers summing to exactly M.
-
-    Largest remainders, as the polars engine: each group keeps floor(w_g·M/T),
-    and the M − Σ floor rows left go one each to the groups with the largest
-    remainders w_g·M mod T (ties by a keyed hash of (unit, key)). Every new
-    weight stays within [0, w_g] and depends only on the unit's own groups and
-    the seed.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as f
-
-    units = Window.partitionBy(col(unit))
-    total, w = col(_TOTAL), col(_W)
-    over = total > _long(cap)  # then T >= 1: no division by zero, under ANSI mode either
-    scaled = f"(`{_W}` * CAST({cap} AS BIGINT))"
-    largest = units.orderBy(
-        col(_REM).desc(),
-        _keyed_hash(seed ^ _TIE_SEED, unit, *by).desc(),
-        *(col(c) for c in by),
-    )
-    return (
-        partial.withColumn(_TOTAL, f.sum(w).over(units))
-        .withColumns(
-            {  # exact integer division and remainder (SQL div), as polars' // and %
-                _BASE: f.when(over, f.expr(f"{scaled} div `{_TOTAL}`")),
-                _REM: f.when(over, f.expr(f"{scaled} % `{_TOTAL}`")),
-            }
-        )
-        .withColumns(
-            {
-                _DEFICIT: _long(cap) - f.sum(col(_BASE)).over(units),
-                _ORDER: f.row_number().over(largest),
-            }
-        )
-        .withColumn(
-            _W,
-            f.when(over, col(_BASE) + (col(_ORDER) <= col(_DEFICIT)).cast("long")).otherwise(w),
-        )
-        .drop(_TOTAL, _BASE, _REM, _DEFICIT, _ORDER)
-    )
-
-
-def _sampled_rows(
-    frame: DataFrame, partial: DataFrame, spec: AggregationSpec, by: list[str]
-) -> DataFrame:
-    """Each unit's rows in each kept key, cut to a random subset of its weight w.
-
-    The rows ranking lowest by a keyed hash of (unit, key, row number) stay: a
-    uniformly random subset given a fresh seed. The row number is taken within
-    the (unit, key) cell, ordered by the histogram positions, so the subset
-    depends on the unit's own rows and the seed only (rows that tie in every
-    position are interchangeable), not on how Spark partitions the data.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as f
-
-    unit = spec.unit
-    assert unit is not None
-    cell = [unit, *by]
-    window = Window.partitionBy(*(col(c) for c in cell))
-    numbered = window.orderBy(*(col(h.name) for h in spec.histograms))
-    ranked = window.orderBy(_keyed_hash(spec.seed ^ _ROW_SEED, *cell, _ID), col(_ID))
-    return (
-        frame.join(partial.select(*(col(c) for c in cell), col(_W)), on=cell, how="inner")
-        .withColumn(_ID, f.row_number().over(numbered))
-        .withColumn(_RANK, f.row_number().over(ranked))
-        .filter(col(_RANK) <= col(_W))
-    )
 
 
 def _to_polars(frame: DataFrame) -> pl.DataFrame:
@@ -512,90 +107,107 @@ class SparkEngine:
             return self._aggregate(spec)
 
     def _aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
-        from pyspark.sql import functions as f
-
-        schema = self._schema if self._schema is not None else _polars_schema(self._frame)
-        frame, schema = _apply_steps(self._frame, schema, spec.steps)
-        observed = spec.keys is None and bool(spec.group_by)
-        keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})
-        if observed:
-            by = list(spec.group_by)
-            frame = frame.filter(functools.reduce(operator.and_, (col(c).isNotNull() for c in by)))
-        else:
-            by = [_KEY]
-            if spec.keys is None:
-                frame = frame.withColumn(_KEY, _long(0))
-            else:
-                frame = _key_index(frame, schema, keys)
+        schema = self._schema if self._schema is not None else polars_schema(self._frame)
+        frame, schema = apply_spark_steps(self._frame, schema, spec.steps)
+        keyed = grouping(spec)
+        frame = _keyed_rows(frame, schema, keyed)
         # Keep only what the aggregation reads, so no other column can collide with the
         # engine's working columns.
         unit = [spec.unit] if spec.unit is not None else []
         frame = frame.select(
-            *(col(c) for c in (*unit, *by)),
-            *(_row_units(v).alias(v.name) for v in spec.values),
-            *(
-                _position_udf(h.grid)(col(h.column).cast("double")).alias(h.name)
-                for h in spec.histograms
-            ),
+            *(col(c) for c in (*unit, *keyed.by)),
+            *(row_units(v).alias(v.name) for v in spec.values),
+            *(row_position(h).alias(h.name) for h in spec.histograms),
         )
         names = [v.name for v in spec.values]
-        if spec.unit is None:
-            per_key = frame.groupBy(*(col(c) for c in by)).agg(
-                f.count(f.lit(1)).alias(COUNT),
-                f.count(f.lit(1)).alias(DISTINCT),
-                *(f.sum(col(n)).alias(n) for n in names),
-            )
-            rows = frame
-        else:
-            frame = _known_units(frame, spec.unit)
-            partial = _partials(frame, spec, by, names)
-            per_key = partial.groupBy(*(col(c) for c in by)).agg(
-                f.sum(col(_W)).alias(COUNT),
-                f.count(f.lit(1)).alias(DISTINCT),
-                *(f.sum(col(n)).alias(n) for n in names),
-            )
-            rows = _sampled_rows(frame, partial, spec, by) if spec.histograms else frame
-        # One collect (one Spark job): the per-key rows and each histogram's (key, position)
-        # counts, told apart by _HIST (null for the per-key rows).
-        null = f.lit(None).cast("long")
-        parts = [
-            per_key.select(
-                *(col(c) for c in by),
-                f.lit(None).cast("int").alias(_HIST),
-                null.alias(_POS),
-                col(COUNT).cast("long").alias(COUNT),
-                col(DISTINCT).cast("long").alias(DISTINCT),
-                *(col(n).cast("long").alias(n) for n in names),
-            )
-        ]
-        for i, h in enumerate(spec.histograms):
-            counts = (
-                rows.filter(col(h.name).isNotNull())
-                .groupBy(*(col(c) for c in (*by, h.name)))
-                .agg(f.count(f.lit(1)).alias(COUNT))
-            )
-            parts.append(
-                counts.select(
-                    *(col(c) for c in by),
-                    f.lit(i).alias(_HIST),
-                    col(h.name).cast("long").alias(_POS),
-                    col(COUNT),
-                    null.alias(DISTINCT),
-                    *(null.alias(n) for n in names),
-                )
-            )
-        collected = _to_polars(functools.reduce(lambda a, b: a.unionByName(b), parts))
-        if not observed:
-            index = keys.with_row_index(_KEY).schema[_KEY]
-            collected = collected.with_columns(pl.col(_KEY).cast(index))
+        collected = _collect(frame, spec, keyed.by, names)
+        if not keyed.observed:
+            index = keyed.keys.with_row_index(KEY).schema[KEY]
+            collected = collected.with_columns(pl.col(KEY).cast(index))
         collected = collected.with_columns(pl.col(COUNT, DISTINCT, *names).cast(pl.Int64))
-        result = collected.filter(pl.col(_HIST).is_null()).select(*by, COUNT, DISTINCT, *names)
-        out = in_key_order(result, keys, by, names, observed=observed)
-        for i, h in enumerate(spec.histograms):
-            found = (
+        result = collected.filter(pl.col(_HIST).is_null())
+        result = result.select(*keyed.by, COUNT, DISTINCT, *names)
+        histograms = [
+            (
+                h,
                 collected.filter(pl.col(_HIST) == i)
-                .select(*by, pl.col(_POS).alias(h.name), pl.col(COUNT).alias("len"))
-                .sort(h.name)  # each key's list in position order
+                .select(*keyed.by, pl.col(_POS).alias(h.name), pl.col(COUNT).alias("len"))
+                .sort(h.name),  # each key's list in position order
             )
-            out = _attach(out, by, h, found)
-        return out.drop(_KEY, _GLOBAL, strict=False)
+            for i, h in enumerate(spec.histograms)
+        ]
+        return finish(result, keyed, names, histograms)
+
+
+def _keyed_rows(frame: DataFrame, schema: pl.Schema, keyed: Grouping) -> DataFrame:
+    """The rows that reach a key, with the columns ``keyed.by`` groups them by."""
+    if keyed.observed:
+        present = (col(c).isNotNull() for c in keyed.by)
+        return frame.filter(functools.reduce(operator.and_, present))
+    if keyed.kind == "global":
+        return frame.withColumn(KEY, long_literal(0))
+    return key_index(frame, schema, keyed.keys)
+
+
+def _per_key(
+    frame: DataFrame, spec: AggregationSpec, by: list[str], names: list[str]
+) -> tuple[DataFrame, DataFrame]:
+    """The per-key aggregates (lazy), and the bounded rows the histograms count."""
+    from pyspark.sql import functions as f
+
+    if spec.unit is None:
+        per_key = frame.groupBy(*(col(c) for c in by)).agg(
+            f.count(f.lit(1)).alias(COUNT),
+            f.count(f.lit(1)).alias(DISTINCT),
+            *(f.sum(col(n)).alias(n) for n in names),
+        )
+        return per_key, frame
+    frame = known_units(frame, spec.unit)
+    partial = partials(frame, spec, by, names)
+    per_key = partial.groupBy(*(col(c) for c in by)).agg(
+        f.sum(col(WEIGHT)).alias(COUNT),
+        f.count(f.lit(1)).alias(DISTINCT),
+        *(f.sum(col(n)).alias(n) for n in names),
+    )
+    return per_key, sampled_rows(frame, partial, spec, by) if spec.histograms else frame
+
+
+def _collect(
+    frame: DataFrame, spec: AggregationSpec, by: list[str], names: list[str]
+) -> pl.DataFrame:
+    """One collect (one Spark job): the per-key rows and each histogram's (key, position) counts.
+
+    The parts are told apart by ``_HIST``: null for the per-key rows, i for
+    the counts of the i-th histogram.
+    """
+    from pyspark.sql import functions as f
+
+    per_key, rows = _per_key(frame, spec, by, names)
+    null = f.lit(None).cast("long")
+    parts = [
+        per_key.select(
+            *(col(c) for c in by),
+            f.lit(None).cast("int").alias(_HIST),
+            null.alias(_POS),
+            col(COUNT).cast("long").alias(COUNT),
+            col(DISTINCT).cast("long").alias(DISTINCT),
+            *(col(n).cast("long").alias(n) for n in names),
+        )
+    ]
+    for i, h in enumerate(spec.histograms):
+        counts = (
+            rows.filter(col(h.name).isNotNull())
+            .groupBy(*(col(c) for c in (*by, h.name)))
+            .agg(f.count(f.lit(1)).alias(COUNT))
+        )
+        parts.append(
+            counts.select(
+                *(col(c) for c in by),
+                f.lit(i).alias(_HIST),
+                col(h.name).cast("long").alias(_POS),
+                col(COUNT),
+                null.alias(DISTINCT),
+                *(null.alias(n) for n in names),
+            )
+        )
+    return _to_polars(functools.reduce(lambda a, b: a.unionByName(b), parts))

@@ -16,12 +16,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
 from privframe.engines.expressions import exact_unit_type
+from privframe.engines.spark._columns import col
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 if TYPE_CHECKING:
@@ -33,6 +36,7 @@ __all__ = [
     "has_missing_units",
     "is_spark_frame",
     "plain_frame",
+    "quiet_query_errors",
     "run_job",
     "to_spark_result",
 ]
@@ -52,13 +56,48 @@ def is_spark_frame(data: object) -> bool:
     return kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark.sql")
 
 
+# pyspark logs the message of every failed job's error through these (with the values it
+# quotes) as it converts the error to Python, whether or not the caller handles it.
+_QUERY_CONTEXT_LOGS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+def _drop(record: logging.LogRecord) -> bool:
+    return False
+
+
+@contextlib.contextmanager
+def quiet_query_errors() -> Iterator[None]:
+    """Silence pyspark's log of failed jobs' messages while Spark works on private data.
+
+    pyspark (4.0 and later) logs an error's message as it converts a failed
+    job's Java exception, and the message can quote a data value (the input
+    of a failed cast). The error itself is then withheld by its handler.
+
+    Example:
+        >>> from privframe.engines.spark.frames import quiet_query_errors
+        >>> with quiet_query_errors():
+        ...     pass
+    """
+    from pyspark.logger import PySparkLogger
+
+    # Made by pyspark's own factory: a plain logger would reject the fields pyspark logs.
+    logs = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGS]
+    for log in logs:
+        log.addFilter(_drop)
+    try:
+        yield
+    finally:
+        for log in logs:
+            log.removeFilter(_drop)
+
+
 def run_job(job: Callable[[], _T], what: str) -> _T:
     """``job()``, a Spark action over private data; if it fails, an error that withholds why.
 
     Spark's message quotes the value a job failed on (a cast's input, the
     text of ``raise_error``), in the exception, in its Java cause and in
     pyspark's error log. The log is silenced while the job runs
-    (:func:`~privframe.engines.spark.engine.quiet_query_errors`); the error names the
+    (:func:`quiet_query_errors`); the error names the
     exception's type and Spark's error condition (a fixed name such as
     ``CAST_INVALID_INPUT``), and is raised outside the ``except`` block, so
     that no exception chain carries the message.
@@ -71,8 +110,6 @@ def run_job(job: Callable[[], _T], what: str) -> _T:
         >>> run_job(lambda: 3, "counting")
         3
     """
-    from privframe.engines.spark.engine import quiet_query_errors
-
     failure = ""
     with quiet_query_errors():
         try:
@@ -165,8 +202,6 @@ def plain_frame(frame: SparkDataFrame, unit: str | None = None) -> tuple[SparkDa
         >>> plain_frame(spark.range(3))[1]  # doctest: +SKIP
         Schema({'id': Int64})
     """
-    from privframe.engines.spark.engine import col
-
     names = [field.name for field in frame.schema.fields]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -226,8 +261,6 @@ def has_missing_units(frame: SparkDataFrame, unit: str, dtype: pl.DataType) -> b
             for some value (Spark's message is withheld: see :func:`run_job`).
     """
     from pyspark.sql import functions as f
-
-    from privframe.engines.spark.engine import col
 
     column = col(unit)
     missing = column.isNull() | f.isnan(column) if dtype.is_float() else column.isNull()

@@ -1,28 +1,12 @@
 """The polars engine: filter, drop non-public keys, bound contributions, aggregate exactly.
 
-Contribution bounding works on each unit's per-group partial aggregates
-instead of sampling rows, which is both cheaper and more accurate:
-
-* A unit with ``n`` rows in a group contributes ``w = min(n, m)`` to the
-  count, exactly what a random subset of ``m`` of its rows would; and
-  ``round(s·w/n)`` to a sum whose row total is ``s``, the *expected* sum of
-  a random ``m``-row subset, clipped to ``[w·lo, w·hi]`` so the bound holds
-  exactly in grid units.
-* With an overall cap ``M``, a unit whose weights add up to ``T > M`` has
-  them rescaled to integers in ``[0, w]`` that add up to exactly ``M``
-  (largest remainders, see :func:`_cap_rows`), and its sums are scaled the
-  same way.
-* A unit in more than ``k`` groups keeps the ``k`` whose keyed hash (with a
-  fresh secret seed per release) ranks lowest: a uniformly random subset,
-  chosen from the unit's own groups and fresh randomness only.
-
-Every step touches one unit's rows at a time, so adding or removing a unit
-changes the output only through that unit's bounded contribution. Filters
-are row-wise by construction (the front end admits nothing else), so they
-keep that locality. Rows whose privacy unit is null or NaN are dropped on
-every run: the Session refuses such data when it opens, and dropping them
-here keeps the guarantee even if a file is rewritten after that check (they
-must never be merged into one unit).
+The bounding algorithm and its conventions are shared with the Spark engine
+(:mod:`privframe.engines.bounding`); this module computes it on polars
+LazyFrames. Filters are row-wise by construction (the front end admits
+nothing else), so they keep each unit's contribution local. Rows whose
+privacy unit is null or NaN are dropped on every run: the Session refuses
+such data when it opens, and dropping them here keeps the guarantee even if
+a file is rewritten after that check.
 
 Example:
     >>> import polars as pl
@@ -39,6 +23,19 @@ from __future__ import annotations
 
 import polars as pl
 
+from privframe.engines.bounding import (
+    INDEX,
+    KEY,
+    PARTITION_SALT,
+    ROW_SALT,
+    ROWS,
+    TIE_SALT,
+    WEIGHT,
+    Grouping,
+    centred_bounds,
+    finish,
+    grouping,
+)
 from privframe.engines.spec import (
     COUNT,
     DISTINCT,
@@ -49,14 +46,6 @@ from privframe.engines.spec import (
 )
 
 __all__ = ["PolarsEngine"]
-
-_N = "__rows"
-_W = "__weight"
-_GLOBAL = "__all"
-_INDEX = "__index"
-_KEY = "__key"
-_PART_SEED = 0x9E3779B97F4A7C15  # separates the partition hash from the other keyed hashes
-_ROW_SEED = 0x2545F4914F6CDD1D  # separates the row choice's hash from the group choice's
 
 
 def _row_units(v: ValueSpec) -> pl.Expr:
@@ -104,23 +93,11 @@ class PolarsEngine:
         Without public keys but with ``group_by`` (private key selection), one
         row per observed non-null key, sorted by key, with ``DISTINCT`` units.
         """
-        frame = self._frame
         # The front end admits only row-wise filters that cannot fail on any value
         # (privframe.engines.expressions), so a row's fate depends on that row alone.
-        frame = apply_steps(frame, spec.steps)
-        observed = spec.keys is None and bool(spec.group_by)
-        keys = spec.keys if spec.keys is not None else pl.DataFrame({_GLOBAL: [0]})
-        if observed:
-            by = list(spec.group_by)
-            frame = frame.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in by))
-        else:
-            # Public keys: each row gets its key's index, an integer, which makes the
-            # per-(unit, key) grouping much cheaper than grouping by the key values.
-            by = [_KEY]
-            if spec.keys is None:
-                frame = frame.with_columns(pl.lit(0, pl.UInt32).alias(_KEY))
-            else:
-                frame = _key_index(frame, keys)
+        keyed = grouping(spec)
+        by = keyed.by
+        frame = _keyed_rows(apply_steps(self._frame, spec.steps), keyed)
         # Keep only what the aggregation reads, so no other column can collide with the
         # engine's working columns.
         unit = [spec.unit] if spec.unit is not None else []
@@ -134,7 +111,7 @@ class PolarsEngine:
         if spec.unit is None or self._partitions == 1:
             result, *histograms = self._collect(frame, spec, by, names)
         else:
-            bucket = pl.col(spec.unit).hash(spec.seed ^ _PART_SEED) % self._partitions
+            bucket = pl.col(spec.unit).hash(spec.seed ^ PARTITION_SALT) % self._partitions
             parts = [
                 self._collect(frame.filter(bucket == b), spec, by, names)
                 for b in range(self._partitions)
@@ -148,10 +125,7 @@ class PolarsEngine:
                     strict=True,
                 )
             )
-        out = in_key_order(result, keys, by, names, observed=observed)
-        for h, found in zip(spec.histograms, histograms, strict=True):
-            out = _attach(out, by, h, found)
-        return out.drop(_KEY, _GLOBAL, strict=False)
+        return finish(result, keyed, names, list(zip(spec.histograms, histograms, strict=True)))
 
     def _collect(
         self, frame: pl.LazyFrame, spec: AggregationSpec, by: list[str], names: list[str]
@@ -168,7 +142,7 @@ class PolarsEngine:
             frame = _known_units(frame, spec.unit)
             partial = self._partials(frame, spec, by, names)
             per_key = partial.group_by(by).agg(
-                pl.col(_W).sum().alias(COUNT),
+                pl.col(WEIGHT).sum().alias(COUNT),
                 pl.len().cast(pl.Int64).alias(DISTINCT),
                 *(pl.col(nm).sum() for nm in names),
             )
@@ -189,30 +163,41 @@ class PolarsEngine:
         unit = spec.unit
         assert unit is not None
         partial = frame.group_by([unit, *by]).agg(
-            pl.len().cast(pl.Int64).alias(_N), *(pl.col(n).sum() for n in names)
+            pl.len().cast(pl.Int64).alias(ROWS), *(pl.col(n).sum() for n in names)
         )
         if spec.max_groups is not None:
             rank = pl.struct(unit, *by).hash(spec.seed).rank("ordinal").over(unit)
             partial = partial.filter(rank <= spec.max_groups)
         partial = partial.with_columns(
-            pl.min_horizontal(pl.col(_N), pl.lit(spec.max_rows_per_group, pl.Int64)).alias(_W)
+            pl.min_horizontal(pl.col(ROWS), pl.lit(spec.max_rows_per_group, pl.Int64)).alias(WEIGHT)
         )
         if spec.max_rows is not None:
             partial = _cap_rows(partial, unit, by, spec.max_rows, spec.seed)
-        w, n = pl.col(_W), pl.col(_N)
+        w, n = pl.col(WEIGHT), pl.col(ROWS)
         scaled = []
         for v in spec.values:
             s = pl.col(v.name)
             shrunk = (s.cast(pl.Float64) * w / n).round().cast(pl.Int64)
-            lo, hi = v.lower_units - v.centre_units, v.upper_units - v.centre_units
+            lo, hi = centred_bounds(v)
             scaled.append(
                 pl.when(w < n).then(shrunk).otherwise(s).clip(w * lo, w * hi).alias(v.name)
             )
         return partial.with_columns(scaled)
 
 
+def _keyed_rows(frame: pl.LazyFrame, keyed: Grouping) -> pl.LazyFrame:
+    """The rows that reach a key, with the columns ``keyed.by`` groups them by."""
+    if keyed.observed:
+        return frame.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in keyed.by))
+    if keyed.kind == "global":
+        return frame.with_columns(pl.lit(0, pl.UInt32).alias(KEY))
+    # Each row gets its key's index, an integer, which makes the per-(unit, key)
+    # grouping much cheaper than grouping by the key values.
+    return _key_index(frame, keyed.keys)
+
+
 def _key_index(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.LazyFrame:
-    """Rows whose key is public, with the key's position in ``keys`` as ``_KEY``.
+    """Rows whose key is public, with the key's position in ``keys`` as ``KEY``.
 
     Every cast is non-strict: a value the key type cannot hold matches no key
     (and a strict cast's error would quote the private value). One string key
@@ -229,29 +214,11 @@ def _key_index(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.LazyFrame:
         code = (
             pl.col(column).cast(pl.String, strict=False).cast(pl.Enum(keys[column]), strict=False)
         )
-        return frame.with_columns(code.to_physical().cast(pl.UInt32).alias(_KEY)).filter(
-            pl.col(_KEY).is_not_null()
+        return frame.with_columns(code.to_physical().cast(pl.UInt32).alias(KEY)).filter(
+            pl.col(KEY).is_not_null()
         )
     return frame.with_columns(pl.col(c).cast(keys.schema[c], strict=False) for c in columns).join(
-        keys.with_row_index(_KEY).lazy(), on=columns, how="inner"
-    )
-
-
-def in_key_order(
-    result: pl.DataFrame, keys: pl.DataFrame, by: list[str], names: list[str], *, observed: bool
-) -> pl.DataFrame:
-    """Per-key results as an engine returns them: observed keys sorted, or in public-key order.
-
-    With public keys, ``result`` is keyed by the key's index (``_KEY``): every
-    public key gets a row, zeros where no bounded row reached it.
-    """
-    if observed:
-        return result.sort(by)
-    return (
-        keys.with_row_index(_KEY)
-        .join(result, on=_KEY, how="left")
-        .sort(_KEY)
-        .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
+        keys.with_row_index(KEY).lazy(), on=columns, how="inner"
     )
 
 
@@ -280,28 +247,12 @@ def _sampled_rows(
     number = pl.int_range(pl.len(), dtype=pl.Int64).over(
         cell, order_by=[h.name for h in spec.histograms]
     )
-    rank = pl.struct(*cell, _INDEX).hash(spec.seed ^ _ROW_SEED).rank("ordinal").over(cell)
+    rank = pl.struct(*cell, INDEX).hash(spec.seed ^ ROW_SALT).rank("ordinal").over(cell)
     return (
-        frame.join(partial.select(*cell, _W), on=cell, how="inner")
-        .with_columns(number.alias(_INDEX))
-        .filter(rank <= pl.col(_W))
+        frame.join(partial.select(*cell, WEIGHT), on=cell, how="inner")
+        .with_columns(number.alias(INDEX))
+        .filter(rank <= pl.col(WEIGHT))
     )
-
-
-def _attach(
-    out: pl.DataFrame, by: list[str], h: HistogramSpec, found: pl.DataFrame
-) -> pl.DataFrame:
-    """Add each key's nonzero (position, count) pairs as a list column, empty where none.
-
-    Sparse on purpose: a dense keys × positions array would take memory in
-    proportion to the number of *observed* keys, a private number, before
-    anything is charged.
-    """
-    pairs = found.group_by(by).agg(
-        pl.struct(pl.col(h.name).alias("position"), pl.col("len").alias("count")).alias(h.name)
-    )
-    joined = out.with_row_index("__row").join(pairs, on=by, how="left").sort("__row")
-    return joined.drop("__row").with_columns(pl.col(h.name).fill_null([]))
 
 
 def _cap_rows(partial: pl.LazyFrame, unit: str, by: list[str], cap: int, seed: int) -> pl.LazyFrame:
@@ -313,8 +264,8 @@ def _cap_rows(partial: pl.LazyFrame, unit: str, by: list[str], cap: int, seed: i
     unit's own groups and the seed.
     """
     total, base, rem, deficit, order = "__total", "__base", "__rem", "__deficit", "__order"
-    w = pl.col(_W)
-    tie = pl.struct(unit, *by).hash(seed ^ 0x5DEECE66D).cast(pl.Float64) * 2.0**-64
+    w = pl.col(WEIGHT)
+    tie = pl.struct(unit, *by).hash(seed ^ TIE_SALT).cast(pl.Float64) * 2.0**-64
     return (
         partial.with_columns(w.sum().over(unit).alias(total))
         .with_columns((w * cap // pl.col(total)).alias(base), (w * cap % pl.col(total)).alias(rem))
@@ -329,7 +280,7 @@ def _cap_rows(partial: pl.LazyFrame, unit: str, by: list[str], cap: int, seed: i
             pl.when(pl.col(total) > cap)
             .then(pl.col(base) + (pl.col(order) <= pl.col(deficit)).cast(pl.Int64))
             .otherwise(w)
-            .alias(_W)
+            .alias(WEIGHT)
         )
         .drop(total, base, rem, deficit, order)
     )

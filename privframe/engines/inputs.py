@@ -1,0 +1,65 @@
+"""What an engine's opener gives the Session, and the checks every opener shares.
+
+Each engine opens the inputs it takes (:mod:`privframe.engines.registry`
+chooses the engine) and returns an :class:`Opened`: the engine, the polars
+schema queries are checked against (schemas are public), and how a released
+table is handed back.
+
+Example:
+    >>> import polars as pl
+    >>> from privframe.engines.inputs import check_unit_column
+    >>> check_unit_column("u", pl.Schema({"u": pl.Int64}))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import polars as pl
+
+from privframe.engines.spec import Engine
+from privframe.errors import InvalidValueError, columns_note
+
+__all__ = ["MISSING_UNITS", "Opened", "PanicException", "check_unit_column"]
+
+PanicException: type[BaseException] = getattr(
+    pl.exceptions, "PanicException", pl.exceptions.PolarsError
+)
+"""polars' Rust panics surface as this BaseException subclass: catch it with Exception."""
+
+MISSING_UNITS = (
+    "the privacy unit column {unit!r} contains nulls or NaN: rows without a unit cannot be "
+    "bounded. Drop them or give each its own unit before the session."
+)
+"""The refusal of data with rows without a privacy unit (``.format(unit=...)``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Opened:
+    """An input opened by its engine, checked and ready for queries.
+
+    Attributes:
+        engine: runs the bounded aggregations on the data.
+        schema: the polars types of the columns queries may read.
+        kind: the kind of DataFrame releases are returned as.
+        present: turns a released (noisy, public) polars table into ``kind``.
+    """
+
+    engine: Engine
+    schema: pl.Schema
+    kind: Literal["pandas", "polars", "spark"]
+    present: Callable[[pl.DataFrame], Any]
+
+
+def check_unit_column(unit: str | None, schema: pl.Schema) -> None:
+    """Refuse a privacy unit column that is not in the data (its column names are public).
+
+    Raises:
+        InvalidValueError: ``unit`` is not a column of ``schema``.
+    """
+    if unit is not None and unit not in schema:
+        raise InvalidValueError(
+            f"privacy unit column {unit!r} is not in the data; {columns_note(list(schema))}"
+        )

@@ -1,0 +1,247 @@
+"""Opening local data for the polars engine: pandas and polars frames, LazyFrames, files.
+
+:func:`open_input` loads the input lazily, gives its columns plain types
+(:func:`~privframe.engines.expressions.plain_types`), checks the privacy unit
+column once, before any query (its outcome is one fixed fact about the
+input), and returns the :class:`~privframe.engines.polars.engine.PolarsEngine`
+over it. Errors never quote the data: a reader's message is withheld.
+
+Example:
+    >>> import polars as pl
+    >>> from privframe.engines.polars.input import open_input
+    >>> opened = open_input(pl.DataFrame({"u": [1, 2], "x": [0.5, 1.5]}), "u")
+    >>> opened.kind, opened.schema.names()
+    ('polars', ['u', 'x'])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import pandas as pd
+import polars as pl
+from pyarrow import ArrowException
+
+from privframe.engines.expressions import plain_types
+from privframe.engines.inputs import MISSING_UNITS, Opened, PanicException, check_unit_column
+from privframe.engines.polars.engine import PolarsEngine
+from privframe.errors import InvalidArgumentError, InvalidValueError
+
+__all__ = ["open_input"]
+
+_T = TypeVar("_T")
+
+
+def open_input(data: object, privacy_unit: str | None, results: str = "pandas") -> Opened:
+    """A pandas or polars DataFrame, a LazyFrame or a .parquet/.csv path, opened for queries.
+
+    Releases come back as the input's kind of frame (pandas for pandas,
+    polars otherwise); ``results="spark"`` is refused, as the data is not
+    on Spark.
+
+    Raises:
+        InvalidArgumentError: ``data`` is of no supported kind, or a pandas
+            frame that does not convert.
+        InvalidValueError: the file is missing, unreadable or malformed, the
+            privacy unit column is missing, or some rows have no unit.
+    """
+    if results == "spark":
+        raise InvalidValueError('results="spark" needs a Spark DataFrame as the data')
+    frame, kind, streaming = _load(data, privacy_unit)
+    check_unit_column(privacy_unit, _read(frame.collect_schema))
+    plain = plain_types(frame, privacy_unit)
+    schema = _read(plain.collect_schema)
+    if isinstance(data, str | os.PathLike) and Path(data).suffix.lower() == ".csv":
+        _check_csv(frame, Path(data), privacy_unit)
+    elif privacy_unit is not None:
+        _check_units(plain, privacy_unit, schema[privacy_unit])
+    engine = PolarsEngine(plain, streaming=streaming, partitions=_partitions(data))
+    return Opened(engine, schema, kind, _to_pandas if kind == "pandas" else _as_is)
+
+
+def _to_pandas(result: pl.DataFrame) -> Any:
+    return result.to_pandas()
+
+
+def _as_is(result: pl.DataFrame) -> Any:
+    return result
+
+
+_ROWS_PER_PARTITION = 25_000_000  # a 100M-row file then peaks well under 4 GiB
+_CSV_BYTES_PER_PARTITION = 1 << 30
+
+
+def _partitions(data: object) -> int:
+    """How many unit partitions a file input is aggregated in (in-memory data: one).
+
+    Sized from the file (parquet metadata's row count, a CSV's bytes), so that
+    the per-(unit, key) table of one partition fits in memory comfortably.
+    The count only changes how the work is split, never the result.
+    """
+    if not isinstance(data, str | os.PathLike):
+        return 1
+    path = Path(data)
+    if path.suffix.lower() == ".parquet":
+        rows = _read(pl.scan_parquet(path).select(pl.len()).collect).item()
+        return max(1, -(-rows // _ROWS_PER_PARTITION))
+    return max(1, -(-path.stat().st_size // _CSV_BYTES_PER_PARTITION))
+
+
+def _load(data: object, unit: str | None) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool]:
+    """(frame, kind of DataFrame to return, whether to stream) for a supported input.
+
+    A file's privacy unit column is read as the text it holds wherever the
+    file stores it as text (a CSV column, a Hive partition directory's name):
+    parsing would merge IDs written differently (``007`` and ``7`` are one
+    integer, ``true`` and ``TRUE`` one boolean), and two people read as one
+    unit would be bounded as one.
+    """
+    if isinstance(data, pd.DataFrame):
+        converted = _from_pandas(data)
+        if converted is None:
+            # The converter's message can quote a data value: name the columns instead.
+            bad = [str(c) for c in data.columns if _from_pandas(data[[c]]) is None]
+            raise InvalidArgumentError(
+                f"could not convert the pandas DataFrame: columns {bad} hold values of mixed "
+                "or unsupported types; give each column one type (e.g. .astype(str))"
+            )
+        return converted.lazy(), "pandas", False
+    if isinstance(data, pl.DataFrame):
+        return data.lazy(), "polars", False
+    if isinstance(data, pl.LazyFrame):
+        return data, "polars", True
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        if not path.exists():
+            raise InvalidValueError(f"no data file at {str(path)!r}")
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            return _scan_parquet(path, unit), "polars", True
+        if suffix == ".csv":
+            return _scan_csv(path, unit), "polars", True
+        raise InvalidValueError(f"data files must be .parquet or .csv, got {path.name!r}")
+    raise InvalidArgumentError(
+        "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
+        f"path; got {type(data).__name__}"
+    )
+
+
+def _scan_parquet(path: Path, unit: str | None) -> pl.LazyFrame:
+    """A parquet file or Hive-partitioned directory; a unit in the directory names as text."""
+    frame = pl.scan_parquet(path)
+    if unit is None or not path.is_dir():
+        return frame
+    partitioned = _read(frame.collect_schema)
+    stored = _read(lambda: pl.scan_parquet(path, hive_partitioning=False).collect_schema())
+    hive = {c: t for c, t in partitioned.items() if c not in stored}
+    if unit not in hive:
+        return frame
+    return pl.scan_parquet(path, hive_schema={**hive, unit: pl.String()})
+
+
+def _scan_csv(path: Path, unit: str | None, *, cut_long_rows: bool = False) -> pl.LazyFrame:
+    """A CSV file, its types inferred from every row, its unit column read as text.
+
+    Types come from the whole file: a type guessed from the first rows could
+    fail on a later value, a data-dependent failure that no noise covers.
+    ``cut_long_rows`` drops the fields past the header's (to tell, once a read
+    failed, whether such rows were the cause).
+    """
+    text = {unit: pl.String()} if unit is not None else None
+    return pl.scan_csv(
+        path, infer_schema_length=None, schema_overrides=text, truncate_ragged_lines=cut_long_rows
+    )
+
+
+def _check_csv(frame: pl.LazyFrame, path: Path, unit: str | None) -> None:
+    """Read every field of a CSV once: refuse rows longer than the header, and missing units.
+
+    polars parses only the columns a query reads, and a row with more fields
+    than the header passes unless a query reads the column its extra field
+    falls in: whether a query ran would depend on the columns it reads. Read
+    in full once, before any query, a malformed row is one fixed fact about
+    the file. The same read counts the unit column's nulls (read as text, a
+    CSV unit has no NaN), so a CSV is read once for both checks.
+    """
+    failure = None
+    try:
+        nulls = frame.select(pl.all().null_count()).collect()
+    except (Exception, PanicException) as err:
+        failure = type(err).__name__
+    if failure is None:
+        if unit is not None and nulls[unit].item():
+            raise InvalidValueError(MISSING_UNITS.format(unit=unit))
+        return
+    if _reads_when_cut(path, unit):
+        raise InvalidValueError(
+            f"a row of {path.name!r} has more fields than its header row (the row is not "
+            "shown: it may hold private values). Every row must have one field per column: "
+            "quote fields that contain the separator, or name the extra columns in the header"
+        )
+    raise InvalidValueError(_UNREADABLE.format(failure=failure))
+
+
+def _reads_when_cut(path: Path, unit: str | None) -> bool:
+    """Whether the CSV reads in full once fields past the header's are dropped."""
+    try:
+        _scan_csv(path, unit, cut_long_rows=True).select(pl.all().null_count()).collect()
+    except (Exception, PanicException):
+        return False
+    return True
+
+
+def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
+    """``frame`` as polars, or None if it does not convert.
+
+    None rather than the converter's error: its message (and so any error
+    raised while handling it, through ``__context__``) can quote a value.
+    """
+    try:
+        return pl.from_pandas(frame)
+    except (
+        TypeError,
+        ValueError,
+        OverflowError,
+        pl.exceptions.PolarsError,
+        ArrowException,
+        PanicException,
+    ):
+        return None
+
+
+def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
+    """Refuse null or NaN privacy-unit IDs: rows that identify nobody cannot be bounded.
+
+    The check reads the whole unit column once, before any query, so its
+    outcome is one fixed fact about the input that no filter can steer.
+    Merging such rows into one unit, or dropping them silently, would be wrong.
+    """
+    column = pl.col(unit)
+    missing = column.is_null() | column.is_nan() if dtype.is_float() else column.is_null()
+    if _read(frame.select(missing.any()).collect).item():
+        raise InvalidValueError(MISSING_UNITS.format(unit=unit))
+
+
+def _read(read: Callable[[], _T]) -> _T:
+    """``read()``, or an error naming only the kind of failure when the reader fails.
+
+    The reader's message can quote a value from the file: it is withheld, and
+    the error is raised outside the ``except`` block, so that the reader's
+    error is not its ``__context__`` either. Any exception counts: a LazyFrame
+    can run Python functions (``map_elements``) that raise their own.
+    """
+    failure = ""
+    try:
+        return read()
+    except (Exception, PanicException) as err:
+        failure = type(err).__name__
+    raise InvalidValueError(_UNREADABLE.format(failure=failure))
+
+
+_UNREADABLE = (
+    "the data could not be read ({failure}; the message is withheld as it may quote private "
+    "values): check the file's format and column types"
+)

@@ -1,0 +1,195 @@
+"""Rows on Spark: the row steps, each row's grid units and histogram position, small tables.
+
+The Spark side of :func:`~privframe.engines.spec.apply_steps` and of the
+polars engine's row values, with the same results row by row
+(``docs/sensitivity.md`` §2). pyspark is imported when these run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+import pyarrow as pa
+
+from privframe.engines.spark._columns import clip, col, long_literal
+from privframe.engines.spark.expressions import spark_type, to_spark
+from privframe.engines.spec import HistogramSpec, RowStep, ValueSpec, apply_steps, checked_step
+from privframe.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = [
+    "apply_spark_steps",
+    "polars_schema",
+    "position_udf",
+    "row_position",
+    "row_units",
+    "spark_table",
+]
+
+
+def row_units(v: ValueSpec) -> Column:
+    """As the polars engine: fill, clip, (square), scale by 2^j, round half to even, clip, centre.
+
+    ``rint`` is Java's ``Math.rint``: the nearest integer, ties to even, exact
+    on doubles, which is polars' default ``Expr.round()`` mode.
+    """
+    from pyspark.sql import functions as f
+
+    fill = f.lit(float(v.fill))
+    x = f.coalesce(f.nanvl(col(v.column).cast("double"), fill), fill)
+    x = clip(x, f.lit(float(v.lower)), f.lit(float(v.upper)))
+    if v.square_around is not None:
+        d = x - f.lit(float(v.square_around))
+        x = d * d  # polars evaluates ** 2 as x·x (the correctly rounded square)
+    units = f.rint(x * f.lit(2.0**v.grid_exponent)).cast("long")
+    bounded = clip(units, long_literal(v.lower_units), long_literal(v.upper_units))
+    return bounded - long_literal(v.centre_units)
+
+
+def row_position(h: HistogramSpec) -> Column:
+    """Each row's histogram position (see :func:`position_udf`), null for null or NaN."""
+    return position_udf(h.grid)(col(h.column).cast("double"))
+
+
+def position_udf(grid: tuple[float, ...]) -> Callable[[Column], Column]:
+    """A vectorized UDF: each row's position #{c < v} + #{c <= v} − 1, null for null/NaN.
+
+    Values are clipped to [c_0, c_{N−1}] first; the comparisons are exact float
+    comparisons (numpy ``searchsorted`` on Arrow batches), as polars'
+    ``search_sorted`` in the polars engine. The functions are closures over
+    numpy and the grid only, so executors need numpy and pyarrow, not privframe.
+    """
+    from pyspark.sql import functions as f
+
+    candidates = np.asarray(grid, dtype=np.float64)
+
+    def positions(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        v = np.clip(values, candidates[0], candidates[-1])
+        below = np.searchsorted(candidates, v, side="left")
+        return (below + np.searchsorted(candidates, v, side="right") - 1).astype(np.int64)
+
+    if hasattr(f, "arrow_udf"):  # pyspark >= 4.1: Arrow arrays in and out, no pandas
+
+        def position_arrow(x: pa.Array) -> pa.Array:
+            values = x.fill_null(np.nan).to_numpy(zero_copy_only=False)
+            return pa.array(positions(values), type=pa.int64(), mask=np.isnan(values))
+
+        return f.arrow_udf(position_arrow, "long")  # a scalar UDF, by its type hints
+
+    import pandas as pd
+    from pyspark.sql.functions import PandasUDFType
+
+    def position_pandas(x: pd.Series) -> pd.Series:
+        values = x.to_numpy(dtype=np.float64, na_value=np.nan)
+        return pd.Series(pd.arrays.IntegerArray(positions(values), np.isnan(values)))
+
+    return f.pandas_udf(position_pandas, "long", PandasUDFType.SCALAR)
+
+
+def polars_schema(frame: DataFrame) -> pl.Schema:
+    """The polars types a Spark frame's columns hold (the inverse of ``spark_type``).
+
+    Columns of other types (decimals, nested, binary, ...) are left out: no
+    row expression can read them.
+    """
+    from pyspark.sql import types as t
+
+    kinds: list[tuple[type[Any], pl.DataType]] = [
+        (t.ByteType, pl.Int8()),
+        (t.ShortType, pl.Int16()),
+        (t.IntegerType, pl.Int32()),
+        (t.LongType, pl.Int64()),
+        (t.FloatType, pl.Float32()),
+        (t.DoubleType, pl.Float64()),
+        (t.StringType, pl.String()),
+        (t.BooleanType, pl.Boolean()),
+        (t.DateType, pl.Date()),
+        (t.TimestampNTZType, pl.Datetime("us")),
+        (t.TimestampType, pl.Datetime("us", "UTC")),  # an instant
+        (t.NullType, pl.Null()),
+    ]
+    schema = {}
+    for field in frame.schema.fields:
+        for kind, dtype in kinds:
+            if isinstance(field.dataType, kind):
+                schema[field.name] = dtype
+                break
+    return pl.Schema(schema)
+
+
+def spark_table(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
+    """A small public polars table as a Spark DataFrame (through Arrow).
+
+    Each column gets the Spark type :func:`~privframe.engines.spark.expressions.spark_type`
+    gives its polars type (the type row expressions expect): unsigned integers
+    the next wider signed type, naive datetimes ``timestamp_ntz``. Types with
+    no such twin: categoricals and enums become strings, UInt64 a
+    decimal(20, 0), and anything else the type Spark infers from Arrow.
+    """
+    casts = {
+        pl.UInt8: pl.Int16,
+        pl.UInt16: pl.Int32,
+        pl.UInt32: pl.Int64,
+        pl.UInt64: pl.Decimal(20, 0),
+        pl.Categorical: pl.String,
+        pl.Enum: pl.String,
+    }
+    converted = table.with_columns(
+        pl.col(name).cast(casts[dtype.base_type()])
+        for name, dtype in table.schema.items()
+        if dtype.base_type() in casts
+    )
+    arrow = converted.to_arrow(compat_level=pl.CompatLevel.oldest())
+    fields = []
+    for name, dtype in converted.schema.items():
+        try:
+            kind = spark_type(dtype)
+        except InvalidArgumentError:
+            if not isinstance(dtype, pl.Decimal):
+                return spark.createDataFrame(arrow)
+            kind = f"decimal({dtype.precision}, {dtype.scale})"
+        fields.append("`" + name.replace("`", "``") + "` " + kind)
+    return spark.createDataFrame(arrow, schema=", ".join(fields))
+
+
+def apply_spark_steps(
+    frame: DataFrame, schema: pl.Schema, steps: tuple[RowStep, ...]
+) -> tuple[DataFrame, pl.Schema]:
+    """The row steps on Spark, in order (lazy), and the polars schema after them.
+
+    Expressions are translated by :func:`~privframe.engines.spark.expressions.to_spark`
+    against the polars schema of the frame they run on; each step's output
+    schema is polars' own, computed on an empty frame.
+    """
+    if not steps:
+        return frame, schema
+    from pyspark.sql import functions as f
+
+    for step in steps:
+        step = checked_step(step, schema)  # integer overflow gives null, as on polars
+        if step.kind == "filter":
+            for expr in step.exprs:
+                frame = frame.filter(to_spark(expr, schema))
+            continue
+        if step.kind == "with_columns":
+            # One projection: every expression sees the frame before the step, as in polars.
+            frame = frame.withColumns(
+                {e.meta.output_name(): to_spark(e, schema) for e in step.exprs}
+            )
+        else:
+            assert step.table is not None
+            on = list(step.on)
+            table = spark_table(frame.sparkSession, step.table)
+            # polars suffixes the table's clashing columns with "_right"; Spark would keep both.
+            clash = {c: f"{c}_right" for c in table.columns if c not in on and c in schema}
+            if clash:
+                table = table.withColumnsRenamed(clash)
+            frame = frame.join(f.broadcast(table), on=on, how=step.how)
+        schema = apply_steps(pl.LazyFrame(schema=schema), (step,)).collect_schema()
+    return frame, schema
