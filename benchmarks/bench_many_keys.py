@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 import privframe as pf
-from privframe.api.session import _draw_all
+from privframe.mechanisms.draws import discrete_gaussian_vectors
 from privframe.plan.planner import plan_release
 
 
@@ -50,10 +50,12 @@ def main() -> None:
     release = time.perf_counter() - start
     plan = plan_release(query.plan, True, 1.0)
     start = time.perf_counter()
-    exact = sess._engine.aggregate(sess._spec(query.plan, plan))
+    exact = sess._engine.aggregate(
+        sess._pipeline.spec(query.plan, plan, sess._check(query.plan, False))
+    )
     engine = time.perf_counter() - start
     start = time.perf_counter()
-    _draw_all([m.sigma_units for m in plan.measurements], exact.height, None)
+    discrete_gaussian_vectors([m.sigma_units for m in plan.measurements], exact.height, None)
     noise = time.perf_counter() - start
     print(
         f"{args.rows:,} rows, {args.keys:,} keys: release {release:.2f} s; engine "

@@ -20,8 +20,8 @@ from privframe.accounting.ledger import (
 )
 from privframe.api import cli, datasets, html, query, report, session, sql
 from privframe.api.html import show
-from privframe.api.query import Bound, Request
-from privframe.api.session import Batch, Session
+from privframe.api.query import Request
+from privframe.api.session import Session
 from privframe.api.sql import Column
 from privframe.engines import expressions
 from privframe.engines.expressions import bin
@@ -42,6 +42,8 @@ from privframe.mechanisms import dpsgd, noise, quantiles, selection
 from privframe.mechanisms.noise import discrete_gaussian, gaussian_mechanism
 from privframe.plan import aggregates, keys, planner, split
 from privframe.plan.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
+from privframe.plan.ir import Bound
+from privframe.plan.release import Batch
 from privframe.plan.split import Balance, balance
 
 __all__ = [

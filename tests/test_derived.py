@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from internals import column_of, spec_of
 
 import privframe as pf
-from privframe.api.session import _value_column
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import COUNT
 from privframe.plan.planner import plan_release
@@ -27,7 +27,7 @@ def _data() -> pl.DataFrame:
 def _exact(sess: pf.Session, query: pf.query.Query) -> pl.DataFrame:
     """The exact (pre-noise) aggregates of a query, through the session's own plan."""
     release = plan_release(query.plan, True, 1.0)
-    return PolarsEngine(sess._frame).aggregate(sess._spec(query.plan, release))
+    return PolarsEngine(sess._frame).aggregate(spec_of(sess, query.plan, release))
 
 
 def test_a_derived_value_column_is_aggregated() -> None:
@@ -41,7 +41,7 @@ def test_a_derived_value_column_is_aggregated() -> None:
     )
     exact = _exact(sess, query)
     release = query.explain(rho=1.0).plan
-    sums = exact[_value_column(release, release.measurements[0])].to_list()
+    sums = exact[column_of(release, release.measurements[0])].to_list()
     scale = 2.0 ** -release.measurements[0].grid_exponent
     assert [s * scale for s in sums] == [2.0 + 12.0 + 14.0, 6.0, 5.0, 6.0]
 

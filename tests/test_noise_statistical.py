@@ -144,10 +144,10 @@ def test_parallel_draws_have_the_right_shape_and_scale() -> None:
     # The release's threaded path (OS CSPRNG only): each vector is N_Z(0, σ²).
     # At 10^6 samples the sample std is within 0.5% of σ with overwhelming probability
     # (its relative sd is about 0.07%).
-    from privframe.api.session import _draw_all
+    from privframe.mechanisms.draws import discrete_gaussian_vectors
 
     sigmas = [3.0, 1e6, 40.0]
-    draws = _draw_all(sigmas, 1_000_000, None)
+    draws = discrete_gaussian_vectors(sigmas, 1_000_000, None)
     assert [d.shape for d in draws] == [(1_000_000,)] * 3
     assert all(d.dtype == np.int64 for d in draws)
     for sigma, draw in zip(sigmas, draws, strict=True):

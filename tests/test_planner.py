@@ -13,7 +13,8 @@ import pytest
 
 import privframe as pf
 from privframe.api.query import Bound, Plan
-from privframe.plan.planner import plan_release, resolve_limits
+from privframe.plan.limits import resolve_limits
+from privframe.plan.planner import plan_release
 
 
 def plan(

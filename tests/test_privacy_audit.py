@@ -75,13 +75,13 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 import pytest
+from internals import column_of, spec_of
 from scipy import special, stats
 
 import privframe as pf
-import privframe.api.session
+import privframe.mechanisms.draws
 from privframe.accounting.budgets import zCDP
 from privframe.api.query import Query
-from privframe.api.session import _value_column
 from privframe.engines.spec import COUNT, DISTINCT
 from privframe.mechanisms.noise import SeededRandomness, discrete_gaussian
 from privframe.plan.planner import ReleasePlan, plan_release
@@ -258,7 +258,7 @@ def _engine_outputs(
     sess = _session(df, 0)
     query = _query(sess, aggregates=aggregates)
     release = plan_release(query.plan, True, RHO)
-    spec = dataclasses.replace(sess._spec(query.plan, release), **spec_changes)
+    spec = dataclasses.replace(spec_of(sess, query.plan, release), **spec_changes)
     rows = []
     for seed in seeds:
         exact = sess._engine.aggregate(dataclasses.replace(spec, seed=seed))
@@ -266,7 +266,7 @@ def _engine_outputs(
         column = {"count": COUNT, "distinct": DISTINCT}
         rows.append(
             [
-                exact[column.get(m.kind) or _value_column(release, m)].to_numpy()
+                exact[column.get(m.kind) or column_of(release, m)].to_numpy()
                 for m in release.measurements
             ]
         )
@@ -522,7 +522,7 @@ def test_end_to_end_audit_flags_an_under_noised_session(
     def weak(sigma: float, size: Any = None, *, rng: Any = None) -> IntArray:
         return discrete_gaussian(sigma / 25, size, rng=rng)
 
-    monkeypatch.setattr(privframe.api.session, "discrete_gaussian", weak)
+    monkeypatch.setattr(privframe.mechanisms.draws, "discrete_gaussian", weak)
     y_d, _ = _release_outputs(datasets[0], N_E2E, 21, bounded.release)
     y_d1, _ = _release_outputs(datasets[1], N_E2E, 22, bounded.release)
     sigmas = np.array([m.sigma_units for m in bounded.release.measurements])
@@ -570,7 +570,7 @@ def _key_cast_outputs(d: pl.DataFrame, d_prime: pl.DataFrame) -> EngineOutputs:
         sess = pf.Session(df, None, pf.zCDP(1.0))
         query = sess.query().group_by("g", keys=CAST_KEYS).agg(pf.count())
         release = plan_release(query.plan, False, RHO)
-        counts = sess._engine.aggregate(sess._spec(query.plan, release))[COUNT].to_numpy()
+        counts = sess._engine.aggregate(spec_of(sess, query.plan, release))[COUNT].to_numpy()
         exact.append(counts.reshape(1, 1, -1).astype(np.int64))
     return EngineOutputs(release, exact[0], exact[1])
 

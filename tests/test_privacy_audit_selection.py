@@ -70,13 +70,13 @@ import numpy.typing as npt
 import polars as pl
 import pytest
 import test_privacy_audit as audit
+from internals import column_of, spec_of
 from scipy import stats
 
 import privframe as pf
 import privframe.plan.planner
 from privframe.accounting.budgets import zCDP
 from privframe.api.query import Query
-from privframe.api.session import _value_column
 from privframe.engines.spec import COUNT, DISTINCT
 from privframe.mechanisms.noise import SeededRandomness, discrete_gaussian
 from privframe.mechanisms.selection import (
@@ -209,7 +209,7 @@ def test_the_rare_group_premise_holds() -> None:
         sess = pf.Session(_rare_data(lonely), "u", pf.zCDP(1.0, delta=RARE_DELTA))
         plan = _rare_query(sess).plan
         release = plan_release(plan, True, RARE_RHO, None, RARE_DELTA)
-        exact = sess._engine.aggregate(sess._spec(plan, release))
+        exact = sess._engine.aggregate(spec_of(sess, plan, release))
         rare = exact.filter(pl.col("g").str.starts_with("lonely"))
         assert rare.height == RARE_K * lonely
         assert (rare[DISTINCT] == 1).all()
@@ -314,8 +314,8 @@ def _eps_plan(rho: float = RHO) -> ReleasePlan:
 def _exact(df: pl.DataFrame, release: ReleasePlan) -> IntArray:
     """g0000's exact (distinct units, count, sum in grid units), checked equal over seeds."""
     sess = pf.Session(df, "u", pf.zCDP(1.0, delta=SEL_DELTA))
-    spec = sess._spec(_eps_query(sess).plan, release)
-    columns = [DISTINCT, COUNT, _value_column(release, release.measurements[1])]
+    spec = spec_of(sess, _eps_query(sess).plan, release)
+    columns = [DISTINCT, COUNT, column_of(release, release.measurements[1])]
     rows = []
     for seed in (1, 2, 3):
         exact = sess._engine.aggregate(dataclasses.replace(spec, seed=seed))

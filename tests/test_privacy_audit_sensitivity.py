@@ -25,17 +25,20 @@ import dataclasses
 import math
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+from internals import column_of, spec_of
 
 import privframe as pf
 from privframe.api.query import Query
-from privframe.api.session import _histograms, _value_column
 from privframe.engines.spec import COUNT, DISTINCT
 from privframe.mechanisms.noise import SeededRandomness
+from privframe.plan.aggregates.quantile import histogram_specs
 from privframe.plan.planner import ReleasePlan, plan_release
+from privframe.plan.release import Pipeline
 
 SEEDS = [int(w) for w in SeededRandomness(7).words(8)]
 RHO = 0.5
@@ -62,7 +65,7 @@ def _exact(frame: pl.DataFrame, scenario: Scenario, seed: int) -> Exact:
     sess = pf.Session(frame, scenario.unit, pf.zCDP(1.0))
     query = scenario.make_query(sess)
     release = plan_release(query.plan, scenario.unit is not None, RHO)
-    spec = dataclasses.replace(sess._spec(query.plan, release), seed=seed)
+    spec = dataclasses.replace(spec_of(sess, query.plan, release), seed=seed)
     return Exact(release, sess._engine.aggregate(spec))
 
 
@@ -93,7 +96,7 @@ def _violations(scenario: Scenario) -> list[str]:
             less = _exact(_without(scenario.frame, rows), scenario, seed)
             where = f"person {person}, seed {seed}"
             for m in full.release.measurements:
-                name = {"count": COUNT, "distinct": DISTINCT}.get(m.kind) or _value_column(
+                name = {"count": COUNT, "distinct": DISTINCT}.get(m.kind) or column_of(
                     full.release, m
                 )
                 diff = (full.outputs[name] - less.outputs[name]).to_numpy().astype(np.float64)
@@ -101,7 +104,7 @@ def _violations(scenario: Scenario) -> list[str]:
                 if l2 > m.l2_units:
                     found.append(f"{where}: {m.key} moved {l2:g} > {m.l2_units:g}")
             own_keys = set(scenario.frame[rows][GROUP].to_list())
-            for name in _histograms(full.release):
+            for name in [h.name for h in histogram_specs(full.release.quantiles).values()]:
                 for key, before, after in zip(
                     full.outputs[GROUP].to_list(),
                     full.outputs[name].to_list(),
@@ -215,12 +218,12 @@ def test_the_audit_finds_the_violations_of_an_engine_that_does_not_bound(
 ) -> None:
     # The audit's power: the same scenarios, with bounding switched off in the engine
     # while the plan (and so the planned sensitivity) still assumes it.
-    planned_spec = pf.Session._spec
+    planned_spec = Pipeline.spec
 
-    def unbounded(self: pf.Session, *args: object, **kwargs: object) -> object:
-        spec = planned_spec(self, *args, **kwargs)  # type: ignore[arg-type]
+    def unbounded(self: Pipeline, *args: Any, **kwargs: Any) -> object:
+        spec = planned_spec(self, *args, **kwargs)
         return dataclasses.replace(spec, max_groups=None, max_rows_per_group=10**9)
 
-    monkeypatch.setattr(pf.Session, "_spec", unbounded)
+    monkeypatch.setattr(Pipeline, "spec", unbounded)
     for name in ("uint64 unit ids", "quantile row sampling"):
         assert _violations(SCENARIOS[name]()), name

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import polars as pl
 import pytest
+from internals import spec_of
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
@@ -51,7 +52,8 @@ def test_decimal_data_is_not_truncated_to_integer_keys() -> None:
         schema={"u": pl.Int64, "g": pl.Decimal(10, 2)},
     )
     sess = _session(df)
-    spec = sess._spec(
+    spec = spec_of(
+        sess,
         (
             q := sess.query().bound(max_rows_per_group=1).group_by("g", keys=[1, 2]).agg(pf.count())
         ).plan,
@@ -104,4 +106,4 @@ def test_every_release_draws_a_fresh_bounding_seed() -> None:
     query = sess.query().bound(max_groups=1, max_rows_per_group=1).group_by("g", keys=["a", "b"])
     plan = query.agg(pf.count()).plan
     release = pf.planner.plan_release(plan, True, 1.0)
-    assert len({sess._spec(plan, release).seed for _ in range(4)}) == 4
+    assert len({spec_of(sess, plan, release).seed for _ in range(4)}) == 4

@@ -9,9 +9,9 @@ from decimal import Decimal
 import numpy as np
 import polars as pl
 import pytest
+from internals import spec_of
 
 import privframe as pf
-from privframe.api.session import _variance
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import AggregationSpec, ValueSpec
 from privframe.mechanisms.selection import discrete_threshold
@@ -101,7 +101,7 @@ def test_unrelated_reserved_looking_columns_do_not_interfere() -> None:
     query = sess.query().bound(max_rows_per_group=1).group_by("g", keys=["a"]).agg(pf.count())
     plan = query.plan
     release = pf.planner.plan_release(plan, True, 1.0)
-    exact = PolarsEngine(sess._frame).aggregate(sess._spec(plan, release))
+    exact = PolarsEngine(sess._frame).aggregate(spec_of(sess, plan, release))
     assert exact["__count"].to_list() == [3]
 
 
@@ -155,7 +155,7 @@ def test_the_variance_corrects_for_the_centred_sums_noise() -> None:
         centred.key: np.array([round(c_units)]),
         count.key: np.array([n]),
     }
-    var, _ = _variance(out, release, noisy)
+    var = out.aggregate.estimate(release, noisy, with_error=False)[out.name]
     expected = q_value / n - (c_a_value**2 - centred.sigma**2) / n**2
     assert var[0] == pytest.approx(expected, rel=1e-9)
     assert var[0] != pytest.approx(q_value / n - c_a_value**2 / n**2, rel=1e-9)

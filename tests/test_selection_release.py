@@ -9,6 +9,7 @@ import math
 
 import polars as pl
 import pytest
+from internals import spec_of
 from scipy import stats
 
 import privframe as pf
@@ -87,7 +88,7 @@ def test_max_groups_bounds_units_without_public_keys() -> None:
     # groups can carry it; its other 48 groups have no other units and vanish exactly.
     df = pl.DataFrame({"u": [1] * 50, "g": [f"g{i:02d}" for i in range(50)]})
     sess = pf.Session(df, "u", pf.zCDP(1e6, delta=0.9), rng=SeededRandomness(1))
-    exact = sess._engine.aggregate(sess._spec(_query(sess, k=2).plan, _plan(sess, k=2)))
+    exact = sess._engine.aggregate(spec_of(sess, _query(sess, k=2).plan, _plan(sess, k=2)))
     assert exact.height == 2
 
 

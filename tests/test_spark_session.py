@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+from internals import column_of, spec_of
 
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
@@ -138,7 +139,7 @@ def test_the_privacy_audit_passes_on_spark(spark) -> None:
             )
         query = audit._query(sess)
         release = plan_release(query.plan, True, audit.RHO)
-        spec = sess._spec(query.plan, release)
+        spec = spec_of(sess, query.plan, release)
         rows = []
         for seed in seeds:
             exact = sess._engine.aggregate(audit.dataclasses.replace(spec, seed=seed))
@@ -146,7 +147,7 @@ def test_the_privacy_audit_passes_on_spark(spark) -> None:
             column = {"count": audit.COUNT, "distinct": audit.DISTINCT}
             rows.append(
                 [
-                    exact[column.get(m.kind) or audit._value_column(release, m)].to_numpy()
+                    exact[column.get(m.kind) or column_of(release, m)].to_numpy()
                     for m in release.measurements
                 ]
             )

@@ -39,7 +39,7 @@ from privframe.accounting.budgets import zCDP
 from privframe.accounting.replay import guarantee
 from privframe.api._chart import bar_chart
 from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
-from privframe.plan.aggregates import Aggregate, Quantile, _Bounded
+from privframe.plan.aggregates import Aggregate, Bounded, Quantile
 from privframe.plan.explanation_view import explanation_html
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from privframe.accounting.ledger import LedgerEntry
     from privframe.api.query import Query
     from privframe.api.session import Session
-    from privframe.plan.planner import Explanation
+    from privframe.plan.explanation import Explanation
 
 __all__ = [
     "ReportSection",
@@ -195,7 +195,7 @@ def _kind(agg: Aggregate) -> str:
 
 
 def _aggregate_row(agg: Aggregate) -> tuple[str, str, str, str]:
-    if not isinstance(agg, _Bounded):
+    if not isinstance(agg, Bounded):
         return (agg.output_name, _kind(agg), "", "")
     what = _kind(agg)
     if isinstance(agg, Quantile):

@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,82 +25,22 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
+from privframe.api.html import query_html
 from privframe.engines.expressions import Bin, check_expression, check_filter, plain_types
 from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.plan.aggregates import Aggregate
+from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import KeySet, as_keyset
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from privframe.api.session import Session
-    from privframe.plan.planner import Explanation
+    from privframe.plan.explanation import Explanation
     from privframe.plan.split import Balance
 
-__all__ = ["Bound", "Plan", "Query", "Request"]
-
-
-def _positive_int(name: str, value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
-    try:
-        v = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}") from None
-    if v < 1:
-        raise InvalidValueError(f"{name} must be >= 1, got {v}")
-    return v
-
-
-@dataclass(frozen=True)
-class Bound:
-    """Per-privacy-unit contribution limits.
-
-    Attributes:
-        max_groups: k, the most groups one unit contributes to.
-        max_rows_per_group: m, the most rows one unit contributes to one group.
-        max_rows: M, the most rows one unit contributes overall.
-    """
-
-    max_groups: int | None = None
-    max_rows_per_group: int | None = None
-    max_rows: int | None = None
-
-    def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            object.__setattr__(
-                self, field.name, _positive_int(field.name, getattr(self, field.name))
-            )
-
-
-@dataclass(frozen=True, eq=False)
-class Plan:
-    """What a query asks, with no data and no budget: the planner's input."""
-
-    steps: tuple[RowStep, ...] = ()
-    bound: Bound | None = None
-    group_by: tuple[str, ...] = ()
-    keys: KeySet | None = None
-    aggregates: tuple[Aggregate, ...] = ()
-    other: str | None = None
-
-    @property
-    def n_groups(self) -> int | None:
-        """How many groups the output has (None when they are chosen privately).
-
-        The public keys and ``other``, or 1 without group_by.
-        """
-        if self.keys is not None:
-            return len(self.keys) + (self.other is not None)
-        return None if self.group_by else 1
-
-    @property
-    def filters(self) -> tuple[pl.Expr, ...]:
-        """The filter predicates among the row steps."""
-        return tuple(e for step in self.steps if step.kind == "filter" for e in step.exprs)
+__all__ = ["Query", "Request"]
 
 
 def _public_table(table: object) -> pl.DataFrame:
@@ -158,7 +97,7 @@ class Query:
     """
 
     session: Session
-    plan: Plan = Plan()
+    plan: Plan = dataclasses.field(default_factory=Plan)
 
     def _with(self, **changes: Any) -> Query:
         return Query(self.session, dataclasses.replace(self.plan, **changes))
@@ -384,8 +323,6 @@ class Query:
 
     def _repr_html_(self) -> str:
         """Notebook view: the plan (steps, bound, groups, aggregates); spends nothing."""
-        from privframe.api.html import query_html
-
         return query_html(self)
 
     @hinted(**RHO_HINTS)

@@ -41,7 +41,7 @@ from privframe.api.session import Batch, Session
 from privframe.api.sql import Column, SQLQuery
 from privframe.errors import BudgetExceededError, PrivframeError
 from privframe.mechanisms.noise import SeededRandomness
-from privframe.plan.planner import Explanation
+from privframe.plan.explanation import Explanation
 
 __all__ = ["Planned", "Report", "ReportError", "describe_error", "prepare"]
 

@@ -19,65 +19,45 @@ Example:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
-import numpy as np
 import pandas as pd
 import polars as pl
 from pyarrow import ArrowException
 
 from privframe._arguments import BUDGET_HINTS, RHO_HINTS, hinted
 from privframe.accounting import replay
-from privframe.accounting._numbers import exact
-from privframe.accounting.accountant import Accountant, BudgetReport, Spend
+from privframe.accounting.accountant import Accountant, BudgetReport
 from privframe.accounting.budgets import Budget, zCDP
-from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
-from privframe.accounting.ledger import DataIdentity, LedgerEntries, LedgerEntry
+from privframe.accounting.ledger import DataIdentity, LedgerEntries
 from privframe.accounting.replay import Guarantee
-from privframe.api.query import Bound, Plan, Query, Request, _public_table
+from privframe.api.html import session_html
+from privframe.api.query import Query, Request, _public_table
 from privframe.api.sql import Column, SQLQuery, parse
 from privframe.engines.expressions import check_types, plain_types
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spark import frames as spark
 from privframe.engines.spec import (
-    COUNT,
-    DISTINCT,
-    AggregationSpec,
     Engine,
-    HistogramSpec,
-    RowStep,
-    ValueSpec,
     apply_steps,
 )
 from privframe.errors import (
     InvalidArgumentError,
-    InvalidBudgetError,
     InvalidValueError,
     columns_note,
 )
-from privframe.mechanisms import quantiles
-from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
-from privframe.plan.aggregates import Aggregate, Mean, Quantile, Std, Var, _Bounded
+from privframe.mechanisms.noise import Randomness
+from privframe.plan.explanation import Explanation, explain
+from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import exact_keys
-from privframe.plan.planner import (
-    Z95,
-    Explanation,
-    Measurement,
-    Output,
-    ReleasePlan,
-    Selection,
-    explain,
-    plan_release,
-)
+from privframe.plan.release import Batch, Computed, Pipeline
 from privframe.plan.split import Balance
 
-__all__ = ["Batch", "Session"]
+__all__ = ["Session"]
 
 # polars' Rust panics surface as this BaseException subclass; catch it too.
 _PanicException: type[BaseException] = getattr(
@@ -279,10 +259,6 @@ _MISSING_UNITS = (
 )
 
 
-# The engine column each count kind noises; value measurements use _value_column.
-_EXACT_COLUMN = {"count": COUNT, "distinct": DISTINCT}
-
-
 class Session:
     """Private data with a privacy unit and a budget; every release goes through it.
 
@@ -362,6 +338,7 @@ class Session:
             data=DataIdentity.of(privacy_unit, self._schema),
             same_data=same_data,
         )
+        self._pipeline = Pipeline(self._engine, self._accountant, privacy_unit, rng)
 
     def _open_local(self, data: object, privacy_unit: str | None) -> None:
         """pandas, polars or a file: a polars engine."""
@@ -521,8 +498,6 @@ class Session:
 
     def _repr_html_(self) -> str:
         """Notebook view: a budget gauge, the guarantee so far and the ledger (no data facts)."""
-        from privframe.api.html import session_html
-
         return session_html(self)
 
     @overload
@@ -654,7 +629,7 @@ class Session:
     def _validate(self, plan: Plan) -> pl.Schema:
         """Check the plan against the columns it will see; return that schema."""
         schema = self._schema_after(plan)
-        used = (*plan.group_by, *(a.column for a in plan.aggregates if isinstance(a, _Bounded)))
+        used = (*plan.group_by, *(c for a in plan.aggregates for c in a.columns))
         internal = sorted({c for c in (*used, self._unit or "") if c.startswith("__")})
         if internal:
             raise InvalidValueError(
@@ -662,16 +637,16 @@ class Session:
                 "working columns; rename them"
             )
         for agg in plan.aggregates:
-            if isinstance(agg, _Bounded):
-                if agg.column not in schema:
+            for column in agg.columns:
+                if column not in schema:
                     raise InvalidValueError(
-                        f"{type(agg).__name__.lower()} column {agg.column!r} is not in the data; "
+                        f"{type(agg).__name__.lower()} column {column!r} is not in the data; "
                         f"{columns_note(list(schema))}"
                     )
-                if not schema[agg.column].is_numeric():
+                if not schema[column].is_numeric():
                     raise InvalidArgumentError(
-                        f"{type(agg).__name__.lower()} needs a numeric column; {agg.column!r} "
-                        f"has type {schema[agg.column]}"
+                        f"{type(agg).__name__.lower()} needs a numeric column; {column!r} "
+                        f"has type {schema[column]}"
                     )
         for column in plan.group_by:
             if column not in schema:
@@ -703,7 +678,7 @@ class Session:
         schema = self._validate(plan)
         if with_error:
             names = [agg.output_name for agg in plan.aggregates]
-            extra = {name for agg in plan.aggregates for name in _error_columns(agg)}
+            extra = {name for agg in plan.aggregates for name in agg.error_columns()}
             clash = sorted(extra & {*names, *plan.group_by})
             if clash:
                 raise InvalidValueError(
@@ -711,40 +686,6 @@ class Session:
                     "or a group_by column; rename the aggregate with .alias(...)"
                 )
         return schema
-
-    def _selection_delta(self, plan: Plan, delta: float | None) -> float | None:
-        """The δ a release spends on choosing its groups: given, or what the session has left."""
-        if not plan.group_by or plan.keys is not None:
-            if delta:
-                raise InvalidValueError(
-                    "delta is only spent by queries that choose groups privately "
-                    "(group_by without keys); this query spends rho alone"
-                )
-            return None
-        if delta is None:
-            delta = self._accountant.remaining.exact_delta
-        if not delta:
-            if self._accountant.budget.delta:
-                why = "has none left"
-                fix = (
-                    "open a new budget (and give earlier selections a share with "
-                    "release(..., delta=...): by default a selection spends all the delta left)"
-                )
-            else:
-                why = (
-                    "has no delta (an ApproxDP budget given as is converts all of its delta to rho)"
-                )
-                fix = (
-                    "reserve some when opening the session, e.g. budget=pf.ApproxDP(epsilon, "
-                    "delta).to_zcdp(selection_delta=delta / 10), or budget=pf.zCDP(rho=1.0, "
-                    "delta=1e-7)"
-                )
-            raise InvalidBudgetError(
-                "choosing groups privately (group_by without keys) spends delta, and this "
-                f"session's budget {why}. Pass public keys, which spend no delta: "
-                f"group_by(..., keys=[...]); or {fix}."
-            )
-        return delta
 
     def _explain(
         self,
@@ -754,7 +695,7 @@ class Session:
         delta: float | None = None,
     ) -> Explanation:
         self._validate(query.plan)
-        delta = self._selection_delta(query.plan, delta)
+        delta = self._pipeline.selection_delta(query.plan, delta)
         return explain(
             query.plan,
             self._unit is not None,
@@ -762,54 +703,6 @@ class Session:
             weights,
             delta,
             self._accountant.delta,
-        )
-
-    def _spec(
-        self, plan: Plan, release: ReleasePlan, schema: pl.Schema | None = None
-    ) -> AggregationSpec:
-        keys = None
-        steps = plan.steps
-        if plan.keys is not None:
-            schema = schema if schema is not None else self._schema_after(plan)
-            keys = exact_keys(plan.keys.to_polars(), schema)
-            if plan.other is not None:
-                keys, steps = _with_other(keys, steps, plan.other)
-        values = tuple(
-            ValueSpec(
-                name=_value_column(release, m),
-                column=str(m.column),
-                lower=float(m.lower),  # type: ignore[arg-type]
-                upper=float(m.upper),  # type: ignore[arg-type]
-                grid_exponent=m.grid_exponent,
-                lower_units=m.lower_units,
-                upper_units=m.upper_units,
-                centre_units=m.centre_units,
-                # Nulls count as 0 in a sum and as the midpoint in a mean or variance.
-                fill=0.0 if m.kind == "sum" else _midpoint(m),
-                square_around=_midpoint(m) if m.kind == "centred_sum_sq" else None,
-            )
-            for m in release.measurements
-            if m.kind in ("sum", "centred_sum", "centred_sum_sq")
-        )
-        limits = release.limits
-        # Without public keys a unit may be in any number of groups: always bound them.
-        n_groups = plan.n_groups
-        return AggregationSpec(
-            steps=steps,
-            unit=self._unit,
-            group_by=plan.group_by,
-            keys=keys,
-            max_groups=None
-            if n_groups is not None and limits.max_groups >= n_groups
-            else limits.max_groups,
-            max_rows_per_group=limits.max_rows_per_group,
-            max_rows=limits.max_rows,
-            values=values,
-            seed=int((self._rng or SystemRandomness()).words(1)[0]),
-            histograms=tuple(
-                HistogramSpec(name, a.column, tuple(a.candidate_values()))
-                for name, a in _histograms(release).items()
-            ),
         )
 
     def release_all(self, requests: Sequence[Request]) -> list[pl.DataFrame | pd.DataFrame]:
@@ -863,180 +756,26 @@ class Session:
             >>> [frame.columns for frame in batch.release()], sess.spent.rho
             ([['count']], 0.25)
         """
-        computed: list[_Computed] = []
+        computed: list[Computed] = []
         before = zCDP(0)
         for request in requests:
             computed.append(self._compute(request, before))
             before += computed[-1].release.cost
-        return Batch(self, computed)
+        return Batch(self._pipeline, computed, self._convert)
 
-    def _compute(self, request: Request, before: zCDP) -> _Computed:
+    def _compute(self, request: Request, before: zCDP) -> Computed:
         """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""
         plan = request.query.plan
         schema = self._check(plan, request.with_error)
-        delta = self._selection_delta(plan, request.delta)
-        # A request over what is left by float rounding only spends exactly what is
-        # left, after what the requests before it in the batch spend.
-        asked = exact("rho", request.rho, positive=True)
-        rho = self._accountant.affordable(before.exact_rho + asked) - before.exact_rho
-        release = plan_release(plan, self._unit is not None, rho, request.weights, delta)
-        # Budget before bytes: refuse early, compute exactly, charge the batch
-        # atomically, and only then draw noise.
-        self._accountant.check(before + release.cost)
-        spec = self._spec(plan, release, schema)
-        failure = None
-        try:
-            table = self._engine.aggregate(spec)
-        except (Exception, _PanicException) as err:
-            failure = type(err).__name__
-        if failure is not None:
-            # Any engine failure (polars errors and panics, Spark, memory) may depend on
-            # the data and its message may quote private values: withhold it, and raise
-            # outside the handler so the original is not kept as the error's context.
-            raise InvalidValueError(
-                f"the query failed while running on the data (the engine raised "
-                f"{failure}; its message is withheld because it may contain private "
-                "values). Check that filters are boolean expressions that keep one value "
-                "per row. Nothing was charged."
-            )
-        return _Computed(request, release, table)
+        release = self._pipeline.plan(plan, request.rho, request.weights, request.delta, before)
+        exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
+        return Computed(plan, release, exact, request.label, request.with_error, request.finish)
 
-    def _charge(self, computed: Sequence[_Computed]) -> list[LedgerEntry]:
-        """Record a computed batch's spends in one atomic ledger step."""
-        seeded = self._rng is not None and self._rng.seeded
-        return self._accountant.spend_all(
-            [
-                Spend(
-                    c.release.cost,
-                    label=c.request.label,
-                    description=_describe(c.request.query.plan, c.release),
-                    seeded=seeded,
-                )
-                for c in computed
-            ]
-        )
-
-    def _noisy(self, computed: _Computed) -> pl.DataFrame | pd.DataFrame:
-        """The charged release's noisy table, post-processed, in the input's kind of frame."""
-        request, release, exact = computed
-        if release.selection is not None:
-            exact = exact.filter(self._selected(exact, release.selection))
-        draws = _draw_all([m.sigma_units for m in release.measurements], exact.height, self._rng)
-        noisy = {
-            m.key: exact[_EXACT_COLUMN.get(m.kind) or _value_column(release, m)]
-            .to_numpy()
-            .astype(np.int64)
-            + draw
-            for m, draw in zip(release.measurements, draws, strict=True)
-        }
-        names = {a: name for name, a in _histograms(release).items()}
-        for qm in release.quantiles:
-            agg = qm.aggregate
-            hist = _dense(exact[names[_histogram_of(agg)]], 2 * agg.candidates - 1)
-            chosen = quantiles.choose(hist, agg.q, qm.eta, rng=self._rng)
-            noisy[qm.key] = np.asarray(agg.candidate_values())[chosen]
-        columns: dict[str, Any] = {c: exact[c] for c in request.query.plan.group_by}
-        for out in release.outputs:
-            columns.update(_output_columns(out, release, noisy, request.with_error))
-        result = pl.DataFrame(columns)
-        if request.finish is not None:
-            result = request.finish(result)
+    def _convert(self, result: pl.DataFrame) -> pl.DataFrame | pd.DataFrame:
+        """A released table in the kind of frame the session was given."""
         if self._kind == "spark":
             return spark.to_spark_result(self._spark, result)
         return result.to_pandas() if self._kind == "pandas" else result
-
-    def _selected(self, exact: pl.DataFrame, selection: Selection) -> np.ndarray:
-        """Keep a group iff its noisy distinct-unit count reaches the threshold.
-
-        Only the kept groups' aggregates get noise and leave the session; the
-        noisy distinct counts themselves are not released.
-        """
-        distinct = exact[DISTINCT].to_numpy().astype(np.int64)
-        sigma = selection.measurement.sigma_units
-        noisy = distinct + discrete_gaussian(sigma, distinct.size, rng=self._rng)
-        return noisy >= selection.threshold
-
-
-class Batch:
-    """Releases computed exactly and not yet charged: :meth:`Session.batch` makes one.
-
-    Holds the exact aggregates privately; only :meth:`release` turns them
-    into noisy tables, after charging the batch's total cost atomically.
-
-    Example:
-        >>> import polars as pl
-        >>> import privframe as pf
-        >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
-        >>> batch = sess.batch([sess.query().agg(pf.count()).request(0.5, label="n")])
-        >>> batch
-        Batch(labels=['n'], cost=zCDP(rho=0.5, delta=0.0), released=False)
-    """
-
-    def __init__(self, session: Session, computed: Sequence[_Computed]) -> None:
-        self._session = session
-        self._computed = list(computed)
-        self._entries: list[LedgerEntry] | None = None
-
-    @property
-    def labels(self) -> list[str]:
-        """The requests' ledger labels, in order."""
-        return [c.request.label for c in self._computed]
-
-    @property
-    def cost(self) -> zCDP:
-        """What :meth:`release` charges: every request's cost, composed."""
-        return sum((c.release.cost for c in self._computed), zCDP(0))
-
-    @property
-    def entries(self) -> list[LedgerEntry]:
-        """The ledger entries :meth:`release` recorded (empty before it)."""
-        return list(self._entries or ())
-
-    def release(self) -> list[pl.DataFrame | pd.DataFrame]:
-        """Charge the total in one ledger step, then draw the noise; once only.
-
-        Raises:
-            BudgetExceededError: the total no longer fits (another process
-                spent meanwhile); nothing is charged.
-            InvalidArgumentError: the batch was released already.
-        """
-        if self._entries is not None:
-            raise InvalidArgumentError(
-                "this batch was released already: its budget is spent; make a new one"
-            )
-        self._entries = self._session._charge(self._computed)
-        return [self._session._noisy(c) for c in self._computed]
-
-    def __repr__(self) -> str:
-        return (
-            f"Batch(labels={self.labels!r}, cost={self.cost!r}, "
-            f"released={self._entries is not None})"
-        )
-
-
-class _Computed(NamedTuple):
-    """A request planned and aggregated exactly: what its charge and its noise need."""
-
-    request: Request
-    release: ReleasePlan
-    exact: pl.DataFrame
-
-
-_PARALLEL_SAMPLES = 200_000  # below this, threads cost more than they save
-
-
-def _draw_all(sigmas: list[float], size: int, rng: Randomness | None) -> list[np.ndarray]:
-    """One discrete Gaussian vector per σ; large draws from the OS CSPRNG run in threads.
-
-    The sampler spends its time in numpy, which releases the GIL, so a few
-    threads use the machine's cores. A seeded stream is drawn in order, so
-    that it stays reproducible.
-    """
-    if rng is not None or len(sigmas) < 2 or size * len(sigmas) < _PARALLEL_SAMPLES:
-        return [discrete_gaussian(sigma, size, rng=rng) for sigma in sigmas]
-    workers = min(len(sigmas), os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda sigma: discrete_gaussian(sigma, size), sigmas))
 
 
 def _check_boolean(predicate: pl.Expr, schema: pl.Schema) -> None:
@@ -1099,177 +838,3 @@ def _check_tables(tables: object) -> dict[str, pl.DataFrame]:
         except InvalidArgumentError as err:
             raise InvalidArgumentError(f"tables[{name!r}]: {err}") from None
     return checked
-
-
-def _with_other(
-    keys: pl.DataFrame, steps: tuple[RowStep, ...], other: str
-) -> tuple[pl.DataFrame, tuple[RowStep, ...]]:
-    """Route rows with a non-public (or null) key to the public ``other`` group, last."""
-    (column,) = keys.columns
-    labels = keys[column].cast(pl.String).to_list()
-    value = pl.col(column).cast(pl.String, strict=False)
-    route = pl.when(value.is_in(labels)).then(value).otherwise(pl.lit(other)).alias(column)
-    keys = pl.concat([keys.cast({column: pl.String}), pl.DataFrame({column: [other]})])
-    return keys, (*steps, RowStep("with_columns", (route,)))
-
-
-def _dense(pairs: pl.Series, positions: int) -> np.ndarray:
-    """Per kept key, its (position, count) pairs as a dense row of counts.
-
-    Built only for the released keys (public, or kept by the charged
-    selection), so its size is a public or released number.
-    """
-    matrix = np.zeros((pairs.len(), positions), dtype=np.int64)
-    flat = pl.DataFrame({"pairs": pairs}).with_row_index("row").explode("pairs").unnest("pairs")
-    flat = flat.drop_nulls("position")
-    matrix[flat["row"].to_numpy(), flat["position"].to_numpy()] = flat["count"].to_numpy()
-    return matrix
-
-
-def _histogram_of(agg: Quantile) -> Quantile:
-    """The histogram a quantile reads: quantiles of one column, bounds and grid share one."""
-    return Quantile(
-        column=agg.column, lower=agg.lower, upper=agg.upper, q=0.0, candidates=agg.candidates
-    )
-
-
-def _histograms(release: ReleasePlan) -> dict[str, Quantile]:
-    """The engine's histogram columns ('__' names are reserved), one per distinct grid."""
-    grids = dict.fromkeys(_histogram_of(qm.aggregate) for qm in release.quantiles)
-    return {f"__histogram{i}": grid for i, grid in enumerate(grids)}
-
-
-def _value_column(release: ReleasePlan, m: Measurement) -> str:
-    """The engine's working column for a value measurement ('__' names are reserved)."""
-    return f"__value{release.measurements.index(m)}"
-
-
-def _midpoint(m: Measurement) -> float:
-    """(L + U)/2 of a value measurement, without overflow near the float range."""
-    assert m.lower is not None
-    assert m.upper is not None
-    return m.lower / 2 + m.upper / 2
-
-
-def _variance(
-    out: Output, release: ReleasePlan, noisy: dict[str, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Variance estimate and its approximate std, from noisy Σ(x − a)², Σ(x − c) and count.
-
-    With a the midpoint, c the centred sum's grid centre, N the count:
-    C_a = C + N·(c − a) is the sum of x − a, and var = Q/N − (C_a² − σ_C²)/N²,
-    the plug-in estimate with the noise's bias E[C²] = C² + σ_C² removed,
-    clamped to [0, ((U − L)/2)²]. The std is the delta method's (an approximation).
-    """
-    squares, centred, count = (release.measurement(k) for k in out.measurements)
-    n = np.maximum(noisy[count.key], 1).astype(np.float64)
-    a = _midpoint(squares)
-    q = np.ldexp(
-        noisy[squares.key].astype(np.float64) + squares.centre_units * noisy[count.key],
-        -squares.grid_exponent,
-    )
-    c_units = noisy[centred.key].astype(np.float64)
-    c_a = np.ldexp(c_units, -centred.grid_exponent) + noisy[count.key] * (
-        math.ldexp(centred.centre_units, -centred.grid_exponent) - a
-    )
-    top = (squares.upper / 2 - squares.lower / 2) ** 2  # type: ignore[operator]
-    var = np.clip(q / n - (c_a**2 - centred.sigma**2) / n**2, 0.0, top)
-    slope_n = -q / n**2 + 2 * c_a**2 / n**3
-    std = np.sqrt(
-        (squares.sigma / n) ** 2
-        + (2 * c_a * centred.sigma / n**2) ** 2
-        + (slope_n * count.sigma) ** 2
-    )
-    return var, std
-
-
-def _error_columns(agg: Aggregate) -> tuple[str, ...]:
-    """The columns ``with_error=True`` adds for an aggregate."""
-    name = agg.output_name
-    if isinstance(agg, Quantile):
-        return (f"{name}_rank_ci95",)
-    return (f"{name}_std", f"{name}_ci95")
-
-
-def _output_columns(
-    out: Output, release: ReleasePlan, noisy: dict[str, np.ndarray], with_error: bool
-) -> dict[str, np.ndarray]:
-    """One output's values (and error columns) from the noisy measurements: post-processing."""
-    agg = out.aggregate
-    if isinstance(agg, Quantile):
-        values = noisy[out.measurements[0]]
-        if not with_error:
-            return {out.name: values}
-        bound = release.quantile(out.measurements[0]).rank_error()
-        return {out.name: values, f"{out.name}_rank_ci95": np.full(values.shape, bound)}
-    m = release.measurement(out.measurements[0])
-    values: np.ndarray
-    if isinstance(agg, Var):
-        values, std = _variance(out, release, noisy)
-        if isinstance(agg, Std):
-            values = np.sqrt(values)
-            # Delta method for the square root, capped where it breaks down (near 0,
-            # sqrt of a term with spread s has spread about sqrt(s)).
-            with np.errstate(divide="ignore"):
-                std = np.minimum(std / (2 * values), np.sqrt(std))
-        ci = Z95 * std
-    elif isinstance(agg, Mean):
-        count_m = release.measurement(out.measurements[1])
-        denominator = np.maximum(noisy[count_m.key], 1).astype(np.float64)
-        centred = np.ldexp(noisy[m.key].astype(np.float64), -m.grid_exponent)
-        midpoint = math.ldexp(m.centre_units, -m.grid_exponent)
-        values = np.clip(midpoint + centred / denominator, agg.lower, agg.upper)
-        # Delta method for a ratio of independent noisy terms: a documented approximation.
-        std = np.sqrt(m.sigma**2 + ((values - midpoint) * count_m.sigma) ** 2) / denominator
-        ci = Z95 * std
-    else:
-        values = noisy[m.key]
-        if m.kind == "sum":
-            values = np.ldexp(values.astype(np.float64), -m.grid_exponent)
-        std = np.full(values.shape, m.sigma)
-        ci = np.full(values.shape, m.ci95)
-    columns = {out.name: values}
-    if with_error:
-        columns[f"{out.name}_std"] = std
-        columns[f"{out.name}_ci95"] = ci
-    return columns
-
-
-def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
-    """The release's mechanisms as versioned events (privframe.accounting.events), for replaying.
-
-    Each noisy measurement is a discrete Gaussian with noise multiplier σ/Δ
-    (grid units) and, with public keys, one value per group as its dimension;
-    a private key selection adds its counts (dimension not public) and a
-    threshold event with the δ it spends; a quantile is a ρ-zCDP event.
-    """
-    events: list[Any] = [
-        GaussianEvent(m.sigma_units / m.l2_units, discrete=True, dimension=n_groups)
-        for m in release.measurements
-    ]
-    if release.selection is not None:
-        m = release.selection.measurement
-        events.append(GaussianEvent(m.sigma_units / m.l2_units, discrete=True))
-        events.append(ThresholdEvent(rho=0.0, delta=release.selection.delta))
-    events += [ZCDPEvent(q.rho) for q in release.quantiles]
-    return [event.to_dict() for event in events]
-
-
-def _describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
-    """A ledger description made of public parameters only."""
-    selection = release.selection
-    return {
-        "group_by": list(plan.group_by),
-        "n_keys": plan.n_groups,
-        "selection": None
-        if selection is None
-        else {"threshold": selection.threshold, "delta": selection.delta},
-        "filters": len(plan.filters),
-        "outputs": [out.name for out in release.outputs],
-        "limits": release.limits.describe(),
-        "measurements": [
-            {"key": m.key, "rho": m.rho, "sigma": m.sigma} for m in release.measurements
-        ]
-        + [{"key": m.key, "rho": m.rho, "eta": m.eta} for m in release.quantiles],
-        "events": _events(release, plan.n_groups),
-    }

@@ -72,16 +72,18 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from privframe._arguments import RHO_HINTS, hinted
-from privframe.api.query import Bound, Query, Request
+from privframe.api.html import query_html
+from privframe.api.query import Query, Request
 from privframe.errors import NAMES_WITHHELD, InvalidArgumentError, SQLError, names_look_like_data
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import Aggregate
+from privframe.plan.ir import Bound
 from privframe.plan.keys import KeySet, product
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from privframe.plan.planner import Explanation
+    from privframe.plan.explanation import Explanation
     from privframe.plan.split import Balance
 
 __all__ = ["Column", "SQLQuery", "parse"]
@@ -1186,8 +1188,6 @@ class SQLQuery:
 
     def _repr_html_(self) -> str:
         """Notebook view: the SQL text and the equivalent plan."""
-        from privframe.api.html import query_html
-
         return f"<pre>{html.escape(self._text)}</pre>" + query_html(self._query)
 
 

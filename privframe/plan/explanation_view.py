@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from privframe._html import number, paragraph, table, text
 
 if TYPE_CHECKING:
-    from privframe.plan.planner import Explanation, Selection
+    from privframe.plan.explanation import Explanation
+    from privframe.plan.planner import Selection
 
 __all__ = ["ACCOUNTING_NOTE", "explanation_html"]
 

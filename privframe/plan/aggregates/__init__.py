@@ -1,0 +1,52 @@
+"""Aggregates a query can release (counts, sums, means, variances, quantiles), one module each.
+
+An aggregate says *what* to compute and with which public bounds, and owns
+everything that depends on what it is: the measurements it needs and their
+sensitivity, its estimate from the noisy measurements, its error columns, its
+``explain`` row and its names (:mod:`~privframe.plan.aggregates.base`). The
+planner and the release pipeline only call that interface. To add an
+aggregate, add a module here and import it below (docs/architecture.md).
+
+Missing values: a null or NaN in a summed column counts as 0 in a sum (SQL's
+SUM skips it), clipped to the bounds like any value (so with bounds (10, 20) it
+adds 10), and as the midpoint of the bounds in a mean (it adds nothing to the
+centred sum, and its row counts in the denominator). Filter such rows out
+first (``.filter(pl.col("x").is_not_null() & pl.col("x").is_not_nan())``) for
+SQL's AVG semantics. Infinities are clipped to the bounds like any other value.
+
+Example:
+    >>> import privframe as pf
+    >>> pf.sum("amount", bounds=(0, 1000)).output_name
+    'amount_sum'
+    >>> pf.mean("amount", bounds=(0, 1000)).alias("avg").output_name
+    'avg'
+"""
+
+from privframe.plan.aggregates.base import FAMILIES, Aggregate, Bounded
+from privframe.plan.aggregates.count import Count, count
+from privframe.plan.aggregates.distinct import CountDistinct, count_distinct
+from privframe.plan.aggregates.mean import Mean, mean
+from privframe.plan.aggregates.quantile import Quantile, median, quantile
+from privframe.plan.aggregates.sum import Sum, sum
+from privframe.plan.aggregates.variance import Std, Var, std, var
+
+__all__ = [
+    "FAMILIES",
+    "Aggregate",
+    "Bounded",
+    "Count",
+    "CountDistinct",
+    "Mean",
+    "Quantile",
+    "Std",
+    "Sum",
+    "Var",
+    "count",
+    "count_distinct",
+    "mean",
+    "median",
+    "quantile",
+    "std",
+    "sum",
+    "var",
+]

@@ -1,0 +1,264 @@
+"""What every aggregate owns, behind one interface, and the checks of its public parameters.
+
+An aggregate family is one module of :mod:`privframe.plan.aggregates`. Its
+class says which noisy measurements it needs (:meth:`Aggregate.needs`, each
+deriving its own sensitivity), how the noisy measurements become its output
+and error columns (:meth:`Aggregate.estimate`, post-processing), its
+``explain`` row, the terms of its relative error for ``pf.balance``, and the
+names SQL and report specs use for it. A concrete subclass that leaves one of
+these out is refused when its module is imported, so an aggregate can never
+be released with a piece silently missing; every concrete family is listed in
+:data:`FAMILIES`.
+
+Example:
+    >>> from privframe.plan.aggregates import FAMILIES
+    >>> sorted(f.spec_name for f in FAMILIES)
+    ['count', 'count_distinct', 'mean', 'quantile', 'std', 'sum', 'var']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar
+
+import numpy as np
+
+from privframe.accounting._numbers import check_real
+from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
+from privframe.plan.measurements import Measurement, Need, exact_text
+
+if TYPE_CHECKING:
+    from privframe.plan.aggregates.quantile import QuantileMeasurement
+
+__all__ = ["BOUNDS_HINT", "FAMILIES", "Aggregate", "Bounded", "Measured", "bounded"]
+
+BOUNDS_HINT = (
+    "bounds=(lower, upper) are public clipping bounds: finite numbers, lower < upper, chosen "
+    "from knowledge of the domain (e.g. bounds=(0, 1000)), never computed from the data; "
+    "values outside them are clipped to them"
+)
+
+FAMILIES: list[type[Aggregate]] = []
+"""Every concrete aggregate class, in the order their modules were imported."""
+
+_REQUIRED = ("needs", "estimate", "explain_row", "balance_terms", "_default_name")
+
+
+class Measured(Protocol):
+    """A release's measurements by key: what an aggregate's estimate and explain row read."""
+
+    def measurement(self, key: str) -> Measurement:
+        """The Gaussian measurement with this key."""
+        ...
+
+    def quantile(self, key: str) -> QuantileMeasurement:
+        """The quantile measurement with this key."""
+        ...
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Base class of the aggregates; use :func:`~privframe.count`, :func:`~privframe.sum`, ...
+
+    Subclasses set ``spec_name`` (the name in report specs) and
+    ``sql_functions`` (SQL function names that make it from one bounded
+    column), and implement every method below that raises
+    ``NotImplementedError``; ``abstract=True`` in the class statement marks an
+    intermediate base that is not a family itself.
+    """
+
+    spec_name: ClassVar[str] = ""
+    sql_functions: ClassVar[tuple[str, ...]] = ()
+    needs_expected: ClassVar[bool] = True  # pf.balance needs a guess of its size
+
+    name: str | None = None
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if abstract:
+            return
+        missing = [m for m in _REQUIRED if getattr(cls, m) is getattr(Aggregate, m)]
+        if missing or not cls.spec_name:
+            raise TypeError(
+                f"aggregate {cls.__name__} does not define {missing or ['spec_name']}: every "
+                "aggregate owns its measurements, estimate, explain row, balance terms, "
+                "default name and spec name (docs/architecture.md)"
+            )
+        FAMILIES.append(cls)
+
+    def alias(self, name: str) -> Self:
+        """Return a copy whose output column is called ``name``.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.count().alias("n").output_name
+            'n'
+        """
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"alias must be a non-empty string, got {name!r}")
+        return dataclasses.replace(self, name=name)
+
+    @property
+    def output_name(self) -> str:
+        """The output column's name: the alias, or a default derived from the aggregate."""
+        return self.name or self._default_name()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The data columns it reads (they must exist and be numeric)."""
+        return ()
+
+    def error_columns(self) -> tuple[str, ...]:
+        """The columns ``with_error=True`` adds: a standard deviation and a 95% half-width."""
+        return (f"{self.output_name}_std", f"{self.output_name}_ci95")
+
+    def keys(self) -> tuple[str, ...]:
+        """The keys of the measurements it reads, in the order of :meth:`needs`."""
+        return tuple(need.key for need in self.needs())
+
+    def _default_name(self) -> str:
+        raise NotImplementedError
+
+    def needs(self) -> tuple[Need, ...]:
+        """The noisy measurements this output is computed from (each derives its sensitivity)."""
+        raise NotImplementedError
+
+    def estimate(
+        self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
+    ) -> dict[str, np.ndarray]:
+        """Its output column (and error columns) from the noisy measurements: post-processing."""
+        raise NotImplementedError
+
+    def explain_row(self, measured: Measured) -> tuple[str, str]:
+        """Its (std, 95% half-width) as ``explain`` prints them, from public numbers."""
+        raise NotImplementedError
+
+    def balance_terms(
+        self, coefficients: Mapping[str, float], rows: float, expected: float | None
+    ) -> dict[str, float]:
+        """Its squared first-order relative error as Σ_m b_m/ρ_m: the b_m per measurement key.
+
+        ``coefficients`` holds each measurement's c (squared 95% error c/ρ),
+        ``rows`` the public guess of rows per group and ``expected`` the guess
+        of this output's value (None when ``needs_expected`` is False).
+        """
+        raise NotImplementedError
+
+
+def check_number(where: str, name: str, value: object, fix: str) -> float:
+    """A public number of an aggregate (a bound, a quantile's q) as an exact, finite float.
+
+    A bound or a quantile's q is not a budget: the accounting check's
+    InvalidBudgetError becomes an InvalidValueError about the aggregate,
+    saying how to ``fix`` it.
+
+    Example:
+        >>> from privframe.plan.aggregates.base import check_number
+        >>> check_number("quantile('x')", "q", 0.5, "q is in [0, 1]")
+        0.5
+    """
+    error: type[PrivframeError]
+    try:
+        return check_real(name, value)
+    except InvalidArgumentError as err:
+        error, problem = InvalidArgumentError, str(err)
+    except InvalidValueError as err:
+        error, problem = InvalidValueError, str(err)
+    # Raised outside the except blocks, so the accounting error is not chained to it.
+    raise error(f"{where}: {problem}. {fix}")
+
+
+def check_bounds(kind: str, column: str, bounds: object) -> tuple[float, float]:
+    """Public clipping bounds (lower, upper): finite, lower < upper.
+
+    Example:
+        >>> from privframe.plan.aggregates.base import check_bounds
+        >>> check_bounds("sum", "x", (0, 10))
+        (0.0, 10.0)
+    """
+    where = f"{kind}({column!r})"
+    if not isinstance(bounds, tuple | list) or len(bounds) != 2:
+        raise InvalidArgumentError(
+            f"{where}: bounds must be a (lower, upper) pair, got {bounds!r}. {BOUNDS_HINT}"
+        )
+    lower = check_number(where, "the lower bound", bounds[0], BOUNDS_HINT)
+    upper = check_number(where, "the upper bound", bounds[1], BOUNDS_HINT)
+    if not lower < upper:
+        raise InvalidValueError(
+            f"{where}: bounds must satisfy lower < upper, got ({lower!r}, {upper!r}). {BOUNDS_HINT}"
+        )
+    return lower, upper
+
+
+def check_column(column: object) -> str:
+    """A column name: a non-empty string.
+
+    Example:
+        >>> from privframe.plan.aggregates.base import check_column
+        >>> check_column("amount")
+        'amount'
+    """
+    if not isinstance(column, str) or not column:
+        raise InvalidArgumentError(f"column must be a non-empty string, got {column!r}")
+    return column
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bounded(Aggregate, abstract=True):
+    """An aggregate of one numeric column whose values are clipped to public bounds."""
+
+    column: str
+    lower: float
+    upper: float
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The column it reads."""
+        return (self.column,)
+
+    @property
+    def midpoint(self) -> Fraction:
+        """(L + U)/2, exactly."""
+        return (Fraction(self.lower) + Fraction(self.upper)) / 2
+
+    @property
+    def magnitude(self) -> float:
+        """max(|L|, |U|): the largest change one row can make to a sum."""
+        return max(abs(self.lower), abs(self.upper))
+
+    @property
+    def half_width(self) -> float:
+        """(U − L)/2, without overflow near the float range."""
+        return self.upper / 2 - self.lower / 2
+
+
+_B = TypeVar("_B", bound=Bounded)
+
+
+def bounded(cls: type[_B], column: object, bounds: object) -> _B:
+    """A bounded aggregate of ``column`` after checking the column name and the bounds.
+
+    Example:
+        >>> from privframe.plan.aggregates import Sum
+        >>> from privframe.plan.aggregates.base import bounded
+        >>> bounded(Sum, "x", (0, 1)).upper
+        1.0
+    """
+    name = check_column(column)
+    lower, upper = check_bounds(cls.__name__.lower(), name, bounds)
+    return cls(column=name, lower=lower, upper=upper)
+
+
+def value_key(kind: str, agg: Bounded) -> str:
+    """A value measurement's key: equal for aggregates of one column and bounds.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.plan.aggregates.base import value_key
+        >>> value_key("sum", pf.sum("x", bounds=(0, 1000)))
+        'sum(x, [0, 1000])'
+    """
+    return f"{kind}({agg.column}, [{exact_text(agg.lower)}, {exact_text(agg.upper)}])"

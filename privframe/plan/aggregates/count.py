@@ -1,0 +1,105 @@
+"""Counts of rows per group, and the count measurement means and variances share.
+
+Sensitivity: a privacy unit adds ``w_g <= m`` rows to each of at most ``k``
+groups (and at most ``M`` rows overall), so ``sum_g w_g² <= S``
+(:mod:`privframe.plan.limits`) and the grouped count vector has L2
+sensitivity ``sqrt(S)``; ``sqrt(k)·m`` without ``M``.
+
+Example:
+    >>> import privframe as pf
+    >>> pf.count().output_name
+    'count'
+    >>> [need.key for need in pf.count().needs()]
+    ['count']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from privframe._arguments import hinted
+from privframe.plan.aggregates.base import Aggregate, Measured
+from privframe.plan.limits import Limits
+from privframe.plan.measurements import Z95, Measurement, Need, integer_measurement
+
+__all__ = ["Count", "CountNeed", "count", "gaussian_columns"]
+
+
+class CountNeed(Need):
+    """The noisy row count per group; every count, mean and variance shares it."""
+
+    @property
+    def key(self) -> str:
+        """Always ``count``: one count per release."""
+        return "count"
+
+    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
+        """Rows per group: a unit's weights w_g satisfy sum_g w_g² <= S, so Δ = sqrt(S)."""
+        return integer_measurement("count", "count", limits.squares, "S", rho, self)
+
+    def error_coefficient(self, limits: Limits) -> float:
+        """Squared 95% error (1.96σ)² = 1.96²·S/(2ρ)."""
+        return Z95 * Z95 * (limits.squares / 2.0)
+
+
+def gaussian_columns(
+    name: str, values: np.ndarray, m: Measurement, with_error: bool
+) -> dict[str, np.ndarray]:
+    """An output read straight from one measurement, with its exact error columns."""
+    columns = {name: values}
+    if with_error:
+        columns[f"{name}_std"] = np.full(values.shape, m.sigma)
+        columns[f"{name}_ci95"] = np.full(values.shape, m.ci95)
+    return columns
+
+
+@dataclass(frozen=True)
+class Count(Aggregate):
+    """The number of rows per group (after filtering and contribution bounding)."""
+
+    spec_name = "count"
+    needs_expected = False
+
+    def _default_name(self) -> str:
+        return "count"
+
+    def needs(self) -> tuple[Need, ...]:
+        """The row count."""
+        return (CountNeed(),)
+
+    def estimate(
+        self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
+    ) -> dict[str, np.ndarray]:
+        """The noisy count itself."""
+        m = measured.measurement("count")
+        return gaussian_columns(self.output_name, noisy["count"], m, with_error)
+
+    def explain_row(self, measured: Measured) -> tuple[str, str]:
+        """σ and the exact 95% half-width of the count's noise."""
+        m = measured.measurement("count")
+        return f"{m.sigma:.6g}", f"{m.ci95:.6g}"
+
+    def balance_terms(
+        self, coefficients: Mapping[str, float], rows: float, expected: float | None
+    ) -> dict[str, float]:
+        """Relative error σ_N/rows."""
+        return {"count": coefficients["count"] / rows**2}
+
+
+@hinted(
+    "count() counts the rows of each group and takes no column; filter rows first, and name "
+    "the output with .alias(...)"
+)
+def count() -> Count:
+    """Count rows per group; the output column is ``count``.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.count()
+        Count(name=None)
+    """
+    return Count()

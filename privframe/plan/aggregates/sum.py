@@ -1,0 +1,136 @@
+"""Sums of a column clipped to public bounds, per group.
+
+Sensitivity: each row's value is clipped to ``[L, U]`` and a unit weighs
+``w_g <= m`` rows in each group, with ``sum_g w_g² <= S``; so the grouped sum
+has L2 sensitivity ``sqrt(S)·max(|L|, |U|)``. Values are snapped to a public
+grid first (:func:`privframe.plan.measurements.grid_measurement`) so the exact
+discrete Gaussian can be added. A null or NaN value counts as 0 (SQL's SUM
+skips it), clipped to the bounds like any value.
+
+Example:
+    >>> import privframe as pf
+    >>> pf.sum("amount", bounds=(0, 1000)).output_name
+    'amount_sum'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from privframe._arguments import hinted
+from privframe.engines.spec import ValueSpec
+from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bounded, value_key
+from privframe.plan.aggregates.count import gaussian_columns
+from privframe.plan.limits import Limits
+from privframe.plan.measurements import Z95, GridRange, Measurement, Need, grid_measurement
+
+__all__ = ["Sum", "SumNeed", "sum", "value_spec"]
+
+
+def value_spec(
+    m: Measurement, name: str, fill: float, square_around: float | None = None
+) -> ValueSpec:
+    """What the engine sums per row for a grid measurement ``m``, in its column ``name``."""
+    assert m.column is not None
+    assert m.lower is not None
+    assert m.upper is not None
+    return ValueSpec(
+        name=name,
+        column=m.column,
+        lower=m.lower,
+        upper=m.upper,
+        grid_exponent=m.grid_exponent,
+        lower_units=m.lower_units,
+        upper_units=m.upper_units,
+        centre_units=m.centre_units,
+        fill=fill,
+        square_around=square_around,
+    )
+
+
+@dataclass(frozen=True)
+class SumNeed(Need):
+    """The noisy sum of clipped values per group."""
+
+    aggregate: Bounded
+
+    @property
+    def key(self) -> str:
+        """``sum(<column>, [L, U])``."""
+        return value_key("sum", self.aggregate)
+
+    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
+        """Δ = sqrt(S)·max(|L|, |U|), on the grid."""
+        a = self.aggregate
+        formula = f"sqrt(S)·max(|L|,|U|) = sqrt({limits.squares})·{a.magnitude:g}"
+        values = GridRange(a.lower, a.upper, a.magnitude, centred=False, formula=formula)
+        bounds = (a.lower, a.upper)
+        return grid_measurement(
+            self.key, "sum", a.column, bounds, values, limits.squares, rho, self
+        )
+
+    def error_coefficient(self, limits: Limits) -> float:
+        """Squared 95% error 1.96²·S·max(|L|, |U|)²/(2ρ)."""
+        row = self.aggregate.magnitude
+        return Z95 * Z95 * (limits.squares * row * row / 2)
+
+    def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
+        """Clipped values; a missing value counts as 0."""
+        return value_spec(measurement, name, fill=0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sum(Bounded):
+    """The sum of a column's values, each clipped to [lower, upper], per group."""
+
+    spec_name = "sum"
+    sql_functions = ("SUM",)
+
+    def _default_name(self) -> str:
+        return f"{self.column}_sum"
+
+    def needs(self) -> tuple[Need, ...]:
+        """The sum."""
+        return (SumNeed(self),)
+
+    def estimate(
+        self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
+    ) -> dict[str, np.ndarray]:
+        """The noisy sum, back from grid units to value units."""
+        m = measured.measurement(self.keys()[0])
+        values = np.ldexp(noisy[m.key].astype(np.float64), -m.grid_exponent)
+        return gaussian_columns(self.output_name, values, m, with_error)
+
+    def explain_row(self, measured: Measured) -> tuple[str, str]:
+        """σ and the exact 95% half-width of its noise."""
+        m = measured.measurement(self.keys()[0])
+        return f"{m.sigma:.6g}", f"{m.ci95:.6g}"
+
+    def balance_terms(
+        self, coefficients: Mapping[str, float], rows: float, expected: float | None
+    ) -> dict[str, float]:
+        """Relative error σ/expected."""
+        assert expected is not None
+        (key,) = self.keys()
+        return {key: coefficients[key] / expected**2}
+
+
+@hinted(bounds=BOUNDS_HINT)
+def sum(column: str, bounds: tuple[float, float]) -> Sum:
+    """Sum ``column`` per group, each value clipped to ``bounds`` first.
+
+    Args:
+        column: a numeric column.
+        bounds: public (lower, upper) clipping bounds, lower < upper. They must
+            come from knowledge of the domain, never from the private data.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.sum("amount", bounds=(0, 1000)).magnitude
+        1000.0
+    """
+    return bounded(Sum, column, bounds)

@@ -1,0 +1,201 @@
+"""Variances and standard deviations of a column clipped to public bounds.
+
+Three measurements: the shared count, the centred sum shared with a mean of
+the same column and bounds (:mod:`privframe.plan.aggregates.mean`), and the
+sum of squares about the midpoint ``a``: each row adds ``(x − a)²`` in
+``[0, ((U − L)/2)²]``, centred on the middle of that range, so its L2
+sensitivity is ``sqrt(S)·((U − L)/2)²/2``. The plug-in estimate has the
+centred sum's noise bias removed (``E[C²] = C² + σ_C²``) and is clamped to
+``[0, ((U − L)/2)²]``; a standard deviation is its square root.
+
+Example:
+    >>> import privframe as pf
+    >>> [need.key for need in pf.var("x", bounds=(0, 10)).needs()]
+    ['centred_sum_sq(x, [0, 10])', 'centred_sum(x, [0, 10])', 'count']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import ClassVar
+
+import numpy as np
+
+from privframe._arguments import hinted
+from privframe.engines.spec import ValueSpec
+from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bounded, value_key
+from privframe.plan.aggregates.count import CountNeed
+from privframe.plan.aggregates.mean import CentredSumNeed
+from privframe.plan.aggregates.sum import value_spec
+from privframe.plan.limits import Limits
+from privframe.plan.measurements import Z95, GridRange, Measurement, Need, grid_measurement
+
+__all__ = ["SquaresNeed", "Std", "Var", "std", "var"]
+
+
+@dataclass(frozen=True)
+class SquaresNeed(Need):
+    """The noisy sum of squared deviations from the midpoint, per group."""
+
+    aggregate: Bounded
+
+    @property
+    def key(self) -> str:
+        """``centred_sum_sq(<column>, [L, U])``."""
+        return value_key("centred_sum_sq", self.aggregate)
+
+    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
+        """Δ = sqrt(S)·((U − L)/2)²/2, on the grid (the range's top rounded up)."""
+        a = self.aggregate
+        high = a.half_width * a.half_width
+        formula = f"sqrt(S)·((U−L)/2)²/2 = sqrt({limits.squares})·{high / 2:g}"
+        values = GridRange(0.0, high, high / 2, centred=True, formula=formula, round_top_up=True)
+        bounds = (a.lower, a.upper)
+        return grid_measurement(
+            self.key, "centred_sum_sq", a.column, bounds, values, limits.squares, rho, self
+        )
+
+    def error_coefficient(self, limits: Limits) -> float:
+        """Squared 95% error 1.96²·S·(((U − L)/2)²/2)²/(2ρ)."""
+        half = self.aggregate.half_width
+        row = half * half / 2
+        return Z95 * Z95 * (limits.squares * row * row / 2)
+
+    def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
+        """(x − midpoint)² per row; a missing value counts as the midpoint (adds 0)."""
+        midpoint = measurement.midpoint
+        return value_spec(measurement, name, fill=midpoint, square_around=midpoint)
+
+
+def _variance(
+    squares: Measurement, centred: Measurement, count: Measurement, noisy: Mapping[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Variance estimate and its approximate std, from noisy Σ(x − a)², Σ(x − c) and count.
+
+    With a the midpoint, c the centred sum's grid centre, N the count:
+    C_a = C + N·(c − a) is the sum of x − a, and var = Q/N − (C_a² − σ_C²)/N²,
+    the plug-in estimate with the noise's bias E[C²] = C² + σ_C² removed,
+    clamped to [0, ((U − L)/2)²]. The std is the delta method's (an approximation).
+    """
+    n = np.maximum(noisy[count.key], 1).astype(np.float64)
+    a = squares.midpoint
+    q = np.ldexp(
+        noisy[squares.key].astype(np.float64) + squares.centre_units * noisy[count.key],
+        -squares.grid_exponent,
+    )
+    c_units = noisy[centred.key].astype(np.float64)
+    c_a = np.ldexp(c_units, -centred.grid_exponent) + noisy[count.key] * (
+        math.ldexp(centred.centre_units, -centred.grid_exponent) - a
+    )
+    assert squares.upper is not None
+    assert squares.lower is not None
+    top = (squares.upper / 2 - squares.lower / 2) ** 2
+    var = np.clip(q / n - (c_a**2 - centred.sigma**2) / n**2, 0.0, top)
+    slope_n = -q / n**2 + 2 * c_a**2 / n**3
+    std = np.sqrt(
+        (squares.sigma / n) ** 2
+        + (2 * c_a * centred.sigma / n**2) ** 2
+        + (slope_n * count.sigma) ** 2
+    )
+    return var, std
+
+
+@dataclass(frozen=True, kw_only=True)
+class Var(Bounded):
+    """The variance of a column's values, each clipped to [lower, upper], per group.
+
+    Computed from three noisy measurements: the count (shared), the centred
+    sum (shared with a mean of the same column and bounds) and the sum of
+    squares about the midpoint. The plug-in estimate has the centred sum's
+    noise bias removed (E[C²] = C² + σ_C²) and is clamped to [0, ((U − L)/2)²].
+    """
+
+    spec_name = "var"
+    sql_functions = ("VARIANCE", "VARIANCE_POP")
+    root: ClassVar[bool] = False  # a standard deviation releases the square root
+
+    def _default_name(self) -> str:
+        return f"{self.column}_var"
+
+    def needs(self) -> tuple[Need, ...]:
+        """Squares, centred sum and count."""
+        return (SquaresNeed(self), CentredSumNeed(self), CountNeed())
+
+    def estimate(
+        self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
+    ) -> dict[str, np.ndarray]:
+        """The bias-corrected plug-in variance (or its square root), clamped."""
+        values, std = _variance(*(measured.measurement(key) for key in self.keys()), noisy)
+        if self.root:
+            values = np.sqrt(values)
+            # Delta method for the square root, capped where it breaks down (near 0,
+            # sqrt of a term with spread s has spread about sqrt(s)).
+            with np.errstate(divide="ignore"):
+                std = np.minimum(std / (2 * values), np.sqrt(std))
+        columns = {self.output_name: values}
+        if with_error:
+            columns[f"{self.output_name}_std"] = std
+            columns[f"{self.output_name}_ci95"] = Z95 * std
+        return columns
+
+    def explain_row(self, measured: Measured) -> tuple[str, str]:
+        """First order: the squares' noise over the count (of the variance)."""
+        sigma = measured.measurement(self.keys()[0]).sigma
+        return (
+            f"≈ {sigma:.6g} / count (of the variance)",
+            f"≈ {Z95 * sigma:.6g} / count (of the variance)",
+        )
+
+    def balance_terms(
+        self, coefficients: Mapping[str, float], rows: float, expected: float | None
+    ) -> dict[str, float]:
+        """(σ_Q/rows)² + (V·σ_N/rows)² + (2·hw·σ_C/rows)² over V²; a std has half of it."""
+        assert expected is not None
+        v = expected * expected if self.root else expected
+        hw = self.half_width
+        scale = 0.25 if self.root else 1.0
+        squares, centred, count = self.keys()
+        return {
+            squares: scale * coefficients[squares] / (rows * v) ** 2,
+            centred: scale * 4 * hw * hw * coefficients[centred] / (rows * v) ** 2,
+            count: scale * coefficients[count] / rows**2,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Std(Var):
+    """The standard deviation: the square root of :class:`Var`'s estimate."""
+
+    spec_name = "std"
+    sql_functions = ("STDDEV", "STDDEV_SAMP", "STDDEV_POP")
+    root = True
+
+    def _default_name(self) -> str:
+        return f"{self.column}_std"
+
+
+@hinted(bounds=BOUNDS_HINT)
+def var(column: str, bounds: tuple[float, float]) -> Var:
+    """Variance of ``column`` per group, each value clipped to ``bounds`` first.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.var("age", bounds=(18, 90)).output_name
+        'age_var'
+    """
+    return bounded(Var, column, bounds)
+
+
+@hinted(bounds=BOUNDS_HINT)
+def std(column: str, bounds: tuple[float, float]) -> Std:
+    """Standard deviation of ``column`` per group, each value clipped to ``bounds`` first.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.std("age", bounds=(18, 90)).output_name
+        'age_std'
+    """
+    return bounded(Std, column, bounds)

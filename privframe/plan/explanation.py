@@ -1,0 +1,150 @@
+"""What a release would do, from public parameters only: the ``explain`` table.
+
+Example:
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> sess = pf.Session(pl.DataFrame({"u": [1], "r": ["a"]}), "u", pf.zCDP(1.0))
+    >>> e = sess.query().bound(max_groups=1, max_rows_per_group=2).group_by(
+    ...     "r", keys=["a"]).agg(pf.count()).explain(rho=0.5)
+    >>> print(str(e).splitlines()[0])
+    release costs rho = 0.5 (zCDP)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from privframe.accounting._numbers import round_up
+from privframe.mechanisms.selection import joint_selection_epsilon, standard_selection_epsilon
+from privframe.plan.explanation_view import ACCOUNTING_NOTE, explanation_html
+from privframe.plan.ir import Plan
+from privframe.plan.measurements import Measurement
+from privframe.plan.planner import ReleasePlan, Selection, plan_release
+from privframe.plan.split import Balance
+
+__all__ = ["ACCOUNTING_NOTE", "Explanation", "explain"]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What a release would do, from public parameters only; ``str()`` prints a table.
+
+    Attributes:
+        plan: the release plan (sensitivities, ρ split, σ).
+        rows: per output: name, measurements, ρ, std and 95% half-width.
+    """
+
+    plan: ReleasePlan
+    rows: tuple[dict[str, object], ...]
+    report_delta: float | None = None
+    notes: tuple[str, ...] = ()  # e.g. the SQL front end's post-processing
+
+    @property
+    def measurements(self) -> tuple[Measurement, ...]:
+        """The measurements of the plan."""
+        return self.plan.measurements
+
+    def __str__(self) -> str:
+        cost = self.plan.cost
+        delta = f", delta = {cost.delta:.3g}" if cost.delta else ""
+        lines = [
+            f"release costs rho = {cost.rho:.6g}{delta} (zCDP)",
+            ACCOUNTING_NOTE,
+            f"contribution bound: {self.plan.limits.describe()}",
+            "",
+            "measurements:",
+        ]
+        selection = self.plan.selection
+        if selection is not None:
+            m = selection.measurement
+            lines.append(
+                f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, sigma = {m.sigma:.6g}; "
+                f"a group is kept iff its noisy count >= {selection.threshold} "
+                f"(delta = {selection.delta:.3g}); kept with 50% at "
+                f"{selection.survival_count(0.5)} units, 95% at {selection.survival_count(0.95)}"
+            )
+            if self.report_delta is not None:
+                lines.append("  " + self.single_release(selection))
+        for m in self.plan.measurements:
+            lines.append(
+                f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, "
+                f"sigma = {m.sigma:.6g}, 95% ± {m.ci95:.6g}"
+            )
+        for qm in self.plan.quantiles:
+            lines.append(f"  {qm.key}: {qm.derivation}; rho = {qm.rho:.6g}")
+        if self.plan.relative_errors:
+            lines += [
+                "",
+                "split: balanced relative error (from the public guesses of pf.balance); "
+                "expected 95% relative error per output: "
+                + ", ".join(f"{name} {err:.3g}" for name, err in self.plan.relative_errors),
+            ]
+        lines += ["", "outputs:"]
+        for row in self.rows:
+            lines.append(f"  {row['output']}: std {row['std']}, 95% ± {row['ci95']}")
+        if self.notes:
+            lines += ["", "notes:", *(f"  {note}" for note in self.notes)]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the explanation as tables."""
+        return explanation_html(self)
+
+    def single_release(self, selection: Selection) -> str:
+        """This release alone as (ε, δ), by the standard and the joint analysis.
+
+        Needs ``report_delta`` (set by ``Query.explain``).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> df = pl.DataFrame({"u": list(range(40)), "g": ["a", "b"] * 20})
+            >>> sess = pf.Session(df, "u", pf.zCDP(1.0, delta=1e-6))
+            >>> e = sess.query().bound(max_groups=1, max_rows_per_group=1).group_by("g").agg(
+            ...     pf.count()).explain(rho=0.5)
+            >>> e.single_release(e.plan.selection).startswith("this release alone")
+            True
+        """
+        assert self.report_delta is not None
+        total = self.report_delta + selection.delta
+        rho, k, p = (
+            round_up(self.plan.cost.exact_rho),
+            self.plan.limits.max_groups,
+            selection.single_unit_survival(),
+        )
+        standard = standard_selection_epsilon(total, rho, k, p)
+        joint = joint_selection_epsilon(total, rho, k, p)
+        return (
+            f"this release alone at delta = {total:.3g}: epsilon = {standard:.4g} by the "
+            f"standard analysis, {joint:.4g} by the joint analysis of selection and values "
+            "(Wilkins et al. 2023; docs/privacy.md §6)"
+        )
+
+
+def explain(
+    plan: Plan,
+    has_unit: bool,
+    rho: float,
+    weights: Mapping[str, float] | Balance | None,
+    delta: float | None = None,
+    report_delta: float | None = None,
+) -> Explanation:
+    """The explanation of a release: every number comes from public parameters.
+
+    With ``report_delta`` (the session's reporting δ), a release that chooses
+    its keys also states its own (ε, δ) by both analyses.
+    """
+    release = plan_release(plan, has_unit, rho, weights, delta)
+    rows = []
+    for out in release.outputs:
+        std, ci = out.aggregate.explain_row(release)
+        rows.append(
+            {
+                "output": out.name,
+                "measurements": ", ".join(out.measurements),
+                "std": std,
+                "ci95": ci,
+            }
+        )
+    return Explanation(release, tuple(rows), report_delta)

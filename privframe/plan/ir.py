@@ -1,0 +1,89 @@
+"""The plan IR: what a query asks, with no data and no budget.
+
+Front ends (the builder, SQL, reports) build a :class:`Plan`; the planner
+(:mod:`privframe.plan.planner`) turns it and a budget into measurements, and
+the release pipeline (:mod:`privframe.plan.release`) runs it. Plans are
+frozen: every builder call makes a new one.
+
+Example:
+    >>> from privframe.plan.ir import Bound, Plan
+    >>> Plan(bound=Bound(max_groups=2, max_rows_per_group=1)).n_groups
+    1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from dataclasses import dataclass
+
+import polars as pl
+
+from privframe.engines.spec import RowStep
+from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.plan.aggregates import Aggregate
+from privframe.plan.keys import KeySet
+
+__all__ = ["Bound", "Plan"]
+
+
+def _positive_int(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
+    try:
+        v = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}") from None
+    if v < 1:
+        raise InvalidValueError(f"{name} must be >= 1, got {v}")
+    return v
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Per-privacy-unit contribution limits.
+
+    Attributes:
+        max_groups: k, the most groups one unit contributes to.
+        max_rows_per_group: m, the most rows one unit contributes to one group.
+        max_rows: M, the most rows one unit contributes overall.
+    """
+
+    max_groups: int | None = None
+    max_rows_per_group: int | None = None
+    max_rows: int | None = None
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            object.__setattr__(
+                self, field.name, _positive_int(field.name, getattr(self, field.name))
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """What a query asks, with no data and no budget: the planner's input."""
+
+    steps: tuple[RowStep, ...] = ()
+    bound: Bound | None = None
+    group_by: tuple[str, ...] = ()
+    keys: KeySet | None = None
+    aggregates: tuple[Aggregate, ...] = ()
+    other: str | None = None
+
+    @property
+    def n_groups(self) -> int | None:
+        """How many groups the output has (None when they are chosen privately).
+
+        The public keys and ``other``, or 1 without group_by.
+        """
+        if self.keys is not None:
+            return len(self.keys) + (self.other is not None)
+        return None if self.group_by else 1
+
+    @property
+    def filters(self) -> tuple[pl.Expr, ...]:
+        """The filter predicates among the row steps."""
+        return tuple(e for step in self.steps if step.kind == "filter" for e in step.exprs)

@@ -1,0 +1,374 @@
+"""The release pipeline: plan → engine spec → exact aggregates → charge → noise → estimates.
+
+Every release, SQL query and report section goes through :class:`Pipeline`,
+in this order, so that budget comes before bytes:
+
+1. **plan** (:func:`~privframe.plan.planner.plan_release`): limits, each
+   measurement's sensitivity and σ, the cost; refused if it does not fit;
+2. **spec** (:meth:`Pipeline.spec`): what the engine computes, with every
+   privacy decision made (:mod:`privframe.engines.spec`);
+3. **engine**: the exact bounded aggregates, never shown; any engine failure
+   is refused without its message, which may quote private values;
+4. **charge** (:meth:`Pipeline.charge`): the accountant records a batch's
+   total in one ledger step (:mod:`privframe.accounting.accountant`);
+5. **noise** (:meth:`Pipeline.noisy`): key selection, discrete Gaussian
+   vectors (:mod:`privframe.mechanisms.draws`) and the quantiles'
+   exponential mechanism, only after the charge;
+6. **estimate**: each aggregate turns the noisy measurements into its output
+   columns (:meth:`~privframe.plan.aggregates.base.Aggregate.estimate`).
+
+Example:
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+    >>> batch = sess.batch([sess.query().agg(pf.count()).request(0.5, label="n")])
+    >>> batch
+    Batch(labels=['n'], cost=zCDP(rho=0.5, delta=0.0), released=False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from privframe.accounting._numbers import exact as exact_number
+from privframe.accounting.accountant import Accountant, Spend
+from privframe.accounting.budgets import zCDP
+from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
+from privframe.accounting.ledger import LedgerEntry
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, Engine, RowStep
+from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
+from privframe.mechanisms.draws import discrete_gaussian_vectors
+from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
+from privframe.plan.aggregates.quantile import choose_quantiles, histogram_specs
+from privframe.plan.ir import Plan
+from privframe.plan.keys import exact_keys
+from privframe.plan.planner import ReleasePlan, Selection, plan_release
+from privframe.plan.split import Balance
+
+__all__ = ["Batch", "Computed", "Pipeline", "describe"]
+
+# The engine column each count kind noises; value measurements get their own columns.
+_EXACT_COLUMN = {"count": COUNT, "distinct": DISTINCT}
+
+# polars' Rust panics surface as this BaseException subclass; catch it too.
+_PanicException: type[BaseException] = getattr(
+    pl.exceptions, "PanicException", pl.exceptions.PolarsError
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Computed:
+    """A request planned and aggregated exactly: what its charge and its noise need."""
+
+    plan: Plan
+    release: ReleasePlan
+    exact: pl.DataFrame
+    label: str
+    with_error: bool
+    finish: Callable[[pl.DataFrame], pl.DataFrame] | None
+
+
+class Pipeline:
+    """One session's release pipeline: its engine, accountant, privacy unit and noise source.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+        >>> sess.query().agg(pf.count()).release(0.5).columns
+        ['count']
+    """
+
+    def __init__(
+        self, engine: Engine, accountant: Accountant, unit: str | None, rng: Randomness | None
+    ) -> None:
+        self.engine = engine
+        self.accountant = accountant
+        self.unit = unit
+        self.rng = rng
+
+    def selection_delta(self, plan: Plan, delta: float | None) -> float | None:
+        """The δ a release spends on choosing its groups: given, or what the session has left."""
+        if not plan.group_by or plan.keys is not None:
+            if delta:
+                raise InvalidValueError(
+                    "delta is only spent by queries that choose groups privately "
+                    "(group_by without keys); this query spends rho alone"
+                )
+            return None
+        if delta is None:
+            delta = self.accountant.remaining.exact_delta
+        if not delta:
+            raise InvalidBudgetError(
+                "choosing groups privately (group_by without keys) spends delta, and this "
+                f"session's budget {_no_delta(self.accountant)}."
+            )
+        return delta
+
+    def plan(
+        self,
+        plan: Plan,
+        rho: float,
+        weights: Mapping[str, float] | Balance | None,
+        delta: float | None,
+        before: zCDP,
+    ) -> ReleasePlan:
+        """Plan a release at ``rho`` after ``before`` (the batch so far); refuse what cannot fit.
+
+        A request over what is left by float rounding only spends exactly what
+        is left, after what the requests before it in the batch spend.
+        """
+        delta = self.selection_delta(plan, delta)
+        asked = exact_number("rho", rho, positive=True)
+        rho_left = self.accountant.affordable(before.exact_rho + asked) - before.exact_rho
+        release = plan_release(plan, self.unit is not None, rho_left, weights, delta)
+        self.accountant.check(before + release.cost)
+        return release
+
+    def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
+        """The engine's exact aggregates; a failure is refused without its message."""
+        failure = None
+        try:
+            table = self.engine.aggregate(spec)
+        except (Exception, _PanicException) as err:
+            failure = type(err).__name__
+        if failure is not None:
+            # Any engine failure (polars errors and panics, Spark, memory) may depend on
+            # the data and its message may quote private values: withhold it, and raise
+            # outside the handler so the original is not kept as the error's context.
+            raise InvalidValueError(
+                f"the query failed while running on the data (the engine raised "
+                f"{failure}; its message is withheld because it may contain private "
+                "values). Check that filters are boolean expressions that keep one value "
+                "per row. Nothing was charged."
+            )
+        return table
+
+    def spec(self, plan: Plan, release: ReleasePlan, schema: pl.Schema) -> AggregationSpec:
+        """What the engine computes for ``release``, every privacy decision made."""
+        keys, steps = None, plan.steps
+        if plan.keys is not None:
+            keys = exact_keys(plan.keys.to_polars(), schema)
+            if plan.other is not None:
+                keys, steps = _with_other(keys, steps, plan.other)
+        values = []
+        for i, m in enumerate(release.measurements):
+            spec = m.need.value_spec(m, value_column(i)) if m.need is not None else None
+            if spec is not None:
+                values.append(spec)
+        limits, n_groups = release.limits, plan.n_groups
+        return AggregationSpec(
+            steps=steps,
+            unit=self.unit,
+            group_by=plan.group_by,
+            keys=keys,
+            # Without public keys a unit may be in any number of groups: always bound them.
+            max_groups=None
+            if n_groups is not None and limits.max_groups >= n_groups
+            else limits.max_groups,
+            max_rows_per_group=limits.max_rows_per_group,
+            max_rows=limits.max_rows,
+            values=tuple(values),
+            seed=int((self.rng or SystemRandomness()).words(1)[0]),
+            histograms=tuple(histogram_specs(release.quantiles).values()),
+        )
+
+    def charge(self, computed: Sequence[Computed]) -> list[LedgerEntry]:
+        """Record a computed batch's spends in one atomic ledger step."""
+        seeded = self.rng is not None and self.rng.seeded
+        return self.accountant.spend_all(
+            [
+                Spend(
+                    c.release.cost,
+                    label=c.label,
+                    description=describe(c.plan, c.release),
+                    seeded=seeded,
+                )
+                for c in computed
+            ]
+        )
+
+    def noisy(self, computed: Computed) -> pl.DataFrame:
+        """The charged release's noisy table, post-processed by each aggregate's estimate."""
+        release, exact = computed.release, computed.exact
+        if release.selection is not None:
+            exact = exact.filter(self._selected(exact, release.selection))
+        sigmas = [m.sigma_units for m in release.measurements]
+        draws = discrete_gaussian_vectors(sigmas, exact.height, self.rng)
+        noisy = {
+            m.key: exact[_EXACT_COLUMN.get(m.kind) or value_column(i)].to_numpy().astype(np.int64)
+            + draw
+            for i, (m, draw) in enumerate(zip(release.measurements, draws, strict=True))
+        }
+        noisy.update(choose_quantiles(release.quantiles, exact, self.rng))
+        columns: dict[str, Any] = {c: exact[c] for c in computed.plan.group_by}
+        for out in release.outputs:
+            columns.update(out.aggregate.estimate(release, noisy, computed.with_error))
+        result = pl.DataFrame(columns)
+        return computed.finish(result) if computed.finish is not None else result
+
+    def _selected(self, exact: pl.DataFrame, selection: Selection) -> np.ndarray:
+        """Keep a group iff its noisy distinct-unit count reaches the threshold.
+
+        Only the kept groups' aggregates get noise and leave the session; the
+        noisy distinct counts themselves are not released.
+        """
+        distinct = exact[DISTINCT].to_numpy().astype(np.int64)
+        sigma = selection.measurement.sigma_units
+        noisy = distinct + discrete_gaussian(sigma, distinct.size, rng=self.rng)
+        return noisy >= selection.threshold
+
+
+class Batch:
+    """Releases computed exactly and not yet charged: :meth:`Session.batch` makes one.
+
+    Holds the exact aggregates privately; only :meth:`release` turns them
+    into noisy tables, after charging the batch's total cost atomically.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+        >>> batch = sess.batch([sess.query().agg(pf.count()).request(0.5, label="n")])
+        >>> batch
+        Batch(labels=['n'], cost=zCDP(rho=0.5, delta=0.0), released=False)
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        computed: Sequence[Computed],
+        convert: Callable[[pl.DataFrame], Any],
+    ) -> None:
+        self._pipeline = pipeline
+        self._computed = list(computed)
+        self._convert = convert
+        self._entries: list[LedgerEntry] | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        """The requests' ledger labels, in order."""
+        return [c.label for c in self._computed]
+
+    @property
+    def cost(self) -> zCDP:
+        """What :meth:`release` charges: every request's cost, composed."""
+        return sum((c.release.cost for c in self._computed), zCDP(0))
+
+    @property
+    def entries(self) -> list[LedgerEntry]:
+        """The ledger entries :meth:`release` recorded (empty before it)."""
+        return list(self._entries or ())
+
+    def release(self) -> list[Any]:
+        """Charge the total in one ledger step, then draw the noise; once only.
+
+        Returns the noisy tables in the session's kind of frame (pandas,
+        polars or Spark), in the order of the requests.
+
+        Raises:
+            BudgetExceededError: the total no longer fits (another process
+                spent meanwhile); nothing is charged.
+            InvalidArgumentError: the batch was released already.
+        """
+        if self._entries is not None:
+            raise InvalidArgumentError(
+                "this batch was released already: its budget is spent; make a new one"
+            )
+        self._entries = self._pipeline.charge(self._computed)
+        return [self._convert(self._pipeline.noisy(c)) for c in self._computed]
+
+    def __repr__(self) -> str:
+        return (
+            f"Batch(labels={self.labels!r}, cost={self.cost!r}, "
+            f"released={self._entries is not None})"
+        )
+
+
+def value_column(index: int) -> str:
+    """The engine's working column of the measurement at ``index`` ('__' names are reserved)."""
+    return f"__value{index}"
+
+
+def _no_delta(accountant: Accountant) -> str:
+    """Why a session cannot choose groups privately, and what to do instead."""
+    if accountant.budget.delta:
+        why = "has none left"
+        fix = (
+            "open a new budget (and give earlier selections a share with "
+            "release(..., delta=...): by default a selection spends all the delta left)"
+        )
+    else:
+        why = "has no delta (an ApproxDP budget given as is converts all of its delta to rho)"
+        fix = (
+            "reserve some when opening the session, e.g. budget=pf.ApproxDP(epsilon, "
+            "delta).to_zcdp(selection_delta=delta / 10), or budget=pf.zCDP(rho=1.0, "
+            "delta=1e-7)"
+        )
+    return f"{why}. Pass public keys, which spend no delta: group_by(..., keys=[...]); or {fix}"
+
+
+def _with_other(
+    keys: pl.DataFrame, steps: tuple[RowStep, ...], other: str
+) -> tuple[pl.DataFrame, tuple[RowStep, ...]]:
+    """Route rows with a non-public (or null) key to the public ``other`` group, last."""
+    (column,) = keys.columns
+    labels = keys[column].cast(pl.String).to_list()
+    value = pl.col(column).cast(pl.String, strict=False)
+    route = pl.when(value.is_in(labels)).then(value).otherwise(pl.lit(other)).alias(column)
+    keys = pl.concat([keys.cast({column: pl.String}), pl.DataFrame({column: [other]})])
+    return keys, (*steps, RowStep("with_columns", (route,)))
+
+
+def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
+    """The release's mechanisms as versioned events (privframe.accounting.events), for replaying.
+
+    Each noisy measurement is a discrete Gaussian with noise multiplier σ/Δ
+    (grid units) and, with public keys, one value per group as its dimension;
+    a private key selection adds its counts (dimension not public) and a
+    threshold event with the δ it spends; a quantile is a ρ-zCDP event.
+    """
+    events: list[Any] = [
+        GaussianEvent(m.sigma_units / m.l2_units, discrete=True, dimension=n_groups)
+        for m in release.measurements
+    ]
+    if release.selection is not None:
+        m = release.selection.measurement
+        events.append(GaussianEvent(m.sigma_units / m.l2_units, discrete=True))
+        events.append(ThresholdEvent(rho=0.0, delta=release.selection.delta))
+    events += [ZCDPEvent(q.rho) for q in release.quantiles]
+    return [event.to_dict() for event in events]
+
+
+def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
+    """A ledger description made of public parameters only.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+        >>> _ = sess.query().agg(pf.count()).release(0.5)
+        >>> sorted(sess.ledger[0].description)[:3]
+        ['events', 'filters', 'group_by']
+    """
+    selection = release.selection
+    return {
+        "group_by": list(plan.group_by),
+        "n_keys": plan.n_groups,
+        "selection": None
+        if selection is None
+        else {"threshold": selection.threshold, "delta": selection.delta},
+        "filters": len(plan.filters),
+        "outputs": [out.name for out in release.outputs],
+        "limits": release.limits.describe(),
+        "measurements": [
+            {"key": m.key, "rho": m.rho, "sigma": m.sigma} for m in release.measurements
+        ]
+        + [{"key": m.key, "rho": m.rho, "eta": m.eta} for m in release.quantiles],
+        "events": _events(release, plan.n_groups),
+    }
