@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from spark_setup import java_problem, unavailable
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _java(folder: Path, version: str) -> Path:

@@ -1,18 +1,16 @@
-"""Partition-selection thresholds: reference values, exact discrete tails, and frequency.
+"""Partition-selection thresholds: reference values and exact discrete tails.
 
-The statistical test at the end uses the fixed level ALPHA = 1e-3.
+The survival frequency of a one-unit group is tested in
+``tests/statistical/test_selection_statistical.py``.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
-from scipy import stats
 
 import privframe as pf
-from privframe.mechanisms.noise import SeededRandomness, discrete_gaussian
 from privframe.mechanisms.selection import (
     discrete_selection_delta,
     discrete_tail,
@@ -20,8 +18,6 @@ from privframe.mechanisms.selection import (
     gaussian_threshold,
     gaussian_threshold_union_bound,
 )
-
-ALPHA = 1e-3
 
 
 def test_continuous_thresholds_match_reference(reference_values: dict) -> None:
@@ -83,16 +79,3 @@ def test_bad_delta_is_refused(bad: float) -> None:
 def test_bad_k_is_refused(bad: object) -> None:
     with pytest.raises(pf.InvalidArgumentError, match="k"):
         discrete_threshold(1.0, bad, 1e-6)  # type: ignore[arg-type]
-
-
-@pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
-def test_single_unit_group_survives_at_the_computed_rate() -> None:
-    # A group held by one unit has true count 1. With a loose delta the survival rate
-    # is measurable: it must match P[1 + Z >= tau] and stay within delta's share.
-    sigma, k, delta, n = 2.0, 3, 0.05, 400_000
-    tau = discrete_threshold(sigma, k, delta)
-    p = discrete_tail(sigma, tau - 1)
-    noisy = 1 + discrete_gaussian(sigma, n, rng=SeededRandomness(99))
-    survived = int(np.count_nonzero(noisy >= tau))
-    assert stats.binomtest(survived, n, p).pvalue > ALPHA
-    assert -math.expm1(k * math.log1p(-p)) <= delta

@@ -1,26 +1,10 @@
 """Private quantiles: pf.quantile / pf.median, the exponential mechanism and the histogram engine.
 
-Significance: every statistical test here (marked ``statistical``) rejects at the
-fixed level ALPHA = 1e-3. A test that checks several hypotheses splits ALPHA
-between them (Bonferroni; the split is stated where it happens). All random
-draws come from fixed ``SeededRandomness`` streams (and the data from fixed
-numpy seeds), so every run is reproducible; ALPHA is the rate at which a fresh
-seed would fail correct code.
-
 The reference computations (candidates, positions, rank intervals, distances,
-probabilities, histograms) are written here from the definitions in
-``docs/quantiles.md`` and ``privframe/mechanisms/quantiles.py``, independently of privframe's code:
-
-* candidates c_i = L + i·(U − L)/(N − 1), each correctly rounded to a float once;
-* a value (clipped to [c_0, c_{N−1}]; null and NaN dropped) equal to c_i is at
-  position 2i, one strictly between c_{i−1} and c_i at position 2i − 1, compared
-  exactly against the rounded candidates (2N − 1 positions);
-* candidate i's rank interval is [a_i, b_i] = [#{v < c_i}, #{v <= c_i}], its
-  distance d_i from the target rank q·n is 0 inside the interval and the gap to
-  the interval outside it; P(i) ∝ exp(−η·d_i).
-
-The bugs two reviews found are fixed and have regression tests (comments marked
-"Regression").
+probabilities, histograms) are in ``tests/quantile_reference.py``, written from
+the definitions alone; the statistical tests are in
+``tests/statistical/test_quantiles_statistical.py``. Every random draw comes
+from a fixed ``SeededRandomness`` stream, so every run is reproducible.
 """
 
 from __future__ import annotations
@@ -30,7 +14,6 @@ import itertools
 import math
 import random
 import signal
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 
@@ -38,11 +21,23 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
-from scipy import stats
+from quantile_reference import (
+    float_candidates,
+    hist_distances,
+    hist_of,
+    hspec,
+    interval_distance,
+    log_probabilities,
+    probabilities,
+    ref_hist,
+    ref_position,
+    run,
+    value_distances,
+    value_intervals,
+)
 
 import privframe as pf
-from privframe.engines.polars import PolarsEngine
-from privframe.engines.spec import COUNT, AggregationSpec, HistogramSpec
+from privframe.engines.spec import COUNT
 from privframe.mechanisms import noise, quantiles
 from privframe.mechanisms.noise import SeededRandomness
 
@@ -52,130 +47,6 @@ ALPHA = 1e-3
 
 
 # --------------------------------------------------------------------------- references
-
-
-def exact_candidates(lower: float, upper: float, n: int) -> list[Fraction]:
-    """The real grid L + i·(U − L)/(N − 1), as exact rationals."""
-    lo, hi = Fraction(lower), Fraction(upper)
-    return [lo + (hi - lo) * i / (n - 1) for i in range(n)]
-
-
-def float_candidates(lower: float, upper: float, n: int) -> list[float]:
-    """The grid each correctly rounded to a float (Fraction.__float__ rounds correctly)."""
-    return [float(c) for c in exact_candidates(lower, upper, n)]
-
-
-def interval_distance(below: int, at_or_below: int, target: Fraction) -> Fraction:
-    """The distance from ``target`` to the rank interval [below, at_or_below]."""
-    if target < below:
-        return below - target
-    if target > at_or_below:
-        return target - at_or_below
-    return Fraction(0)
-
-
-def hist_distances(row: Sequence[int] | np.ndarray, q: float) -> list[Fraction]:
-    """d_i from a row of 2N − 1 position counts (2i on c_i, 2i − 1 between), exactly."""
-    counts = [int(c) for c in row]
-    assert len(counts) % 2 == 1
-    target = Fraction(q) * sum(counts)
-    out = []
-    for i in range((len(counts) + 1) // 2):
-        below = sum(c for p, c in enumerate(counts) if p < 2 * i)
-        on = counts[2 * i]
-        out.append(interval_distance(below, below + on, target))
-    return out
-
-
-def _kept(values: Sequence[float | None], grid: Sequence[float]) -> Counter[Fraction]:
-    """Non-null, non-NaN values clipped to [c_0, c_{N−1}], as exact rationals, counted."""
-    return Counter(
-        Fraction(min(max(v, grid[0]), grid[-1]))
-        for v in values
-        if v is not None and not math.isnan(v)
-    )
-
-
-def value_intervals(
-    values: Sequence[float | None], grid: Sequence[float]
-) -> tuple[list[tuple[int, int]], int]:
-    """([a_i, b_i] per candidate, n) from raw values, counted exactly."""
-    kept = _kept(values, grid)
-    cands = [Fraction(c) for c in grid]
-    intervals = [
-        (sum(k for v, k in kept.items() if v < c), sum(k for v, k in kept.items() if v <= c))
-        for c in cands
-    ]
-    return intervals, kept.total()
-
-
-def value_distances(
-    values: Sequence[float | None], q: float, grid: Sequence[float]
-) -> list[Fraction]:
-    """d_i from raw values."""
-    intervals, total = value_intervals(values, grid)
-    target = Fraction(q) * total
-    return [interval_distance(a, b, target) for a, b in intervals]
-
-
-def probabilities(distances: list[Fraction], eta: float) -> np.ndarray:
-    best = min(distances)
-    weights = [math.exp(-float(Fraction(eta) * (d - best))) for d in distances]
-    total = math.fsum(weights)
-    return np.array([w / total for w in weights])
-
-
-def log_probabilities(distances: list[Fraction], eta: float) -> np.ndarray:
-    x = np.array([-eta * float(d) for d in distances])
-    top = x.max()
-    return x - (top + math.log(np.exp(x - top).sum()))
-
-
-def ref_position(v: float | None, grid: Sequence[float]) -> int | None:
-    """2i if the clipped value equals c_i, 2i − 1 if strictly between c_{i−1} and c_i."""
-    if v is None or math.isnan(v):
-        return None
-    x = Fraction(min(max(v, grid[0]), grid[-1]))
-    for i, c in enumerate(Fraction(c) for c in grid):
-        if x == c:
-            return 2 * i
-        if x < c:
-            return 2 * i - 1
-    raise AssertionError("unreachable: the value is clipped to the grid")
-
-
-def ref_hist(values: Sequence[float | None], grid: Sequence[float]) -> np.ndarray:
-    out = np.zeros(2 * len(grid) - 1, dtype=np.int64)
-    for v in values:
-        p = ref_position(v, grid)
-        if p is not None:
-            out[p] += 1
-    return out
-
-
-def gof_pvalue(observed: np.ndarray, probs: np.ndarray) -> float:
-    """Goodness of fit of category counts to ``probs``.
-
-    Chi-square over the cells expected at least 5 times; the other cells are
-    pooled into one cell if that is expected at least 5 times, otherwise tested
-    with a Poisson upper tail (its count must not be too large). With two tests
-    the smaller p-value is doubled (Bonferroni).
-    """
-    observed = np.asarray(observed, dtype=np.float64)
-    expected = probs * observed.sum()
-    big = expected >= 5
-    obs, exp = list(observed[big]), list(expected[big])
-    rest_obs, rest_exp = float(observed[~big].sum()), float(expected[~big].sum())
-    pvalues = []
-    if rest_exp >= 5:
-        obs.append(rest_obs)
-        exp.append(rest_exp)
-    elif rest_obs > 0:
-        pvalues.append(float(stats.poisson.sf(rest_obs - 1, rest_exp)))
-    if len(obs) >= 2:
-        exp_arr = np.array(exp) * (sum(obs) / sum(exp))  # conditional on the big cells' total
-        pvalues.append(float(stats.chisquare(obs, exp_arr).pvalue))
-    return min(1.0, len(pvalues) * min(pvalues)) if pvalues else 1.0
 
 
 def capture_choose(
@@ -276,83 +147,6 @@ def test_choose_hands_the_sampler_the_exact_distances(monkeypatch: pytest.Monkey
 def test_choose_with_zero_groups() -> None:
     out = quantiles.choose(np.zeros((0, 9), dtype=np.int64), 0.5, 1.0, rng=SeededRandomness(1))
     assert out.shape == (0,)
-
-
-# Small histograms over N = 6 candidates (11 positions: even = on c_i, odd = between).
-CHOOSE_CASES = {
-    # n = 7, q·n = 2.1: not an integer; rows on and between candidates.
-    "q=0.3,n=7": ([1, 0, 2, 0, 0, 1, 1, 0, 1, 1, 0], 0.3, 0.8),
-    # Intervals [0,0], [0,3], [3,3], [3,6], [6,6], [6,6] around target 3: three tied best
-    # candidates and three tied worst.
-    "ties": ([0, 0, 3, 0, 0, 0, 3, 0, 0, 0, 0], 0.5, 0.5),
-    # Every row on c_2: c_2 has distance 0, every other candidate 2.
-    "point mass": ([0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0], 0.5, 0.5),
-    "q=1": ([2, 0, 1, 0, 0, 3, 1, 0, 0, 0, 1], 1.0, 0.3),
-    "q=0": ([0, 0, 0, 3, 1, 0, 0, 2, 0, 0, 0], 0.0, 1.1),
-    "empty group": ([0] * 11, 0.9, 2.0),
-    "q=1/3 (float),n=5": ([1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0], 1 / 3, 1.5),
-}
-
-
-@pytest.mark.statistical
-@pytest.mark.parametrize("case", list(CHOOSE_CASES))
-def test_choose_samples_the_exponential_mechanism(case: str) -> None:
-    row, q, eta = CHOOSE_CASES[case]
-    n_cand = (len(row) + 1) // 2
-    draws = 20_000
-    hist = np.tile(np.array([row], dtype=np.int64), (draws, 1))
-    seed = list(CHOOSE_CASES).index(case) + 100
-    out = quantiles.choose(hist, q, eta, rng=SeededRandomness(seed))
-    assert out.dtype == np.int64
-    assert out.shape == (draws,)
-    observed = np.bincount(out, minlength=n_cand)
-    assert observed.size == n_cand
-    assert gof_pvalue(observed, probabilities(hist_distances(row, q), eta)) > ALPHA
-
-
-# Rows of exact x (each with minimum 0): moderate, large (30, 700 = the clamp, beyond it).
-FAST_ROWS = [
-    [0.0, 0.5, 1.0, 2.0, 30.0, 700.0, 1e6],
-    [0.25, 0.0, 0.0, 3.0, 40.0, 745.5, 0.125],
-]
-
-
-@pytest.mark.statistical
-def test_exponential_choice_matches_exp_minus_x() -> None:
-    # 200,000 draws, 100,000 per row pattern; each pattern tested at ALPHA/2.
-    draws = 200_000
-    x = np.array([FAST_ROWS[i % 2] for i in range(draws)], dtype=np.float64)
-    out = noise.exponential_choice(
-        x, lambda r, i: Fraction(float(x[r, i])), rng=SeededRandomness(7)
-    )
-    for p, row in enumerate(FAST_ROWS):
-        observed = np.bincount(out[p::2], minlength=len(row))
-        probs = np.exp(-np.array(row))
-        probs /= probs.sum()
-        # x >= 30 has probability below 1e-13: those cells must stay empty.
-        assert observed[np.array(row) >= 30].sum() == 0
-        assert gof_pvalue(observed, probs) > ALPHA / 2
-
-
-@pytest.mark.statistical
-def test_exponential_choice_exact_path_matches_exp_minus_x() -> None:
-    # A NaN x̂ makes the float fast path undecided for every coin, so each coin is
-    # decided by the exact (integer and rational) path: count that it is used.
-    xs = [Fraction(0), Fraction(1, 3), Fraction(1), Fraction(5, 2), Fraction(40)]
-    draws = 8_000
-    calls = [0]
-
-    def exact_x(r: int, i: int) -> Fraction:
-        calls[0] += 1
-        return xs[i]
-
-    x_hat = np.full((draws, len(xs)), np.nan)
-    out = noise.exponential_choice(x_hat, exact_x, rng=SeededRandomness(8))
-    assert calls[0] >= draws  # every accepted draw passed an exact coin
-    observed = np.bincount(out, minlength=len(xs))
-    probs = np.exp(-np.array([float(v) for v in xs]))
-    assert observed[4] == 0  # exp(-40) ≈ 4e-18
-    assert gof_pvalue(observed, probs / probs.sum()) > ALPHA
 
 
 def test_exponential_choice_all_zero_rows_and_empty_input() -> None:
@@ -523,9 +317,8 @@ def test_scale_is_the_largest_feasible_eta_and_cost_is_the_formula() -> None:
 
 
 def test_scale_steps_up_when_the_first_estimate_is_rounded_low() -> None:
-    # Regression (review bug 3): scale() only stepped η down from the float estimate
-    # sqrt(2ρ/S)/max(q, 1 − q), so here it returned 0.001639558681427656 although the
-    # next float up still fits ρ.
+    # The float estimate sqrt(2ρ/S)/max(q, 1 − q) is 0.001639558681427656 here, one float
+    # below the largest η that fits ρ: scale() must step up from it, not only down.
     rho, q, squares = 0.9122025791007018, 0.9, 837881
     eta = quantiles.scale(rho, q, squares)
     assert quantiles.cost(eta, q, squares) <= Fraction(rho)
@@ -533,9 +326,9 @@ def test_scale_steps_up_when_the_first_estimate_is_rounded_low() -> None:
     assert eta > 0.001639558681427656
 
 
-# Regression (second review): when 2ρ/S was subnormal or underflowed to 0, scale()'s
-# float estimate was far off and it walked η one float at a time (hours, or forever).
-# The estimate is now exact (Fractions), and an η below 2^-500 is refused.
+# When 2ρ/S is subnormal or underflows to 0, a float estimate of η is far off and a walk
+# from it one float at a time never ends: scale() estimates exactly (Fractions), answers
+# promptly, and refuses an η below 2^-500.
 @pytest.mark.parametrize(
     ("rho", "q", "squares"),
     [(1e-300, 0.9, 10**30), (1e-10, 0.5, 10**308)],
@@ -655,8 +448,8 @@ def test_weights_change_the_rho_split() -> None:
 
 
 def test_huge_row_bound_is_refused_at_plan_time_and_charges_nothing() -> None:
-    # Regression (review bug 5): S = 10^400 overflowed a float inside quantiles.scale and
-    # a bare OverflowError escaped; now it is refused like the same bound on count().
+    # S = 10^400 is beyond the float range: refused like the same bound on count(), with
+    # no OverflowError.
     sess = pf.Session(pl.DataFrame({"u": [1], "x": [1.0]}), "u", pf.zCDP(1.0))
     query = sess.query().bound(max_rows_per_group=10**200)
     with pytest.raises(pf.InvalidValueError):
@@ -671,54 +464,6 @@ def test_huge_row_bound_is_refused_at_plan_time_and_charges_nothing() -> None:
 
 
 # --------------------------------------------------------------------------- 4. engine
-
-
-def hspec(
-    *,
-    unit: str | None = "u",
-    keys: list[str] | None = None,
-    group_by: tuple[str, ...] | None = None,
-    k: int | None = None,
-    m: int = 1_000_000,
-    big_m: int | None = None,
-    lower: float = 0.0,
-    upper: float = 100.0,
-    n: int = 101,
-    seed: int = 7,
-    column: str = "x",
-) -> AggregationSpec:
-    key_frame = None if keys is None else pl.DataFrame({"g": keys})
-    if group_by is None:
-        group_by = () if keys is None else ("g",)
-    histogram = HistogramSpec("__h", column, tuple(float_candidates(lower, upper, n)))
-    assert histogram.positions == 2 * n - 1
-    return AggregationSpec((), unit, group_by, key_frame, k, m, big_m, (), seed, (histogram,))
-
-
-def run(df: pl.DataFrame, s: AggregationSpec, *, streaming: bool = False) -> pl.DataFrame:
-    return PolarsEngine(df.lazy(), streaming=streaming).aggregate(s)
-
-
-def hist_of(out: pl.DataFrame, n: int = 101) -> np.ndarray:
-    """The engine's sparse (position, count) pairs per key, as dense rows of 2n − 1 counts.
-
-    Checks the sparse form on the way: a list of {position, count} structs per key,
-    each position at most once, only nonzero counts, positions in [0, 2n − 1).
-    """
-    dtype = out.schema["__h"]
-    assert isinstance(dtype, pl.List)
-    assert isinstance(dtype.inner, pl.Struct)
-    assert [f.name for f in dtype.inner.fields] == ["position", "count"]
-    width = 2 * n - 1
-    h = np.zeros((out.height, width), dtype=np.int64)
-    for row, pairs in enumerate(out["__h"].to_list()):
-        positions = [pair["position"] for pair in pairs]
-        assert len(set(positions)) == len(positions), positions
-        for pair in pairs:
-            assert 0 <= pair["position"] < width
-            assert pair["count"] > 0
-            h[row, pair["position"]] = pair["count"]
-    return h
 
 
 _SCHEMA = {"u": pl.Int64, "g": pl.String, "x": pl.Float64}
@@ -842,32 +587,6 @@ def test_engine_cuts_a_heavy_unit_to_m_of_its_own_rows() -> None:
     assert len(chosen) > 1  # a fresh seed picks other rows
 
 
-@pytest.mark.statistical
-def test_engine_row_subset_is_uniform() -> None:
-    # 3,000 units with 10 rows each in one key, row j at value 10·j (exactly on the
-    # candidate c_j of the grid 0, 10, ..., 100: position 2j); m = 3. Each unit keeps a
-    # uniform 3-subset, so with O_j the units keeping row j, T = X²·(K − 1)/((1 − p)·K)
-    # is asymptotically χ²(K − 1) (the covariance of a without-replacement draw),
-    # K = 10, p = 0.3.
-    units, k_rows, m = 3000, 10, 3
-    df = pl.DataFrame(
-        {
-            "u": np.repeat(np.arange(units), k_rows),
-            "g": ["a"] * (units * k_rows),
-            "x": np.tile(np.arange(k_rows) * 10.0, units),
-        }
-    )
-    h = hist_of(run(df, hspec(keys=["a"], m=m, n=11, seed=2024)), 11)[0]
-    assert h.size == 21
-    assert not h[1::2].any()  # nothing between candidates
-    observed = h[0 : 2 * k_rows : 2].astype(np.float64)
-    assert observed.sum() == units * m
-    p = m / k_rows
-    x2 = float(((observed - units * p) ** 2 / (units * p)).sum())
-    t = x2 * (k_rows - 1) / ((1 - p) * k_rows)
-    assert stats.chi2.sf(t, k_rows - 1) > ALPHA
-
-
 def test_engine_max_groups_and_max_rows_bind() -> None:
     # Unit 0: one row in each of 5 keys (k = 2 keeps 2 of them). Unit 1: 5 rows in "a" and
     # 5 in "b" with m = 5, M = 6: weights rescaled to 3 and 3.
@@ -912,92 +631,6 @@ def test_engine_histogram_sums_to_the_bounded_count() -> None:
 
 
 # --------------------------------------------------------------------------- 5. end to end
-
-
-def _distance_of(sorted_x: np.ndarray, v: float, target: Fraction) -> Fraction:
-    """The distance from ``target`` to v's rank interval [#{x < v}, #{x <= v}]."""
-    below = int(np.searchsorted(sorted_x, v, side="left"))
-    at_or_below = int(np.searchsorted(sorted_x, v, side="right"))
-    return interval_distance(below, at_or_below, target)
-
-
-def _check_rank(xs: np.ndarray, out: float, q: float, eta: float, agg, alpha: float) -> None:
-    """d(out) <= d_min + rank_error(η, N, 1 − alpha): fails w.p. <= alpha."""
-    grid = float_candidates(agg.lower, agg.upper, agg.candidates)
-    assert out in grid
-    sorted_x = np.sort(np.clip(xs, agg.lower, agg.upper))
-    target = Fraction(q) * xs.size
-    d_min = min(_distance_of(sorted_x, c, target) for c in grid)
-    tol = d_min + Fraction(quantiles.rank_error(eta, agg.candidates, 1 - alpha))
-    assert _distance_of(sorted_x, out, target) <= tol
-
-
-@pytest.mark.statistical
-def test_large_group_quantiles_are_within_the_rank_bound() -> None:
-    # 50,000 rows (30,000 in "a", 20,000 in "b"), one row per unit, three quantiles at
-    # once; "c" is a public key without rows. 6 rank checks at ALPHA/6 each.
-    rng = np.random.default_rng(50)
-    x = rng.uniform(0, 1000, 50_000)
-    g = np.where(np.arange(50_000) < 30_000, "a", "b")
-    df = pl.DataFrame({"g": g, "x": x})
-    sess = pf.Session(df, None, pf.zCDP(10.0), rng=SeededRandomness(50))
-    query = (
-        sess.query()
-        .group_by("g", keys=["a", "b", "c"])
-        .agg(pf.median("x", bounds=(0, 1000)), pf.quantile("x", [0.1, 0.9], bounds=(0, 1000)))
-    )
-    plan = query.explain(rho=3.0).plan
-    out = query.release(rho=3.0)
-    assert isinstance(out, pl.DataFrame)
-    assert out.columns == ["g", "x_median", "x_p10", "x_p90"]
-    assert out["g"].to_list() == ["a", "b", "c"]
-    for qm in plan.quantiles:
-        name = qm.aggregate.output_name
-        for i, key in enumerate(["a", "b"]):
-            xs = x[g == key]
-            released = float(out[name][i])
-            _check_rank(xs, released, qm.aggregate.q, qm.eta, qm.aggregate, ALPHA / 6)
-            # At ~25 rows per unit of value the rank bound is well below one spacing.
-            assert abs(released - np.quantile(xs, qm.aggregate.q)) <= 2.0
-        assert float(out[name][2]) in float_candidates(0, 1000, 1001)  # empty: any
-    assert len(sess.ledger) == 1
-    assert sess.ledger[0].rho == plan.cost.rho
-    assert sess.spent.rho == plan.cost.rho
-
-
-@pytest.mark.statistical
-def test_private_key_selection_with_quantiles() -> None:
-    # 3 keys of 1,500 units (2 rows each: m = 2 never cuts) and 5 keys of one unit
-    # each. The big keys survive (their distinct counts are ~100 σ above the threshold)
-    # and each one-unit key with probability <= δ = 1e-6; 3 rank checks at ALPHA/3.
-    rng = np.random.default_rng(8)
-    units = np.arange(4500)
-    keys = np.array(["a", "b", "c"])[units // 1500]
-    x = rng.uniform(0, 1000, 2 * units.size)
-    big = pl.DataFrame({"u": np.repeat(units, 2), "g": np.repeat(keys, 2), "x": x})
-    lonely = pl.DataFrame(
-        {"u": np.arange(9000, 9005), "g": [f"z{i}" for i in range(5)], "x": [1.0] * 5}
-    )
-    df = pl.concat([big, lonely])
-    sess = pf.Session(df, "u", pf.zCDP(10.0, delta=1e-6), rng=SeededRandomness(9))
-    query = (
-        sess.query()
-        .bound(max_groups=1, max_rows_per_group=2)
-        .group_by("g")
-        .agg(pf.count(), pf.median("x", bounds=(0, 1000)))
-    )
-    plan = query.explain(rho=2.0).plan
-    assert plan.selection is not None
-    assert plan.cost.delta == 1e-6
-    out = query.release(rho=2.0, with_error=True)
-    assert out["g"].to_list() == ["a", "b", "c"]
-    (qm,) = plan.quantiles
-    for i, key in enumerate(["a", "b", "c"]):
-        xs = big.filter(pl.col("g") == key)["x"].to_numpy()
-        _check_rank(xs, float(out["x_median"][i]), 0.5, qm.eta, qm.aggregate, ALPHA / 3)
-    assert out["x_median_rank_ci95"].to_list() == [qm.rank_error()] * 3
-    assert len(sess.ledger) == 1
-    assert sess.ledger[0].delta == 1e-6
 
 
 def test_pandas_in_pandas_out_with_error_columns() -> None:
@@ -1256,16 +889,13 @@ def test_ledger_description_lists_each_quantile_measurement_with_rho_and_eta() -
     assert sum(Fraction(m["rho"]) for m in described) <= Fraction(entry.rho)
 
 
-# --------------------------------------------------------------------------- regressions
-# Bugs found in the first review, now fixed. Each test below failed on the first version.
+# --------------------------------------------------------------------------- ties and edges
 
 
-# Regression (review bug 1, utility; high impact on discrete or clipped data): the rank
-# r_i = #{v < c_i} did not count the rows equal to a candidate, so with all values on one
-# candidate every candidate had the same distance and the median was released UNIFORMLY
-# over [L, U] whatever ρ was; likewise for values all above U (clipped to c_{N−1}), and
-# ratings 3 (55%) and 5 (45%) on the grid 1..5 released a median of 4 or 5, never 3.
-# Now a candidate's distance is to its rank interval [#{v < c_i}, #{v <= c_i}].
+# Values tied on a candidate: a candidate's distance is to its rank interval
+# [#{v < c_i}, #{v <= c_i}], so rows equal to a candidate count. With all values on one
+# candidate (or all above U, clipped to c_{N−1}) that candidate is released, not a uniform
+# draw over [L, U]; ratings 3 (55%) and 5 (45%) on the grid 1..5 have median 3.
 # Each case: (values repeated to 2,000 rows per group, bounds, candidates, {q: expected}).
 TIE_CASES = {
     # Every value on one interior candidate: 500 for every q.
@@ -1327,9 +957,8 @@ def test_tied_values_give_the_point_mass_at_moderate_rho() -> None:
     assert released == [500.0] * 20
 
 
-# Regression (review bug 2, crash after charging): when private key selection kept no
-# group (or the data had no rows in observed-keys mode), reshaping the empty histogram
-# column failed with a bare ValueError AFTER the budget was charged.
+# Private key selection that keeps no group (or data without rows, observed keys): the
+# charged release is an empty frame with the full column list, not an error.
 def test_no_selected_group_releases_an_empty_frame() -> None:
     df = pl.DataFrame({"u": range(10), "g": [f"k{i}" for i in range(10)], "x": [1.0] * 10})
     sess = pf.Session(df, "u", pf.zCDP(1.0, delta=1e-6), rng=SeededRandomness(2))
@@ -1364,10 +993,9 @@ def test_no_selected_group_releases_an_empty_frame() -> None:
     assert len(empty.ledger) == 1
 
 
-# Regression (review bug 4, cosmetic): candidate_values() computed L + ((U − L)/2)·(2i/n)
-# with two roundings, releasing 7.000000000000001, 28.999999999999996, ... for bounds
-# (0, 100) and 101 candidates. Now each candidate is correctly rounded once, also for
-# bounds near the float range (no overflow) and non-dyadic spacings.
+# Each candidate is correctly rounded once (7.0, not 7.000000000000001, for bounds
+# (0, 100) and 101 candidates), also for bounds near the float range (no overflow) and
+# non-dyadic spacings.
 @pytest.mark.parametrize(
     ("bounds", "n"),
     [

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from test_engine_polars import vspec
+from test_polars_engine import vspec
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine

@@ -239,8 +239,8 @@ def test_max_rows_caps_the_units_total():
 
 @pytest.mark.parametrize("big_m", [None, 3, 4, 10_000])
 def test_rows_per_group_bound_holds_whether_or_not_max_rows_binds(big_m):
-    # Regression: when the overall cap M did not bind, the weight became null, the
-    # unit's count vanished and its sum was neither scaled nor clipped.
+    # Whether or not the overall cap M binds, the unit keeps weight m: its count is m and
+    # its sum is scaled and clipped.
     df = pl.DataFrame({"u": [1] * 1000, "g": ["a"] * 1000, "x": [100.0] * 1000})
     out = run(df, spec(keys=["a"], m=3, big_m=big_m, values=(vspec("sum", "x", 0, 100),)))
     assert out[COUNT].to_list() == [3]
