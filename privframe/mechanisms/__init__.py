@@ -1,9 +1,13 @@
 """Mechanisms: where noise is drawn, from a CSPRNG, exactly.
 
-The discrete Gaussian sampler and the Gaussian mechanism
-(:mod:`~privframe.mechanisms.noise`), the exponential mechanism for quantiles
-(:mod:`~privframe.mechanisms.quantiles`), the thresholds of private key
-selection (:mod:`~privframe.mechanisms.selection`) and clipped Gaussian sums
-for DP-SGD (:mod:`~privframe.mechanisms.dpsgd`). Mechanisms know budgets
+Random bits (:mod:`~privframe.mechanisms.randomness`), the exact discrete
+Gaussian sampler (:mod:`~privframe.mechanisms.sampler`, over the exact coins of
+:mod:`~privframe.mechanisms._coins`), the Gaussian mechanism on a grid and
+clipped Gaussian sums (:mod:`~privframe.mechanisms.gaussian`), the exponential
+mechanism's exact choice (:mod:`~privframe.mechanisms.exponential`) and its use
+for quantiles (:mod:`~privframe.mechanisms.quantiles`), the thresholds of
+private key selection (:mod:`~privframe.mechanisms.selection`) and DP-SGD
+(:mod:`~privframe.mechanisms.dpsgd`). :mod:`~privframe.mechanisms.noise`
+(``privframe.noise``) re-exports the documented names. Mechanisms know budgets
 (:mod:`privframe.accounting`), never data frames or queries.
 """
