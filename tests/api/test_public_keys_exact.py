@@ -4,7 +4,7 @@ Keys are matched after casting them to the column's type; a cast that merged
 two keys (``2**53`` and ``2**53 + 1`` are one Float64) would count one row in
 several groups, so the change from removing one unit would exceed the
 planned sensitivity. Every refusal here happens before anything is charged.
-The empirical audit of the same hole is in tests/test_privacy_audit.py.
+The empirical audit of the same hole is in tests/privacy/test_privacy_audit.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 import privframe as pf
 
-HUGE = 10**8  # noise σ ≈ 7e-5: releases below are exact (see tests/test_unit_ids_exact.py)
+HUGE = 10**8  # noise σ ≈ 7e-5: releases below are exact (see tests/api/test_unit_ids_exact.py)
 
 
 def _release(frame: pl.DataFrame, keys: list[object], unit: str | None = None) -> pl.DataFrame:

@@ -1,6 +1,6 @@
 """Empirical privacy audit of private key selection (``group_by`` without ``keys=``).
 
-The audit of ``tests/test_privacy_audit.py`` (docs/privacy.md §5), extended to
+The audit of ``tests/privacy/test_privacy_audit.py`` (docs/privacy.md §5), extended to
 releases that choose their groups from the data (docs/privacy.md §6). If a
 release is (ε, δ)-DP then for every output set S fixed in advance and every
 pair of neighbours, P[M(D') ∈ S] <= e^ε P[M(D) ∈ S] + δ. Exact one-sided
@@ -116,7 +116,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 # The Clopper–Pearson bounds, the ε lower bounds and the choice of S are the main
-# audit's (tests/test_privacy_audit.py), at the same ALPHA.
+# audit's (tests/privacy/test_privacy_audit.py), at the same ALPHA.
 
 
 @dataclasses.dataclass(frozen=True)
