@@ -1,6 +1,7 @@
-"""Private key selection through Session.release: δ accounting, refusals, survival rates.
+"""Private key selection through Session.release: δ accounting and refusals.
 
-The statistical test uses the fixed level ALPHA = 1e-3.
+The survival rate's statistical test is in
+tests/statistical/test_selection_release_statistical.py.
 """
 
 from __future__ import annotations
@@ -10,15 +11,11 @@ import math
 import polars as pl
 import pytest
 from internals import spec_of
-from scipy import stats
 
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
-from privframe.mechanisms.selection import discrete_tail
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
-
-ALPHA = 1e-3
 
 
 def _data(n_lonely: int = 0, big: int = 200) -> pl.DataFrame:
@@ -30,21 +27,6 @@ def _data(n_lonely: int = 0, big: int = 200) -> pl.DataFrame:
 
 def _query(sess: pf.Session, k: int = 1) -> pf.query.Query:
     return sess.query().bound(max_groups=k, max_rows_per_group=1).group_by("g").agg(pf.count())
-
-
-def test_single_unit_groups_survive_at_most_at_the_threshold_rate() -> None:
-    # 20,000 groups held by one unit each: every one is a Bernoulli trial of the rule.
-    n, delta = 20_000, 0.05
-    sess = pf.Session(_data(n), "u", pf.zCDP(1.0, delta=0.5), rng=SeededRandomness(3))
-    query = _query(sess)
-    selection = query.explain(rho=0.5, delta=delta).plan.selection
-    assert selection is not None
-    p = discrete_tail(selection.measurement.sigma_units, selection.threshold - 1)
-    assert p <= delta  # k = 1: the whole δ goes to one group
-    result = query.release(rho=0.5, delta=delta)
-    kept_lonely = int(result["g"].str.starts_with("lonely").sum())
-    assert stats.binomtest(kept_lonely, n, p).pvalue > ALPHA
-    assert {"a", "b"} <= set(result["g"].to_list())  # 200 units is far above the threshold
 
 
 def test_selection_spends_delta_and_refuses_when_none_is_left() -> None:

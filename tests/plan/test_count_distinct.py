@@ -1,6 +1,6 @@
 """pf.count_distinct(): distinct privacy units per group.
 
-The statistical test uses the fixed level ALPHA = 1e-3.
+The noise's statistical test is in tests/statistical/test_count_distinct_statistical.py.
 """
 
 from __future__ import annotations
@@ -10,16 +10,11 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from scipy import stats
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import DISTINCT, AggregationSpec
-from privframe.mechanisms.noise import SeededRandomness
 
-pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
-
-ALPHA = 1e-3
 KEYS = ["a", "b", "c", "d"]
 
 
@@ -69,20 +64,3 @@ def test_a_heavy_unit_adds_at_most_one_to_at_most_k_groups() -> None:
     diff = with_heavy - without
     assert set(diff.tolist()) <= {0, 1}
     assert diff.sum() == 2
-
-
-def test_noise_matches_the_explained_sigma() -> None:
-    df = _data()
-    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": KEYS}), None, 10**6, None, (), 1)
-    exact = PolarsEngine(df.lazy()).aggregate(spec)[DISTINCT].to_numpy()
-    sess = pf.Session(df, "u", pf.zCDP(1e9), rng=SeededRandomness(12))
-    query = _query(sess)
-    (measurement,) = query.explain(rho=0.05).measurements
-    errors = np.concatenate(
-        [query.release(rho=0.05)["count_distinct"].to_numpy() - exact for _ in range(300)]
-    )
-    # Chi-square test of the variance (the discrete Gaussian's variance is σ² to 1e-7 here).
-    n = errors.size
-    statistic = float(np.sum(errors.astype(np.float64) ** 2)) / measurement.sigma**2
-    p = 2 * min(stats.chi2.cdf(statistic, n), stats.chi2.sf(statistic, n))
-    assert p > ALPHA
