@@ -7,7 +7,6 @@ import pytest
 from internals import column_of, spec_of
 
 import privframe as pf
-from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import COUNT
 from privframe.plan.planner import plan_release
 
@@ -27,7 +26,7 @@ def _data() -> pl.DataFrame:
 def _exact(sess: pf.Session, query: pf.query.Query) -> pl.DataFrame:
     """The exact (pre-noise) aggregates of a query, through the session's own plan."""
     release = plan_release(query.plan, True, 1.0)
-    return PolarsEngine(sess._frame).aggregate(spec_of(sess, query.plan, release))
+    return sess._engine.aggregate(spec_of(sess, query.plan, release))
 
 
 def test_a_derived_value_column_is_aggregated() -> None:

@@ -101,7 +101,7 @@ def test_unrelated_reserved_looking_columns_do_not_interfere() -> None:
     query = sess.query().bound(max_rows_per_group=1).group_by("g", keys=["a"]).agg(pf.count())
     plan = query.plan
     release = pf.planner.plan_release(plan, True, 1.0)
-    exact = PolarsEngine(sess._frame).aggregate(spec_of(sess, plan, release))
+    exact = sess._engine.aggregate(spec_of(sess, plan, release))
     assert exact["__count"].to_list() == [3]
 
 

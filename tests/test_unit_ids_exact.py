@@ -26,7 +26,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-import privframe.api.session
+from privframe.engines.polars import input as polars_input
 
 N = 40  # distinct IDs; every one of them collides with the others under a float cast
 HUGE = 10**8
@@ -117,8 +117,8 @@ def test_unit_partitions_of_a_large_file_keep_every_unit_distinct(
 ) -> None:
     path = tmp_path / "data.parquet"
     _frame(IDS[kind]).write_parquet(path)
-    monkeypatch.setattr(privframe.api.session, "_ROWS_PER_PARTITION", 7)  # 12 partitions
-    assert privframe.api.session._partitions(str(path)) > 1
+    monkeypatch.setattr(polars_input, "_ROWS_PER_PARTITION", 7)  # 12 partitions
+    assert polars_input._partitions(str(path)) > 1
     assert _released_units(str(path)) == N
 
 

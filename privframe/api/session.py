@@ -20,14 +20,12 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, overload
 
 import pandas as pd
 import polars as pl
-from pyarrow import ArrowException
 
 from privframe._arguments import BUDGET_HINTS, RHO_HINTS, hinted
 from privframe.accounting import replay
@@ -38,11 +36,10 @@ from privframe.accounting.replay import Guarantee
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request, _public_table
 from privframe.api.sql import Column, SQLQuery, parse
-from privframe.engines.expressions import check_types, plain_types
-from privframe.engines.polars import PolarsEngine
+from privframe.engines.expressions import check_types
+from privframe.engines.registry import open_input
 from privframe.engines.spark import frames as spark
 from privframe.engines.spec import (
-    Engine,
     apply_steps,
 )
 from privframe.errors import (
@@ -59,204 +56,7 @@ from privframe.plan.split import Balance
 
 __all__ = ["Session"]
 
-# polars' Rust panics surface as this BaseException subclass; catch it too.
-_PanicException: type[BaseException] = getattr(
-    pl.exceptions, "PanicException", pl.exceptions.PolarsError
-)
-
-_T = TypeVar("_T")
-
 DataSource = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
-
-
-_ROWS_PER_PARTITION = 25_000_000  # a 100M-row file then peaks well under 4 GiB
-_CSV_BYTES_PER_PARTITION = 1 << 30
-
-
-def _partitions(data: object) -> int:
-    """How many unit partitions a file input is aggregated in (in-memory data: one).
-
-    Sized from the file (parquet metadata's row count, a CSV's bytes), so that
-    the per-(unit, key) table of one partition fits in memory comfortably.
-    The count only changes how the work is split, never the result.
-    """
-    if not isinstance(data, str | os.PathLike):
-        return 1
-    path = Path(data)
-    if path.suffix.lower() == ".parquet":
-        rows = _read(pl.scan_parquet(path).select(pl.len()).collect).item()
-        return max(1, -(-rows // _ROWS_PER_PARTITION))
-    return max(1, -(-path.stat().st_size // _CSV_BYTES_PER_PARTITION))
-
-
-def _load(data: object, unit: str | None) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool]:
-    """(frame, kind of DataFrame to return, whether to stream) for a supported input.
-
-    A file's privacy unit column is read as the text it holds wherever the
-    file stores it as text (a CSV column, a Hive partition directory's name):
-    parsing would merge IDs written differently (``007`` and ``7`` are one
-    integer, ``true`` and ``TRUE`` one boolean), and two people read as one
-    unit would be bounded as one.
-    """
-    if isinstance(data, pd.DataFrame):
-        converted = _from_pandas(data)
-        if converted is None:
-            # The converter's message can quote a data value: name the columns instead.
-            bad = [str(c) for c in data.columns if _from_pandas(data[[c]]) is None]
-            raise InvalidArgumentError(
-                f"could not convert the pandas DataFrame: columns {bad} hold values of mixed "
-                "or unsupported types; give each column one type (e.g. .astype(str))"
-            )
-        return converted.lazy(), "pandas", False
-    if isinstance(data, pl.DataFrame):
-        return data.lazy(), "polars", False
-    if isinstance(data, pl.LazyFrame):
-        return data, "polars", True
-    if isinstance(data, str | os.PathLike):
-        path = Path(data)
-        if not path.exists():
-            raise InvalidValueError(f"no data file at {str(path)!r}")
-        suffix = path.suffix.lower()
-        if suffix == ".parquet":
-            return _scan_parquet(path, unit), "polars", True
-        if suffix == ".csv":
-            return _scan_csv(path, unit), "polars", True
-        raise InvalidValueError(f"data files must be .parquet or .csv, got {path.name!r}")
-    raise InvalidArgumentError(
-        "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
-        f"path; got {type(data).__name__}"
-    )
-
-
-def _scan_parquet(path: Path, unit: str | None) -> pl.LazyFrame:
-    """A parquet file or Hive-partitioned directory; a unit in the directory names as text."""
-    frame = pl.scan_parquet(path)
-    if unit is None or not path.is_dir():
-        return frame
-    partitioned = _read(frame.collect_schema)
-    stored = _read(lambda: pl.scan_parquet(path, hive_partitioning=False).collect_schema())
-    hive = {c: t for c, t in partitioned.items() if c not in stored}
-    if unit not in hive:
-        return frame
-    return pl.scan_parquet(path, hive_schema={**hive, unit: pl.String()})
-
-
-def _scan_csv(path: Path, unit: str | None, *, cut_long_rows: bool = False) -> pl.LazyFrame:
-    """A CSV file, its types inferred from every row, its unit column read as text.
-
-    Types come from the whole file: a type guessed from the first rows could
-    fail on a later value, a data-dependent failure that no noise covers.
-    ``cut_long_rows`` drops the fields past the header's (to tell, once a read
-    failed, whether such rows were the cause).
-    """
-    text = {unit: pl.String()} if unit is not None else None
-    return pl.scan_csv(
-        path, infer_schema_length=None, schema_overrides=text, truncate_ragged_lines=cut_long_rows
-    )
-
-
-def _check_csv(frame: pl.LazyFrame, path: Path, unit: str | None) -> None:
-    """Read every field of a CSV once: refuse rows longer than the header, and missing units.
-
-    polars parses only the columns a query reads, and a row with more fields
-    than the header passes unless a query reads the column its extra field
-    falls in: whether a query ran would depend on the columns it reads. Read
-    in full once, before any query, a malformed row is one fixed fact about
-    the file. The same read counts the unit column's nulls (read as text, a
-    CSV unit has no NaN), so a CSV is read once for both checks.
-    """
-    failure = None
-    try:
-        nulls = frame.select(pl.all().null_count()).collect()
-    except (Exception, _PanicException) as err:
-        failure = type(err).__name__
-    if failure is None:
-        if unit is not None and nulls[unit].item():
-            raise InvalidValueError(_MISSING_UNITS.format(unit=unit))
-        return
-    if _reads_when_cut(path, unit):
-        raise InvalidValueError(
-            f"a row of {path.name!r} has more fields than its header row (the row is not "
-            "shown: it may hold private values). Every row must have one field per column: "
-            "quote fields that contain the separator, or name the extra columns in the header"
-        )
-    raise InvalidValueError(_UNREADABLE.format(failure=failure))
-
-
-def _reads_when_cut(path: Path, unit: str | None) -> bool:
-    """Whether the CSV reads in full once fields past the header's are dropped."""
-    try:
-        _scan_csv(path, unit, cut_long_rows=True).select(pl.all().null_count()).collect()
-    except (Exception, _PanicException):
-        return False
-    return True
-
-
-def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
-    """``frame`` as polars, or None if it does not convert.
-
-    None rather than the converter's error: its message (and so any error
-    raised while handling it, through ``__context__``) can quote a value.
-    """
-    try:
-        return pl.from_pandas(frame)
-    except (
-        TypeError,
-        ValueError,
-        OverflowError,
-        pl.exceptions.PolarsError,
-        ArrowException,
-        _PanicException,
-    ):
-        return None
-
-
-def _check_units(frame: pl.LazyFrame, unit: str, dtype: pl.DataType) -> None:
-    """Refuse null or NaN privacy-unit IDs: rows that identify nobody cannot be bounded.
-
-    The check reads the whole unit column once, before any query, so its
-    outcome is one fixed fact about the input that no filter can steer.
-    Merging such rows into one unit, or dropping them silently, would be wrong.
-    """
-    column = pl.col(unit)
-    missing = column.is_null() | column.is_nan() if dtype.is_float() else column.is_null()
-    if _read(frame.select(missing.any()).collect).item():
-        raise InvalidValueError(_MISSING_UNITS.format(unit=unit))
-
-
-def _read(read: Callable[[], _T]) -> _T:
-    """``read()``, or an error naming only the kind of failure when the reader fails.
-
-    The reader's message can quote a value from the file: it is withheld, and
-    the error is raised outside the ``except`` block, so that the reader's
-    error is not its ``__context__`` either. Any exception counts: a LazyFrame
-    can run Python functions (``map_elements``) that raise their own.
-    """
-    failure = ""
-    try:
-        return read()
-    except (Exception, _PanicException) as err:
-        failure = type(err).__name__
-    raise InvalidValueError(_UNREADABLE.format(failure=failure))
-
-
-_UNREADABLE = (
-    "the data could not be read ({failure}; the message is withheld as it may quote private "
-    "values): check the file's format and column types"
-)
-
-
-def _check_unit_column(unit: str | None, schema: pl.Schema) -> None:
-    if unit is not None and unit not in schema:
-        raise InvalidValueError(
-            f"privacy unit column {unit!r} is not in the data; {columns_note(list(schema))}"
-        )
-
-
-_MISSING_UNITS = (
-    "the privacy unit column {unit!r} contains nulls or NaN: rows without a unit cannot be "
-    "bounded. Drop them or give each its own unit before the session."
-)
 
 
 class Session:
@@ -319,13 +119,9 @@ class Session:
         self._tables = _check_tables(tables)
         if results not in ("pandas", "spark"):
             raise InvalidArgumentError(f"results must be 'pandas' or 'spark', got {results!r}")
-        self._engine: Engine
-        if spark.is_spark_frame(data):
-            self._open_spark(data, privacy_unit, results)
-        else:
-            if results == "spark":
-                raise InvalidValueError('results="spark" needs a Spark DataFrame as the data')
-            self._open_local(data, privacy_unit)
+        opened = open_input(data, privacy_unit, results=results)
+        self._engine, self._schema = opened.engine, opened.schema
+        self._present = opened.present
         self._unit = privacy_unit
         if rng is not None and not isinstance(rng, Randomness):
             raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
@@ -339,35 +135,6 @@ class Session:
             same_data=same_data,
         )
         self._pipeline = Pipeline(self._engine, self._accountant, privacy_unit, rng)
-
-    def _open_local(self, data: object, privacy_unit: str | None) -> None:
-        """pandas, polars or a file: a polars engine."""
-        frame, self._kind, streaming = _load(data, privacy_unit)
-        schema = _read(frame.collect_schema)
-        _check_unit_column(privacy_unit, schema)
-        self._frame = plain_types(frame, privacy_unit)
-        self._schema = _read(self._frame.collect_schema)
-        if isinstance(data, str | os.PathLike) and Path(data).suffix.lower() == ".csv":
-            _check_csv(frame, Path(data), privacy_unit)
-        elif privacy_unit is not None:
-            _check_units(self._frame, privacy_unit, self._schema[privacy_unit])
-        self._engine = PolarsEngine(self._frame, streaming=streaming, partitions=_partitions(data))
-
-    def _open_spark(self, data: Any, privacy_unit: str | None, results: str) -> None:
-        """A Spark DataFrame: the Spark engine; queries are checked on its (public) schema."""
-        from privframe.engines.spark.engine import SparkEngine
-
-        frame, self._schema = spark.plain_frame(data, privacy_unit)
-        # An empty polars frame of the same schema: what the checks and probes run on.
-        self._frame = pl.LazyFrame(schema=self._schema)
-        self._kind = "spark" if results == "spark" else "pandas"
-        self._spark = frame.sparkSession
-        _check_unit_column(privacy_unit, self._schema)
-        if privacy_unit is not None and spark.has_missing_units(
-            frame, privacy_unit, self._schema[privacy_unit]
-        ):
-            raise InvalidValueError(_MISSING_UNITS.format(unit=privacy_unit))
-        self._engine = SparkEngine(frame, schema=self._schema)
 
     @classmethod
     def from_spark_table(
@@ -761,7 +528,7 @@ class Session:
         for request in requests:
             computed.append(self._compute(request, before))
             before += computed[-1].release.cost
-        return Batch(self._pipeline, computed, self._convert)
+        return Batch(self._pipeline, computed, self._present)
 
     def _compute(self, request: Request, before: zCDP) -> Computed:
         """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""
@@ -770,12 +537,6 @@ class Session:
         release = self._pipeline.plan(plan, request.rho, request.weights, request.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
         return Computed(plan, release, exact, request.label, request.with_error, request.finish)
-
-    def _convert(self, result: pl.DataFrame) -> pl.DataFrame | pd.DataFrame:
-        """A released table in the kind of frame the session was given."""
-        if self._kind == "spark":
-            return spark.to_spark_result(self._spark, result)
-        return result.to_pandas() if self._kind == "pandas" else result
 
 
 def _check_boolean(predicate: pl.Expr, schema: pl.Schema) -> None:

@@ -40,6 +40,7 @@ from privframe.accounting.accountant import Accountant, Spend
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
 from privframe.accounting.ledger import LedgerEntry
+from privframe.engines.inputs import PanicException
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, Engine, RowStep
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.draws import discrete_gaussian_vectors
@@ -54,11 +55,6 @@ __all__ = ["Batch", "Computed", "Pipeline", "describe"]
 
 # The engine column each count kind noises; value measurements get their own columns.
 _EXACT_COLUMN = {"count": COUNT, "distinct": DISTINCT}
-
-# polars' Rust panics surface as this BaseException subclass; catch it too.
-_PanicException: type[BaseException] = getattr(
-    pl.exceptions, "PanicException", pl.exceptions.PolarsError
-)
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,7 +131,7 @@ class Pipeline:
         failure = None
         try:
             table = self.engine.aggregate(spec)
-        except (Exception, _PanicException) as err:
+        except (Exception, PanicException) as err:
             failure = type(err).__name__
         if failure is not None:
             # Any engine failure (polars errors and panics, Spark, memory) may depend on

@@ -388,7 +388,7 @@ def test_unit_partitions_with_observed_keys_and_no_unit() -> None:
 
 
 def test_partitioned_sessions_over_a_parquet_file(tmp_path, monkeypatch) -> None:
-    import privframe.api.session as session_module
+    from privframe.engines.polars import input as session_module
 
     path = tmp_path / "data.parquet"
     small_data(seed=5).write_parquet(path)
