@@ -105,6 +105,18 @@ def test_a_nan_quantile_level_is_not_a_budget_error(sess: pf.Session) -> None:
     assert "[0, 1]" in message
 
 
+@pytest.mark.parametrize(
+    "aggregate",
+    [pf.mean("x", (0, 1e300)), pf.var("x", (0, 1e-300)), pf.std("x", (0, 1e200))],
+    ids=["mean huge", "var tiny", "std huge"],
+)
+def test_extreme_bounds_are_refused_before_any_charge(aggregate: object) -> None:
+    sess = pf.Session(pl.DataFrame({"u": [1], "x": [1.0]}), "u", pf.zCDP(10.0))
+    with pytest.raises(pf.InvalidValueError, match="extreme"):
+        sess.query().bound(max_rows_per_group=1).agg(aggregate).release(rho=0.5)
+    assert sess.ledger == ()
+
+
 # --------------------------------------------------------------------------- limits
 
 
@@ -258,6 +270,19 @@ def test_a_group_by_over_nan_keys_is_refused_before_any_spend(sess: pf.Session) 
     assert "public keys of column 'score' contain NaN" in message
 
 
+@pytest.mark.parametrize("keys", [{"a", "b"}, {"a": 1, "b": 2}, frozenset({"a"})])
+def test_unordered_keys_are_refused(keys: object) -> None:
+    sess = pf.Session(pl.DataFrame({"u": [1], "g": ["a"]}), "u", pf.zCDP(1e6))
+    with pytest.raises(pf.InvalidArgumentError, match="ordered"):
+        sess.query().group_by("g", keys=keys)  # type: ignore[arg-type]
+
+
+def test_mixed_type_keys_are_refused() -> None:
+    sess = pf.Session(pl.DataFrame({"u": [1], "g": ["a"]}), "u", pf.zCDP(1e6))
+    with pytest.raises(pf.InvalidArgumentError, match="one type"):
+        sess.query().group_by("g", keys=[1, "a"])
+
+
 # --------------------------------------------------------------------------- group_by
 
 
@@ -281,3 +306,12 @@ def test_a_one_shot_sql_epsilon_argument_says_to_pass_rho(sess: pf.Session) -> N
     message = _refused(sess, lambda: sess.sql("SELECT COUNT(*) AS n FROM data", epsilon=1.0))
     assert "Session.sql() got an argument it does not take: 'epsilon'" in message
     assert "pass rho=" in message
+
+
+def test_bad_group_by_and_weights_types() -> None:
+    sess = pf.Session(pl.DataFrame({"u": [1], "g": ["a"]}), "u", pf.zCDP(1e6))
+    with pytest.raises(pf.InvalidArgumentError, match="group_by"):
+        sess.query().group_by(5, keys=[1])  # type: ignore[arg-type]
+    query = sess.query().bound(max_rows_per_group=1).agg(pf.count())
+    with pytest.raises(pf.InvalidArgumentError, match="weights"):
+        query.release(rho=1.0, weights=["count"])  # type: ignore[arg-type]

@@ -23,6 +23,17 @@ MARKER = "MARKER-5c1e"
 LIMITS = {"max_groups": 1, "max_rows_per_group": 1}
 
 
+def _session(df: pl.DataFrame | str, **kw) -> pf.Session:
+    return pf.Session(
+        df,
+        "u",
+        pf.zCDP(10.0),
+        metadata={"x": pf.Column(bounds=(0, 10)), "g": pf.Column(keys=["a", "b"])},
+        contributions=pf.Bound(max_groups=1, max_rows_per_group=1),
+        **kw,
+    )
+
+
 def _refusal(action: Any, error: type[pf.PrivframeError] = pf.InvalidValueError) -> str:
     """The message of ``action``'s refusal, after checking it carries no chain or marker."""
     with pytest.raises(error) as info:
@@ -176,6 +187,45 @@ def test_builder_arguments_of_the_wrong_kind_are_refused() -> None:
     )
     missing = nested.group_by("zone", keys=["a"], other="rest").agg(pf.count())
     assert "group_by column 'zone' is not in the data" in _refusal(lambda: missing.release(0.1))
+
+
+def test_csv_types_come_from_the_whole_file(tmp_path) -> None:
+    # Integers for 200 rows, then a decimal: a type guessed from the first rows would
+    # make SUM(x) fail only because of that later value.
+    path = tmp_path / "data.csv"
+    rows = [f"{i},a,{i % 7}" for i in range(200)] + ["999,b,12.5"]
+    path.write_text("u,g,x\n" + "\n".join(rows) + "\n")
+    sess = _session(str(path))
+    assert sess.sql("SELECT g, SUM(x) AS s FROM data GROUP BY g", rho=0.5).height == 2
+
+
+def test_an_unreadable_unit_column_is_withheld(tmp_path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text("u,g,x\n1,a,1\nbob@example.com,a,2\n")
+    with pytest.raises(pf.InvalidValueError) as info:
+        pf.Session(
+            pl.scan_csv(path, schema={"u": pl.Int64, "g": pl.String, "x": pl.Float64}),
+            "u",
+            pf.zCDP(1.0),
+        )
+    assert "bob" not in str(info.value)
+
+
+def test_an_engine_failure_keeps_no_trace_of_the_original_error(monkeypatch) -> None:
+    # The withheld message must not survive as the error's __context__ either.
+    from privframe.engines.polars import PolarsEngine
+
+    def fail(self, spec):  # type: ignore[no-untyped-def]
+        raise RuntimeError("private value 4242")
+
+    monkeypatch.setattr(PolarsEngine, "aggregate", fail)
+    sess = _session(pl.DataFrame({"u": [1], "g": ["a"], "x": [1.0]}))
+    with pytest.raises(pf.InvalidValueError) as info:
+        sess.query().bound(max_groups=1, max_rows_per_group=1).agg(pf.count()).release(rho=0.1)
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None
+    assert "4242" not in str(info.value)
+    assert sess.spent.rho == 0
 
 
 # ----------------------------------------------------------------------------- Spark

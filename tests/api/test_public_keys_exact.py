@@ -15,8 +15,10 @@ from decimal import Decimal
 import numpy as np
 import polars as pl
 import pytest
+from internals import spec_of
 
 import privframe as pf
+from privframe.engines.polars import PolarsEngine
 
 HUGE = 10**8  # noise σ ≈ 7e-5: releases below are exact (see tests/api/test_unit_ids_exact.py)
 
@@ -101,4 +103,30 @@ def test_keys_still_refused_as_mixed_or_of_another_family() -> None:
     sess = pf.Session(pl.DataFrame({"g": [1.0]}), None, pf.zCDP(1.0))
     with pytest.raises(pf.InvalidArgumentError, match="cannot match a column"):
         sess.query().group_by("g", keys=["1"]).agg(pf.count()).release(rho=0.5)
+    assert sess.ledger == ()
+
+
+def test_decimal_data_is_not_truncated_to_integer_keys() -> None:
+    df = pl.DataFrame(
+        {"u": [1, 2, 3], "g": [Decimal("1.5"), Decimal("1.0"), Decimal("2.7")]},
+        schema={"u": pl.Int64, "g": pl.Decimal(10, 2)},
+    )
+    sess = pf.Session(df, "u", pf.zCDP(1e6))
+    spec = spec_of(
+        sess,
+        (
+            q := sess.query().bound(max_rows_per_group=1).group_by("g", keys=[1, 2]).agg(pf.count())
+        ).plan,
+        pf.planner.plan_release(q.plan, True, 1.0),
+    )
+    exact = PolarsEngine(df.lazy()).aggregate(spec)
+    assert exact["__count"].to_list() == [1, 0]
+
+
+def test_a_key_that_does_not_fit_the_column_type_is_a_clear_error() -> None:
+    df = pl.DataFrame({"u": [1], "n": [3]}, schema={"u": pl.Int64, "n": pl.Int64})
+    sess = pf.Session(df, "u", pf.zCDP(1e6))
+    query = sess.query().bound(max_rows_per_group=1).group_by("n", keys=[2**64 - 1])
+    with pytest.raises(pf.InvalidArgumentError, match="does not fit"):
+        query.agg(pf.count()).release(rho=1.0)
     assert sess.ledger == ()

@@ -14,6 +14,7 @@ from internals import spec_of
 
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
+from privframe.mechanisms.selection import discrete_threshold
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 
@@ -98,3 +99,14 @@ def test_threshold_grows_with_k_and_shrinks_with_delta() -> None:
     assert tau(1, 1e-6) <= tau(1, 1e-9)
     assert math.isfinite(tau(5, 1e-6))
     assert tau(1, 1e-6) < tau(5, 1e-6)
+
+
+def test_selection_threshold_uses_the_units_group_bound() -> None:
+    df = pl.DataFrame({"u": [1, 2], "g": ["a", "b"]})
+    sess = pf.Session(df, "u", pf.zCDP(1.0, delta=1e-6))
+    query = sess.query().bound(max_groups=4, max_rows_per_group=1).group_by("g").agg(pf.count())
+    selection = query.explain(rho=0.5).plan.selection
+    assert selection is not None
+    sigma = selection.measurement.sigma_units
+    assert selection.threshold == discrete_threshold(sigma, 4, 1e-6)
+    assert selection.threshold > discrete_threshold(sigma, 1, 1e-6)

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.engines.expressions import check_filter, is_safe_filter
+from privframe.engines.expressions import check_filter, check_types, is_safe_filter
 
 SAFE = [
     pl.col("age") >= 18,
@@ -74,3 +74,15 @@ def test_query_filter_refuses_before_any_data_is_read() -> None:
     with pytest.raises(pf.InvalidArgumentError, match="polars expression"):
         sess.query().filter("x > 1")  # type: ignore[arg-type]
     assert sess.ledger == ()
+
+
+def test_a_null_literal_is_allowed_only_as_a_case_branch() -> None:
+    schema = pl.Schema({"x": pl.Float64, "name": pl.String})
+    check_types(pl.when(pl.col("x") > 1).then(pl.col("x")), schema)  # CASE without ELSE
+    for oracle in (
+        pl.when(pl.col("x") > 0).then(pl.lit(None).abs()).otherwise(0),
+        pl.lit(None) + 1,
+        pl.col("x") == pl.lit(None),
+    ):
+        with pytest.raises(pf.InvalidArgumentError):
+            check_types(oracle, schema)

@@ -157,6 +157,23 @@ def test_clipping_happens_per_row_before_summing():
     assert out["sum"].to_list() == [13]
 
 
+def test_the_integer_clip_holds_whatever_the_rounding_mode() -> None:
+    # Bounds off the grid: 2.5 rounds to 2 (half to even) in the planner but to 3
+    # (half away from zero) in polars; the second clip keeps the planner's bound.
+    value = ValueSpec("s", "x", 0.0, 2.5, 0, 0, 2, 0, 0.0)
+    df = pl.DataFrame({"u": [1, 2], "g": ["a", "a"], "x": [2.5, 2.5]})
+    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": ["a"]}), None, 1, None, (value,), 1)
+    assert PolarsEngine(df.lazy()).aggregate(spec)["s"].to_list() == [4]
+
+
+def test_squares_are_exact_in_grid_units() -> None:
+    value = ValueSpec("q", "x", 0.0, 10.0, 4, 0, 400, 200, 5.0, square_around=5.0)
+    df = pl.DataFrame({"u": [1, 2, 3], "g": ["a"] * 3, "x": [5.0, 6.5, 0.0]})
+    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": ["a"]}), None, 1, None, (value,), 1)
+    # (0 + 2.25 + 25)·2^4 = 436 grid units, minus the centre 200 per row.
+    assert PolarsEngine(df.lazy()).aggregate(spec)["q"].to_list() == [436 - 3 * 200]
+
+
 # -- keys ------------------------------------------------------------------------------
 
 
@@ -202,6 +219,14 @@ def test_value_the_key_type_cannot_hold_matches_no_key():
     df = pl.DataFrame({"u": [1, 2, 3], "g": pl.Series([big, 1, 2], dtype=pl.UInt64)})
     out = run(df, spec(keys=pl.DataFrame({"g": [1, 2]}), m=1))
     assert out[COUNT].to_list() == [1, 1]
+
+
+def test_observed_keys_are_sorted_and_null_keys_dropped() -> None:
+    df = pl.DataFrame({"u": list(range(9)), "g": ["c", "a", None, "b", "c", "a", None, "b", "a"]})
+    spec = AggregationSpec((), "u", ("g",), None, 1, 1, None, (), 3)
+    out = PolarsEngine(df.lazy()).aggregate(spec)
+    assert out["g"].to_list() == ["a", "b", "c"]
+    assert out["__distinct"].to_list() == [3, 2, 2]
 
 
 # -- contribution bounding ----------------------------------------------------------------

@@ -208,6 +208,32 @@ def test_extreme_bounds_are_refused_clearly(bounds):
         plan_release(p, True, 1.0)
 
 
+def test_close_bounds_get_their_own_measurements() -> None:
+    # (0, 1e6) and (0, 1000001) print alike with 6 significant digits; they must
+    # not share a measurement (each output is clipped to its own bounds).
+    sess = pf.Session(pl.DataFrame({"u": [1], "x": [5.0]}), "u", pf.zCDP(1e6))
+    explanation = (
+        sess.query()
+        .bound(max_rows_per_group=1)
+        .agg(pf.sum("x", (0, 1_000_000)).alias("a"), pf.sum("x", (0, 1_000_001)).alias("b"))
+        .explain(rho=1.0)
+    )
+    keys = [m.key for m in explanation.measurements]
+    assert len(set(keys)) == 2
+    assert "sum(x, [0, 1e+06])" in keys  # exact short forms stay short
+
+
+def test_centred_half_width_is_exact_for_odd_grid_bounds() -> None:
+    # lo + hi odd: the centre is floor((lo + hi)/2) and the half-width must be the
+    # larger side, ceil((hi − lo)/2); the smaller side would understate sensitivity.
+    sess = pf.Session(pl.DataFrame({"u": [1], "x": [1.0]}), "u", pf.zCDP(1e6))
+    query = sess.query().bound(max_rows_per_group=1).agg(pf.mean("x", (1 + 2**-31, 2)))
+    centred = next(m for m in query.explain(rho=1.0).measurements if m.kind == "centred_sum")
+    lo, hi = centred.lower_units, centred.upper_units
+    assert (lo + hi) % 2 == 1
+    assert centred.row_units == math.ceil((hi - lo) / 2)
+
+
 def test_limits_describe():
     assert "S = k·m² = 75" in resolve_limits(plan(10, k=3, m=5), True).describe()
     text = resolve_limits(plan(10, k=3, m=5, big_m=7), True).describe()

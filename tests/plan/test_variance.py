@@ -87,3 +87,32 @@ def test_estimates_are_clamped_to_the_possible_range() -> None:
         out = _query(sess).release(rho=1e-4)
         assert ((out["x_var"] >= 0) & (out["x_var"] <= 50.0**2)).all()
         assert ((out["x_std"] >= 0) & (out["x_std"] <= 50.0)).all()
+
+
+def test_the_variance_corrects_for_the_centred_sums_noise() -> None:
+    # Post-processing checked on chosen noisy values: var = Q/N − (C_a² − σ_C²)/N².
+    df = pl.DataFrame({"u": [1], "g": ["a"], "x": [1.0]})
+    sess = pf.Session(df, "u", pf.zCDP(1.0))
+    query = (
+        sess.query()
+        .bound(max_rows_per_group=1)
+        .group_by("g", keys=["a"])
+        .agg(pf.var("x", (0, 100)))
+    )
+    release = query.explain(rho=0.01).plan
+    out = release.outputs[0]
+    squares, centred, count = (release.measurement(k) for k in out.measurements)
+    n, c_a_value, q_value = 50, 300.0, 40_000.0  # C_a = Σ(x − 50), Q = Σ(x − 50)²
+    # Invert the engine's encodings: Q about the squares' centre, C about its grid centre.
+    q_units = q_value * 2.0**squares.grid_exponent - squares.centre_units * n
+    centre = math.ldexp(centred.centre_units, -centred.grid_exponent)
+    c_units = (c_a_value - n * (centre - 50.0)) * 2.0**centred.grid_exponent
+    noisy = {
+        squares.key: np.array([round(q_units)]),
+        centred.key: np.array([round(c_units)]),
+        count.key: np.array([n]),
+    }
+    var = out.aggregate.estimate(release, noisy, with_error=False)[out.name]
+    expected = q_value / n - (c_a_value**2 - centred.sigma**2) / n**2
+    assert var[0] == pytest.approx(expected, rel=1e-9)
+    assert var[0] != pytest.approx(q_value / n - c_a_value**2 / n**2, rel=1e-9)
