@@ -50,9 +50,7 @@ def main() -> None:
     release = time.perf_counter() - start
     plan = plan_release(query.plan, True, 1.0)
     start = time.perf_counter()
-    exact = sess._engine.aggregate(
-        sess._pipeline.spec(query.plan, plan, sess._check(query.plan, False))
-    )
+    exact = sess._engine.aggregate(sess._pipeline.spec(query.plan, plan, sess.check(query.plan)))
     engine = time.perf_counter() - start
     start = time.perf_counter()
     discrete_gaussian_vectors([m.sigma_units for m in plan.measurements], exact.height, None)

@@ -196,7 +196,7 @@ def privframe_phases(df: pl.DataFrame, keys: list[str]) -> dict[str, float]:
     query = readme_query(sess, keys)
     t1 = time.perf_counter()
     release = plan_release(query.plan, True, RHO)
-    spec = sess._pipeline.spec(query.plan, release, sess._check(query.plan, False))
+    spec = sess._pipeline.spec(query.plan, release, sess.check(query.plan))
     t2 = time.perf_counter()
     exact = sess._engine.aggregate(spec)
     t3 = time.perf_counter()

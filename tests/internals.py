@@ -17,7 +17,7 @@ from privframe.plan.release import value_column
 
 def spec_of(sess: Any, plan: Plan, release: ReleasePlan) -> AggregationSpec:
     """The engine spec the session's pipeline builds for ``release``."""
-    return sess._pipeline.spec(plan, release, sess._check(plan, False))
+    return sess._pipeline.spec(plan, release, sess.check(plan))
 
 
 def column_of(release: ReleasePlan, m: Measurement) -> str:

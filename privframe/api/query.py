@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
+from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
 from privframe.engines.expressions import Bin, check_expression, check_filter, plain_types
 from privframe.engines.spec import RowStep
@@ -80,7 +81,7 @@ class Request:
     """
 
     query: Query
-    rho: float
+    rho: Number
     with_error: bool = False
     weights: Mapping[str, float] | Balance | None = None
     label: str = ""
@@ -294,8 +295,8 @@ class Query:
                     "agg takes aggregates such as pf.count(), pf.sum(...) or pf.mean(...), "
                     f"got {type(agg).__name__}"
                 )
-        aggregates = tuple(flat)
-        combined = (*self.plan.aggregates, *aggregates)
+        added = tuple(flat)
+        combined = (*self.plan.aggregates, *added)
         names = [a.output_name for a in combined]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -319,7 +320,7 @@ class Query:
             >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
             >>> sess.query().agg(pf.sum("x", (0, 5))).check(with_error=True)
         """
-        self.session._check(self.plan, with_error)
+        self.session.check(self.plan, with_error)
 
     def _repr_html_(self) -> str:
         """Notebook view: the plan (steps, bound, groups, aggregates); spends nothing."""
@@ -328,7 +329,7 @@ class Query:
     @hinted(**RHO_HINTS)
     def explain(
         self,
-        rho: float,
+        rho: Number,
         weights: Mapping[str, float] | Balance | None = None,
         delta: float | None = None,
     ) -> Explanation:
@@ -338,12 +339,12 @@ class Query:
         computed from the data. For private key selection it also shows the
         threshold and the group sizes kept with 50% and 95% probability.
         """
-        return self.session._explain(self, rho, weights, delta)
+        return self.session.explain(self.plan, rho, weights, delta)
 
     @hinted(**RHO_HINTS)
     def release(
         self,
-        rho: float,
+        rho: Number,
         *,
         with_error: bool = False,
         weights: Mapping[str, float] | Balance | None = None,
@@ -378,7 +379,7 @@ class Query:
     @hinted(**RHO_HINTS)
     def request(
         self,
-        rho: float,
+        rho: Number,
         *,
         with_error: bool = False,
         weights: Mapping[str, float] | Balance | None = None,

@@ -22,13 +22,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeAlias, overload
 
 import pandas as pd
 import polars as pl
 
 from privframe._arguments import BUDGET_HINTS, RHO_HINTS, hinted
 from privframe.accounting import replay
+from privframe.accounting._numbers import Number
 from privframe.accounting.accountant import Accountant, BudgetReport
 from privframe.accounting.budgets import Budget, zCDP
 from privframe.accounting.ledger import DataIdentity, LedgerEntries
@@ -56,7 +57,7 @@ from privframe.plan.split import Balance
 
 __all__ = ["Session"]
 
-DataSource = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
+DataSource: TypeAlias = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
 
 
 class Session:
@@ -284,7 +285,7 @@ class Session:
     def sql(
         self,
         text: str,
-        rho: float,
+        rho: Number,
         *,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
@@ -297,7 +298,7 @@ class Session:
     def sql(
         self,
         text: str,
-        rho: float | None = None,
+        rho: Number | None = None,
         *,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
@@ -357,7 +358,8 @@ class Session:
                     )
                 columns |= set(step.table.columns)
             if step.kind == "with_columns":
-                names = {e.meta.output_name(raise_if_undetermined=False) for e in step.exprs}
+                outputs = (e.meta.output_name(raise_if_undetermined=False) for e in step.exprs)
+                names = {name for name in outputs if name is not None}
                 if self._unit is not None and self._unit in names:
                     raise InvalidValueError(
                         f"with_columns may not rewrite the privacy unit column "
@@ -373,8 +375,8 @@ class Session:
                     check_types(expr, schema)
                     if step.kind == "filter":
                         _check_boolean(expr, schema)
-                schema = apply_steps(pl.LazyFrame(schema=schema), plan.steps[i : i + 1])
-                schema = schema.collect_schema()
+                after = apply_steps(pl.LazyFrame(schema=schema), plan.steps[i : i + 1])
+                schema = after.collect_schema()
             # Run the steps on no rows and on one row of nulls (public inputs, built from
             # the schema alone): whatever fails there fails for every input, before any
             # data is read (what could fail for some values only is refused above).
@@ -440,8 +442,22 @@ class Session:
             exact_keys(plan.keys.to_polars(), schema)
         return schema
 
-    def _check(self, plan: Plan, with_error: bool) -> pl.Schema:
-        """Everything a release checks before planning its budget; returns the schema."""
+    def check(self, plan: Plan, with_error: bool = False) -> pl.Schema:
+        """Check a query's plan against the data's public schema; return the schema it sees.
+
+        What every release checks before planning its budget, for every front
+        end (the builder, SQL, reports): the steps fit the columns and types,
+        the aggregates' columns exist and are numeric, and (with
+        ``with_error``) the error columns would not collide with outputs. Reads
+        no data and spends nothing.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+            >>> dict(sess.check(sess.query().agg(pf.sum("x", (0, 5))).plan))
+            {'x': Float64}
+        """
         schema = self._validate(plan)
         if with_error:
             names = [agg.output_name for agg in plan.aggregates]
@@ -454,17 +470,28 @@ class Session:
                 )
         return schema
 
-    def _explain(
+    def explain(
         self,
-        query: Query,
-        rho: float,
-        weights: Mapping[str, float] | Balance | None,
-        delta: float | None = None,
+        plan: Plan,
+        rho: Number,
+        weights: Mapping[str, float] | Balance | None = None,
+        delta: Number | None = None,
     ) -> Explanation:
-        self._validate(query.plan)
-        delta = self._pipeline.selection_delta(query.plan, delta)
+        """What releasing ``plan`` at ``rho`` would do, from public parameters only.
+
+        ``Query.explain`` and ``SQLQuery.explain`` call this; it spends nothing.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+            >>> sess.explain(sess.query().agg(pf.count()).plan, rho=0.5).plan.cost.rho
+            0.5
+        """
+        self._validate(plan)
+        delta = self._pipeline.selection_delta(plan, delta)
         return explain(
-            query.plan,
+            plan,
             self._unit is not None,
             self._accountant.affordable(rho),
             weights,
@@ -533,7 +560,7 @@ class Session:
     def _compute(self, request: Request, before: zCDP) -> Computed:
         """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""
         plan = request.query.plan
-        schema = self._check(plan, request.with_error)
+        schema = self.check(plan, request.with_error)
         release = self._pipeline.plan(plan, request.rho, request.weights, request.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
         return Computed(plan, release, exact, request.label, request.with_error, request.finish)

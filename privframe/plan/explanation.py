@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from privframe.accounting._numbers import round_up
+from privframe.accounting._numbers import Number, round_up
 from privframe.mechanisms.selection import joint_selection_epsilon, standard_selection_epsilon
 from privframe.plan.explanation_view import ACCOUNTING_NOTE, explanation_html
 from privframe.plan.ir import Plan
@@ -125,9 +125,9 @@ class Explanation:
 def explain(
     plan: Plan,
     has_unit: bool,
-    rho: float,
+    rho: Number,
     weights: Mapping[str, float] | Balance | None,
-    delta: float | None = None,
+    delta: Number | None = None,
     report_delta: float | None = None,
 ) -> Explanation:
     """The explanation of a release: every number comes from public parameters.
@@ -136,7 +136,7 @@ def explain(
     its keys also states its own (ε, δ) by both analyses.
     """
     release = plan_release(plan, has_unit, rho, weights, delta)
-    rows = []
+    rows: list[dict[str, object]] = []
     for out in release.outputs:
         std, ci = out.aggregate.explain_row(release)
         rows.append(

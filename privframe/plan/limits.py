@@ -61,7 +61,9 @@ def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
             "with no public key list there is no other bound on a unit's groups"
         )
     if selects(plan):
-        n_groups = bound.max_groups  # type: ignore[union-attr]
+        assert bound is not None  # refused just above otherwise
+        assert bound.max_groups is not None
+        n_groups = bound.max_groups
     if bound is None:
         raise InvalidValueError(
             "a query over a privacy unit needs contribution limits: call "

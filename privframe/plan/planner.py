@@ -158,7 +158,8 @@ def _rho_of(
     key: str, measurements: Sequence[Measurement], found: Sequence[QuantileMeasurement]
 ) -> float:
     """The ρ a measurement (Gaussian or quantile) was given."""
-    return next(m.rho for m in (*measurements, *found) if m.key == key)
+    rhos = {m.key: m.rho for m in measurements} | {m.key: m.rho for m in found}
+    return rhos[key]
 
 
 _Measured = tuple[list[Measurement], list[QuantileMeasurement]]
@@ -318,7 +319,9 @@ def plan_release(
         failure = str(err)
     if failure is not None:
         raise _out_of_range(rho, failure, measure)
-    rho_spent = sum((m.exact_rho for m in (*measurements, *chosen_quantiles)), Fraction(0))
+    rho_spent = sum((m.exact_rho for m in measurements), Fraction(0)) + sum(
+        (m.exact_rho for m in chosen_quantiles), Fraction(0)
+    )
     found = tuple(chosen_quantiles)
     relative = tuple(
         (name, math.sqrt(sum(b / _rho_of(key, measurements, found) for key, b in row.items())))

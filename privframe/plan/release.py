@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from privframe.accounting._numbers import Number
 from privframe.accounting._numbers import exact as exact_number
 from privframe.accounting.accountant import Accountant, Spend
 from privframe.accounting.budgets import zCDP
@@ -88,7 +89,7 @@ class Pipeline:
         self.unit = unit
         self.rng = rng
 
-    def selection_delta(self, plan: Plan, delta: float | None) -> float | None:
+    def selection_delta(self, plan: Plan, delta: Number | None) -> Number | None:
         """The δ a release spends on choosing its groups: given, or what the session has left."""
         if not plan.group_by or plan.keys is not None:
             if delta:
@@ -109,9 +110,9 @@ class Pipeline:
     def plan(
         self,
         plan: Plan,
-        rho: float,
+        rho: Number,
         weights: Mapping[str, float] | Balance | None,
-        delta: float | None,
+        delta: Number | None,
         before: zCDP,
     ) -> ReleasePlan:
         """Plan a release at ``rho`` after ``before`` (the batch so far); refuse what cannot fit.

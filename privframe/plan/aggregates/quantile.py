@@ -267,13 +267,13 @@ def _check_candidates(candidates: object) -> int:
     if (
         isinstance(candidates, bool)
         or not isinstance(candidates, numbers.Integral)
-        or candidates < 2
+        or int(candidates) < 2
     ):
         raise InvalidArgumentError(
             f"candidates must be an integer >= 2 (the number of evenly spaced output values), "
             f"got {candidates!r}"
         )
-    if candidates > _MAX_CANDIDATES:
+    if int(candidates) > _MAX_CANDIDATES:
         raise InvalidValueError(f"candidates must be at most 2**16, got {candidates!r}")
     return int(candidates)
 

@@ -114,7 +114,7 @@ class Var(Bounded):
     """
 
     spec_name = "var"
-    sql_functions = ("VARIANCE", "VARIANCE_POP")
+    sql_functions: ClassVar[tuple[str, ...]] = ("VARIANCE", "VARIANCE_POP")
     root: ClassVar[bool] = False  # a standard deviation releases the square root
 
     def _default_name(self) -> str:
@@ -128,7 +128,8 @@ class Var(Bounded):
         self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
     ) -> dict[str, np.ndarray]:
         """The bias-corrected plug-in variance (or its square root), clamped."""
-        values, std = _variance(*(measured.measurement(key) for key in self.keys()), noisy)
+        squares, centred, count = (measured.measurement(key) for key in self.keys())
+        values, std = _variance(squares, centred, count, noisy)
         if self.root:
             values = np.sqrt(values)
             # Delta method for the square root, capped where it breaks down (near 0,
