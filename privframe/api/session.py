@@ -36,22 +36,17 @@ from privframe.accounting.ledger import DataIdentity, LedgerEntries
 from privframe.accounting.replay import Guarantee
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request, _public_table
+from privframe.api.schema import validate
 from privframe.api.sql import Column, SQLQuery, parse
-from privframe.engines.expressions import check_types
 from privframe.engines.registry import open_input
 from privframe.engines.spark import frames as spark
-from privframe.engines.spec import (
-    apply_steps,
-)
 from privframe.errors import (
     InvalidArgumentError,
     InvalidValueError,
-    columns_note,
 )
 from privframe.mechanisms.noise import Randomness
 from privframe.plan.explanation import Explanation, explain
 from privframe.plan.ir import Bound, Plan
-from privframe.plan.keys import exact_keys
 from privframe.plan.release import Batch, Computed, Pipeline
 from privframe.plan.split import Balance
 
@@ -345,103 +340,6 @@ class Session:
 
     # -- used by Query ------------------------------------------------------------------
 
-    def _schema_after(self, plan: Plan) -> pl.Schema:
-        """The columns and types the aggregation sees, from the schema alone (no data is read)."""
-        columns = set(self._schema)
-        for step in plan.steps:
-            if step.kind == "join" and step.table is not None:
-                clash = sorted((set(step.table.columns) - set(step.on)) & columns)
-                if clash:
-                    raise InvalidValueError(
-                        f"the public table's columns {clash} already exist in the data; "
-                        "rename them before joining"
-                    )
-                columns |= set(step.table.columns)
-            if step.kind == "with_columns":
-                outputs = (e.meta.output_name(raise_if_undetermined=False) for e in step.exprs)
-                names = {name for name in outputs if name is not None}
-                if self._unit is not None and self._unit in names:
-                    raise InvalidValueError(
-                        f"with_columns may not rewrite the privacy unit column "
-                        f"{self._unit!r}: bounding is per unit, and a rewritten unit could "
-                        "split one person into many"
-                    )
-                columns |= names
-        problem = None
-        try:
-            schema = self._schema
-            for i, step in enumerate(plan.steps):
-                for expr in step.exprs:
-                    check_types(expr, schema)
-                    if step.kind == "filter":
-                        _check_boolean(expr, schema)
-                after = apply_steps(pl.LazyFrame(schema=schema), plan.steps[i : i + 1])
-                schema = after.collect_schema()
-            # Run the steps on no rows and on one row of nulls (public inputs, built from
-            # the schema alone): whatever fails there fails for every input, before any
-            # data is read (what could fail for some values only is refused above).
-            apply_steps(pl.LazyFrame(schema=self._schema), plan.steps).collect()
-            nulls = pl.LazyFrame([dict.fromkeys(self._schema)], schema=self._schema)
-            apply_steps(nulls, plan.steps).collect()
-        except pl.exceptions.PolarsError as err:
-            # Public inputs only (schemas, zero rows, a row of nulls): the message can be
-            # shown, but it is raised outside the handler to carry no exception chain.
-            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-            problem = f"{type(err).__name__}: {first}"
-        if problem is not None:
-            raise InvalidValueError(
-                f"the query's filters, derived columns or joins do not fit the data's "
-                f"columns: {problem}"
-            )
-        return schema
-
-    def _validate(self, plan: Plan) -> pl.Schema:
-        """Check the plan against the columns it will see; return that schema."""
-        schema = self._schema_after(plan)
-        used = (*plan.group_by, *(c for a in plan.aggregates for c in a.columns))
-        internal = sorted({c for c in (*used, self._unit or "") if c.startswith("__")})
-        if internal:
-            raise InvalidValueError(
-                f"columns {internal} start with '__', which privframe reserves for its own "
-                "working columns; rename them"
-            )
-        for agg in plan.aggregates:
-            for column in agg.columns:
-                if column not in schema:
-                    raise InvalidValueError(
-                        f"{type(agg).__name__.lower()} column {column!r} is not in the data; "
-                        f"{columns_note(list(schema))}"
-                    )
-                if not schema[column].is_numeric():
-                    raise InvalidArgumentError(
-                        f"{type(agg).__name__.lower()} needs a numeric column; {column!r} "
-                        f"has type {schema[column]}"
-                    )
-        for column in plan.group_by:
-            if column not in schema:
-                raise InvalidValueError(
-                    f"group_by column {column!r} is not in the data; {columns_note(list(schema))}"
-                )
-            if column == self._unit:
-                raise InvalidValueError(
-                    f"group_by column {column!r} is the privacy unit column; group by another "
-                    "column (per-unit results are not what a private group-by releases)"
-                )
-        if plan.other is not None and schema[plan.group_by[0]] != pl.String:
-            raise InvalidArgumentError(
-                f"other= needs a string key column; {plan.group_by[0]!r} has type "
-                f"{schema[plan.group_by[0]]}"
-            )
-        for agg in plan.aggregates:
-            if agg.output_name in plan.group_by:
-                raise InvalidValueError(
-                    f"aggregate output {agg.output_name!r} has the name of a group_by column; "
-                    "give it another .alias(...)"
-                )
-        if plan.keys is not None:
-            exact_keys(plan.keys.to_polars(), schema)
-        return schema
-
     def check(self, plan: Plan, with_error: bool = False) -> pl.Schema:
         """Check a query's plan against the data's public schema; return the schema it sees.
 
@@ -458,7 +356,7 @@ class Session:
             >>> dict(sess.check(sess.query().agg(pf.sum("x", (0, 5))).plan))
             {'x': Float64}
         """
-        schema = self._validate(plan)
+        schema = validate(self._schema, self._unit, plan)
         if with_error:
             names = [agg.output_name for agg in plan.aggregates]
             extra = {name for agg in plan.aggregates for name in agg.error_columns()}
@@ -488,7 +386,7 @@ class Session:
             >>> sess.explain(sess.query().agg(pf.count()).plan, rho=0.5).plan.cost.rho
             0.5
         """
-        self._validate(plan)
+        validate(self._schema, self._unit, plan)
         delta = self._pipeline.selection_delta(plan, delta)
         return explain(
             plan,
@@ -564,13 +462,6 @@ class Session:
         release = self._pipeline.plan(plan, request.rho, request.weights, request.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
         return Computed(plan, release, exact, request.label, request.with_error, request.finish)
-
-
-def _check_boolean(predicate: pl.Expr, schema: pl.Schema) -> None:
-    """A filter must be a boolean expression: polars may skip a non-boolean one on no rows."""
-    dtype = pl.LazyFrame(schema=schema).select(predicate.alias("__p")).collect_schema()["__p"]
-    if dtype != pl.Boolean:
-        raise InvalidValueError(f"a filter must be a Boolean expression; this one is {dtype}")
 
 
 def _check_privacy_unit(unit: object) -> None:
