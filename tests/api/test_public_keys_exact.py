@@ -4,7 +4,7 @@ Keys are matched after casting them to the column's type; a cast that merged
 two keys (``2**53`` and ``2**53 + 1`` are one Float64) would count one row in
 several groups, so the change from removing one unit would exceed the
 planned sensitivity. Every refusal here happens before anything is charged.
-The empirical audit of the same hole is in tests/privacy/test_privacy_audit.py.
+The empirical audit of keys a cast could merge is in tests/privacy/test_privacy_audit.py.
 """
 
 from __future__ import annotations

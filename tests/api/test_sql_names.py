@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from test_sql import position_of
+from sql_setup import position_of
 
 import privframe as pf
 from privframe.api.sql import SQLQuery

@@ -38,9 +38,9 @@ subset and T is an exact shift family. S is {T > t} or {T <= t}, t and the
 side picked to maximise ε_lb on the calibration sample.
 
 Why auditing at the engine + noise level audits the real mechanism:
-``Session._release`` does exactly three things with data: it runs
-``PolarsEngine.aggregate`` on the ``AggregationSpec`` that ``Session._spec``
-builds (with a fresh engine seed for the random group subsets), adds
+the release pipeline (``privframe.plan.release.Pipeline``) does exactly three
+things with data: it runs ``PolarsEngine.aggregate`` on the ``AggregationSpec``
+it builds (with a fresh engine seed for the random group subsets), adds
 ``discrete_gaussian(m.sigma_units, n_keys)`` from the planner to each integer
 measurement, and post-processes (sums are scaled by 2^-j, a bijection here).
 The audit calls the same engine on the same spec, once per engine seed (64

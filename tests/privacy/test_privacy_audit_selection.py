@@ -27,8 +27,8 @@ SeededRandomness streams, so every run is reproducible.
    audit flags thresholds that are too low, patched in at the planner's seam
    (``privframe.plan.planner.discrete_threshold``): τ = 2, the threshold for
    δ = 0.5, and τ − 1, which is what computing δ from P[Z > τ − 1] while
-   comparing with >= gives (the bug docs/privacy.md §6 mentions; here it
-   equals not dividing δ among the k groups).
+   comparing with >= gives (the off-by-one docs/privacy.md §6 warns of; here
+   it equals not dividing δ among the k groups).
 
 2. The ε part: a group that exists in both datasets. D is a group g of 42
    units (1–3 rows each, amounts in [0, 150]) beside two big groups; D' adds

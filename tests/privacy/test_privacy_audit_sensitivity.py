@@ -13,10 +13,11 @@ without X's rows are unchanged while X's keys change by at most its
 ``max_rows_per_group`` rows. A scenario privframe refuses must be refused
 before anything is charged. It is deterministic: any violation is a real one.
 
-The scenarios reproduce the holes a review found (a decimal unit ID read as a
-float merged people; keys merged by a cast counted a row in many groups;
-quantile row sampling depended on other units' rows) beside exact variants,
-so the audit is never satisfied by refusals alone.
+The scenarios are the ways bounding could stop being unit-local (a decimal
+unit ID read as a float would merge people; keys merged by a cast would count
+a row in many groups; quantile row sampling could depend on other units'
+rows), each beside exact variants, so the audit is never satisfied by
+refusals alone.
 """
 
 from __future__ import annotations
