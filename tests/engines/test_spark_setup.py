@@ -80,7 +80,7 @@ def _spark_test_without_java(tmp_path: Path, **extra: str) -> subprocess.Complet
             "-p",
             "no:cacheprovider",
             "-rs",
-            "tests/test_spark_session.py::test_from_spark_table",
+            "tests/engines/test_spark_session.py::test_from_spark_table",
         ],
         cwd=ROOT,
         env=env,

@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from privframe.mechanisms import noise, sampler
+from privframe.mechanisms.draws import discrete_gaussian_vectors
 from privframe.mechanisms.noise import SeededRandomness, SystemRandomness, discrete_gaussian
 
 pytestmark = [
@@ -144,7 +145,6 @@ def test_parallel_draws_have_the_right_shape_and_scale() -> None:
     # The release's threaded path (OS CSPRNG only): each vector is N_Z(0, σ²).
     # At 10^6 samples the sample std is within 0.5% of σ with overwhelming probability
     # (its relative sd is about 0.07%).
-    from privframe.mechanisms.draws import discrete_gaussian_vectors
 
     sigmas = [3.0, 1e6, 40.0]
     draws = discrete_gaussian_vectors(sigmas, 1_000_000, None)
