@@ -27,7 +27,8 @@ import polars as pl
 from privframe._arguments import RHO_HINTS, hinted
 from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
-from privframe.engines.expressions import Bin, check_expression, check_filter, plain_types
+from privframe.api.schema import public_table
+from privframe.engines.expressions import Bin, check_expression, check_filter
 from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.plan.aggregates import Aggregate
@@ -42,21 +43,6 @@ if TYPE_CHECKING:
     from privframe.plan.split import Balance
 
 __all__ = ["Query", "Request"]
-
-
-def _public_table(table: object) -> pl.DataFrame:
-    if isinstance(table, pl.DataFrame):
-        return plain_types(table.lazy()).collect()
-    import pandas as pd
-
-    if isinstance(table, pd.DataFrame):
-        try:
-            return plain_types(pl.from_pandas(table).lazy()).collect()
-        except Exception as err:  # the table is public: its converter's message is fine
-            raise InvalidArgumentError(f"could not convert the public table: {err}") from None
-    raise InvalidArgumentError(
-        f"join takes a public pandas or polars DataFrame, got {type(table).__name__}"
-    )
 
 
 def _as_expr(value: pl.Expr | Bin) -> pl.Expr:
@@ -142,7 +128,7 @@ class Query:
             >>> sess.query().join(states, on="zip").plan.steps[0].kind
             'join'
         """
-        frame = _public_table(table)
+        frame = public_table(table)
         keys = (on,) if isinstance(on, str) else tuple(on) if isinstance(on, list | tuple) else ()
         if not keys or not all(isinstance(c, str) for c in keys):
             raise InvalidArgumentError(f"join on= takes column names, got {on!r}")

@@ -14,15 +14,16 @@ Example:
 
 from __future__ import annotations
 
+import pandas as pd
 import polars as pl
 
-from privframe.engines.expressions import check_types
+from privframe.engines.expressions import check_types, plain_types
 from privframe.engines.spec import apply_steps
 from privframe.errors import InvalidArgumentError, InvalidValueError, columns_note
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys
 
-__all__ = ["schema_after", "validate"]
+__all__ = ["public_table", "schema_after", "validate"]
 
 
 def schema_after(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
@@ -148,3 +149,26 @@ def _check_boolean(predicate: pl.Expr, schema: pl.Schema) -> None:
     dtype = pl.LazyFrame(schema=schema).select(predicate.alias("__p")).collect_schema()["__p"]
     if dtype != pl.Boolean:
         raise InvalidValueError(f"a filter must be a Boolean expression; this one is {dtype}")
+
+
+def public_table(table: object) -> pl.DataFrame:
+    """A public table to join (or to name in SQL), as a polars frame of plain types.
+
+    Example:
+        >>> import pandas as pd
+        >>> from privframe.api.schema import public_table
+        >>> public_table(pd.DataFrame({"zone": ["a"], "rate": [1.5]})).columns
+        ['zone', 'rate']
+    """
+    if isinstance(table, pl.DataFrame):
+        return plain_types(table.lazy()).collect()
+    if isinstance(table, pd.DataFrame):
+        failure = None
+        try:
+            return plain_types(pl.from_pandas(table).lazy()).collect()
+        except Exception as err:  # the table is public: its converter's message is fine
+            failure = str(err)
+        raise InvalidArgumentError(f"could not convert the public table: {failure}")
+    raise InvalidArgumentError(
+        f"join takes a public pandas or polars DataFrame, got {type(table).__name__}"
+    )

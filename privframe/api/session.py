@@ -35,8 +35,8 @@ from privframe.accounting.budgets import Budget, zCDP
 from privframe.accounting.ledger import DataIdentity, LedgerEntries
 from privframe.accounting.replay import Guarantee
 from privframe.api.html import session_html
-from privframe.api.query import Query, Request, _public_table
-from privframe.api.schema import validate
+from privframe.api.query import Query, Request
+from privframe.api.schema import public_table, validate
 from privframe.api.sql import Column, SQLQuery, parse
 from privframe.engines.registry import open_input
 from privframe.engines.spark import frames as spark
@@ -513,7 +513,7 @@ def _check_tables(tables: object) -> dict[str, pl.DataFrame]:
     checked = {}
     for name, frame in tables.items():
         try:
-            checked[name] = _public_table(frame)
+            checked[name] = public_table(frame)
         except InvalidArgumentError as err:
             raise InvalidArgumentError(f"tables[{name!r}]: {err}") from None
     return checked
