@@ -1,0 +1,271 @@
+"""What every part of the SQL front end shares: error positions, name matching, literals.
+
+Public names in a private module: the parts of :mod:`privframe.api.sql` import
+them from here, and nothing outside the package does.
+
+Example:
+    >>> import sqlglot
+    >>> from privframe.api.sql._common import resolve
+    >>> resolve(sqlglot.parse_one("Region"), ["region", "amount"], "in the data")
+    'region'
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+from sqlglot import exp
+
+from privframe.errors import NAMES_WITHHELD, SQLError, names_look_like_data
+
+TABLE = "data"
+"""The name of the private table in FROM."""
+
+# The clause and operator words a typo most often hits.
+KEYWORDS = (
+    *("SELECT", "FROM", "WHERE", "GROUP", "BY", "HAVING", "ORDER", "LIMIT", "OFFSET"),
+    *("JOIN", "INNER", "LEFT", "OUTER", "ON", "USING", "AS", "DISTINCT", "ASC", "DESC"),
+    *("AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "LIKE", "CAST"),
+    *("CASE", "WHEN", "THEN", "ELSE", "END"),
+)
+
+
+# ------------------------------------------------------------------ errors and positions
+
+
+def position(node: exp.Expr) -> tuple[int, int] | None:
+    """(line, column) where a node starts: the earliest token sqlglot located in it.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import position
+        >>> position(sqlglot.parse_one("SELECT  x FROM data").expressions[0])
+        (1, 9)
+    """
+    found = []
+    for sub in node.walk():
+        meta = getattr(sub, "meta", None) or {}
+        if "line" in meta and "col" in meta:
+            # sqlglot's col is just past the token's end; report where it starts.
+            width = int(meta.get("end", 0)) - int(meta.get("start", 0)) + 1
+            found.append((int(meta["line"]), max(1, int(meta["col"]) - width + 1)))
+    return min(found, default=None)
+
+
+def unsupported(node: exp.Expr, construct: str, hint: str = "") -> SQLError:
+    """An SQLError saying "``construct`` is not supported at <position>", with a hint.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import unsupported
+        >>> str(unsupported(sqlglot.parse_one("SELECT x"), "SELECT x", "aggregate it"))
+        'SELECT x is not supported at line 1, column 8: aggregate it'
+    """
+    where = position(node)
+    at = f" at line {where[0]}, column {where[1]}" if where else ""
+    text = f"{construct} is not supported{at}"
+    return SQLError(f"{text}: {hint}" if hint else text, construct=construct, position=where)
+
+
+def refuse(node: exp.Expr, construct: str, message: str) -> SQLError:
+    """An SQLError with a full message (not "X is not supported"), position appended.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import refuse
+        >>> str(refuse(sqlglot.parse_one("x"), "IN", "use one type"))
+        'use one type (at line 1, column 1)'
+    """
+    where = position(node)
+    at = f" (at line {where[0]}, column {where[1]})" if where else ""
+    return SQLError(f"{message}{at}", construct=construct, position=where)
+
+
+def only(node: exp.Expr, allowed: set[str], what: str) -> None:
+    """Refuse any clause or modifier of ``node`` privframe does not translate.
+
+    An allow-list, so that a construct sqlglot parses but privframe does not
+    know (TABLESAMPLE, WITH ROLLUP, FETCH, ...) is refused, never ignored.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import only
+        >>> only(sqlglot.parse_one("SELECT x FROM data"), {"expressions", "from_"}, "a SELECT")
+    """
+    for key, value in node.args.items():
+        if key in allowed or value is None or value is False or value == []:
+            continue
+        first = value[0] if isinstance(value, list) else value
+        located = first if isinstance(first, exp.Expression) else node
+        name = first.key.upper() if isinstance(first, exp.Expression) else key.upper()
+        raise unsupported(located, f"{name.replace('_', ' ')} in {what}")
+
+
+def construct(node: exp.Expr) -> str:
+    """A readable name for a node's SQL construct.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import construct
+        >>> construct(sqlglot.parse_one("LAG(x)"))
+        'the function LAG'
+    """
+    if isinstance(node, exp.Window):
+        return "a window function (OVER ...)"
+    if isinstance(node, exp.Subquery):
+        return "a subquery"
+    if isinstance(node, exp.Anonymous):
+        return f"the function {str(node.name).upper()}"
+    if isinstance(node, exp.Func):
+        return f"the function {node.sql_name()}"
+    return node.key.upper().replace("_", " ")
+
+
+# ------------------------------------------------------------------ names
+
+
+def misspelt_keyword(word: str) -> str | None:
+    """The SQL keyword ``word`` is most likely a typo of (``SELEC`` -> ``SELECT``), if any.
+
+    Example:
+        >>> from privframe.api.sql._common import misspelt_keyword
+        >>> misspelt_keyword("SELEC")
+        'SELECT'
+    """
+    if len(word) < 2 or word.upper() in KEYWORDS:
+        return None
+    near = difflib.get_close_matches(word.upper(), KEYWORDS, n=1, cutoff=0.75)
+    return near[0] if near else None
+
+
+def identifier(node: exp.Expr) -> tuple[str, bool]:
+    """The name a column, table or identifier node spells, and whether it was quoted.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import identifier
+        >>> identifier(sqlglot.parse_one('"Region"'))
+        ('Region', True)
+    """
+    inner = node.this if isinstance(node, exp.Column | exp.Table) else node
+    return node.name, isinstance(inner, exp.Identifier) and bool(inner.quoted)
+
+
+def lookup(name: str, quoted: bool, names: Iterable[str]) -> list[str]:
+    """The ``names`` an identifier denotes: quoted, exactly; unquoted, ignoring case.
+
+    Example:
+        >>> from privframe.api.sql._common import lookup
+        >>> lookup("REGION", False, ["region", "amount"])
+        ['region']
+    """
+    if quoted:
+        return [n for n in dict.fromkeys(names) if n == name]
+    folded = name.casefold()
+    return [n for n in dict.fromkeys(names) if n.casefold() == folded]
+
+
+def resolve(
+    node: exp.Expr, names: Iterable[str], where: str, hint: str = "", kind: str = "column"
+) -> str:
+    """The one name of ``names`` that ``node`` (a column or identifier) denotes, or an SQLError.
+
+    SQL folds unquoted identifiers, so ``Region`` and ``REGION`` find the column
+    ``region``; a quoted one (``"Region"``) must match exactly. Two names that
+    differ only in case make an unquoted identifier ambiguous. Names are public
+    schema, never data, so the error may list and suggest them, unless they
+    look like a row of data (:func:`~privframe.errors.names_look_like_data`).
+    """
+    name, quoted = identifier(node)
+    names = list(dict.fromkeys(names))
+    found = lookup(name, quoted, names)
+    if len(found) == 1:
+        return found[0]
+    what = f"the {kind} {name!r}"
+    node = node.this if isinstance(node, exp.Column) else node  # the name, not its qualifier
+    if found:
+        raise refuse(
+            node,
+            what,
+            f"{what} is ambiguous: it matches {found} {where}, which differ only in "
+            f'case; write the one you mean in double quotes, e.g. "{found[0]}"',
+        )
+    raise refuse(node, what, f"{what} does not exist {where}{_advice(name, quoted, names, hint)}")
+
+
+def _advice(name: str, quoted: bool, names: list[str], hint: str) -> str:
+    """What to write instead of a name that matches nothing: a near name, or the names."""
+    advice = ""
+    folded = {n.casefold(): n for n in names}
+    near = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    if names_look_like_data(names):  # a CSV without a header row: names are private values
+        advice += f"; {NAMES_WITHHELD}"
+    elif quoted and name.casefold() in folded:
+        advice += f'; did you mean "{folded[name.casefold()]}"? (quoted, a name keeps its case)'
+    elif quoted:  # most often a string written in double quotes
+        advice += (
+            f"; in SQL, double quotes name a column: for the text {name}, write it in single "
+            f"quotes ('{name}')"
+        )
+    elif near:
+        advice += f"; did you mean {folded[near[0]]!r}?"
+    elif not hint:  # a hint says what can be used instead
+        shown = sorted(names)
+        advice += f"; they are {shown[:20]}" + (" ..." if len(shown) > 20 else "")
+    if hint:
+        advice += f"; {hint}"
+    return advice
+
+
+# ------------------------------------------------------------------ literals
+
+
+def literal_value(node: exp.Expr) -> Any:
+    """The Python value of a literal (number, string, boolean, NULL), or an SQLError.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import literal_value
+        >>> literal_value(sqlglot.parse_one("-2.5")), literal_value(sqlglot.parse_one("'a'"))
+        (-2.5, 'a')
+    """
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        value = literal_value(node.this)
+        if isinstance(value, str):
+            raise unsupported(node, f"the negative string {node.sql()}")
+        return -value
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        text = node.this
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Column) and identifier(node)[1]:
+        name = node.name
+        raise unsupported(
+            node,
+            f'the column "{name}"',
+            f"only literal values are allowed here; in SQL, double quotes name a column: "
+            f"write the text in single quotes ('{name}')",
+        )
+    raise unsupported(node, construct(node), "only literal values are allowed here")
+
+
+def position_number(node: exp.Literal, clause: str) -> int:
+    """A select-list position (GROUP BY 2, ORDER BY 1): a positive integer literal.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import position_number
+        >>> position_number(sqlglot.parse_one("2"), "GROUP BY")
+        2
+    """
+    value = literal_value(node)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise unsupported(node, f"{clause} {node.sql()}", "positions are whole numbers, from 1")
+    return value

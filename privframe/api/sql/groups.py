@@ -1,0 +1,143 @@
+"""GROUP BY: the group columns of a SELECT, and whether their keys are public.
+
+A GROUP BY whose columns all have ``keys`` in metadata uses their product as
+public keys; one whose columns have none chooses its groups privately, which
+spends δ, so its release needs ``delta=`` (the δ to spend) and is refused
+without it; a mix is refused.
+
+Example:
+    >>> import sqlglot
+    >>> import privframe as pf
+    >>> from privframe.api.sql.groups import group_by, public_keys
+    >>> from privframe.api.sql.scope import Scope
+    >>> text = "SELECT r, COUNT(*) FROM data GROUP BY 1"
+    >>> scope = Scope(text, ["r"], {}, {"r": pf.Column(keys=["a", "b"])})
+    >>> select = sqlglot.parse_one(text)
+    >>> groups = group_by(select, scope)
+    >>> list(groups)
+    ['r']
+    >>> keys, refusal = public_keys(select, groups, scope)
+    >>> len(keys), refusal
+    (2, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+from privframe.api.sql._common import (
+    identifier,
+    lookup,
+    only,
+    position_number,
+    refuse,
+    resolve,
+    unsupported,
+)
+from privframe.api.sql.scope import Scope
+from privframe.errors import SQLError
+from privframe.plan.keys import KeySet, product
+
+
+def group_by(select: exp.Select, scope: Scope) -> dict[str, exp.Expr]:
+    """Group output names and their canonical row expressions, in GROUP BY order.
+
+    A group expression that is not a column becomes a derived column of
+    ``scope``, named after the select-list alias that spells it, else
+    ``group_<n>``.
+    """
+    group = select.args.get("group")
+    if group is None:
+        return {}
+    only(group, {"expressions"}, "GROUP BY")
+    items = select.expressions
+    # GROUP BY a name means a select-list alias only when no column has that name
+    # (a data column wins, as in SQL), and never an aggregate's alias.
+    aliased = {i.alias: i.this for i in items if isinstance(i, exp.Alias)}
+    groups: dict[str, exp.Expr] = {}
+    for node in group.expressions:
+        node = _grouped(node, items, aliased, scope)
+        if isinstance(node, exp.Column):
+            groups[scope.column(node)] = scope.canonical(node)
+            continue
+        if node.find(exp.AggFunc) is not None:
+            raise unsupported(node, "GROUP BY an aggregate")
+        canonical = scope.canonical(node)
+        name = next(
+            (
+                a
+                for a, e in aliased.items()
+                if e.find(exp.AggFunc) is None and scope.canonical(e) == canonical
+            ),
+            f"group_{len(groups) + 1}",
+        )
+        groups[scope.derive(scope.rows(node), name)] = canonical
+    return groups
+
+
+def _grouped(
+    node: exp.Expr,
+    items: list[exp.Expr],
+    aliased: Mapping[str, exp.Expr],
+    scope: Scope,
+) -> exp.Expr:
+    """The expression a GROUP BY item groups by: a position or an alias becomes its item."""
+    if isinstance(node, exp.Literal) and not node.is_string:
+        index = position_number(node, "GROUP BY")
+        if not 1 <= index <= len(items):
+            raise unsupported(node, f"GROUP BY {index}", "no such select-list position")
+        node = items[index - 1]
+        node = node.this if isinstance(node, exp.Alias) else node
+    if (
+        isinstance(node, exp.Column)
+        and not node.table
+        and not lookup(*identifier(node), scope.available())
+    ):
+        where = "in the data, the joined tables or the select list's aliases"
+        alias = resolve(node, [*scope.available(), *aliased], where)
+        if aliased[alias].find(exp.AggFunc) is not None:
+            raise unsupported(node, "GROUP BY an aggregate", f"{alias!r} names an aggregate")
+        node = aliased[alias]
+    return node
+
+
+def public_keys(
+    select: exp.Select, groups: Mapping[str, exp.Expr], scope: Scope
+) -> tuple[KeySet | None, SQLError | None]:
+    """The public keys of the groups, or None and the refusal a release without delta= gets.
+
+    Groups without public keys are chosen privately, which spends δ: the
+    refusal is kept, not raised, so that ``explain`` still works and a
+    release with ``delta=`` goes ahead.
+    """
+    given = {name: scope.metadata(name) for name in groups}
+    keyed = {n: list(c.keys) for n, c in given.items() if c is not None and c.keys is not None}
+    clause = select.args["group"]
+    if not keyed:
+        named = ", ".join(
+            repr(n) if isinstance(e, exp.Column) else f"{n!r} ({e.sql()})"
+            for n, e in groups.items()
+        )
+        return None, refuse(
+            clause,
+            "GROUP BY",
+            f"GROUP BY has no public keys for {named}, so its groups would be "
+            "chosen privately from the data, which spends delta as well as rho. Give "
+            f"the keys in metadata, e.g. metadata={{{next(iter(groups))!r}: "
+            "pf.Column(keys=[...])}, which spends no delta; or opt into private "
+            "selection with delta= on the call, e.g. sess.sql(text, rho=..., delta=...) "
+            "or .release(rho, delta=...), which spends that delta (a share of the "
+            "budget's). Nothing was charged",
+        )
+    if len(keyed) != len(groups):
+        missing = sorted(set(groups) - set(keyed))
+        raise refuse(
+            clause,
+            "GROUP BY",
+            f"GROUP BY mixes columns with public keys and without ({missing}): give keys "
+            "for every group column in metadata, or for none (groups chosen privately, "
+            "with delta=)",
+        )
+    return product(**keyed), None

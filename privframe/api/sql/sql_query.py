@@ -1,0 +1,183 @@
+"""The parsed SQL query: the builder's query plus its post-processing, explained or released.
+
+Example:
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+    >>> sess.sql("SELECT COUNT(*) AS n FROM data ORDER BY n")
+    SQLQuery('SELECT COUNT(*) AS n FROM data ORDER BY n')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from privframe._arguments import RHO_HINTS, hinted
+from privframe.accounting._numbers import Number
+from privframe.api.html import query_html
+from privframe.api.query import Query, Request
+from privframe.api.sql.post import ERROR_SUFFIXES, Post
+from privframe.errors import SQLError
+from privframe.plan import aggregates as agg
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from privframe.plan.explanation import Explanation
+    from privframe.plan.split import Balance
+
+
+class SQLQuery:
+    """A parsed SQL query: the builder :class:`~privframe.api.query.Query` plus post-processing.
+
+    ``explain`` and ``release`` work as for builder queries; HAVING, ORDER BY
+    and LIMIT/OFFSET are applied to the released (noisy) table.
+    """
+
+    def __init__(self, text: str, query: Query, post: Post) -> None:
+        self._text = text
+        self._query = query
+        self._post = post
+
+    @property
+    def text(self) -> str:
+        """The SQL text."""
+        return self._text
+
+    @property
+    def query(self) -> Query:
+        """The equivalent builder query."""
+        return self._query
+
+    @hinted(**RHO_HINTS)
+    def explain(
+        self,
+        rho: Number,
+        weights: Mapping[str, float] | Balance | None = None,
+        delta: float | None = None,
+    ) -> Explanation:
+        """What the release would do, from public parameters only; spends nothing.
+
+        A GROUP BY without public keys is explained even without ``delta``
+        (with the δ the session has left, as the builder's ``explain`` does),
+        with a note that its release needs ``delta=``.
+        """
+        self.check(with_error=True)
+        explanation = self._query.explain(rho, weights=weights, delta=delta)
+        notes = (*explanation.notes, *self._post.notes)
+        selection = self._post.selection
+        if selection is not None and delta is None:
+            notes += (
+                f"GROUP BY {selection[2]} has no public keys: its groups are chosen privately, "
+                "which spends delta, so the release needs delta=... (this explanation "
+                "assumes all the delta left)",
+            )
+        return dataclasses.replace(explanation, notes=notes)
+
+    @hinted(**RHO_HINTS)
+    def release(
+        self,
+        rho: Number,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+    ) -> pl.DataFrame | pd.DataFrame:
+        """Spend ``rho``, release, then apply HAVING, ORDER BY and LIMIT to the noisy table.
+
+        The post-processing is first run on an empty table of the release's
+        types, so a HAVING or ORDER BY that cannot run fails before anything
+        is charged.
+
+        Raises:
+            SQLError: the query cannot run, or its GROUP BY has no public keys
+                and no ``delta`` was given: choosing groups privately spends δ,
+                which SQL spends only when asked.
+        """
+        request = self.request(
+            rho, with_error=with_error, weights=weights, label=label, delta=delta
+        )
+        return self._query.session.release_all([request])[0]
+
+    @hinted(**RHO_HINTS)
+    def request(
+        self,
+        rho: Number,
+        *,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+    ) -> Request:
+        """This query's release as a :class:`~privframe.api.query.Request`, checked; spends nothing.
+
+        :meth:`Session.release_all <privframe.api.session.Session.release_all>`
+        releases a list of requests all or nothing. The arguments, and what
+        is refused, are those of :meth:`release`.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> request = sess.sql("SELECT COUNT(*) AS n FROM data").request(0.5)
+            >>> request.label
+            'SELECT COUNT(*) AS n FROM data'
+        """
+        self.check(with_error)
+        selection = self._post.selection
+        if selection is not None and delta is None:
+            message, position, _ = selection
+            raise SQLError(message, construct="GROUP BY", position=position)
+        return Request(
+            self._query,
+            rho,
+            with_error,
+            weights,
+            label or self._text,
+            delta,
+            finish=lambda frame: self._post.finish(frame, with_error),
+        )
+
+    def check(self, with_error: bool = False) -> None:
+        """Refuse, before anything is charged, a query or HAVING/ORDER BY that cannot run.
+
+        Runs the builder query's checks (:meth:`~privframe.api.query.Query.check`),
+        then the post-processing on an empty table with the release's column
+        types (with the error columns when ``with_error``).
+
+        Raises:
+            SQLError: the post-processing does not fit the released columns.
+        """
+        plan = self._query.plan
+        schema = self._query.session.check(plan, with_error)  # Query.check, with its schema
+        columns: dict[str, pl.DataType] = {c: schema[c] for c in plan.group_by}
+        for aggregate in plan.aggregates:
+            counts = isinstance(aggregate, agg.Count | agg.CountDistinct)
+            columns[aggregate.output_name] = pl.Int64() if counts else pl.Float64()
+            if with_error:
+                for suffix in ERROR_SUFFIXES:
+                    columns[aggregate.output_name + suffix] = pl.Float64()
+        failure = None
+        try:
+            self._post.finish(pl.DataFrame(schema=columns), with_error)
+        except pl.exceptions.PolarsError as err:
+            failure = f"{type(err).__name__}: {err}"  # of an empty table: no data in it
+        if failure is not None:
+            # Raised outside the handler, so no polars error rides along as its context.
+            raise SQLError(
+                f"HAVING or ORDER BY cannot run on the released columns: {failure}; nothing "
+                "was charged",
+                construct="post-processing",
+            )
+
+    def __repr__(self) -> str:
+        return f"SQLQuery({self._text!r})"
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the SQL text and the equivalent plan."""
+        return f"<pre>{html.escape(self._text)}</pre>" + query_html(self._query)
