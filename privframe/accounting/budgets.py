@@ -97,7 +97,7 @@ class _Ordered:
         # Privacy parameters only: fields excluded from == (provenance) do not order either.
         return tuple(
             getattr(self, f.name)
-            for f in fields(self)  # type: ignore[arg-type]
+            for f in fields(self)  # type: ignore[arg-type]  # every subclass is a dataclass
             if f.compare
         )
 

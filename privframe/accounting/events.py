@@ -367,9 +367,9 @@ def from_dict(data: Mapping[str, Any]) -> Event:
     if version == 1 and "dimension" in data:
         raise InvalidValueError("a version 1 event dict has no 'dimension' (it came in version 2)")
     kind = data.get("type")
-    cls = _TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    if not isinstance(kind, str) or kind not in _TYPES:
         raise InvalidValueError(f"unknown event type {kind!r}; expected one of {sorted(_TYPES)}")
+    cls = _TYPES[kind]
     allowed = {
         GaussianEvent: {"noise_multiplier", "discrete", "dimension"},
         PoissonSampledEvent: {"sampling_probability", "event"},

@@ -332,6 +332,7 @@ class PLDAccountant:
                     )
                     composed = self_compose(step, count, self._tail)
                     pld = composed if pld is None else convolve(pld, composed, self._tail)
+                assert pld is not None  # parts.sampled is not empty
                 if parts.gaussian_inverse_square:
                     gaussian = discretize(
                         gaussian_loss(self._gaussian_mu(pessimistic)),

@@ -390,9 +390,9 @@ class RDPAccountant:
                 return curve, 0.0
             return poisson_gaussian_rdp(event.sampling_probability, sigma, self._orders), 0.0
         if isinstance(event, ThresholdEvent | ZCDPEvent):
-            rho = Fraction(event.rho)
+            exact_rho = Fraction(event.rho)
             delta = event.delta if isinstance(event, ThresholdEvent) else 0.0
-            return [_up_or_inf(rho * Fraction(a)) for a in self._orders], delta
+            return [_up_or_inf(exact_rho * Fraction(a)) for a in self._orders], delta
         if isinstance(event, SelfComposedEvent):
             curve, delta = self._curve(event.event)
             return self._scale(curve, delta, event.count)

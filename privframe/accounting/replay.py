@@ -147,7 +147,7 @@ def entry_events(entry: LedgerEntry) -> tuple[list[Event], bool]:
     """
     raw = _recorded(entry)
     # The charge as an event: floats rounded up, so it never states less than was charged.
-    charge = [ThresholdEvent(round_up(entry.exact_rho), round_up(entry.exact_delta))]
+    charge: list[Event] = [ThresholdEvent(round_up(entry.exact_rho), round_up(entry.exact_delta))]
     if not raw:
         return charge, False
     try:

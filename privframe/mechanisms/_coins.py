@@ -152,7 +152,7 @@ def resolve(
 ) -> npt.NDArray[np.bool_]:
     """Combine fast decisions with exact ones for the undecided positions."""
     result = decided_true.copy()
-    for i in np.flatnonzero(~(decided_true | decided_false)):
+    for i in np.flatnonzero(~(decided_true | decided_false)).tolist():
         result[i] = exact_coin(int(k[i]), exact_x(i), rng)
     return result
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from privframe.accounting._numbers import check_positive, round_up, sqrt_up
+from privframe.accounting._numbers import Number, check_positive, round_up, sqrt_up
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.calibration import gaussian_sigma
 from privframe.errors import CalibrationError, InvalidArgumentError, InvalidValueError
@@ -102,7 +102,7 @@ def _as_numeric_array(values: npt.ArrayLike) -> npt.NDArray[Any]:
 
 
 def _calibrated_sampler(
-    l2_sensitivity: float, rho: float, n: int, j: int, rng: Randomness
+    l2_sensitivity: float, rho: Number, n: int, j: int, rng: Randomness
 ) -> DiscreteGaussianSampler:
     """The sampler at σ = Δ/sqrt(2ρ) (rounded up), in units of the grid 2^-j."""
     sigma = math.ldexp(gaussian_sigma(l2_sensitivity, rho), j)
@@ -118,7 +118,7 @@ def _calibrated_sampler(
 def gaussian_mechanism(
     values: npt.ArrayLike,
     l2_sensitivity: float,
-    rho: float,
+    rho: Number,
     *,
     rng: Randomness | None = None,
     accountant: Accountant | None = None,
@@ -240,4 +240,6 @@ def clipped_gaussian_sum(
     # ρ = 1/(2z²) exactly: σ = Δ'/sqrt(2ρ), rounded up, is then at least z·C, so
     # accounting with z holds.
     rho = Fraction(1) / (2 * Fraction(z) ** 2)
-    return gaussian_mechanism(total, l2_sensitivity=c, rho=rho, rng=rng)
+    noisy = gaussian_mechanism(total, l2_sensitivity=c, rho=rho, rng=rng)
+    # A real input comes back float64 (the int64 case is for integer input only).
+    return cast("npt.NDArray[np.float64]", noisy)

@@ -152,7 +152,7 @@ def _shape(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
         return ()
     dims = (size,) if not isinstance(size, tuple | list) else size
     try:
-        shape = tuple(operator.index(d) for d in dims)  # type: ignore[arg-type]
+        shape = tuple(operator.index(d) for d in dims)
     except TypeError:
         raise InvalidArgumentError(
             f"size must be an int or a tuple of ints, got {size!r}"

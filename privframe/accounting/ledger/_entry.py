@@ -115,7 +115,7 @@ def canonical_description(description: object) -> str:
 
 def exact_cost(rho: object, delta: object) -> tuple[Fraction, Fraction]:
     """Validate a (ρ, δ) pair the way :class:`~privframe.accounting.zCDP` does; exact."""
-    budget = zCDP(rho, delta)  # type: ignore[arg-type]
+    budget = zCDP(rho, delta)  # type: ignore[arg-type]  # zCDP refuses a non-number itself
     return budget.exact_rho, budget.exact_delta
 
 
@@ -135,13 +135,14 @@ def _check_text(text: str, where: str) -> None:
     )
 
 
-def check_label_and_seeded(label: object, seeded: object) -> None:
+def check_label_and_seeded(label: object, seeded: object) -> tuple[str, bool]:
     """Raise unless ``label`` is valid str text and ``seeded`` a bool, as an entry holds them."""
     if not isinstance(label, str):
         raise InvalidArgumentError(f"label must be a str, got {type(label).__name__}")
     _check_text(label, "label")
     if not isinstance(seeded, bool):
         raise InvalidArgumentError(f"seeded must be a bool, got {type(seeded).__name__}")
+    return label, seeded
 
 
 @dataclass(frozen=True, init=False)

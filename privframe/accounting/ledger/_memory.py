@@ -70,8 +70,8 @@ def _draft(rho: object, delta: object, label: object, description: object,
            seeded: object) -> _Draft:  # fmt: skip
     """Validate one spend's fields as :meth:`Ledger.append` takes them."""
     exact_rho, exact_delta = exact_cost(rho, delta)
-    check_label_and_seeded(label, seeded)
-    return exact_rho, exact_delta, label, canonical_description(description), seeded  # type: ignore[return-value]
+    text, flag = check_label_and_seeded(label, seeded)
+    return exact_rho, exact_delta, text, canonical_description(description), flag
 
 
 _PAGE = 512
@@ -143,7 +143,7 @@ class LedgerEntries(Sequence[LedgerEntry]):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable: it equals lists
 
     def __repr__(self) -> str:
         return f"<{self._count} ledger entr{'y' if self._count == 1 else 'ies'}>"
