@@ -123,7 +123,7 @@ def test_the_privacy_audit_passes_on_spark(spark) -> None:
     seed's pair is (ε, δ)-close, so the mixture is too) must stay below the
     claim, and flag the release noised for 25ρ.
     """
-    import test_privacy_audit as audit
+    from privacy import test_privacy_audit as audit
 
     from privframe.plan.planner import plan_release
 
