@@ -14,13 +14,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import pandas as pd
 import polars as pl
 
 __all__ = ["Frame", "as_polars", "error_columns", "interval_columns"]
 
-Frame = pl.DataFrame | pd.DataFrame
+Frame: TypeAlias = pl.DataFrame | pd.DataFrame
 """A released result: privframe returns the kind of frame it was given."""
 
 

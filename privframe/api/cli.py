@@ -18,7 +18,7 @@ import argparse
 import math
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -187,7 +187,10 @@ def _demo(rows: int, rho: float, seed: int) -> None:
 
 def _write_data(path: str, rows: int, seed: int) -> None:
     target = Path(path)
-    writers = {".parquet": pl.DataFrame.write_parquet, ".csv": pl.DataFrame.write_csv}
+    writers: dict[str, Callable[[pl.DataFrame, Path], object]] = {
+        ".parquet": pl.DataFrame.write_parquet,
+        ".csv": pl.DataFrame.write_csv,
+    }
     if target.suffix.lower() not in writers:
         raise InvalidValueError(f"--write-data needs a .parquet or .csv path, got {path!r}")
     writers[target.suffix.lower()](synthetic_transactions(n_rows=rows, seed=seed), target)

@@ -70,7 +70,7 @@ def _count(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool):
         raise InvalidArgumentError(f"{name} must be an integer, got {value!r}")
     try:
-        v = operator.index(value)  # type: ignore[arg-type]
+        v = operator.index(value)  # type: ignore[arg-type]  # a TypeError is the answer, below
     except TypeError:
         raise InvalidArgumentError(
             f"{name} must be an integer, got {type(value).__name__}"

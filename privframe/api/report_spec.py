@@ -356,7 +356,8 @@ def _keys(
         else metadata.get(column, {}).get("keys")
         for column in group_by
     }
-    missing = [c for c, values in per_column.items() if values is None]
+    present = {c: values for c, values in per_column.items() if values is not None}
+    missing = [c for c in per_column if c not in present]
     if len(missing) == len(group_by):
         return None  # chosen privately: the release spends δ
     if missing:
@@ -364,7 +365,7 @@ def _keys(
             f"{where}: no public keys for {missing} (give keys or metadata.<column>.keys); "
             "either every group_by column has public keys or none has"
         )
-    return _guard(f"{where}.keys", lambda: product(**per_column))
+    return _guard(f"{where}.keys", lambda: product(**present))
 
 
 def _query(

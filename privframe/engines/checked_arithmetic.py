@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
+from polars.datatypes import IntegerType
 
 from privframe.engines.allow_list import serialized, sub_expressions, type_of
 
@@ -48,7 +49,7 @@ def _may_overflow(node: Any) -> bool:
 
 
 @functools.cache
-def _range(dtype: pl.DataType) -> tuple[int, int]:
+def _range(dtype: IntegerType) -> tuple[int, int]:
     """The smallest and largest value of an integer type."""
     low, high = pl.select(low=dtype.min(), high=dtype.max()).row(0)
     return int(low), int(high)
@@ -80,13 +81,16 @@ class _Overflows:
         pairs = sub_expressions(node, expr)
         if "Ternary" in node:
             (pnode, pexpr), (tnode, texpr), (fnode, fexpr) = pairs
-            chosen = None
+            chosen: pl.Expr | None = None
             truthy, falsy = self.flag(tnode, texpr), self.flag(fnode, fexpr)
             if truthy is not None or falsy is not None:
                 # Only the branch the row takes counts (a null predicate takes otherwise).
                 false = pl.lit(False)
-                chosen = pl.when(pexpr).then(truthy if truthy is not None else false)
-                chosen = chosen.otherwise(falsy if falsy is not None else false)
+                chosen = (
+                    pl.when(pexpr)
+                    .then(truthy if truthy is not None else false)
+                    .otherwise(falsy if falsy is not None else false)
+                )
             return _either([self.flag(pnode, pexpr), chosen])
         inputs = [self.flag(n, e) for n, e in pairs]
         return _either([*inputs, self._own(node, expr, [e for _, e in pairs])])
@@ -94,12 +98,12 @@ class _Overflows:
     def _own(self, node: Any, expr: pl.Expr, inputs: list[pl.Expr]) -> pl.Expr | None:
         """The flag of the operation at the top of ``node`` itself (its inputs aside)."""
         binary, function = node.get("BinaryExpr"), node.get("Function")
-        op = binary.get("op") if isinstance(binary, dict) else None
+        op = binary.get("op", "") if isinstance(binary, dict) else ""
         is_abs = isinstance(function, dict) and function.get("function") == "Abs"
         if op not in _OVERFLOWING and not is_abs:
             return None
         dtype = type_of(expr, self._frame)
-        if not dtype.is_integer():
+        if not isinstance(dtype, IntegerType):
             return None
         low = _range(dtype)[0]
         signed = low < 0
@@ -144,7 +148,7 @@ class _Overflows:
 
 
 def _constant_flag(
-    op: str, a: pl.Expr, b: pl.Expr, left: int | None, right: int | None, dtype: pl.DataType
+    op: str, a: pl.Expr, b: pl.Expr, left: int | None, right: int | None, dtype: IntegerType
 ) -> pl.Expr | None:
     """The overflow flag of ``a op b`` with a constant operand: a range test of the other.
 

@@ -333,7 +333,7 @@ class _Translator:
             return left * right
         if rvalue is not None:
             with np.errstate(divide="ignore"):  # 1 / ±0 is ±inf, as in polars
-                inverse = np.divide(np.asarray(1.0, dtype=rvalue.dtype), rvalue)
+                inverse = rvalue.dtype.type(1.0) / rvalue
             if op == "TrueDivide":
                 if inverse == 1:
                     return left

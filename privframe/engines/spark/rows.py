@@ -80,7 +80,8 @@ def position_udf(grid: tuple[float, ...]) -> Callable[[Column], Column]:
             values = x.fill_null(np.nan).to_numpy(zero_copy_only=False)
             return pa.array(positions(values), type=pa.int64(), mask=np.isnan(values))
 
-        return f.arrow_udf(position_arrow, "long")  # a scalar UDF, by its type hints
+        # A scalar UDF, by its type hints: a form pyspark's stubs do not declare.
+        return f.arrow_udf(position_arrow, "long")  # type: ignore[call-overload]
 
     import pandas as pd
     from pyspark.sql.functions import PandasUDFType
@@ -132,7 +133,7 @@ def spark_table(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
     no such twin: categoricals and enums become strings, UInt64 a
     decimal(20, 0), and anything else the type Spark infers from Arrow.
     """
-    casts = {
+    casts: dict[type[pl.DataType], pl.DataType | type[pl.DataType]] = {
         pl.UInt8: pl.Int16,
         pl.UInt16: pl.Int32,
         pl.UInt32: pl.Int64,
