@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from privframe._html import BAR_COLOUR, SVG_NAMESPACE, interval, paragraph, plain, text
 from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
+from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 
 __all__ = ["MAX_BARS", "bar_chart"]
 
@@ -66,7 +67,7 @@ def _bars(frame: Frame) -> _Bars | None:
     outputs = interval_columns(data.columns)
     if not outputs:
         return None
-    in_values = {n: c for n, c in outputs.items() if not c.endswith("_rank_ci95")}
+    in_values = {n: c for n, c in outputs.items() if not c.endswith(RANK_CI95_SUFFIX)}
     name = next(iter(in_values or outputs))
     errors = name in in_values
     hidden = error_columns(data.columns, outputs) | set(outputs)

@@ -19,6 +19,8 @@ from typing import TypeAlias
 import pandas as pd
 import polars as pl
 
+from privframe.plan.aggregates.base import CI95_SUFFIX, RANK_CI95_SUFFIX, STD_SUFFIX
+
 __all__ = ["Frame", "as_polars", "error_columns", "interval_columns"]
 
 Frame: TypeAlias = pl.DataFrame | pd.DataFrame
@@ -47,7 +49,7 @@ def interval_columns(columns: Sequence[str]) -> dict[str, str]:
     """
     found: dict[str, str] = {}
     for name in columns:
-        for suffix in ("_ci95", "_rank_ci95"):
+        for suffix in (CI95_SUFFIX, RANK_CI95_SUFFIX):
             if f"{name}{suffix}" in columns:
                 found[name] = f"{name}{suffix}"
                 break
@@ -62,4 +64,4 @@ def error_columns(columns: Sequence[str], outputs: dict[str, str]) -> set[str]:
         >>> sorted(error_columns(["n", "n_std", "n_ci95"], {"n": "n_ci95"}))
         ['n_ci95', 'n_std']
     """
-    return {c for name in outputs for c in (f"{name}_std", outputs[name]) if c in columns}
+    return {c for name in outputs for c in (name + STD_SUFFIX, outputs[name]) if c in columns}

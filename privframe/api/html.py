@@ -40,6 +40,7 @@ from privframe.accounting.replay import guarantee
 from privframe.api._chart import bar_chart
 from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
 from privframe.plan.aggregates import Aggregate, Bounded, Quantile
+from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 from privframe.plan.explanation_view import explanation_html
 
 if TYPE_CHECKING:
@@ -290,7 +291,7 @@ def result_html(frame: Frame) -> str:
             value, column = record[name], outputs.get(name)
             if column is None:
                 cells.append(plain(value))
-            elif column.endswith("_rank_ci95"):
+            elif column.endswith(RANK_CI95_SUFFIX):
                 cells.append(f"{plain(value)} (rank ± {record[column]:.3g})")
             else:
                 cells.append(interval(value, record[column]))

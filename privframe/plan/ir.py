@@ -33,7 +33,7 @@ def _positive_int(name: str, value: object) -> int | None:
     if isinstance(value, bool):
         raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
     try:
-        v = operator.index(value)  # type: ignore[arg-type]
+        v = operator.index(value)  # type: ignore[arg-type]  # any object: TypeError refuses it
     except TypeError:
         raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}") from None
     if v < 1:

@@ -34,8 +34,8 @@ from privframe.api.sql._common import (
 from privframe.api.sql.rows import Rows
 from privframe.api.sql.select_list import Item
 from privframe.errors import SQLError
+from privframe.plan.aggregates.base import ERROR_SUFFIXES
 
-ERROR_SUFFIXES = ("_std", "_ci95", "_rank_ci95")
 """The suffixes of the error columns ``with_error=True`` can add to an output column."""
 
 

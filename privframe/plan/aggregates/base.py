@@ -33,13 +33,30 @@ from privframe.plan.measurements import Measurement, Need, exact_text
 if TYPE_CHECKING:
     from privframe.plan.aggregates.quantile import QuantileMeasurement
 
-__all__ = ["BOUNDS_HINT", "FAMILIES", "Aggregate", "Bounded", "Measured", "bounded"]
+__all__ = [
+    "BOUNDS_HINT",
+    "CI95_SUFFIX",
+    "ERROR_SUFFIXES",
+    "FAMILIES",
+    "RANK_CI95_SUFFIX",
+    "STD_SUFFIX",
+    "Aggregate",
+    "Bounded",
+    "Measured",
+    "bounded",
+]
 
 BOUNDS_HINT = (
     "bounds=(lower, upper) are public clipping bounds: finite numbers, lower < upper, chosen "
     "from knowledge of the domain (e.g. bounds=(0, 1000)), never computed from the data; "
     "values outside them are clipped to them"
 )
+
+STD_SUFFIX = "_std"
+CI95_SUFFIX = "_ci95"
+RANK_CI95_SUFFIX = "_rank_ci95"
+ERROR_SUFFIXES = (STD_SUFFIX, CI95_SUFFIX, RANK_CI95_SUFFIX)
+"""The suffixes of the error columns ``with_error=True`` adds to an output's name."""
 
 FAMILIES: list[type[Aggregate]] = []
 """Every concrete aggregate class, in the order their modules were imported."""
@@ -113,7 +130,7 @@ class Aggregate:
 
     def error_columns(self) -> tuple[str, ...]:
         """The columns ``with_error=True`` adds: a standard deviation and a 95% half-width."""
-        return (f"{self.output_name}_std", f"{self.output_name}_ci95")
+        return (self.output_name + STD_SUFFIX, self.output_name + CI95_SUFFIX)
 
     def keys(self) -> tuple[str, ...]:
         """The keys of the measurements it reads, in the order of :meth:`needs`."""

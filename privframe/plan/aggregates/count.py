@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.plan.aggregates.base import Aggregate, Measured
+from privframe.plan.aggregates.base import CI95_SUFFIX, STD_SUFFIX, Aggregate, Measured
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Z95, Measurement, Need, integer_measurement
 
@@ -52,8 +52,8 @@ def gaussian_columns(
     """An output read straight from one measurement, with its exact error columns."""
     columns = {name: values}
     if with_error:
-        columns[f"{name}_std"] = np.full(values.shape, m.sigma)
-        columns[f"{name}_ci95"] = np.full(values.shape, m.ci95)
+        columns[name + STD_SUFFIX] = np.full(values.shape, m.sigma)
+        columns[name + CI95_SUFFIX] = np.full(values.shape, m.ci95)
     return columns
 
 

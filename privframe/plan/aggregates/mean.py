@@ -96,8 +96,9 @@ class Mean(Bounded):
         if with_error:
             # Delta method for a ratio of independent noisy terms: a documented approximation.
             std = np.sqrt(m.sigma**2 + ((values - midpoint) * count.sigma) ** 2) / denominator
-            columns[f"{self.output_name}_std"] = std
-            columns[f"{self.output_name}_ci95"] = Z95 * std
+            std_name, ci_name = self.error_columns()
+            columns[std_name] = std
+            columns[ci_name] = Z95 * std
         return columns
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:

@@ -37,6 +37,7 @@ from privframe.mechanisms import quantiles
 from privframe.mechanisms.noise import Randomness
 from privframe.plan.aggregates.base import (
     BOUNDS_HINT,
+    RANK_CI95_SUFFIX,
     Bounded,
     Measured,
     check_bounds,
@@ -177,7 +178,7 @@ class Quantile(Bounded):
 
     def error_columns(self) -> tuple[str, ...]:
         """A 95% bound on the rank error, in rows."""
-        return (f"{self.output_name}_rank_ci95",)
+        return (self.output_name + RANK_CI95_SUFFIX,)
 
     def needs(self) -> tuple[Need, ...]:
         """The quantile itself."""
@@ -194,7 +195,7 @@ class Quantile(Bounded):
         bound = measured.quantile(key).rank_error()
         return {
             self.output_name: values,
-            f"{self.output_name}_rank_ci95": np.full(values.shape, bound),
+            self.output_name + RANK_CI95_SUFFIX: np.full(values.shape, bound),
         }
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:

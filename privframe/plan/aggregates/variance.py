@@ -138,8 +138,9 @@ class Var(Bounded):
                 std = np.minimum(std / (2 * values), np.sqrt(std))
         columns = {self.output_name: values}
         if with_error:
-            columns[f"{self.output_name}_std"] = std
-            columns[f"{self.output_name}_ci95"] = Z95 * std
+            std_name, ci_name = self.error_columns()
+            columns[std_name] = std
+            columns[ci_name] = Z95 * std
         return columns
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
