@@ -194,24 +194,3 @@ def _illinois(
                 f_hi /= 2
             side = 1
     return hi
-    # Illinois regula falsi on ε(z) − target: the bracket [lo, hi] always has
-    # ε(lo) > target >= ε(hi), and shrinks superlinearly (fewer accountant runs
-    # than bisection; each PLD run costs a few tenths of a second).
-    f_lo, f_hi = epsilon(lo) - target, epsilon(hi) - target
-    side = 0
-    while hi - lo > rtol * hi:
-        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-        width = hi - lo
-        mid = min(max(mid, lo + 0.01 * width), hi - 0.01 * width)
-        f_mid = epsilon(mid) - target
-        if f_mid <= 0:
-            hi, f_hi = mid, f_mid
-            if side == -1:
-                f_lo /= 2
-            side = -1
-        else:
-            lo, f_lo = mid, f_mid
-            if side == 1:
-                f_hi /= 2
-            side = 1
-    return hi

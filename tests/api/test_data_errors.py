@@ -15,23 +15,13 @@ from typing import Any
 import pandas as pd
 import polars as pl
 import pytest
+from sql_setup import small_session
 
 import privframe as pf
 from privframe.errors import NAMES_WITHHELD, names_look_like_data
 
 MARKER = "MARKER-5c1e"
 LIMITS = {"max_groups": 1, "max_rows_per_group": 1}
-
-
-def _session(df: pl.DataFrame | str, **kw) -> pf.Session:
-    return pf.Session(
-        df,
-        "u",
-        pf.zCDP(10.0),
-        metadata={"x": pf.Column(bounds=(0, 10)), "g": pf.Column(keys=["a", "b"])},
-        contributions=pf.Bound(max_groups=1, max_rows_per_group=1),
-        **kw,
-    )
 
 
 def _refusal(action: Any, error: type[pf.PrivframeError] = pf.InvalidValueError) -> str:
@@ -195,7 +185,7 @@ def test_csv_types_come_from_the_whole_file(tmp_path) -> None:
     path = tmp_path / "data.csv"
     rows = [f"{i},a,{i % 7}" for i in range(200)] + ["999,b,12.5"]
     path.write_text("u,g,x\n" + "\n".join(rows) + "\n")
-    sess = _session(str(path))
+    sess = small_session(str(path))
     assert sess.sql("SELECT g, SUM(x) AS s FROM data GROUP BY g", rho=0.5).height == 2
 
 
@@ -219,7 +209,7 @@ def test_an_engine_failure_keeps_no_trace_of_the_original_error(monkeypatch) -> 
         raise RuntimeError("private value 4242")
 
     monkeypatch.setattr(PolarsEngine, "aggregate", fail)
-    sess = _session(pl.DataFrame({"u": [1], "g": ["a"], "x": [1.0]}))
+    sess = small_session(pl.DataFrame({"u": [1], "g": ["a"], "x": [1.0]}))
     with pytest.raises(pf.InvalidValueError) as info:
         sess.query().bound(max_groups=1, max_rows_per_group=1).agg(pf.count()).release(rho=0.1)
     assert info.value.__context__ is None

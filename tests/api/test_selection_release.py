@@ -11,6 +11,7 @@ import math
 import polars as pl
 import pytest
 from internals import spec_of
+from release_setup import selection_data, selection_query
 
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
@@ -19,48 +20,37 @@ from privframe.mechanisms.selection import discrete_threshold
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 
 
-def _data(n_lonely: int = 0, big: int = 200) -> pl.DataFrame:
-    """Two big groups (a, b) of `big` units each, plus `n_lonely` groups of one unit each."""
-    units = list(range(2 * big)) + list(range(10_000, 10_000 + n_lonely))
-    groups = ["a"] * big + ["b"] * big + [f"lonely{i:05d}" for i in range(n_lonely)]
-    return pl.DataFrame({"u": units, "g": groups, "x": [1.0] * len(units)})
-
-
-def _query(sess: pf.Session, k: int = 1) -> pf.query.Query:
-    return sess.query().bound(max_groups=k, max_rows_per_group=1).group_by("g").agg(pf.count())
-
-
 def test_selection_spends_delta_and_refuses_when_none_is_left() -> None:
-    sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=1e-6))
-    out = _query(sess).release(rho=0.25, delta=4e-7)
+    sess = pf.Session(selection_data(), "u", pf.zCDP(1.0, delta=1e-6))
+    out = selection_query(sess).release(rho=0.25, delta=4e-7)
     assert out["g"].to_list() == ["a", "b"]  # sorted observed keys
     assert sess.ledger[-1].delta == 4e-7
     assert sess.ledger[-1].description["selection"]["delta"] == 4e-7
-    _query(sess).release(rho=0.25)  # the default spends what is left
+    selection_query(sess).release(rho=0.25)  # the default spends what is left
     assert sess.remaining.delta == 0
     with pytest.raises(pf.InvalidBudgetError, match="public keys"):
-        _query(sess).release(rho=0.25)
+        selection_query(sess).release(rho=0.25)
     assert len(sess.ledger) == 2
 
 
 def test_selection_without_delta_in_the_budget_suggests_public_keys() -> None:
-    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    sess = pf.Session(selection_data(), "u", pf.zCDP(1.0))
     with pytest.raises(pf.InvalidBudgetError, match=r"keys=\[\.\.\.\]"):
-        _query(sess).release(rho=0.5)
+        selection_query(sess).release(rho=0.5)
     with pytest.raises(pf.InvalidBudgetError, match="delta"):
-        _query(sess).explain(rho=0.5)
+        selection_query(sess).explain(rho=0.5)
     assert sess.ledger == ()
 
 
 def test_selection_needs_max_groups() -> None:
-    sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=1e-6))
+    sess = pf.Session(selection_data(), "u", pf.zCDP(1.0, delta=1e-6))
     query = sess.query().bound(max_rows_per_group=1).group_by("g").agg(pf.count())
     with pytest.raises(pf.InvalidValueError, match="max_groups"):
         query.release(rho=0.5)
 
 
 def test_delta_on_a_public_keys_query_is_refused() -> None:
-    sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=1e-6))
+    sess = pf.Session(selection_data(), "u", pf.zCDP(1.0, delta=1e-6))
     query = sess.query().bound(max_rows_per_group=1).group_by("g", keys=["a"]).agg(pf.count())
     with pytest.raises(pf.InvalidValueError, match="delta"):
         query.release(rho=0.5, delta=1e-7)
@@ -71,28 +61,28 @@ def test_max_groups_bounds_units_without_public_keys() -> None:
     # groups can carry it; its other 48 groups have no other units and vanish exactly.
     df = pl.DataFrame({"u": [1] * 50, "g": [f"g{i:02d}" for i in range(50)]})
     sess = pf.Session(df, "u", pf.zCDP(1e6, delta=0.9), rng=SeededRandomness(1))
-    exact = sess._engine.aggregate(spec_of(sess, _query(sess, k=2).plan, _plan(sess, k=2)))
+    exact = sess._engine.aggregate(spec_of(sess, selection_query(sess, k=2).plan, _plan(sess, k=2)))
     assert exact.height == 2
 
 
 def _plan(sess: pf.Session, k: int) -> pf.planner.ReleasePlan:
-    return pf.planner.plan_release(_query(sess, k).plan, True, 1.0, None, 0.5)
+    return pf.planner.plan_release(selection_query(sess, k).plan, True, 1.0, None, 0.5)
 
 
 def test_explain_for_selection_reveals_nothing_about_the_data() -> None:
-    one = pf.Session(_data(10), "u", pf.zCDP(1.0, delta=1e-6))
-    two = pf.Session(_data(0, big=3), "u", pf.zCDP(1.0, delta=1e-6))
-    text = str(_query(one, k=3).explain(rho=0.3))
-    assert text == str(_query(two, k=3).explain(rho=0.3))
+    one = pf.Session(selection_data(10), "u", pf.zCDP(1.0, delta=1e-6))
+    two = pf.Session(selection_data(0, big=3), "u", pf.zCDP(1.0, delta=1e-6))
+    text = str(selection_query(one, k=3).explain(rho=0.3))
+    assert text == str(selection_query(two, k=3).explain(rho=0.3))
     assert "noisy count >=" in text
     assert "95% at" in text
 
 
 def test_threshold_grows_with_k_and_shrinks_with_delta() -> None:
-    sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=1e-3))
+    sess = pf.Session(selection_data(), "u", pf.zCDP(1.0, delta=1e-3))
 
     def tau(k: int, delta: float) -> int:
-        selection = _query(sess, k).explain(rho=0.5, delta=delta).plan.selection
+        selection = selection_query(sess, k).explain(rho=0.5, delta=delta).plan.selection
         assert selection is not None
         return selection.threshold
 

@@ -7,58 +7,45 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import polars as pl
 import pytest
+from release_setup import DISTINCT_KEYS, distinct_data, distinct_query
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import DISTINCT, AggregationSpec
 
-KEYS = ["a", "b", "c", "d"]
-
-
-def _data() -> pl.DataFrame:
-    rng = np.random.default_rng(4)
-    n = 3_000
-    return pl.DataFrame(
-        {"u": rng.integers(0, 400, n), "g": rng.choice(KEYS, n), "x": rng.uniform(0, 1, n)}
-    )
-
-
-def _query(sess: pf.Session, k: int = 4, m: int = 1_000) -> pf.query.Query:
-    return (
-        sess.query()
-        .bound(max_groups=k, max_rows_per_group=m)
-        .group_by("g", keys=KEYS)
-        .agg(pf.count_distinct())
-    )
-
 
 def test_sensitivity_is_sqrt_k_whatever_m() -> None:
-    sess = pf.Session(_data(), "u", pf.zCDP(1.0))
+    sess = pf.Session(distinct_data(), "u", pf.zCDP(1.0))
     for k, m in [(1, 1), (3, 50), (4, 7)]:
-        (measurement,) = _query(sess, k, m).explain(rho=0.5).measurements
+        (measurement,) = distinct_query(sess, k, m).explain(rho=0.5).measurements
         assert measurement.l2_sensitivity == pytest.approx(math.sqrt(k))
-    rows = pf.Session(_data(), None, pf.zCDP(1.0))
+    rows = pf.Session(distinct_data(), None, pf.zCDP(1.0))
     (measurement,) = (
-        rows.query().group_by("g", keys=KEYS).agg(pf.count_distinct()).explain(rho=0.5).measurements
+        rows.query()
+        .group_by("g", keys=DISTINCT_KEYS)
+        .agg(pf.count_distinct())
+        .explain(rho=0.5)
+        .measurements
     )
     assert measurement.l2_sensitivity == 1
 
 
 def test_exact_distinct_counts_match_polars_when_bounds_do_not_bind() -> None:
-    df = _data()
-    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": KEYS}), None, 10**6, None, (), 1)
+    df = distinct_data()
+    spec = AggregationSpec(
+        (), "u", ("g",), pl.DataFrame({"g": DISTINCT_KEYS}), None, 10**6, None, (), 1
+    )
     exact = PolarsEngine(df.lazy()).aggregate(spec)
     truth = df.group_by("g").agg(pl.col("u").n_unique()).sort("g")
     assert exact[DISTINCT].to_list() == truth["u"].to_list()
 
 
 def test_a_heavy_unit_adds_at_most_one_to_at_most_k_groups() -> None:
-    df = _data()
-    heavy = pl.DataFrame({"u": [10**6] * 5_000, "g": KEYS * 1_250, "x": [0.5] * 5_000})
-    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": KEYS}), 2, 3, None, (), 9)
+    df = distinct_data()
+    heavy = pl.DataFrame({"u": [10**6] * 5_000, "g": DISTINCT_KEYS * 1_250, "x": [0.5] * 5_000})
+    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": DISTINCT_KEYS}), 2, 3, None, (), 9)
     without = PolarsEngine(df.lazy()).aggregate(spec)[DISTINCT].to_numpy()
     with_heavy = PolarsEngine(pl.concat([df, heavy]).lazy()).aggregate(spec)[DISTINCT].to_numpy()
     diff = with_heavy - without

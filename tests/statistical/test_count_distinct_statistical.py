@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from release_setup import DISTINCT_KEYS, distinct_data, distinct_query
 from scipy import stats
 
 import privframe as pf
@@ -24,32 +25,16 @@ pytestmark = [
 ]
 
 ALPHA = 1e-3
-KEYS = ["a", "b", "c", "d"]
-
-
-def _data() -> pl.DataFrame:
-    rng = np.random.default_rng(4)
-    n = 3_000
-    return pl.DataFrame(
-        {"u": rng.integers(0, 400, n), "g": rng.choice(KEYS, n), "x": rng.uniform(0, 1, n)}
-    )
-
-
-def _query(sess: pf.Session, k: int = 4, m: int = 1_000) -> pf.query.Query:
-    return (
-        sess.query()
-        .bound(max_groups=k, max_rows_per_group=m)
-        .group_by("g", keys=KEYS)
-        .agg(pf.count_distinct())
-    )
 
 
 def test_noise_matches_the_explained_sigma() -> None:
-    df = _data()
-    spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": KEYS}), None, 10**6, None, (), 1)
+    df = distinct_data()
+    spec = AggregationSpec(
+        (), "u", ("g",), pl.DataFrame({"g": DISTINCT_KEYS}), None, 10**6, None, (), 1
+    )
     exact = PolarsEngine(df.lazy()).aggregate(spec)[DISTINCT].to_numpy()
     sess = pf.Session(df, "u", pf.zCDP(1e9), rng=SeededRandomness(12))
-    query = _query(sess)
+    query = distinct_query(sess)
     (measurement,) = query.explain(rho=0.05).measurements
     errors = np.concatenate(
         [query.release(rho=0.05)["count_distinct"].to_numpy() - exact for _ in range(300)]

@@ -7,8 +7,8 @@ exact binomial test), with draws from a fixed ``SeededRandomness`` stream
 
 from __future__ import annotations
 
-import polars as pl
 import pytest
+from release_setup import selection_data, selection_query
 from scipy import stats
 
 import privframe as pf
@@ -23,22 +23,11 @@ pytestmark = [
 ALPHA = 1e-3
 
 
-def _data(n_lonely: int = 0, big: int = 200) -> pl.DataFrame:
-    """Two big groups (a, b) of `big` units each, plus `n_lonely` groups of one unit each."""
-    units = list(range(2 * big)) + list(range(10_000, 10_000 + n_lonely))
-    groups = ["a"] * big + ["b"] * big + [f"lonely{i:05d}" for i in range(n_lonely)]
-    return pl.DataFrame({"u": units, "g": groups, "x": [1.0] * len(units)})
-
-
-def _query(sess: pf.Session, k: int = 1) -> pf.query.Query:
-    return sess.query().bound(max_groups=k, max_rows_per_group=1).group_by("g").agg(pf.count())
-
-
 def test_single_unit_groups_survive_at_most_at_the_threshold_rate() -> None:
     # 20,000 groups held by one unit each: every one is a Bernoulli trial of the rule.
     n, delta = 20_000, 0.05
-    sess = pf.Session(_data(n), "u", pf.zCDP(1.0, delta=0.5), rng=SeededRandomness(3))
-    query = _query(sess)
+    sess = pf.Session(selection_data(n), "u", pf.zCDP(1.0, delta=0.5), rng=SeededRandomness(3))
+    query = selection_query(sess)
     selection = query.explain(rho=0.5, delta=delta).plan.selection
     assert selection is not None
     p = discrete_tail(selection.measurement.sigma_units, selection.threshold - 1)
