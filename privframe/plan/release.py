@@ -21,9 +21,8 @@ Example:
     >>> import polars as pl
     >>> import privframe as pf
     >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
-    >>> batch = sess.batch([sess.query().agg(pf.count()).request(0.5, label="n")])
-    >>> batch
-    Batch(labels=['n'], cost=zCDP(rho=0.5, delta=0.0), released=False)
+    >>> sess.query().agg(pf.count()).release(0.5).columns, sess.spent.rho
+    (['count'], 0.5)
 """
 
 from __future__ import annotations
@@ -76,9 +75,14 @@ class Pipeline:
     Example:
         >>> import polars as pl
         >>> import privframe as pf
-        >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
-        >>> sess.query().agg(pf.count()).release(0.5).columns
-        ['count']
+        >>> from privframe.accounting.accountant import Accountant
+        >>> from privframe.engines.polars import PolarsEngine
+        >>> from privframe.plan.ir import Plan
+        >>> pipeline = Pipeline(
+        ...     PolarsEngine(pl.LazyFrame({"x": [1.0]})), Accountant(pf.zCDP(1.0)), None, None
+        ... )
+        >>> pipeline.plan(Plan(aggregates=(pf.count(),)), 0.5, None, None, pf.zCDP(0)).cost
+        zCDP(rho=0.5, delta=0.0)
     """
 
     def __init__(
