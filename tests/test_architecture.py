@@ -99,6 +99,7 @@ def test_every_family_owns_each_piece_of_a_release(name: str) -> None:
     explanation = _query(sess, agg).explain(0.5)
     (row,) = explanation.rows
     assert row["output"] == agg.output_name
+    assert agg.describe().startswith(agg.spec_name)
     assert row["std"]
     assert row["ci95"]
     expected = None if not agg.needs_expected else 3.0  # off the midpoint, 5

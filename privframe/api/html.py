@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,7 +38,7 @@ from privframe.accounting.budgets import zCDP
 from privframe.accounting.replay import guarantee
 from privframe.api._chart import bar_chart
 from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
-from privframe.plan.aggregates import Aggregate, Bounded, Quantile
+from privframe.plan.aggregates import Aggregate, Bounded
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 from privframe.plan.explanation_view import explanation_html
 
@@ -190,18 +189,11 @@ def session_html(sess: Session) -> str:
 # --------------------------------------------------------------------------- plans
 
 
-def _kind(agg: Aggregate) -> str:
-    """The builder's name for an aggregate: CountDistinct -> count_distinct."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(agg).__name__).lower()
-
-
 def _aggregate_row(agg: Aggregate) -> tuple[str, str, str, str]:
     if not isinstance(agg, Bounded):
-        return (agg.output_name, _kind(agg), "", "")
-    what = _kind(agg)
-    if isinstance(agg, Quantile):
-        what = f"quantile q = {agg.q:g} ({agg.candidates} candidates)"
-    return (agg.output_name, what, agg.column, f"[{plain(agg.lower)}, {plain(agg.upper)}]")
+        return (agg.output_name, agg.describe(), "", "")
+    bounds = f"[{plain(agg.lower)}, {plain(agg.upper)}]"
+    return (agg.output_name, agg.describe(), agg.column, bounds)
 
 
 def query_html(query: Query) -> str:

@@ -132,6 +132,10 @@ class Aggregate:
         """The columns ``with_error=True`` adds: a standard deviation and a 95% half-width."""
         return (self.output_name + STD_SUFFIX, self.output_name + CI95_SUFFIX)
 
+    def describe(self) -> str:
+        """What it releases, in a word or a phrase, for views of a query (its spec name)."""
+        return self.spec_name
+
     def keys(self) -> tuple[str, ...]:
         """The keys of the measurements it reads, in the order of :meth:`needs`."""
         return tuple(need.key for need in self.needs())

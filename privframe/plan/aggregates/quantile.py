@@ -176,6 +176,10 @@ class Quantile(Bounded):
     def _default_name(self) -> str:
         return f"{self.column}_p{self.q * 100:g}"
 
+    def describe(self) -> str:
+        """Its q and candidates, for views of a query."""
+        return f"quantile q = {self.q:g} ({self.candidates} candidates)"
+
     def error_columns(self) -> tuple[str, ...]:
         """A 95% bound on the rank error, in rows."""
         return (self.output_name + RANK_CI95_SUFFIX,)
