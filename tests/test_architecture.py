@@ -96,6 +96,7 @@ def test_every_family_owns_each_piece_of_a_release(name: str) -> None:
     sess = _session()
     released = _query(sess, agg).release(0.5, with_error=True)
     assert list(released.columns) == ["region", agg.output_name, *agg.error_columns()]
+    assert released[agg.output_name].dtype.is_integer() == agg.integer_output
     explanation = _query(sess, agg).explain(0.5)
     (row,) = explanation.rows
     assert row["output"] == agg.output_name

@@ -23,7 +23,6 @@ from privframe.api.html import query_html
 from privframe.api.query import Query, Request
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
 from privframe.errors import SQLError
-from privframe.plan import aggregates as agg
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,8 +156,8 @@ class SQLQuery:
         schema = self._query.session.check(plan, with_error)  # Query.check, with its schema
         columns: dict[str, pl.DataType] = {c: schema[c] for c in plan.group_by}
         for aggregate in plan.aggregates:
-            counts = isinstance(aggregate, agg.Count | agg.CountDistinct)
-            columns[aggregate.output_name] = pl.Int64() if counts else pl.Float64()
+            integer = aggregate.integer_output
+            columns[aggregate.output_name] = pl.Int64() if integer else pl.Float64()
             if with_error:
                 for suffix in ERROR_SUFFIXES:
                     columns[aggregate.output_name + suffix] = pl.Float64()

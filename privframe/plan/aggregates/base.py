@@ -90,6 +90,7 @@ class Aggregate:
     spec_name: ClassVar[str] = ""
     sql_functions: ClassVar[tuple[str, ...]] = ()
     needs_expected: ClassVar[bool] = True  # pf.balance needs a guess of its size
+    integer_output: ClassVar[bool] = False  # released as integers (counts), else floats
 
     name: str | None = None
 

@@ -63,6 +63,7 @@ class Count(Aggregate):
 
     spec_name = "count"
     needs_expected = False
+    integer_output = True
 
     def _default_name(self) -> str:
         return "count"

@@ -61,6 +61,7 @@ class CountDistinct(Aggregate):
     """
 
     spec_name = "count_distinct"
+    integer_output = True
 
     def _default_name(self) -> str:
         return "count_distinct"
