@@ -4,7 +4,7 @@
 # A walkthrough in notebook cells (`# %%`, the "percent" format that Jupyter,
 # VS Code and jupytext open as a notebook). Run as a script it prints the text
 # views; in a notebook the Session, queries, explanations and `pf.show(result)`
-# display as HTML tables. `tests/test_examples.py` runs it on every CI build.
+# display as HTML tables. `tests/api/test_examples.py` runs it on every CI build.
 #
 # Run: python examples/notebook_walkthrough.py
 

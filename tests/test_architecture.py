@@ -25,6 +25,7 @@ import pytest
 
 import privframe as pf
 from privframe.api.query import Query
+from privframe.api.report_spec import AGGREGATE_KINDS
 from privframe.engines.inputs import Opened
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.registry import EngineEntry, engine_for, register, unregister
@@ -35,7 +36,7 @@ from privframe.plan.aggregates.sum import SumNeed
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import from_list
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, Need
+from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need
 
 DATA = pl.DataFrame(
     {
@@ -124,6 +125,33 @@ def test_the_sql_names_of_a_family_make_that_family(family: type[Bounded]) -> No
         query = sess.sql(f"SELECT {function}(x) AS v FROM data")
         (out,) = query.explain(0.5).plan.outputs
         assert type(out.aggregate) is family, function
+
+
+def test_every_family_is_a_kind_of_report_spec() -> None:
+    for family in FAMILIES:
+        build, fields = AGGREGATE_KINDS[family.spec_name]
+        made = build() if "column" not in fields else None
+        if made is not None:
+            assert type(made) is family
+
+
+def test_a_gaussian_need_must_say_what_the_engine_computes_for_it() -> None:
+    class Unread(GaussianNeed):
+        @property
+        def key(self) -> str:
+            return "unread"
+
+        def measure(self, limits: Limits, rho: Fraction) -> Measurement:
+            raise AssertionError("never measured")
+
+        def error_coefficient(self, limits: Limits) -> float:
+            return 1.0
+
+        def value_spec(self, measurement: Measurement, name: str) -> None:
+            return None
+
+    with pytest.raises(TypeError, match="exact_column"):
+        Unread()  # type: ignore[abstract]
 
 
 def test_a_family_missing_a_piece_is_refused_when_its_class_is_made(

@@ -62,8 +62,8 @@ class SpecError(InvalidValueError):
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _BOUNDED_KEYS = ("kind", "column", "bounds", "alias")
-# Per kind: the builder, and the keys its spec table may hold.
-_AGGREGATES: dict[str, tuple[Callable[..., Aggregate | tuple[Aggregate, ...]], tuple[str, ...]]] = {
+_Builder = Callable[..., Aggregate | tuple[Aggregate, ...]]
+AGGREGATE_KINDS: dict[str, tuple[_Builder, tuple[str, ...]]] = {
     "count": (agg.count, ("kind", "alias")),
     "count_distinct": (agg.count_distinct, ("kind", "alias")),
     "sum": (agg.sum, _BOUNDED_KEYS),
@@ -73,6 +73,8 @@ _AGGREGATES: dict[str, tuple[Callable[..., Aggregate | tuple[Aggregate, ...]], t
     "quantile": (agg.quantile, (*_BOUNDED_KEYS, "q", "candidates")),
     "median": (agg.median, (*_BOUNDED_KEYS, "candidates")),
 }
+"""Per aggregate kind of a report spec (each family's ``spec_name``, and ``median``): its
+builder and the keys its spec table may hold."""
 
 
 @dataclass(frozen=True)
@@ -304,9 +306,9 @@ def _aggregate(
     table = _table(raw, where)
     _check_keys(table, where, ("kind", "column", "bounds", "q", "candidates", "alias"), ("kind",))
     kind = _string(table, "kind", where)
-    if kind not in _AGGREGATES:
-        raise SpecError(f"{where}.kind must be one of {', '.join(_AGGREGATES)}, got {kind!r}")
-    build, allowed = _AGGREGATES[kind]
+    if kind not in AGGREGATE_KINDS:
+        raise SpecError(f"{where}.kind must be one of {', '.join(AGGREGATE_KINDS)}, got {kind!r}")
+    build, allowed = AGGREGATE_KINDS[kind]
     where = f"{where} (kind = {kind!r})"
     _check_keys(table, where, allowed, [k for k in ("column", "q") if k in allowed])
     args: list[Any] = []

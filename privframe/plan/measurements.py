@@ -17,8 +17,10 @@ questions.
 
 Example:
     >>> from fractions import Fraction
-    >>> from privframe.plan.measurements import integer_measurement
-    >>> m = integer_measurement("count", "count", 9, "S", Fraction(1, 2))
+    >>> import privframe as pf
+    >>> from privframe.plan.limits import Limits
+    >>> (need,) = pf.count().needs()
+    >>> m = need.measure(Limits(1, 3, None, 9), Fraction(1, 2))
     >>> m.l2_sensitivity, m.sigma
     (3.0, 3.0)
 """
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Z95",
+    "GaussianNeed",
     "GridRange",
     "Measurement",
     "Need",
@@ -90,9 +93,28 @@ class Need(abc.ABC):
     def error_coefficient(self, limits: Limits) -> float:
         """C with a squared 95% error of c/ρ (value units; ranks for quantiles)."""
 
+
+class GaussianNeed(Need):
+    """A need measured by discrete Gaussian noise on an exact integer vector from the engine.
+
+    Besides its sensitivity, it says what the engine computes for it: a
+    column the engine always returns (``COUNT``, ``DISTINCT``) or per-row
+    values it sums (a :class:`~privframe.engines.spec.ValueSpec`). Both are
+    abstract, so a need that forgets one cannot be made, and nothing is
+    charged for it.
+    """
+
+    @abc.abstractmethod
+    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
+        """The measurement at its exact share ``rho``, with its derived sensitivity and σ."""
+
+    @abc.abstractmethod
     def value_spec(self, measurement: Measurement, name: str) -> ValueSpec | None:
-        """The per-row values the engine sums for this measurement (None: it counts rows)."""
-        return None
+        """The per-row values the engine sums into column ``name`` (None: it counts rows)."""
+
+    @abc.abstractmethod
+    def exact_column(self, name: str) -> str:
+        """The engine column holding this measurement's exact vector (``name`` if summed)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +135,7 @@ class Measurement:
     exact_rho: Fraction  # its exact share of the release's ρ; σ is calibrated to it
     sigma_units: float
     derivation: str
-    need: Need | None = field(default=None, compare=False, repr=False)
+    need: GaussianNeed = field(compare=False, repr=False)
 
     @property
     def rho(self) -> float:
@@ -169,7 +191,7 @@ def integer_measurement(
     squares: int,
     symbol: str,
     rho: Fraction,
-    need: Need | None = None,
+    need: GaussianNeed,
 ) -> Measurement:
     """A per-group integer count whose L2 sensitivity is sqrt(squares)."""
     l2 = sqrt_up(Fraction(squares))
@@ -228,7 +250,7 @@ def grid_measurement(
     values: GridRange,
     squares: int,
     rho: Fraction,
-    need: Need | None = None,
+    need: GaussianNeed,
 ) -> Measurement:
     """A sum of per-row values in [low, high], snapped to a grid chosen from public numbers.
 

@@ -179,9 +179,10 @@ def _measure(
         measured = needs[key].measure(limits, rho * share / total)
         if isinstance(measured, QuantileMeasurement):
             chosen_quantiles.append(measured)
-        else:
-            assert isinstance(measured, Measurement)
+        elif isinstance(measured, Measurement):
             measurements.append(measured)
+        else:  # a need's measure returns one of the two mechanisms the pipeline runs
+            raise TypeError(f"{key}: a need measured {type(measured).__name__}")
     for m in measurements:
         # Post-processing squares σ (mean and variance errors): refuse, before anything
         # is charged, a scale whose square would overflow.

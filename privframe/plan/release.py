@@ -41,7 +41,7 @@ from privframe.accounting.budgets import zCDP
 from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
 from privframe.accounting.ledger import LedgerEntry
 from privframe.engines.inputs import PanicException
-from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, Engine, RowStep
+from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, RowStep
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.draws import discrete_gaussian_vectors
 from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
@@ -52,9 +52,6 @@ from privframe.plan.planner import ReleasePlan, Selection, plan_release
 from privframe.plan.split import Balance
 
 __all__ = ["Batch", "Computed", "Pipeline", "describe"]
-
-# The engine column each count kind noises; value measurements get their own columns.
-_EXACT_COLUMN = {"count": COUNT, "distinct": DISTINCT}
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,7 +156,7 @@ class Pipeline:
                 keys, steps = _with_other(keys, steps, plan.other)
         values = []
         for i, m in enumerate(release.measurements):
-            spec = m.need.value_spec(m, value_column(i)) if m.need is not None else None
+            spec = m.need.value_spec(m, value_column(i))
             if spec is not None:
                 values.append(spec)
         limits, n_groups = release.limits, plan.n_groups
@@ -202,8 +199,7 @@ class Pipeline:
         sigmas = [m.sigma_units for m in release.measurements]
         draws = discrete_gaussian_vectors(sigmas, exact.height, self.rng)
         noisy = {
-            m.key: exact[_EXACT_COLUMN.get(m.kind) or value_column(i)].to_numpy().astype(np.int64)
-            + draw
+            m.key: exact[m.need.exact_column(value_column(i))].to_numpy().astype(np.int64) + draw
             for i, (m, draw) in enumerate(zip(release.measurements, draws, strict=True))
         }
         noisy.update(choose_quantiles(release.quantiles, exact, self.rng))

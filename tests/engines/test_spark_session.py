@@ -112,6 +112,7 @@ N_SPARK_SEEDS = 6  # Spark jobs are slow; 6 engine seeds per dataset suffice (se
 
 
 # The audit draws its noise from a seeded stream on purpose (a reproducible test).
+@pytest.mark.statistical
 @pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 def test_the_privacy_audit_passes_on_spark(spark) -> None:
     """The engine-level audit of test_privacy_audit.py, with Spark's exact aggregates.

@@ -22,14 +22,15 @@ from fractions import Fraction
 import numpy as np
 
 from privframe._arguments import hinted
+from privframe.engines.spec import COUNT
 from privframe.plan.aggregates.base import CI95_SUFFIX, STD_SUFFIX, Aggregate, Measured
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, Measurement, Need, integer_measurement
+from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, integer_measurement
 
 __all__ = ["Count", "CountNeed", "count", "gaussian_columns"]
 
 
-class CountNeed(Need):
+class CountNeed(GaussianNeed):
     """The noisy row count per group; every count, mean and variance shares it."""
 
     @property
@@ -44,6 +45,14 @@ class CountNeed(Need):
     def error_coefficient(self, limits: Limits) -> float:
         """Squared 95% error (1.96σ)² = 1.96²·S/(2ρ)."""
         return Z95 * Z95 * (limits.squares / 2.0)
+
+    def value_spec(self, measurement: Measurement, name: str) -> None:
+        """None: the engine counts bounded rows."""
+        return None
+
+    def exact_column(self, name: str) -> str:
+        """The engine's row count."""
+        return COUNT
 
 
 def gaussian_columns(

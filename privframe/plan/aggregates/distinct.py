@@ -20,10 +20,11 @@ from fractions import Fraction
 import numpy as np
 
 from privframe._arguments import hinted
+from privframe.engines.spec import DISTINCT
 from privframe.plan.aggregates.base import Aggregate, Measured
 from privframe.plan.aggregates.count import gaussian_columns
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, Measurement, Need, integer_measurement
+from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, integer_measurement
 
 __all__ = ["DISTINCT_KEY", "SELECTION_KEY", "CountDistinct", "DistinctNeed", "count_distinct"]
 
@@ -32,7 +33,7 @@ SELECTION_KEY = "distinct units (selection)"
 
 
 @dataclass(frozen=True)
-class DistinctNeed(Need):
+class DistinctNeed(GaussianNeed):
     """Noisy distinct-unit counts per group (released, or thresholded to choose groups)."""
 
     name: str = DISTINCT_KEY
@@ -49,6 +50,14 @@ class DistinctNeed(Need):
     def error_coefficient(self, limits: Limits) -> float:
         """Squared 95% error 1.96²·k/(2ρ)."""
         return Z95 * Z95 * (limits.max_groups / 2)
+
+    def value_spec(self, measurement: Measurement, name: str) -> None:
+        """None: the engine counts distinct units."""
+        return None
+
+    def exact_column(self, name: str) -> str:
+        """The engine's distinct-unit count."""
+        return DISTINCT
 
 
 @dataclass(frozen=True)

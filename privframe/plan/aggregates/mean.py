@@ -29,13 +29,20 @@ from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bound
 from privframe.plan.aggregates.count import CountNeed
 from privframe.plan.aggregates.sum import value_spec
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, GridRange, Measurement, Need, grid_measurement
+from privframe.plan.measurements import (
+    Z95,
+    GaussianNeed,
+    GridRange,
+    Measurement,
+    Need,
+    grid_measurement,
+)
 
 __all__ = ["CentredSumNeed", "Mean", "mean"]
 
 
 @dataclass(frozen=True)
-class CentredSumNeed(Need):
+class CentredSumNeed(GaussianNeed):
     """The noisy sum of clipped values about their grid centre, per group."""
 
     aggregate: Bounded
@@ -63,6 +70,10 @@ class CentredSumNeed(Need):
     def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
         """Clipped values; a missing value counts as the midpoint."""
         return value_spec(measurement, name, fill=measurement.midpoint)
+
+    def exact_column(self, name: str) -> str:
+        """The column the engine sums the values into."""
+        return name
 
 
 @dataclass(frozen=True, kw_only=True)

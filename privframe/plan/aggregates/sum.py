@@ -26,7 +26,14 @@ from privframe.engines.spec import ValueSpec
 from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bounded, value_key
 from privframe.plan.aggregates.count import gaussian_columns
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, GridRange, Measurement, Need, grid_measurement
+from privframe.plan.measurements import (
+    Z95,
+    GaussianNeed,
+    GridRange,
+    Measurement,
+    Need,
+    grid_measurement,
+)
 
 __all__ = ["Sum", "SumNeed", "sum", "value_spec"]
 
@@ -53,7 +60,7 @@ def value_spec(
 
 
 @dataclass(frozen=True)
-class SumNeed(Need):
+class SumNeed(GaussianNeed):
     """The noisy sum of clipped values per group."""
 
     aggregate: Bounded
@@ -81,6 +88,10 @@ class SumNeed(Need):
     def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
         """Clipped values; a missing value counts as 0."""
         return value_spec(measurement, name, fill=0.0)
+
+    def exact_column(self, name: str) -> str:
+        """The column the engine sums the values into."""
+        return name
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,13 +31,20 @@ from privframe.plan.aggregates.count import CountNeed
 from privframe.plan.aggregates.mean import CentredSumNeed
 from privframe.plan.aggregates.sum import value_spec
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, GridRange, Measurement, Need, grid_measurement
+from privframe.plan.measurements import (
+    Z95,
+    GaussianNeed,
+    GridRange,
+    Measurement,
+    Need,
+    grid_measurement,
+)
 
 __all__ = ["SquaresNeed", "Std", "Var", "std", "var"]
 
 
 @dataclass(frozen=True)
-class SquaresNeed(Need):
+class SquaresNeed(GaussianNeed):
     """The noisy sum of squared deviations from the midpoint, per group."""
 
     aggregate: Bounded
@@ -68,6 +75,10 @@ class SquaresNeed(Need):
         """(x − midpoint)² per row; a missing value counts as the midpoint (adds 0)."""
         midpoint = measurement.midpoint
         return value_spec(measurement, name, fill=midpoint, square_around=midpoint)
+
+    def exact_column(self, name: str) -> str:
+        """The column the engine sums the values into."""
+        return name
 
 
 def _variance(
