@@ -40,7 +40,7 @@ from privframe.api._chart import bar_chart
 from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
 from privframe.plan.aggregates import Aggregate, Bounded
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
-from privframe.plan.explanation_view import explanation_html
+from privframe.plan.explanation import explanation_html
 
 if TYPE_CHECKING:
     # Types only: session and query call these views from their _repr_html_.

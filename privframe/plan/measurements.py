@@ -31,16 +31,14 @@ import abc
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from privframe.accounting._numbers import round_down, sqrt_up
 from privframe.accounting.calibration import gaussian_sigma
 from privframe.engines.spec import ValueSpec
 from privframe.errors import PrivframeError
 from privframe.mechanisms.noise import discrete_gaussian_halfwidth
-
-if TYPE_CHECKING:
-    from privframe.plan.limits import Limits
+from privframe.plan.limits import Limits
 
 __all__ = [
     "Z95",

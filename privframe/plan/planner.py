@@ -38,11 +38,11 @@ from privframe.plan.aggregates import Aggregate
 from privframe.plan.aggregates.distinct import SELECTION_KEY, DistinctNeed
 from privframe.plan.aggregates.quantile import QuantileMeasurement
 from privframe.plan.ir import Plan
-from privframe.plan.limits import Limits, resolve_limits, selects
+from privframe.plan.limits import Limits
 from privframe.plan.measurements import Measurement, Need, NoiseRangeError
 from privframe.plan.split import Balance, balanced_fractions
 
-__all__ = ["Output", "ReleasePlan", "Selection", "plan_release"]
+__all__ = ["Output", "ReleasePlan", "Selection", "plan_release", "resolve_limits", "selects"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,51 @@ class ReleasePlan:
     def quantile(self, key: str) -> QuantileMeasurement:
         """The quantile measurement with this key."""
         return next(m for m in self.quantiles if m.key == key)
+
+
+def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
+    """Contribution limits from the plan (each row is its own unit without a unit column)."""
+    n_groups = plan.n_groups or 1
+    if not has_unit:
+        return Limits(1, 1, None, 1)
+    bound = plan.bound
+    if selects(plan) and (bound is None or bound.max_groups is None):
+        raise InvalidValueError(
+            "choosing groups privately (group_by without keys) needs .bound(max_groups=...): "
+            "with no public key list there is no other bound on a unit's groups"
+        )
+    if selects(plan):
+        assert bound is not None  # refused just above otherwise
+        assert bound.max_groups is not None
+        n_groups = bound.max_groups
+    if bound is None:
+        raise InvalidValueError(
+            "a query over a privacy unit needs contribution limits: call "
+            ".bound(max_groups=..., max_rows_per_group=...) (and optionally max_rows=...)"
+        )
+    if bound.max_rows_per_group is None and bound.max_rows is None:
+        raise InvalidValueError(
+            "the contribution limits have no row limit: max_rows_per_group is missing (the most "
+            "rows one privacy unit adds to one group, e.g. .bound(max_groups=3, "
+            "max_rows_per_group=5), or pf.Bound(...) the same way); or give max_rows (the most "
+            "rows one unit adds in all)"
+        )
+    m = bound.max_rows_per_group or bound.max_rows
+    assert m is not None
+    big_m = bound.max_rows
+    if big_m is not None:
+        m = min(m, big_m)
+    k = min(bound.max_groups or n_groups, n_groups)
+    if big_m is None or big_m >= k * m:
+        return Limits(k, m, big_m, k * m * m)
+    q = min(k, big_m // m)
+    r = big_m - q * m if q < k else 0
+    return Limits(k, m, big_m, q * m * m + r * r)
+
+
+def selects(plan: Plan) -> bool:
+    """Whether the plan chooses its groups privately (group_by without public keys)."""
+    return bool(plan.group_by) and plan.keys is None
 
 
 def _weights(outputs: Sequence[Output], weights: Mapping[str, float] | None) -> dict[str, Fraction]:

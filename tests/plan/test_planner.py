@@ -13,8 +13,7 @@ import pytest
 
 import privframe as pf
 from privframe.api.query import Bound, Plan
-from privframe.plan.limits import resolve_limits
-from privframe.plan.planner import plan_release
+from privframe.plan.planner import plan_release, resolve_limits
 
 
 def plan(

@@ -22,16 +22,13 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import numpy as np
 
 from privframe.accounting._numbers import check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
 from privframe.plan.measurements import Measurement, Need, exact_text
-
-if TYPE_CHECKING:
-    from privframe.plan.aggregates.quantile import QuantileMeasurement
 
 __all__ = [
     "BOUNDS_HINT",
@@ -64,6 +61,14 @@ FAMILIES: list[type[Aggregate]] = []
 _REQUIRED = ("needs", "estimate", "explain_row", "balance_terms", "_default_name")
 
 
+class RankMeasured(Protocol):
+    """A measurement chosen by the exponential mechanism: its error is in ranks."""
+
+    def rank_error(self, probability: float = 0.95) -> float:
+        """Rows of rank error beyond the best candidate's, at ``probability`` (public)."""
+        ...
+
+
 class Measured(Protocol):
     """A release's measurements by key: what an aggregate's estimate and explain row read."""
 
@@ -71,7 +76,7 @@ class Measured(Protocol):
         """The Gaussian measurement with this key."""
         ...
 
-    def quantile(self, key: str) -> QuantileMeasurement:
+    def quantile(self, key: str) -> RankMeasured:
         """The quantile measurement with this key."""
         ...
 
