@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from privframe._html import (
     BAR_COLOUR,
@@ -34,24 +34,44 @@ from privframe._html import (
     table,
     text,
 )
+from privframe.accounting.accountant import BudgetReport
 from privframe.accounting.budgets import zCDP
+from privframe.accounting.ledger import LedgerEntries, LedgerEntry
 from privframe.accounting.replay import guarantee
 from privframe.api._chart import bar_chart
 from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
 from privframe.plan.aggregates import Aggregate, Bounded
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
-from privframe.plan.explanation import explanation_html
+from privframe.plan.explanation import Explanation, explanation_html
+from privframe.plan.ir import Plan
 
-if TYPE_CHECKING:
-    # Types only: session and query call these views from their _repr_html_.
-    from privframe.accounting.accountant import BudgetReport
-    from privframe.accounting.ledger import LedgerEntry
-    from privframe.api.query import Query
-    from privframe.api.session import Session
-    from privframe.plan.explanation import Explanation
+
+class SessionView(Protocol):
+    """What the session's view reads: its ledger and its budget report (no data)."""
+
+    @property
+    def ledger(self) -> LedgerEntries:
+        """The ledger's entries."""
+        ...
+
+    def report(self) -> BudgetReport:
+        """The budget report."""
+        ...
+
+
+class QueryView(Protocol):
+    """What a query's view reads: its plan (no data, no budget)."""
+
+    @property
+    def plan(self) -> Plan:
+        """The query's plan."""
+        ...
+
 
 __all__ = [
+    "QueryView",
     "ReportSection",
+    "SessionView",
     "Shown",
     "explanation_html",
     "query_html",
@@ -156,7 +176,7 @@ _LEDGER_ROWS = 50
 """A notebook shows the ledger's newest entries only: a long-lived ledger holds many."""
 
 
-def session_html(sess: Session) -> str:
+def session_html(sess: SessionView) -> str:
     """A session's budget for a notebook: a gauge, the guarantee so far, and the ledger.
 
     Only budget facts appear (the ledger's labels, costs and times): nothing
@@ -196,7 +216,7 @@ def _aggregate_row(agg: Aggregate) -> tuple[str, str, str, str]:
     return (agg.output_name, agg.describe(), agg.column, bounds)
 
 
-def query_html(query: Query) -> str:
+def query_html(query: QueryView) -> str:
     """A query's plan: its row steps, contribution bound, grouping, keys and aggregates.
 
     Nothing here needs ρ; :func:`explanation_html` shows what a release at
@@ -337,7 +357,7 @@ class ReportSection:
 
     name: str
     label: str
-    query: Query
+    query: QueryView
     explanation: Explanation
     result: Frame
     sql: str | None = None
