@@ -1,5 +1,6 @@
 """The architecture's promises, and the recipes of docs/architecture.md followed once each.
 
+* No import cycle anywhere in privframe/, not even through type-only imports.
 * Every aggregate family owns every piece (measurements with sensitivity,
   estimate, error columns, explain row, balance terms, names); a family that
   leaves one out is refused when its class is created.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+import grimp
 import numpy as np
 import polars as pl
 import pytest
@@ -75,6 +77,18 @@ def families() -> Iterator[list[type[Aggregate]]]:
     before = list(FAMILIES)
     yield FAMILIES
     FAMILIES[:] = before
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    # Type-only imports count too: a cycle closed by "if TYPE_CHECKING:" is still a cycle.
+    graph = grimp.build_graph("privframe", cache_dir=None)
+    cycles = sorted(
+        (module, imported)
+        for module in graph.modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported != module and graph.chain_exists(importer=imported, imported=module)
+    )
+    assert cycles == []
 
 
 def test_every_family_is_exercised_here() -> None:

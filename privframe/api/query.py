@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import polars as pl
 
@@ -32,17 +32,47 @@ from privframe.engines.expressions import Bin, check_expression, check_filter
 from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.plan.aggregates import Aggregate
+from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import KeySet, as_keyset
+from privframe.plan.split import Balance
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from privframe.api.session import Session
-    from privframe.plan.explanation import Explanation
-    from privframe.plan.split import Balance
+__all__ = ["Door", "Query", "Request"]
 
-__all__ = ["Query", "Request"]
+
+class Door(Protocol):
+    """What a front end asks of the session it queries; :class:`~privframe.Session` is one.
+
+    The builder, SQL and reports build plans and hand them through this door:
+    checked against the data's public schema, explained, and released (the
+    release pipeline runs behind ``release_all``).
+    """
+
+    @property
+    def columns(self) -> list[str]:
+        """The data's column names (public schema)."""
+        ...
+
+    def check(self, plan: Plan, with_error: bool = False) -> pl.Schema:
+        """Refuse a plan that does not fit the data's public schema; return the schema."""
+        ...
+
+    def explain(
+        self,
+        plan: Plan,
+        rho: Number,
+        weights: Mapping[str, float] | Balance | None = None,
+        delta: Number | None = None,
+    ) -> Explanation:
+        """What releasing ``plan`` at ``rho`` would do, from public parameters only."""
+        ...
+
+    def release_all(self, requests: Sequence[Request]) -> list[Any]:
+        """Release the requests all or nothing."""
+        ...
 
 
 def _as_expr(value: pl.Expr | Bin) -> pl.Expr:
@@ -83,7 +113,7 @@ class Query:
     released several times (charged each time) or extended.
     """
 
-    session: Session
+    session: Door
     plan: Plan = dataclasses.field(default_factory=Plan)
 
     def _with(self, **changes: Any) -> Query:
