@@ -9,3 +9,7 @@ translates the allowed polars expressions (with :mod:`~privframe.engines.spark.t
 :mod:`~privframe.engines.spark.bounding` the shared bounding algorithm, and
 :mod:`~privframe.engines.spark.engine` runs the aggregation.
 """
+
+from privframe.engines.spark.engine import SparkEngine
+
+__all__ = ["SparkEngine"]
