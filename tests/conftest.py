@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from spark_setup import java_problem, unavailable
 
+import privframe as pf
+from privframe.accounting.accountant import Accountant
+
 _ROOT = Path(__file__).resolve().parent.parent
 # The shared copy beside the checkout is authoritative; the vendored copy keeps
 # the suite runnable from a bare clone.
@@ -57,3 +60,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(params=["memory", "file"])
+def make(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """Build an accountant on an in-memory or a file ledger (the accounting tests' fixture)."""
+
+    def build(budget: pf.Budget, **kw: object) -> Accountant:
+        ledger = None if request.param == "memory" else tmp_path / "spend.ledger"
+        return Accountant(budget, ledger, **kw)  # type: ignore[arg-type]
+
+    return build
