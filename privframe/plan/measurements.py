@@ -44,6 +44,7 @@ __all__ = [
     "Z95",
     "GaussianNeed",
     "GridRange",
+    "Kind",
     "Measurement",
     "Need",
     "NoiseRangeError",

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,8 +28,19 @@ from typing import Any, ClassVar, Protocol, Self, TypeVar
 import numpy as np
 
 from privframe.accounting._numbers import check_real
+from privframe.engines.spec import ValueSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
-from privframe.plan.measurements import Measurement, Need, exact_text
+from privframe.plan.limits import Limits
+from privframe.plan.measurements import (
+    Z95,
+    GaussianNeed,
+    GridRange,
+    Kind,
+    Measurement,
+    Need,
+    exact_text,
+    grid_measurement,
+)
 
 __all__ = [
     "BOUNDS_HINT",
@@ -39,6 +51,7 @@ __all__ = [
     "STD_SUFFIX",
     "Aggregate",
     "Bounded",
+    "GridNeed",
     "Measured",
     "bounded",
 ]
@@ -289,3 +302,67 @@ def value_key(kind: str, agg: Bounded) -> str:
         'sum(x, [0, 1000])'
     """
     return f"{kind}({agg.column}, [{exact_text(agg.lower)}, {exact_text(agg.upper)}])"
+
+
+@dataclass(frozen=True)
+class GridNeed(GaussianNeed):
+    """A noisy sum of per-row values of one bounded column, snapped to a public grid.
+
+    A subclass says what one row adds (:meth:`values`: its range, how far
+    one row moves the sum, and the derivation ``explain`` prints); the grid,
+    the sensitivity ``sqrt(S)·spread`` and σ follow from it
+    (:func:`~privframe.plan.measurements.grid_measurement`), and the engine
+    sums the values into a working column of its own. A missing value counts
+    as the bounds' midpoint unless ``fill_zero``; with ``squared`` each row
+    adds its squared distance from the midpoint.
+    """
+
+    aggregate: Bounded
+    kind: ClassVar[Kind]
+    fill_zero: ClassVar[bool] = False
+    squared: ClassVar[bool] = False
+
+    @property
+    def key(self) -> str:
+        """``<kind>(<column>, [L, U])``: aggregates of one column and bounds share it."""
+        return value_key(self.kind, self.aggregate)
+
+    @abc.abstractmethod
+    def values(self, limits: Limits) -> GridRange:
+        """What one row adds to the sum, and how far it moves it."""
+
+    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
+        """The sum on its grid: Δ = sqrt(S)·spread."""
+        a = self.aggregate
+        values = self.values(limits)
+        return grid_measurement(
+            self.key, self.kind, a.column, (a.lower, a.upper), values, limits.squares, rho, self
+        )
+
+    def error_coefficient(self, limits: Limits) -> float:
+        """Squared 95% error 1.96²·S·spread²/(2ρ)."""
+        row = self.values(limits).spread
+        return Z95 * Z95 * (limits.squares * row * row / 2)
+
+    def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
+        """Each row's clipped value (or squared distance from the midpoint), on the grid."""
+        m = measurement
+        assert m.column is not None
+        assert m.lower is not None
+        assert m.upper is not None
+        return ValueSpec(
+            name=name,
+            column=m.column,
+            lower=m.lower,
+            upper=m.upper,
+            grid_exponent=m.grid_exponent,
+            lower_units=m.lower_units,
+            upper_units=m.upper_units,
+            centre_units=m.centre_units,
+            fill=0.0 if self.fill_zero else m.midpoint,
+            square_around=m.midpoint if self.squared else None,
+        )
+
+    def exact_column(self, name: str) -> str:
+        """The column the engine sums the values into."""
+        return name

@@ -19,61 +19,43 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.engines.spec import ValueSpec
-from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bounded, value_key
+from privframe.plan.aggregates.base import (
+    BOUNDS_HINT,
+    Bounded,
+    GridNeed,
+    Measured,
+    bounded,
+)
 from privframe.plan.aggregates.count import CountNeed
-from privframe.plan.aggregates.sum import value_spec
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import (
     Z95,
-    GaussianNeed,
     GridRange,
-    Measurement,
     Need,
-    grid_measurement,
 )
 
 __all__ = ["CentredSumNeed", "Mean", "mean"]
 
 
 @dataclass(frozen=True)
-class CentredSumNeed(GaussianNeed):
-    """The noisy sum of clipped values about their grid centre, per group."""
+class CentredSumNeed(GridNeed):
+    """The noisy sum of clipped values about their grid centre, per group.
 
-    aggregate: Bounded
+    Shared by means and variances alike; a missing value counts as the midpoint.
+    """
 
-    @property
-    def key(self) -> str:
-        """``centred_sum(<column>, [L, U])``: shared by means and variances alike."""
-        return value_key("centred_sum", self.aggregate)
+    kind = "centred_sum"
 
-    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
-        """Δ = sqrt(S)·(U − L)/2, on the grid."""
+    def values(self, limits: Limits) -> GridRange:
+        """Each row adds its value about the centre: Δ = sqrt(S)·(U − L)/2."""
         a = self.aggregate
         half = a.half_width
         formula = f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half:g}"
-        values = GridRange(a.lower, a.upper, half, centred=True, formula=formula)
-        return grid_measurement(
-            self.key, "centred_sum", a.column, (a.lower, a.upper), values, limits.squares, rho, self
-        )
-
-    def error_coefficient(self, limits: Limits) -> float:
-        """Squared 95% error 1.96²·S·((U − L)/2)²/(2ρ)."""
-        row = self.aggregate.half_width
-        return Z95 * Z95 * (limits.squares * row * row / 2)
-
-    def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
-        """Clipped values; a missing value counts as the midpoint."""
-        return value_spec(measurement, name, fill=measurement.midpoint)
-
-    def exact_column(self, name: str) -> str:
-        """The column the engine sums the values into."""
-        return name
+        return GridRange(a.lower, a.upper, half, centred=True, formula=formula)
 
 
 @dataclass(frozen=True, kw_only=True)

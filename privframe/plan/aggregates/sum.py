@@ -17,81 +17,39 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.engines.spec import ValueSpec
-from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bounded, value_key
+from privframe.plan.aggregates.base import (
+    BOUNDS_HINT,
+    Bounded,
+    GridNeed,
+    Measured,
+    bounded,
+)
 from privframe.plan.aggregates.count import gaussian_columns
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import (
-    Z95,
-    GaussianNeed,
     GridRange,
-    Measurement,
     Need,
-    grid_measurement,
 )
 
-__all__ = ["Sum", "SumNeed", "sum", "value_spec"]
-
-
-def value_spec(
-    m: Measurement, name: str, fill: float, square_around: float | None = None
-) -> ValueSpec:
-    """What the engine sums per row for a grid measurement ``m``, in its column ``name``."""
-    assert m.column is not None
-    assert m.lower is not None
-    assert m.upper is not None
-    return ValueSpec(
-        name=name,
-        column=m.column,
-        lower=m.lower,
-        upper=m.upper,
-        grid_exponent=m.grid_exponent,
-        lower_units=m.lower_units,
-        upper_units=m.upper_units,
-        centre_units=m.centre_units,
-        fill=fill,
-        square_around=square_around,
-    )
+__all__ = ["Sum", "SumNeed", "sum"]
 
 
 @dataclass(frozen=True)
-class SumNeed(GaussianNeed):
-    """The noisy sum of clipped values per group."""
+class SumNeed(GridNeed):
+    """The noisy sum of clipped values per group; a missing value counts as 0."""
 
-    aggregate: Bounded
+    kind = "sum"
+    fill_zero = True
 
-    @property
-    def key(self) -> str:
-        """``sum(<column>, [L, U])``."""
-        return value_key("sum", self.aggregate)
-
-    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
-        """Δ = sqrt(S)·max(|L|, |U|), on the grid."""
+    def values(self, limits: Limits) -> GridRange:
+        """Each row adds its value in [L, U]: Δ = sqrt(S)·max(|L|, |U|)."""
         a = self.aggregate
         formula = f"sqrt(S)·max(|L|,|U|) = sqrt({limits.squares})·{a.magnitude:g}"
-        values = GridRange(a.lower, a.upper, a.magnitude, centred=False, formula=formula)
-        bounds = (a.lower, a.upper)
-        return grid_measurement(
-            self.key, "sum", a.column, bounds, values, limits.squares, rho, self
-        )
-
-    def error_coefficient(self, limits: Limits) -> float:
-        """Squared 95% error 1.96²·S·max(|L|, |U|)²/(2ρ)."""
-        row = self.aggregate.magnitude
-        return Z95 * Z95 * (limits.squares * row * row / 2)
-
-    def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
-        """Clipped values; a missing value counts as 0."""
-        return value_spec(measurement, name, fill=0.0)
-
-    def exact_column(self, name: str) -> str:
-        """The column the engine sums the values into."""
-        return name
+        return GridRange(a.lower, a.upper, a.magnitude, centred=False, formula=formula)
 
 
 @dataclass(frozen=True, kw_only=True)

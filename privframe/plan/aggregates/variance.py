@@ -19,66 +19,50 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.engines.spec import ValueSpec
-from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bounded, value_key
+from privframe.plan.aggregates.base import (
+    BOUNDS_HINT,
+    Bounded,
+    GridNeed,
+    Measured,
+    bounded,
+)
 from privframe.plan.aggregates.count import CountNeed
 from privframe.plan.aggregates.mean import CentredSumNeed
-from privframe.plan.aggregates.sum import value_spec
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import (
     Z95,
-    GaussianNeed,
     GridRange,
     Measurement,
     Need,
-    grid_measurement,
 )
 
 __all__ = ["SquaresNeed", "Std", "Var", "std", "var"]
 
 
 @dataclass(frozen=True)
-class SquaresNeed(GaussianNeed):
-    """The noisy sum of squared deviations from the midpoint, per group."""
+class SquaresNeed(GridNeed):
+    """The noisy sum of squared deviations from the midpoint, per group.
 
-    aggregate: Bounded
+    A missing value counts as the midpoint, so it adds 0.
+    """
 
-    @property
-    def key(self) -> str:
-        """``centred_sum_sq(<column>, [L, U])``."""
-        return value_key("centred_sum_sq", self.aggregate)
+    kind = "centred_sum_sq"
+    squared = True
 
-    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
-        """Δ = sqrt(S)·((U − L)/2)²/2, on the grid (the range's top rounded up)."""
+    def values(self, limits: Limits) -> GridRange:
+        """Each row adds (x − midpoint)² in [0, ((U − L)/2)²]: Δ = sqrt(S)·((U − L)/2)²/2.
+
+        The range's top is rounded up on the grid, so no square is cut.
+        """
         a = self.aggregate
         high = a.half_width * a.half_width
         formula = f"sqrt(S)·((U−L)/2)²/2 = sqrt({limits.squares})·{high / 2:g}"
-        values = GridRange(0.0, high, high / 2, centred=True, formula=formula, round_top_up=True)
-        bounds = (a.lower, a.upper)
-        return grid_measurement(
-            self.key, "centred_sum_sq", a.column, bounds, values, limits.squares, rho, self
-        )
-
-    def error_coefficient(self, limits: Limits) -> float:
-        """Squared 95% error 1.96²·S·(((U − L)/2)²/2)²/(2ρ)."""
-        half = self.aggregate.half_width
-        row = half * half / 2
-        return Z95 * Z95 * (limits.squares * row * row / 2)
-
-    def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
-        """(x − midpoint)² per row; a missing value counts as the midpoint (adds 0)."""
-        midpoint = measurement.midpoint
-        return value_spec(measurement, name, fill=midpoint, square_around=midpoint)
-
-    def exact_column(self, name: str) -> str:
-        """The column the engine sums the values into."""
-        return name
+        return GridRange(0.0, high, high / 2, centred=True, formula=formula, round_top_up=True)
 
 
 def _variance(
