@@ -34,7 +34,7 @@ from privframe.engines.registry import EngineEntry, engine_for, register, unregi
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
 from privframe.plan.aggregates.base import Measured, bounded
 from privframe.plan.aggregates.count import CountNeed
-from privframe.plan.aggregates.sum import SumNeed
+from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import from_list
 from privframe.plan.limits import Limits
@@ -181,7 +181,7 @@ def test_a_family_missing_a_piece_is_refused_when_its_class_is_made(
                 return "incomplete"
 
             def needs(self) -> tuple[Need, ...]:
-                return (SumNeed(self),)
+                return (CentredSumNeed(self),)
 
             def explain_row(self, measured: Measured) -> tuple[str, str]:
                 return "", ""
@@ -202,7 +202,7 @@ def _rate_family() -> type[Bounded]:
 
     @dataclass(frozen=True, kw_only=True)
     class _Rate(Bounded):
-        """Recipe: rows' clipped values per 1,000 rows, from the sum and the count it shares."""
+        """Recipe: rows' clipped values per 1,000 rows, from the centred sum and count it shares."""
 
         spec_name: ClassVar[str] = "rate"
         per: ClassVar[float] = 1000.0
@@ -211,22 +211,25 @@ def _rate_family() -> type[Bounded]:
             return f"{self.column}_rate"
 
         def needs(self) -> tuple[Need, ...]:
-            return (SumNeed(self), CountNeed())
+            return (CentredSumNeed(self), CountNeed())
 
         def estimate(
             self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
         ) -> dict[str, np.ndarray]:
             total, count = (measured.measurement(key) for key in self.keys())
             n = np.maximum(noisy[count.key], 1).astype(np.float64)
-            values = (
-                self.per * np.ldexp(noisy[total.key].astype(np.float64), -total.grid_exponent) / n
-            )
+            centred = np.ldexp(noisy[total.key].astype(np.float64), -total.grid_exponent)
+            values = self.per * (centre_of(total) + centred / n)
             columns = {self.output_name: values}
             if with_error:
-                std = self.per * np.hypot(total.sigma, values / self.per * count.sigma) / n
+                offset = values / self.per - centre_of(total)
+                std = self.per * np.hypot(total.sigma, offset * count.sigma) / n
                 columns[f"{self.output_name}_std"] = std
                 columns[f"{self.output_name}_ci95"] = Z95 * std
             return columns
+
+        def formula(self, measured: Measured) -> str:
+            return f"{self.per:g}·(midpoint + centred sum / count)"
 
         def explain_row(self, measured: Measured) -> tuple[str, str]:
             total = measured.measurement(self.keys()[0])
@@ -256,16 +259,16 @@ def test_recipe_add_an_aggregate(families: list[type[Aggregate]]) -> None:
     query = _query(sess, rate, pf.count())
     explanation = query.explain(1.0)
     keys = [m.key for m in explanation.measurements]
-    assert keys == ["sum(x, [0, 10])", "count"]  # the count is measured once, shared
+    assert keys == ["centred_sum(x, [0, 10])", "count"]  # the count is measured once, shared
     released = query.release(1.0, with_error=True)
     rate_columns = {"x_rate", "x_rate_std", "x_rate_ci95"}
     assert set(released.columns) == {"region", "count", "count_std", "count_ci95"} | rate_columns
     assert (released["x_rate_std"] > 0).all()
     balanced = query.explain(1.0, weights=pf.balance(rows=3, x_rate=4000))
     assert {name for name, _ in balanced.plan.relative_errors} == {"x_rate", "count"}
-    # Its sum's sensitivity is the sum's: sqrt(S)·max(|L|, |U|) with S = k·m² = 8.
-    total = explanation.plan.measurement("sum(x, [0, 10])")
-    assert total.l2_sensitivity == pytest.approx(math.sqrt(8) * 10, rel=1e-9)
+    # Its centred sum's sensitivity is the mean's: sqrt(S)·(U − L)/2 with S = k·m² = 8.
+    total = explanation.plan.measurement("centred_sum(x, [0, 10])")
+    assert total.l2_sensitivity == pytest.approx(math.sqrt(8) * 5, rel=1e-9)
 
 
 # -- recipe: add an engine ------------------------------------------------------------

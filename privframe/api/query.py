@@ -35,6 +35,7 @@ from privframe.plan.aggregates import Aggregate
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import KeySet, as_keyset
+from privframe.plan.postprocess import PostProcessing, post_processing
 from privframe.plan.split import Balance
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class Request:
     label: str = ""
     delta: float | None = None
     finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None
+    post: PostProcessing = dataclasses.field(default_factory=PostProcessing)
 
 
 @dataclass(frozen=True, eq=False)
@@ -366,6 +368,9 @@ class Query:
         weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
         delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
     ) -> pl.DataFrame | pd.DataFrame:
         """Spend ``rho`` and return the noisy result, in the input's kind of DataFrame.
 
@@ -380,6 +385,15 @@ class Query:
             delta: for a query that chooses its groups privately (group_by
                 without keys), the δ spent on that choice; by default all the
                 δ the session has left. Other queries spend no δ.
+            clamp: clip each estimate into the range its true value can take
+                (counts >= 0, means and quantiles within their bounds, ...):
+                never a larger error, but biased near the range's edges; False
+                for unbiased estimates (:mod:`privframe.plan.postprocess`).
+            intervals: add ``<name>_ci95_low`` and ``<name>_ci95_high``: the
+                95% interval, clipped to the possible range when clamping.
+            total: add a row with null group keys for all groups together,
+                from the group measurements summed (no extra budget); counts
+                and sums of the groups add up to it.
 
         Raises:
             BudgetExceededError: ``rho`` does not fit in what remains; nothing
@@ -388,7 +402,14 @@ class Query:
                 the message says how to spend an (ε, δ) budget) or no ``rho``.
         """
         request = self.request(
-            rho, with_error=with_error, weights=weights, label=label, delta=delta
+            rho,
+            with_error=with_error,
+            weights=weights,
+            label=label,
+            delta=delta,
+            clamp=clamp,
+            intervals=intervals,
+            total=total,
         )
         return self.session.release_all([request])[0]
 
@@ -401,6 +422,9 @@ class Query:
         weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
         delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
     ) -> Request:
         """This query's release as a :class:`Request`, to run with others; spends nothing.
 
@@ -416,4 +440,5 @@ class Query:
             >>> [r.columns for r in sess.release_all([q.request(0.5), q.request(0.5)])]
             [['count'], ['count']]
         """
-        return Request(self, rho, with_error, weights, label, delta)
+        post = post_processing(self.plan, clamp, intervals, total)
+        return Request(self, rho, with_error, weights, label, delta, post=post)

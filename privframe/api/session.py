@@ -177,6 +177,15 @@ class Session:
         return self._accountant
 
     @property
+    def pipeline(self) -> Pipeline:
+        """The release pipeline: engine, accountant, privacy unit and noise source (for tune)."""
+        return self._pipeline
+
+    def present(self, table: pl.DataFrame) -> Any:
+        """A public (noisy or public-parameter) polars table as this session's kind of frame."""
+        return self._present(table)
+
+    @property
     def spent(self) -> zCDP:
         """The budget spent so far."""
         return self._accountant.spent
@@ -359,7 +368,11 @@ class Session:
         schema = validate(self._schema, self._unit, plan)
         if with_error:
             names = [agg.output_name for agg in plan.aggregates]
-            extra = {name for agg in plan.aggregates for name in agg.error_columns()}
+            extra = {
+                name
+                for agg in plan.aggregates
+                for name in (*agg.error_columns(), *agg.interval_columns())
+            }
             clash = sorted(extra & {*names, *plan.group_by})
             if clash:
                 raise InvalidValueError(
@@ -458,10 +471,12 @@ class Session:
     def _compute(self, request: Request, before: zCDP) -> Computed:
         """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""
         plan = request.query.plan
-        schema = self.check(plan, request.with_error)
+        schema = self.check(plan, request.with_error or request.post.intervals)
         release = self._pipeline.plan(plan, request.rho, request.weights, request.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
-        return Computed(plan, release, exact, request.label, request.with_error, request.finish)
+        return Computed(
+            plan, release, exact, request.label, request.with_error, request.finish, request.post
+        )
 
 
 def _check_privacy_unit(unit: object) -> None:

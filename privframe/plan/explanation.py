@@ -93,10 +93,10 @@ def explanation_html(explanation: Explanation) -> str:
                 "balanced split (from the public guesses of pf.balance)",
             )
         )
-    outputs = (
-        (row["output"], row["measurements"], row["std"], row["ci95"]) for row in explanation.rows
+    outputs = ((row["output"], row["formula"], row["std"], row["ci95"]) for row in explanation.rows)
+    parts.append(
+        table(["output", "derived from the measurements as", "std", "95% ±"], outputs, "outputs")
     )
-    parts.append(table(["output", "measurements", "std", "95% ±"], outputs, "outputs"))
     if explanation.notes:
         parts.append("<ul>" + "".join(f"<li>{text(n)}</li>" for n in explanation.notes) + "</ul>")
     return '<div class="privframe">' + "".join(parts) + "</div>"
@@ -108,7 +108,8 @@ class Explanation:
 
     Attributes:
         plan: the release plan (sensitivities, ρ split, σ).
-        rows: per output: name, measurements, ρ, std and 95% half-width.
+        rows: per output: name, measurements, how it is derived from them
+            (post-processing), std and 95% half-width.
     """
 
     plan: ReleasePlan
@@ -156,9 +157,11 @@ class Explanation:
                 "expected 95% relative error per output: "
                 + ", ".join(f"{name} {err:.3g}" for name, err in self.plan.relative_errors),
             ]
-        lines += ["", "outputs:"]
+        lines += ["", "outputs (post-processing of the measurements):"]
         for row in self.rows:
-            lines.append(f"  {row['output']}: std {row['std']}, 95% ± {row['ci95']}")
+            lines.append(
+                f"  {row['output']} = {row['formula']}: std {row['std']}, 95% ± {row['ci95']}"
+            )
         if self.notes:
             lines += ["", "notes:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines)
@@ -219,6 +222,7 @@ def explain(
             {
                 "output": out.name,
                 "measurements": ", ".join(out.measurements),
+                "formula": out.aggregate.formula(release),
                 "std": std,
                 "ci95": ci,
             }

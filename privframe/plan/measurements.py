@@ -61,7 +61,7 @@ _NOISE_UNITS_BITS = 39
 # Grid widths stay at least 2^-1000: normal floats, and 2^j does not overflow.
 _MAX_GRID_BITS = 1000
 
-Kind = Literal["count", "distinct", "sum", "centred_sum", "centred_sum_sq"]
+Kind = Literal["count", "distinct", "centred_sum", "centred_sum_sq"]
 
 
 class NoiseRangeError(Exception):
@@ -118,7 +118,7 @@ class GaussianNeed(Need):
 
 @dataclass(frozen=True)
 class Measurement:
-    """One noisy vector a release draws: a count, a sum, or a centred sum, per key."""
+    """One noisy vector a release draws: a count, a centred sum or a sum of squares, per key."""
 
     key: str
     kind: Kind
@@ -227,16 +227,15 @@ def _grid_exponent(row_magnitude: float, sigma_estimate: float) -> int:
 class GridRange:
     """The per-row values of a summed measurement and how one row moves the sum.
 
-    ``low``/``high`` bound a row's value; ``spread`` is the most one row
-    changes the measurement (``max(|L|, |U|)`` for a plain sum, the half
-    range for a centred one); ``centred`` sums rows about the middle of the
-    grid range; ``formula`` shows the derivation in ``explain``.
+    ``low``/``high`` bound a row's value; rows are summed about the middle
+    of the grid range, so ``spread``, the most one row changes the
+    measurement, is half the range; ``formula`` shows the derivation in
+    ``explain``.
     """
 
     low: float
     high: float
     spread: float
-    centred: bool
     formula: str
     round_top_up: bool = False  # squares: no square is cut by the integer clip
 
@@ -272,11 +271,8 @@ def grid_measurement(
     j = _grid_exponent(scale, estimate)
     lo = round(math.ldexp(low, j))
     hi = math.ceil(math.ldexp(high, j)) if values.round_top_up else round(math.ldexp(high, j))
-    if values.centred:
-        centre = (lo + hi) // 2
-        row_units = max(centre - lo, hi - centre)
-    else:
-        centre, row_units = 0, max(abs(lo), abs(hi))
+    centre = (lo + hi) // 2
+    row_units = max(centre - lo, hi - centre)
     if row_units == 0:
         raise NoiseRangeError(
             f"at its rho share {float(rho):.3g}, the noise of {key} would exceed the bounds of "

@@ -5,8 +5,9 @@ its inputs are the plan's public parameters (bounds, contribution limits,
 keys) and the budget. It resolves the contribution limits
 (:mod:`privframe.plan.limits`), asks each aggregate which measurements it
 needs (:mod:`privframe.plan.aggregates`: each need derives its own
-sensitivity), splits ρ across the distinct measurements (evenly per output,
-by the user's weights, or to balance relative error with ``pf.balance``),
+sensitivity), splits ρ across the distinct measurements (to minimise the
+outputs' total variance under the user's weights, or to balance relative
+error with ``pf.balance``: :mod:`privframe.plan.split`),
 and calibrates each σ to its exact share.
 
 Example:
@@ -40,7 +41,7 @@ from privframe.plan.aggregates.quantile import QuantileMeasurement
 from privframe.plan.ir import Plan
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Measurement, Need, NoiseRangeError
-from privframe.plan.split import Balance, balanced_fractions
+from privframe.plan.split import Balance, balanced_fractions, weighted_fractions
 
 __all__ = ["Output", "ReleasePlan", "Selection", "plan_release", "resolve_limits", "selects"]
 
@@ -145,8 +146,57 @@ def selects(plan: Plan) -> bool:
     return bool(plan.group_by) and plan.keys is None
 
 
-def _weights(outputs: Sequence[Output], weights: Mapping[str, float] | None) -> dict[str, Fraction]:
-    """Each output's weight, spread evenly over the measurements it uses."""
+def _terms(
+    outputs: Sequence[Output],
+    needs: Mapping[str, Need],
+    limits: Limits,
+    rows: float,
+    size: Callable[[Output], float | None],
+) -> dict[str, dict[str, float]]:
+    """Each output's first-order squared error as Σ_m b_m/ρ_m: its b_m by measurement key.
+
+    From each aggregate's ``balance_terms``, with each measurement's squared
+    95% error c/ρ from its need, ``rows`` per group and the output's size.
+    """
+    c: dict[str, float] = {}
+    for key, need in needs.items():
+        try:
+            c[key] = need.error_coefficient(limits)
+        except ArithmeticError:  # limits beyond the float range: that output splits evenly
+            c[key] = math.inf
+    terms: dict[str, dict[str, float]] = {}
+    for out in outputs:
+        try:
+            terms[out.name] = out.aggregate.balance_terms(c, rows, size(out))
+        except ArithmeticError:
+            # Bounds so extreme that their squares leave the float range: split evenly.
+            terms[out.name] = dict.fromkeys(out.measurements, 1.0)
+    return terms
+
+
+def _fractions_by_key(
+    outputs: Sequence[Output],
+    terms: Mapping[str, Mapping[str, float]],
+    fractions: Callable[[list[list[float]]], list[float]],
+) -> dict[str, Fraction]:
+    """Exact shares by measurement key from a fractions solver over the terms matrix."""
+    order = list(dict.fromkeys(k for out in outputs for k in out.measurements))
+    matrix = [[row.get(k, 0.0) for k in order] for row in terms.values()]
+    return {k: Fraction(f) for k, f in zip(order, fractions(matrix), strict=True)}
+
+
+def _weights(
+    outputs: Sequence[Output],
+    needs: Mapping[str, Need],
+    limits: Limits,
+    weights: Mapping[str, float] | None,
+) -> dict[str, Fraction]:
+    """Shares that minimise the outputs' total weighted variance (``weighted_fractions``).
+
+    Each output's error is taken at its aggregate's public ``assumed_size``
+    and relative to the least it could have alone, so the split does not
+    depend on units; ``weights`` (default 1) weigh the outputs.
+    """
     if weights is not None and not isinstance(weights, Mapping):
         raise InvalidArgumentError(
             f"weights must map output names to numbers, got {type(weights).__name__}"
@@ -156,12 +206,9 @@ def _weights(outputs: Sequence[Output], weights: Mapping[str, float] | None) -> 
     unknown = sorted(set(given) - names)
     if unknown:
         raise InvalidValueError(f"weights name unknown outputs {unknown}; outputs: {sorted(names)}")
-    per_measurement: dict[str, Fraction] = {}
-    for out in outputs:
-        w = Fraction(check_positive(f"weight of {out.name!r}", given.get(out.name, 1.0)))
-        for key in out.measurements:
-            per_measurement[key] = per_measurement.get(key, Fraction(0)) + w / len(out.measurements)
-    return per_measurement
+    w = [check_positive(f"weight of {out.name!r}", given.get(out.name, 1.0)) for out in outputs]
+    terms = _terms(outputs, needs, limits, 1.0, lambda out: out.aggregate.assumed_size())
+    return _fractions_by_key(outputs, terms, lambda matrix: weighted_fractions(matrix, w))
 
 
 def _balanced(
@@ -170,8 +217,7 @@ def _balanced(
     """Shares that minimise the largest first-order relative error, and each output's terms.
 
     Output i's squared relative error is Σ_m b_im/ρ_m (``privframe.plan.split``),
-    with each aggregate's b_im from its ``balance_terms`` and each
-    measurement's squared 95% error c/ρ from its need.
+    at the sizes the user guessed.
     """
     names = {o.name for o in outputs}
     unknown = sorted(set(balance.expected) - names)
@@ -179,24 +225,19 @@ def _balanced(
         raise InvalidValueError(
             f"pf.balance names unknown outputs {unknown}; outputs: {sorted(names)}"
         )
-    c = {key: need.error_coefficient(limits) for key, need in needs.items()}
-    rows = balance.rows
-    terms: dict[str, dict[str, float]] = {}
     for out in outputs:
-        agg = out.aggregate
-        if agg.needs_expected and out.name not in balance.expected:
+        if out.aggregate.needs_expected and out.name not in balance.expected:
             raise InvalidValueError(
                 f"pf.balance needs the expected value of {out.name!r} "
-                f"(e.g. pf.balance(rows={rows:g}, {out.name}=...)): its relative error "
+                f"(e.g. pf.balance(rows={balance.rows:g}, {out.name}=...)): its relative error "
                 "depends on its size"
             )
-        expected = balance.expected[out.name] if agg.needs_expected else None
-        terms[out.name] = agg.balance_terms(c, rows, expected)
-    order = list(dict.fromkeys(k for out in outputs for k in out.measurements))
-    matrix = [[row.get(k, 0.0) for k in order] for row in terms.values()]
-    fractions = balanced_fractions(matrix)
-    shares = {k: Fraction(f) for k, f in zip(order, fractions, strict=True)}
-    return shares, terms
+
+    def size(out: Output) -> float | None:
+        return balance.expected[out.name] if out.aggregate.needs_expected else None
+
+    terms = _terms(outputs, needs, limits, balance.rows, size)
+    return _fractions_by_key(outputs, terms, balanced_fractions), terms
 
 
 def _rho_of(
@@ -349,7 +390,7 @@ def plan_release(
     if isinstance(weights, Balance):
         shares, errors = _balanced(outputs, needs, limits, weights)
     else:
-        shares, errors = _weights(outputs, weights), {}
+        shares, errors = _weights(outputs, needs, limits, weights), {}
     if selecting:
         # One more output's worth: the average share of the others.
         needs[SELECTION_KEY] = DistinctNeed(SELECTION_KEY)

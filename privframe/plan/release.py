@@ -15,7 +15,9 @@ in this order, so that budget comes before bytes:
    vectors (:mod:`privframe.mechanisms.draws`) and the quantiles'
    exponential mechanism, only after the charge;
 6. **estimate**: each aggregate turns the noisy measurements into its output
-   columns (:meth:`~privframe.plan.aggregates.base.Aggregate.estimate`).
+   columns (:meth:`~privframe.plan.aggregates.base.Aggregate.estimate`), then
+   the release's post-processing: clamping, intervals, a total row
+   (:mod:`privframe.plan.postprocess`).
 
 Example:
     >>> import polars as pl
@@ -49,6 +51,7 @@ from privframe.plan.aggregates.quantile import choose_quantiles, histogram_specs
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys
 from privframe.plan.planner import ReleasePlan, Selection, plan_release
+from privframe.plan.postprocess import PostProcessing, estimate_outputs
 from privframe.plan.split import Balance
 
 __all__ = ["Batch", "Computed", "Pipeline", "describe"]
@@ -64,6 +67,7 @@ class Computed:
     label: str
     with_error: bool
     finish: Callable[[pl.DataFrame], pl.DataFrame] | None
+    post: PostProcessing
 
 
 class Pipeline:
@@ -203,10 +207,15 @@ class Pipeline:
             for i, (m, draw) in enumerate(zip(release.measurements, draws, strict=True))
         }
         noisy.update(choose_quantiles(release.quantiles, exact, self.rng))
+        outputs, totals = estimate_outputs(release, noisy, computed.with_error, computed.post)
         columns: dict[str, Any] = {c: exact[c] for c in computed.plan.group_by}
-        for out in release.outputs:
-            columns.update(out.aggregate.estimate(release, noisy, computed.with_error))
-        result = pl.DataFrame(columns)
+        result = pl.DataFrame(columns | outputs)
+        if totals is not None:
+            # Null group keys; outputs that do not add up (NaN placeholders) are null too.
+            total = pl.DataFrame(totals).fill_nan(None)
+            keys = pl.DataFrame({c: [None] for c in computed.plan.group_by})
+            total = pl.concat([keys, total], how="horizontal").cast(result.schema)
+            result = pl.concat([result, total])
         return computed.finish(result) if computed.finish is not None else result
 
     def _selected(self, exact: pl.DataFrame, selection: Selection) -> np.ndarray:

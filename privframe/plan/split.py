@@ -1,10 +1,23 @@
 """Splitting a release's ρ across its measurements: by weights, or to balance relative error.
 
+Both splits start from the same model. Each measurement's noise variance is
+Δ²/(2ρ_m), so every output's error is, to first order, ``Σ_m b_im/ρ_m`` with
+``b_im >= 0`` fixed by public numbers (:meth:`Aggregate.balance_terms
+<privframe.plan.aggregates.base.Aggregate.balance_terms>`).
+
+By weights (the default, :func:`weighted_fractions`): minimise the outputs'
+total variance, each output's taken relative to the least it could have with
+the whole budget, ``V_i* = (Σ_m sqrt(b_im))²/ρ``, and weighted by ``w_i²``.
+Minimising ``Σ_m a_m/ρ_m`` subject to ``Σ_m ρ_m = ρ`` has the closed form
+``ρ_m ∝ sqrt(a_m)`` (Cauchy–Schwarz), here with ``a_m = Σ_i w_i² b_im/V_i*``.
+Outputs that share no measurement get ρ in proportion to their weights; an
+output alone gets its own optimum (a sum read as centred sum plus midpoint
+times count has then the variance of a plain sum, docs/sensitivity.md).
+
 Every output's error is a function of the noise of the measurements it reads,
-and each measurement's noise variance is Δ²/(2ρ_m). To first order the
-squared relative error of output i is therefore ``r_i² = Σ_m b_im/ρ_m`` with
-``b_im >= 0`` fixed by public numbers: the sensitivities and the user's
-guesses of each output's magnitude (:class:`Balance`). Balancing relative
+and each measurement's noise variance is Δ²/(2ρ_m). With ``b_im`` scaled
+by the user's guesses of each output's magnitude (:class:`Balance`), the
+squared relative error of output i is ``r_i² = Σ_m b_im/ρ_m``. Balancing relative
 error means choosing ρ_m >= 0 with Σ ρ_m = ρ to minimise ``max_i r_i``, a
 convex problem (each 1/ρ_m is convex) that is homogeneous: scaling ρ scales
 every r_i by the same factor, so the optimal *fractions* do not depend on ρ.
@@ -32,7 +45,7 @@ from scipy import optimize
 from privframe.accounting._numbers import check_positive, check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
-__all__ = ["Balance", "balance", "balanced_fractions"]
+__all__ = ["Balance", "balance", "balanced_fractions", "weighted_fractions"]
 
 _FLOOR = 0.01
 _GUESS_RANGE = (1e-100, 1e100)  # guesses outside it would under- or overflow when squared
@@ -81,6 +94,43 @@ def balance(rows: float, **expected: float) -> Balance:
     if not 1 <= count <= high:
         raise InvalidValueError(f"rows (per group) must be in [1, {high:g}], got {rows!r}")
     return Balance(count, checked)
+
+
+def weighted_fractions(b: Sequence[Sequence[float]], weights: Sequence[float]) -> list[float]:
+    """Fractions f_m > 0 summing to 1 that minimise Σ_i w_i²·(Σ_m b[i][m]/f_m)/V_i*.
+
+    ``V_i* = (Σ_m sqrt(b_im))²`` is the least output i's error could be with
+    the whole budget, so each output counts relative to its own best, in any
+    units; the closed form is ``f_m ∝ sqrt(Σ_i w_i² b_im/V_i*)``. A row
+    that is not finite and positive (bounds so extreme that their squares
+    overflow) counts as an equal split over the measurements it reads, and a
+    measurement no output's terms need gets 1% of an equal share.
+
+    Example:
+        >>> from privframe.plan.split import weighted_fractions
+        >>> # A sum (centred sum, count) and a count sharing the count:
+        >>> [round(f, 3) for f in weighted_fractions([[1.0, 1.0], [0.0, 1.0]], [1.0, 1.0])]
+        [0.309, 0.691]
+        >>> [round(f, 3) for f in weighted_fractions([[1.0, 0.0], [0.0, 1.0]], [1.0, 3.0])]
+        [0.25, 0.75]
+    """
+    matrix = np.asarray(b, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.size == 0 or w.shape != (matrix.shape[0],):
+        raise InvalidArgumentError("b must be a non-empty matrix with one weight per row")
+    total = np.zeros(matrix.shape[1])
+    for row, weight in zip(matrix, w, strict=True):
+        with np.errstate(over="ignore", invalid="ignore"):
+            best = np.sum(np.sqrt(row)) ** 2
+            scaled = row / best
+        if not (np.all(np.isfinite(scaled)) and np.all(row >= 0) and best > 0):
+            scaled = np.where(row != 0, 1.0, 0.0)
+            scaled /= scaled.sum() ** 2 if scaled.any() else 1.0
+        total += weight * weight * scaled
+    f = np.sqrt(total)
+    f = f / f.sum() if f.sum() > 0 else np.full(f.size, 1.0 / f.size)
+    f = np.where(f > 0, f, _FLOOR / f.size)
+    return [float(x) for x in f / f.sum()]
 
 
 def balanced_fractions(b: Sequence[Sequence[float]]) -> list[float]:

@@ -159,7 +159,10 @@ def test_a_missing_rho_says_what_rho_is(sess: pf.Session) -> None:
     message = _refused(sess, lambda: query.release())  # type: ignore[call-arg]
     assert "Query.release() is missing the argument 'rho'" in message
     assert "rho=0.1" in message
-    assert "Query.release() takes: rho, with_error=, weights=, label=, delta=." in message
+    assert (
+        "Query.release() takes: rho, with_error=, weights=, label=, delta=, clamp=, "
+        "intervals=, total=." in message
+    )
 
 
 @pytest.mark.parametrize("kind", [*BOUNDED, "quantile"])
@@ -229,6 +232,9 @@ def test_checked_calls_keep_their_signatures_and_docs() -> None:
         "weights",
         "label",
         "delta",
+        "clamp",
+        "intervals",
+        "total",
     ]
     assert list(inspect.signature(pf.sum).parameters) == ["column", "bounds"]
     assert "exponential mechanism" in (pf.quantile.__doc__ or "")

@@ -119,8 +119,8 @@ def test_the_privacy_audit_passes_on_spark(spark) -> None:
 
     Same neighbours, query, ρ, statistic and ALPHA; only the engine differs.
     Premise first: f(D) is the same for every seed, and every f(D') − f(D) is 3
-    of the heavy unit's 5 regions with count +m and sum +m·100, the tight worst
-    case. Then the audit over a uniform mixture of the seeds' outputs (each
+    of the heavy unit's 5 regions with count +m and centred sum +m·50, the tight
+    worst case. Then the audit over a uniform mixture of the seeds' outputs (each
     seed's pair is (ε, δ)-close, so the mixture is too) must stay below the
     claim, and flag the release noised for 25ρ.
     """
@@ -158,14 +158,14 @@ def test_the_privacy_audit_passes_on_spark(spark) -> None:
     bounded = audit.EngineOutputs(release, outputs(d), outputs(d_prime))
     assert (bounded.d == bounded.d[0]).all()
     count_i = next(i for i, m in enumerate(release.measurements) if m.kind == "count")
-    sum_m = next(m for m in release.measurements if m.kind == "sum")
+    sum_m = next(m for m in release.measurements if m.kind == "centred_sum")
     sum_i = release.measurements.index(sum_m)
     for diff in bounded.d_prime - bounded.d[0]:
         touched = np.flatnonzero(diff[count_i])
         assert len(touched) == audit.K
         assert set(touched) <= set(range(len(audit.HEAVY_KEYS)))
         assert (diff[count_i][touched] == audit.M).all()
-        assert (diff[sum_i][touched] == audit.M * sum_m.upper_units).all()
+        assert (diff[sum_i][touched] == audit.M * (sum_m.upper_units - sum_m.centre_units)).all()
     # The polars engine's f(D) is the same: Spark computes the same exact aggregates.
     assert (bounded.d[0] == audit._engine_outputs(d, seeds[:1], None)[0]).all()
 

@@ -115,21 +115,43 @@ def test_unit_without_bound_is_refused():
     [((0, 1000), 1000, 500), ((-5, 3), 5, 4), ((-1000, 10), 1000, 505), ((2.5, 7.25), 7.25, 2.375)],
 )
 @pytest.mark.parametrize(("k", "m", "big_m"), [(3, 5, None), (4, 3, 5), (1, 1, None)])
-def test_sum_and_centred_sum_sensitivity(bounds, magnitude, half_width, k, m, big_m):
+def test_sum_and_mean_share_a_count_and_a_centred_sum(bounds, magnitude, half_width, k, m, big_m):
     aggs = (pf.sum("x", bounds=bounds), pf.mean("x", bounds=bounds))
     p = plan(10, k=k, m=m, big_m=big_m, aggregates=aggs)
     release = plan_release(p, True, 0.25)
     root_s = math.sqrt(release.limits.squares)
     by_kind = {mm.kind: mm for mm in release.measurements}
-    assert by_kind["sum"].l2_sensitivity == pytest.approx(root_s * magnitude, rel=1e-12)
+    assert sorted(by_kind) == ["centred_sum", "count"]
+    assert by_kind["count"].l2_sensitivity == pytest.approx(root_s, rel=1e-12)
     assert by_kind["centred_sum"].l2_sensitivity == pytest.approx(root_s * half_width, rel=1e-12)
     for mm in release.measurements:
         # σ = Δ / sqrt(2ρ), with ρ = Δ²/(2σ²) never above the measurement's share.
         assert mm.sigma == pytest.approx(mm.l2_sensitivity / math.sqrt(2 * mm.rho), rel=1e-12)
-        assert Fraction(mm.l2_units) ** 2 / (2 * Fraction(mm.sigma_units) ** 2) <= Fraction(mm.rho)
+        assert Fraction(mm.l2_units) ** 2 / (2 * Fraction(mm.sigma_units) ** 2) <= mm.exact_rho
         # One row's grid value stays below 2^32 units and the noise within the sampler's range.
         assert mm.row_units <= 2**32
         assert mm.sigma_units <= 2**40
+
+
+@pytest.mark.parametrize(
+    "bounds", [(0, 1000), (-5, 3), (-1000, 10), (2.5, 7.25), (900, 1000), (-1000, -999)]
+)
+def test_a_sum_alone_is_as_exact_as_a_plain_sum(bounds):
+    # Centred sum + midpoint·count at the default split: variance S·max(|L|,|U|)²/(2ρ),
+    # the plain sum's (up to the grid's rounding of the centre).
+    p = plan(10, k=3, m=5, aggregates=(pf.sum("x", bounds=bounds),))
+    release = plan_release(p, True, 0.5)
+    std, _ = release.outputs[0].aggregate.explain_row(release)
+    plain = math.sqrt(release.limits.squares) * max(map(abs, bounds)) / math.sqrt(2 * 0.5)
+    assert float(std) == pytest.approx(plain, rel=1e-6)
+
+
+def test_a_sum_centred_on_zero_reads_no_count():
+    p = plan(10, k=3, m=5, aggregates=(pf.sum("x", bounds=(-4, 4)),))
+    release = plan_release(p, True, 0.5)
+    (only,) = release.measurements
+    assert only.kind == "centred_sum"
+    assert only.exact_rho == Fraction(1, 2)
 
 
 @pytest.mark.parametrize("rho", [0.1, 1 / 3, 1e-5, 0.7, 2.0])
@@ -141,35 +163,38 @@ def test_rho_split_never_exceeds_rho(rho):
         pf.mean("y", bounds=(-1, 1)).alias("ym"),
     )
     release = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, rho)
-    total = sum((Fraction(mm.rho) for mm in release.measurements), Fraction(0))
-    assert total <= Fraction(rho)
+    total = sum((mm.exact_rho for mm in release.measurements), Fraction(0))
+    assert total == release.cost.exact_rho
     assert release.cost.rho <= rho
-    assert Fraction(release.cost.rho) >= total
     assert release.cost.rho == pytest.approx(rho, rel=1e-12)
     assert release.cost.delta == 0
 
 
-def test_default_split_shares_the_count_with_the_mean():
-    # count() weighs 1; the mean's weight 1 is split between its centred sum and the
-    # shared count: count gets 1.5 shares, the centred sum 0.5.
+def test_default_split_minimises_the_relative_variances():
+    # count(): its variance a/ρ_N. The mean at its worst case (a bound): centred-sum and
+    # count terms of equal size, b/ρ_C + b/ρ_N, least 4b/ρ alone. Each output counts
+    # relative to its least: ρ_m ∝ sqrt(Σ relative terms) = sqrt(1 + 1/4) : sqrt(1/4).
     aggs = (pf.count(), pf.mean("x", bounds=(0, 10)))
     release = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, 1.0)
     assert [mm.kind for mm in release.measurements] == ["count", "centred_sum"]
-    assert release.measurement("count").rho == 0.75
-    assert release.measurements[1].rho == 0.25
+    expected = math.sqrt(1.25) / (math.sqrt(1.25) + 0.5)
+    assert release.measurement("count").rho == pytest.approx(expected, rel=1e-12)
+    assert release.cost == pf.zCDP(1)
 
 
 def test_weights():
-    aggs = (pf.count(), pf.sum("x", bounds=(0, 10)))
+    # Outputs that share no measurement get ρ in proportion to their weights.
+    aggs = (pf.count(), pf.sum("x", bounds=(-10, 10)))
     release = plan_release(
         plan(10, k=2, m=3, aggregates=aggs), True, 1.0, {"count": 3.0, "x_sum": 1.0}
     )
-    assert release.measurement("count").rho == 0.75
-    assert release.measurements[1].rho == 0.25
+    assert release.measurement("count").rho == pytest.approx(0.75, rel=1e-12)
+    assert release.measurements[1].rho == pytest.approx(0.25, rel=1e-12)
     # Unnamed outputs weigh 1.
     partial = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, 1.0, {"count": 4})
+    assert partial.measurement("count").rho == pytest.approx(0.8, rel=1e-12)
     # Each share is exact, and the shares add up to exactly the ρ asked.
-    assert partial.measurement("count").exact_rho == Fraction(4, 5)
+    assert sum(mm.exact_rho for mm in partial.measurements) == 1
     assert partial.cost == pf.zCDP(1)
 
 
@@ -185,7 +210,7 @@ def test_bad_weights():
 def test_same_sum_twice_is_measured_once():
     aggs = (pf.sum("x", bounds=(0, 10)), pf.sum("x", bounds=(0, 10)).alias("again"))
     release = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, 1.0)
-    assert len(release.measurements) == 1
+    assert [mm.kind for mm in release.measurements] == ["centred_sum", "count"]
     assert release.outputs[0].measurements == release.outputs[1].measurements
 
 
@@ -218,8 +243,8 @@ def test_close_bounds_get_their_own_measurements() -> None:
         .explain(rho=1.0)
     )
     keys = [m.key for m in explanation.measurements]
-    assert len(set(keys)) == 2
-    assert "sum(x, [0, 1e+06])" in keys  # exact short forms stay short
+    assert len(set(keys)) == 3  # two centred sums and the count they share
+    assert "centred_sum(x, [0, 1e+06])" in keys  # exact short forms stay short
 
 
 def test_centred_half_width_is_exact_for_odd_grid_bounds() -> None:

@@ -25,7 +25,9 @@ Neighbours: D is 300 background units (1–3 of 6 public regions each, 1–8 row
 per region, amounts in [0, 150]); D' is D plus one unit with 500 rows: 96 in
 each of 5 public regions at amount 250, and 20 in a non-public region. The
 query is ``bound(max_groups=3, max_rows_per_group=5)``, grouped by region over
-the 6 public keys, with ``count()`` and ``sum("amount", bounds=(0, 100))``, at
+the 6 public keys, with ``count()``, ``sum("amount", bounds=(0, 100))`` and
+``mean("amount", bounds=(0, 100))`` (three outputs of two measurements: the
+count and the centred sum), at
 ρ = 0.02 (claimed ε ≈ 0.90 at δ = 1e-6). Bounding must cut the unit from 500
 rows to 3 random regions × 5 rows, each clipped to 100.
 
@@ -42,7 +44,8 @@ the release pipeline (``privframe.plan.release.Pipeline``) does exactly three
 things with data: it runs ``PolarsEngine.aggregate`` on the ``AggregationSpec``
 it builds (with a fresh engine seed for the random group subsets), adds
 ``discrete_gaussian(m.sigma_units, n_keys)`` from the planner to each integer
-measurement, and post-processes (sums are scaled by 2^-j, a bijection here).
+measurement, and post-processes (unclamped, the count and the sum are a
+bijection of the two measurements, and the mean is a function of them).
 The audit calls the same engine on the same spec, once per engine seed (64
 seeds per dataset, each release drawing one uniformly), and the same sampler
 at the planner's σ, vectorised over 200,000 releases per dataset. Mixing over
@@ -54,14 +57,15 @@ passes the same audit.
 
 Why the sizes make it stable: with 150,000 evaluation releases per dataset,
 a tail probability p is pinned to about p ± 3.3 sqrt(p/150,000). T is a
-Gaussian shift of μ ≈ 0.155 for the correct release (whose best conceivable
-ε_lb from this T, with infinite samples, is the μ-GDP ε ≈ 0.63 < 0.90), and
-the audit reaches ε_lb ≈ 0.26; a release noised 5× too little (μ ≈ 0.78,
-ideal ε ≈ 3.7) reaches ≈ 1.9; bounding disabled reaches ≈ 8.8, near the
-ceiling ln(150,000/7.6) ≈ 9.9 this sample size can show. Each verdict has a
-margin of many standard errors (over seeds ε_lb ranged 0.21–0.29 for the
-correct release, 1.78–1.99 under-noised, 8.2–9.1 unbounded), so none depends
-on the seeds. ``pytest -s`` prints every audit's numbers.
+Gaussian shift of μ = sqrt(2ρ) = 0.2 for the correct release: the heavy unit
+moves both measurements by their full sensitivity, so the release loses
+exactly the ρ charged (its best conceivable ε_lb from this T, with infinite
+samples, is the μ-GDP ε ≈ 0.83 < 0.90), and the audit reaches ε_lb ≈ 0.19;
+a release noised 5× too little (μ = 1.0) reaches ≈ 2.0; bounding disabled
+reaches ≈ 9.0, near the ceiling ln(150,000/7.6) ≈ 9.9 this sample size can
+show. Each verdict has a margin of many standard errors (0.19 against the
+claim 0.90, 2.0 and 9.0 against the flags' 1.4 and 4.5), so none depends on
+the seeds. ``pytest -s`` prints every audit's numbers.
 """
 
 from __future__ import annotations
@@ -146,7 +150,9 @@ def datasets() -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def _basic_aggregates() -> tuple[Any, ...]:
-    return (pf.count(), pf.sum("amount", bounds=BOUNDS))
+    # Three outputs from two measurements: the sum and the mean are post-processing
+    # of the count and the centred sum, and only those two are charged.
+    return (pf.count(), pf.sum("amount", bounds=BOUNDS), pf.mean("amount", bounds=BOUNDS))
 
 
 def _newer_aggregates() -> tuple[Any, ...]:
@@ -370,8 +376,10 @@ def _report(name: str, claimed: float, result: AuditResult) -> None:
 def test_bounding_cuts_the_heavy_unit_to_k_random_groups_of_m_rows(bounded: EngineOutputs) -> None:
     """f(D) is fixed; f(D') − f(D) is the unit's 3 random regions × 5 rows, clipped to 100."""
     assert (bounded.d == bounded.d[0]).all()
+    kinds = sorted(m.kind for m in bounded.release.measurements)
+    assert kinds == ["centred_sum", "count"]  # sum and mean measure nothing of their own
     count_i = next(i for i, m in enumerate(bounded.release.measurements) if m.kind == "count")
-    sum_m = next(m for m in bounded.release.measurements if m.kind == "sum")
+    sum_m = next(m for m in bounded.release.measurements if m.kind == "centred_sum")
     sum_i = bounded.release.measurements.index(sum_m)
     diffs = bounded.d_prime - bounded.d[0]
     subsets = set()
@@ -381,7 +389,7 @@ def test_bounding_cuts_the_heavy_unit_to_k_random_groups_of_m_rows(bounded: Engi
         assert len(touched) == K
         assert set(touched) <= set(range(len(HEAVY_KEYS)))
         assert (diff[count_i][touched] == M).all()
-        assert (diff[sum_i][touched] == M * sum_m.upper_units).all()
+        assert (diff[sum_i][touched] == M * (sum_m.upper_units - sum_m.centre_units)).all()
         assert (diff[:, np.setdiff1d(np.arange(len(KEYS)), touched)] == 0).all()
     # The subset is random: 64 seeds see most of the C(5, 3) = 10 subsets.
     assert len(subsets) >= 6
@@ -456,21 +464,29 @@ def test_audit_flags_a_release_without_contribution_bounding(unbounded: EngineOu
 def _release_outputs(
     df: pl.DataFrame, n: int, seed: int, release: ReleasePlan
 ) -> tuple[IntArray, pf.Session]:
-    """N releases through Session.release; outputs as integers (measurements, keys)."""
+    """N releases through Session.release; the measurements read back from the outputs.
+
+    Unclamped, the outputs are a bijection of the two measurements: the count,
+    and the centred sum C = sum − c·count in grid units; the mean must be the
+    post-processing c + C/count of the same two, not a third measurement.
+    """
     sess = _session(df, seed, rho=2 * n * RHO)
     query = _query(sess)
     out = np.empty((n, len(release.measurements), len(KEYS)), dtype=np.int64)
+    centred = next(m for m in release.measurements if m.kind == "centred_sum")
     for r in range(n):
-        result = query.release(rho=RHO)
+        result = query.release(rho=RHO, clamp=False)
         assert isinstance(result, pl.DataFrame)
         assert result["region"].to_list() == KEYS
+        count = result["count"].to_numpy()
+        units = np.ldexp(result["amount_sum"].to_numpy(), centred.grid_exponent)
+        units -= centred.centre_units * count.astype(np.float64)
+        assert (units == np.rint(units)).all()  # released sums are grid points
+        midpoint = np.ldexp(float(centred.centre_units), -centred.grid_exponent)
+        derived = midpoint + np.ldexp(units, -centred.grid_exponent) / np.maximum(count, 1)
+        assert np.allclose(result["amount_mean"].to_numpy(), derived, rtol=1e-12)
         for i, m in enumerate(release.measurements):
-            if m.kind == "count":
-                out[r, i] = result["count"].to_numpy()
-            else:
-                units = np.ldexp(result["amount_sum"].to_numpy(), m.grid_exponent)
-                assert (units == np.rint(units)).all()  # released sums are grid points
-                out[r, i] = np.rint(units).astype(np.int64)
+            out[r, i] = count if m.kind == "count" else np.rint(units).astype(np.int64)
     return out, sess
 
 

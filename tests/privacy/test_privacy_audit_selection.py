@@ -312,7 +312,7 @@ def _eps_plan(rho: float = RHO) -> ReleasePlan:
 
 
 def _exact(df: pl.DataFrame, release: ReleasePlan) -> IntArray:
-    """g0000's exact (distinct units, count, sum in grid units), checked equal over seeds."""
+    """g0000's exact (distinct units, count, centred sum in grid units), equal over seeds."""
     sess = pf.Session(df, "u", pf.zCDP(1.0, delta=SEL_DELTA))
     spec = spec_of(sess, _eps_query(sess).plan, release)
     columns = [DISTINCT, COUNT, column_of(release, release.measurements[1])]
@@ -328,7 +328,7 @@ def _exact(df: pl.DataFrame, release: ReleasePlan) -> IntArray:
 @dataclasses.dataclass(frozen=True)
 class Neighbours:
     release: ReleasePlan
-    f_d: IntArray  # (distinct, count, sum units) of g in D
+    f_d: IntArray  # (distinct, count, centred sum units) of g in D
     f_d1: IntArray  # the same in D'
 
     def weights(self) -> FloatArray:
@@ -336,7 +336,7 @@ class Neighbours:
         return (self.f_d1 - self.f_d)[1:] / np.square(sigmas)
 
     def statistic(self, kept: npt.NDArray[np.bool_], values: IntArray) -> FloatArray:
-        """T for released (count, sum units) rows ``values``; DROPPED where g was not kept."""
+        """T for released (count, centred sum units) rows; DROPPED where g was not kept."""
         t = (values - self.f_d[1:]).astype(np.float64) @ self.weights()
         return np.where(kept, t, DROPPED)
 
@@ -344,7 +344,7 @@ class Neighbours:
 @pytest.fixture(scope="module")
 def neighbours() -> Neighbours:
     release = _eps_plan()
-    assert [m.kind for m in release.measurements] == ["count", "sum"]
+    assert [m.kind for m in release.measurements] == ["count", "centred_sum"]
     return Neighbours(
         release, _exact(_eps_data(1, False), release), _exact(_eps_data(1, True), release)
     )
@@ -357,7 +357,8 @@ def test_the_added_unit_moves_every_measurement_by_its_sensitivity(
     assert release.selection is not None
     diff = neighbours.f_d1 - neighbours.f_d
     l2 = [release.selection.measurement.l2_units] + [m.l2_units for m in release.measurements]
-    assert diff.tolist() == [1, M, M * release.measurements[1].upper_units]
+    centred = release.measurements[1]
+    assert diff.tolist() == [1, M, M * (centred.upper_units - centred.centre_units)]
     assert diff.astype(np.float64).tolist() == pytest.approx(l2)
     # Under D, g sits near the threshold: the selection itself is informative.
     assert 0.2 < _kept_probability(release, neighbours.f_d) < 0.8
@@ -459,15 +460,18 @@ def _copies_statistic(nb: Neighbours, with_u: bool, seed: int) -> tuple[FloatArr
     sess = pf.Session(
         _eps_data(N_COPIES, with_u), "u", pf.zCDP(RHO, delta=SEL_DELTA), rng=SeededRandomness(seed)
     )
-    result = _eps_query(sess).release(rho=RHO)
+    # Unclamped, (count, sum) is a bijection of the measurements (count, centred sum).
+    result = _eps_query(sess).release(rho=RHO, clamp=False)
     assert isinstance(result, pl.DataFrame)
-    exponent = nb.release.measurements[1].grid_exponent
+    centred = nb.release.measurements[1]
     kept = pl.DataFrame({"g": [f"g{c:04d}" for c in range(N_COPIES)]}).join(
         result.with_columns(pl.lit(True).alias("kept")), on="g", how="left"
     )
-    units = np.ldexp(kept["amount_sum"].fill_null(0.0).to_numpy(), exponent)
+    count = kept["count"].fill_null(0).to_numpy()
+    units = np.ldexp(kept["amount_sum"].fill_null(0.0).to_numpy(), centred.grid_exponent)
+    units -= centred.centre_units * count.astype(np.float64)
     assert (units == np.rint(units)).all()  # released sums are grid points
-    values = np.stack([kept["count"].fill_null(0).to_numpy(), np.rint(units)], axis=1)
+    values = np.stack([count, np.rint(units)], axis=1)
     return nb.statistic(kept["kept"].fill_null(False).to_numpy(), values.astype(np.int64)), sess
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -47,6 +48,8 @@ __all__ = [
     "CI95_SUFFIX",
     "ERROR_SUFFIXES",
     "FAMILIES",
+    "HIGH_SUFFIX",
+    "LOW_SUFFIX",
     "RANK_CI95_SUFFIX",
     "STD_SUFFIX",
     "Aggregate",
@@ -65,13 +68,15 @@ BOUNDS_HINT = (
 STD_SUFFIX = "_std"
 CI95_SUFFIX = "_ci95"
 RANK_CI95_SUFFIX = "_rank_ci95"
-ERROR_SUFFIXES = (STD_SUFFIX, CI95_SUFFIX, RANK_CI95_SUFFIX)
-"""The suffixes of the error columns ``with_error=True`` adds to an output's name."""
+LOW_SUFFIX = "_ci95_low"
+HIGH_SUFFIX = "_ci95_high"
+ERROR_SUFFIXES = (STD_SUFFIX, CI95_SUFFIX, RANK_CI95_SUFFIX, LOW_SUFFIX, HIGH_SUFFIX)
+"""The suffixes of the error columns ``with_error=True`` (or ``intervals=True``) adds."""
 
 FAMILIES: list[type[Aggregate]] = []
 """Every concrete aggregate class, in the order their modules were imported."""
 
-_REQUIRED = ("needs", "estimate", "explain_row", "balance_terms", "_default_name")
+_REQUIRED = ("needs", "estimate", "formula", "explain_row", "balance_terms", "_default_name")
 
 
 class RankMeasured(Protocol):
@@ -109,6 +114,10 @@ class Aggregate:
     sql_functions: ClassVar[tuple[str, ...]] = ()
     needs_expected: ClassVar[bool] = True  # pf.balance needs a guess of its size
     integer_output: ClassVar[bool] = False  # released as integers (counts), else floats
+    # Its measurements add up over groups, so a total row can be estimated from their sum.
+    additive: ClassVar[bool] = False
+    # Its value is a fixed linear function of additive measurements: groups add up to the total.
+    linear: ClassVar[bool] = False
 
     name: str | None = None
 
@@ -151,6 +160,14 @@ class Aggregate:
         """The columns ``with_error=True`` adds: a standard deviation and a 95% half-width."""
         return (self.output_name + STD_SUFFIX, self.output_name + CI95_SUFFIX)
 
+    def interval_columns(self) -> tuple[str, ...]:
+        """The columns ``intervals=True`` adds: the 95% interval's ends (none for ranks)."""
+        return (self.output_name + LOW_SUFFIX, self.output_name + HIGH_SUFFIX)
+
+    def possible_range(self) -> tuple[float, float]:
+        """Where its true value lies whatever the data: clamping clips estimates into it."""
+        return (-math.inf, math.inf)
+
     def describe(self) -> str:
         """What it releases, in a word or a phrase, for views of a query (its spec name)."""
         return self.spec_name
@@ -172,6 +189,10 @@ class Aggregate:
         """Its output column (and error columns) from the noisy measurements: post-processing."""
         raise NotImplementedError
 
+    def formula(self, measured: Measured) -> str:
+        """How ``explain`` shows its output derived from its measurements (post-processing)."""
+        raise NotImplementedError
+
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """Its (std, 95% half-width) as ``explain`` prints them, from public numbers."""
         raise NotImplementedError
@@ -186,6 +207,16 @@ class Aggregate:
         of this output's value (None when ``needs_expected`` is False).
         """
         raise NotImplementedError
+
+    def assumed_size(self) -> float:
+        """The size of its value the default ρ split assumes (public, from its parameters).
+
+        The default split weighs each output's error relative to the least it
+        could have alone, which does not depend on the output's scale, so any
+        size serves; outputs whose error terms depend on their value (a mean
+        far from its midpoint needs a better count) assume the worst case.
+        """
+        return 1.0
 
 
 def check_number(where: str, name: str, value: object, fix: str) -> float:
@@ -313,13 +344,12 @@ class GridNeed(GaussianNeed):
     the sensitivity ``sqrt(S)·spread`` and σ follow from it
     (:func:`~privframe.plan.measurements.grid_measurement`), and the engine
     sums the values into a working column of its own. A missing value counts
-    as the bounds' midpoint unless ``fill_zero``; with ``squared`` each row
+    as the bounds' midpoint; with ``squared`` each row
     adds its squared distance from the midpoint.
     """
 
     aggregate: Bounded
     kind: ClassVar[Kind]
-    fill_zero: ClassVar[bool] = False
     squared: ClassVar[bool] = False
 
     @property
@@ -359,7 +389,7 @@ class GridNeed(GaussianNeed):
             lower_units=m.lower_units,
             upper_units=m.upper_units,
             centre_units=m.centre_units,
-            fill=0.0 if self.fill_zero else m.midpoint,
+            fill=m.midpoint,
             square_around=m.midpoint if self.squared else None,
         )
 

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -27,7 +28,7 @@ from privframe.plan.aggregates.base import CI95_SUFFIX, STD_SUFFIX, Aggregate, M
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, integer_measurement
 
-__all__ = ["Count", "CountNeed", "count", "gaussian_columns"]
+__all__ = ["Count", "CountNeed", "count", "gaussian_columns", "spread_columns"]
 
 
 class CountNeed(GaussianNeed):
@@ -66,6 +67,22 @@ def gaussian_columns(
     return columns
 
 
+def spread_columns(
+    name: str, values: np.ndarray, std: np.ndarray, with_error: bool
+) -> dict[str, np.ndarray]:
+    """An output derived from several measurements, with its std and a normal 95% half-width.
+
+    The noise is a sum of independent discrete Gaussians (or, for ratios, is
+    approximated by one to first order), so the half-width is 1.96·std, not
+    an exact quantile.
+    """
+    columns = {name: values}
+    if with_error:
+        columns[name + STD_SUFFIX] = std
+        columns[name + CI95_SUFFIX] = Z95 * std
+    return columns
+
+
 @dataclass(frozen=True)
 class Count(Aggregate):
     """The number of rows per group (after filtering and contribution bounding)."""
@@ -73,6 +90,8 @@ class Count(Aggregate):
     spec_name = "count"
     needs_expected = False
     integer_output = True
+    additive = True
+    linear = True
 
     def _default_name(self) -> str:
         return "count"
@@ -87,6 +106,14 @@ class Count(Aggregate):
         """The noisy count itself."""
         m = measured.measurement("count")
         return gaussian_columns(self.output_name, noisy["count"], m, with_error)
+
+    def possible_range(self) -> tuple[float, float]:
+        """A count is never negative."""
+        return (0.0, math.inf)
+
+    def formula(self, measured: Measured) -> str:
+        """The count measurement itself."""
+        return "count"
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """σ and the exact 95% half-width of the count's noise."""

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -85,6 +86,14 @@ class CountDistinct(Aggregate):
         """The noisy distinct count itself."""
         m = measured.measurement(DISTINCT_KEY)
         return gaussian_columns(self.output_name, noisy[DISTINCT_KEY], m, with_error)
+
+    def possible_range(self) -> tuple[float, float]:
+        """A distinct count is never negative."""
+        return (0.0, math.inf)
+
+    def formula(self, measured: Measured) -> str:
+        """The distinct count measurement itself."""
+        return DISTINCT_KEY
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """σ and the exact 95% half-width of its noise."""

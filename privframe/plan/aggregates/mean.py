@@ -1,12 +1,13 @@
-"""Means of a column clipped to public bounds, and the centred sum they share with variances.
+"""Means of a column clipped to public bounds, per group.
 
-A mean is post-processing of two measurements: the centred sum
+A mean is post-processing of the two measurements a sum of the same column
+and bounds reads (:mod:`privframe.plan.aggregates.sum`): the centred sum
 ``Σ(clip(x) − c)`` with ``c`` the bounds' midpoint, whose L2 sensitivity is
-``sqrt(S)·(U − L)/2`` (each row moves it by at most half the range), and the
-shared row count (:mod:`privframe.plan.aggregates.count`). The estimate is
-``c + centred/count``, clipped to the bounds. A null or NaN value counts as
-the midpoint: it adds nothing to the centred sum and its row counts in the
-denominator.
+``sqrt(S)·(U − L)/2``, and the shared row count. The estimate is
+``c + centred/count`` (clamped into the bounds by default:
+:mod:`privframe.plan.postprocess`). A null or NaN value counts as
+the midpoint, as in a sum: it adds nothing to the centred sum and its row
+counts in the denominator.
 
 Example:
     >>> import privframe as pf
@@ -23,39 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.plan.aggregates.base import (
-    BOUNDS_HINT,
-    Bounded,
-    GridNeed,
-    Measured,
-    bounded,
-)
-from privframe.plan.aggregates.count import CountNeed
-from privframe.plan.limits import Limits
-from privframe.plan.measurements import (
-    Z95,
-    GridRange,
-    Need,
-)
+from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bounded
+from privframe.plan.aggregates.count import CountNeed, spread_columns
+from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
+from privframe.plan.measurements import Z95, Need
 
-__all__ = ["CentredSumNeed", "Mean", "mean"]
-
-
-@dataclass(frozen=True)
-class CentredSumNeed(GridNeed):
-    """The noisy sum of clipped values about their grid centre, per group.
-
-    Shared by means and variances alike; a missing value counts as the midpoint.
-    """
-
-    kind = "centred_sum"
-
-    def values(self, limits: Limits) -> GridRange:
-        """Each row adds its value about the centre: Δ = sqrt(S)·(U − L)/2."""
-        a = self.aggregate
-        half = a.half_width
-        formula = f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half:g}"
-        return GridRange(a.lower, a.upper, half, centred=True, formula=formula)
+__all__ = ["Mean", "mean"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +42,7 @@ class Mean(Bounded):
 
     spec_name = "mean"
     sql_functions = ("AVG",)
+    additive = True
 
     def _default_name(self) -> str:
         return f"{self.column}_mean"
@@ -79,20 +54,26 @@ class Mean(Bounded):
     def estimate(
         self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
     ) -> dict[str, np.ndarray]:
-        """Midpoint + centred/count, clipped to the bounds; std by the delta method."""
+        """Midpoint + centred/count; std by the delta method."""
         m, count = (measured.measurement(key) for key in self.keys())
         denominator = np.maximum(noisy[count.key], 1).astype(np.float64)
         centred = np.ldexp(noisy[m.key].astype(np.float64), -m.grid_exponent)
-        midpoint = math.ldexp(m.centre_units, -m.grid_exponent)
-        values = np.clip(midpoint + centred / denominator, self.lower, self.upper)
-        columns = {self.output_name: values}
-        if with_error:
-            # Delta method for a ratio of independent noisy terms: a documented approximation.
-            std = np.sqrt(m.sigma**2 + ((values - midpoint) * count.sigma) ** 2) / denominator
-            std_name, ci_name = self.error_columns()
-            columns[std_name] = std
-            columns[ci_name] = Z95 * std
-        return columns
+        midpoint = centre_of(m)
+        values = midpoint + centred / denominator
+        # Delta method for a ratio of independent noisy terms, a documented approximation,
+        # at the estimate moved into the bounds (where the true mean is).
+        offset = np.clip(values, self.lower, self.upper) - midpoint
+        std = np.sqrt(m.sigma**2 + (offset * count.sigma) ** 2) / denominator
+        return spread_columns(self.output_name, values, std, with_error)
+
+    def possible_range(self) -> tuple[float, float]:
+        """Within the bounds."""
+        return (self.lower, self.upper)
+
+    def formula(self, measured: Measured) -> str:
+        """The midpoint plus the centred sum over the count."""
+        m = measured.measurement(self.keys()[0])
+        return f"{centre_of(m):g} + {m.key} / count"
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """The delta method at the largest |mean − midpoint|, (U − L)/2, over the count."""
@@ -111,6 +92,10 @@ class Mean(Bounded):
             centred: coefficients[centred] / (rows * expected) ** 2,
             count: (expected - mid) ** 2 * coefficients[count] / (rows * expected) ** 2,
         }
+
+    def assumed_size(self) -> float:
+        """The bound farther from zero: a mean there is as far from the midpoint as it gets."""
+        return self.lower if abs(self.lower) > abs(self.upper) else self.upper
 
 
 @hinted(bounds=BOUNDS_HINT)

@@ -202,6 +202,18 @@ class Quantile(Bounded):
             self.output_name + RANK_CI95_SUFFIX: np.full(values.shape, bound),
         }
 
+    def possible_range(self) -> tuple[float, float]:
+        """Within the bounds (every candidate is)."""
+        return (self.lower, self.upper)
+
+    def interval_columns(self) -> tuple[str, ...]:
+        """None: a quantile's error is in ranks, not values."""
+        return ()
+
+    def formula(self, measured: Measured) -> str:
+        """The candidate its measurement chose."""
+        return f"the candidate chosen by {self.keys()[0]}"
+
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """No std: the error is in ranks; the 95% rank error beyond the nearest candidate."""
         bound = measured.quantile(self.keys()[0]).rank_error()

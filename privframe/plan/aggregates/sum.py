@@ -1,20 +1,37 @@
-"""Sums of a column clipped to public bounds, per group.
+"""Sums of a column clipped to public bounds, per group, and the centred sum they share.
 
-Sensitivity: each row's value is clipped to ``[L, U]`` and a unit weighs
-``w_g <= m`` rows in each group, with ``sum_g w_g² <= S``; so the grouped sum
-has L2 sensitivity ``sqrt(S)·max(|L|, |U|)``. Values are snapped to a public
-grid first (:func:`privframe.plan.measurements.grid_measurement`) so the exact
-discrete Gaussian can be added. A null or NaN value counts as 0 (SQL's SUM
-skips it), clipped to the bounds like any value.
+A sum is post-processing of two measurements: the centred sum
+``C = Σ(clip(x) − c)`` with ``c`` the bounds' midpoint, whose L2 sensitivity
+is ``sqrt(S)·(U − L)/2`` (each row moves it by at most half the range), and
+the shared row count ``N`` (:mod:`privframe.plan.aggregates.count`), with
+sensitivity ``sqrt(S)``. The estimate is ``C + c·N``, with variance
+``σ_C² + c²·σ_N²``. At the best split of ρ between the two that is
+``S·((U − L)/2 + |c|)²/(2ρ) = S·max(|L|, |U|)²/(2ρ)``, the variance of a
+plain sum of clipped values; and a mean and a count of the same query read
+the same two measurements, so nothing is measured twice
+(docs/sensitivity.md). With ``c = 0`` (bounds ``(-B, B)``) the centred sum
+is the sum and the count is not needed.
+
+Values are snapped to a public grid first
+(:func:`privframe.plan.measurements.grid_measurement`) so the exact discrete
+Gaussian can be added. A null or NaN value counts as the bounds' midpoint,
+in sums and means alike (it adds nothing to the centred sum, and its row is
+counted): filter such rows first (``.filter(pl.col(x).is_not_null())``) to
+skip them as SQL's ``SUM`` does.
 
 Example:
     >>> import privframe as pf
     >>> pf.sum("amount", bounds=(0, 1000)).output_name
     'amount_sum'
+    >>> pf.sum("amount", bounds=(0, 1000)).keys()
+    ('centred_sum(amount, [0, 1000])', 'count')
+    >>> pf.sum("change", bounds=(-5, 5)).keys()
+    ('centred_sum(change, [-5, 5])',)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,64 +45,110 @@ from privframe.plan.aggregates.base import (
     Measured,
     bounded,
 )
-from privframe.plan.aggregates.count import gaussian_columns
+from privframe.plan.aggregates.count import CountNeed, gaussian_columns, spread_columns
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import (
-    GridRange,
-    Need,
-)
+from privframe.plan.measurements import Z95, GridRange, Measurement, Need
 
-__all__ = ["Sum", "SumNeed", "sum"]
+__all__ = ["CentredSumNeed", "Sum", "centre_of", "sum"]
 
 
 @dataclass(frozen=True)
-class SumNeed(GridNeed):
-    """The noisy sum of clipped values per group; a missing value counts as 0."""
+class CentredSumNeed(GridNeed):
+    """The noisy sum of clipped values about their grid centre, per group.
 
-    kind = "sum"
-    fill_zero = True
+    Shared by sums, means and variances of one column and bounds; a missing
+    value counts as the midpoint.
+    """
+
+    kind = "centred_sum"
 
     def values(self, limits: Limits) -> GridRange:
-        """Each row adds its value in [L, U]: Δ = sqrt(S)·max(|L|, |U|)."""
+        """Each row adds its value about the centre: Δ = sqrt(S)·(U − L)/2."""
         a = self.aggregate
-        formula = f"sqrt(S)·max(|L|,|U|) = sqrt({limits.squares})·{a.magnitude:g}"
-        return GridRange(a.lower, a.upper, a.magnitude, centred=False, formula=formula)
+        half = a.half_width
+        formula = f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half:g}"
+        return GridRange(a.lower, a.upper, half, formula=formula)
+
+
+def centre_of(m: Measurement) -> float:
+    """The grid centre c of a centred sum, in value units (the bounds' midpoint, on the grid)."""
+    return math.ldexp(m.centre_units, -m.grid_exponent)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Sum(Bounded):
-    """The sum of a column's values, each clipped to [lower, upper], per group."""
+    """The sum of a column's values, each clipped to [lower, upper], per group.
+
+    Released as the noisy centred sum plus the midpoint times the noisy
+    count, both shared with a mean or count of the same query.
+    """
 
     spec_name = "sum"
     sql_functions = ("SUM",)
+    additive = True
+    linear = True
 
     def _default_name(self) -> str:
         return f"{self.column}_sum"
 
     def needs(self) -> tuple[Need, ...]:
-        """The sum."""
-        return (SumNeed(self),)
+        """The centred sum, and the count unless the bounds are centred on zero."""
+        centred = CentredSumNeed(self)
+        return (centred,) if self.lower == -self.upper else (centred, CountNeed())
 
     def estimate(
         self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
     ) -> dict[str, np.ndarray]:
-        """The noisy sum, back from grid units to value units."""
-        m = measured.measurement(self.keys()[0])
-        values = np.ldexp(noisy[m.key].astype(np.float64), -m.grid_exponent)
-        return gaussian_columns(self.output_name, values, m, with_error)
+        """C + c·N, back from grid units to value units."""
+        centred = measured.measurement(self.keys()[0])
+        units = noisy[centred.key].astype(np.float64)
+        if len(self.keys()) == 1:
+            values = np.ldexp(units, -centred.grid_exponent)
+            return gaussian_columns(self.output_name, values, centred, with_error)
+        units = units + float(centred.centre_units) * noisy["count"].astype(np.float64)
+        values = np.ldexp(units, -centred.grid_exponent)
+        std = self._std(measured)
+        return spread_columns(self.output_name, values, np.full(values.shape, std), with_error)
+
+    def _std(self, measured: Measured) -> float:
+        centred = measured.measurement(self.keys()[0])
+        if len(self.keys()) == 1:
+            return centred.sigma
+        return math.hypot(centred.sigma, centre_of(centred) * measured.measurement("count").sigma)
+
+    def possible_range(self) -> tuple[float, float]:
+        """Non-negative with L >= 0, non-positive with U <= 0, else anything."""
+        return (
+            0.0 if self.lower >= 0 else -math.inf,
+            0.0 if self.upper <= 0 else math.inf,
+        )
+
+    def formula(self, measured: Measured) -> str:
+        """The centred sum plus the midpoint times the count."""
+        centred = measured.measurement(self.keys()[0])
+        if len(self.keys()) == 1:
+            return centred.key
+        return f"{centred.key} + {centre_of(centred):g}·count"
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
-        """σ and the exact 95% half-width of its noise."""
-        m = measured.measurement(self.keys()[0])
-        return f"{m.sigma:.6g}", f"{m.ci95:.6g}"
+        """σ and the 95% half-width of its noise (exact for one measurement)."""
+        if len(self.keys()) == 1:
+            m = measured.measurement(self.keys()[0])
+            return f"{m.sigma:.6g}", f"{m.ci95:.6g}"
+        std = self._std(measured)
+        return f"{std:.6g}", f"≈ {Z95 * std:.6g}"
 
     def balance_terms(
         self, coefficients: Mapping[str, float], rows: float, expected: float | None
     ) -> dict[str, float]:
-        """Relative error σ/expected."""
+        """Relative error sqrt(σ_C² + c²σ_N²)/expected."""
         assert expected is not None
-        (key,) = self.keys()
-        return {key: coefficients[key] / expected**2}
+        keys = self.keys()
+        terms = {keys[0]: coefficients[keys[0]] / expected**2}
+        if len(keys) == 2:
+            mid = float(self.midpoint)
+            terms["count"] = mid * mid * coefficients["count"] / expected**2
+        return terms
 
 
 @hinted(bounds=BOUNDS_HINT)
@@ -96,6 +159,7 @@ def sum(column: str, bounds: tuple[float, float]) -> Sum:
         column: a numeric column.
         bounds: public (lower, upper) clipping bounds, lower < upper. They must
             come from knowledge of the domain, never from the private data.
+            A null or NaN value counts as their midpoint.
 
     Example:
         >>> import privframe as pf

@@ -1,12 +1,13 @@
 """Variances and standard deviations of a column clipped to public bounds.
 
-Three measurements: the shared count, the centred sum shared with a mean of
-the same column and bounds (:mod:`privframe.plan.aggregates.mean`), and the
+Three measurements: the shared count, the centred sum shared with a sum or
+mean of the same column and bounds (:mod:`privframe.plan.aggregates.sum`), and the
 sum of squares about the midpoint ``a``: each row adds ``(x − a)²`` in
 ``[0, ((U − L)/2)²]``, centred on the middle of that range, so its L2
 sensitivity is ``sqrt(S)·((U − L)/2)²/2``. The plug-in estimate has the
 centred sum's noise bias removed (``E[C²] = C² + σ_C²``) and is clamped to
-``[0, ((U − L)/2)²]``; a standard deviation is its square root.
+``[0, ((U − L)/2)²]`` by default (:mod:`privframe.plan.postprocess`); a
+standard deviation is the square root of the clamped variance.
 
 Example:
     >>> import privframe as pf
@@ -31,8 +32,8 @@ from privframe.plan.aggregates.base import (
     Measured,
     bounded,
 )
-from privframe.plan.aggregates.count import CountNeed
-from privframe.plan.aggregates.mean import CentredSumNeed
+from privframe.plan.aggregates.count import CountNeed, spread_columns
+from privframe.plan.aggregates.sum import CentredSumNeed
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import (
     Z95,
@@ -62,7 +63,7 @@ class SquaresNeed(GridNeed):
         a = self.aggregate
         high = a.half_width * a.half_width
         formula = f"sqrt(S)·((U−L)/2)²/2 = sqrt({limits.squares})·{high / 2:g}"
-        return GridRange(0.0, high, high / 2, centred=True, formula=formula, round_top_up=True)
+        return GridRange(0.0, high, high / 2, formula=formula, round_top_up=True)
 
 
 def _variance(
@@ -72,8 +73,8 @@ def _variance(
 
     With a the midpoint, c the centred sum's grid centre, N the count:
     C_a = C + N·(c − a) is the sum of x − a, and var = Q/N − (C_a² − σ_C²)/N²,
-    the plug-in estimate with the noise's bias E[C²] = C² + σ_C² removed,
-    clamped to [0, ((U − L)/2)²]. The std is the delta method's (an approximation).
+    the plug-in estimate with the noise's bias E[C²] = C² + σ_C² removed
+    (not clamped). The std is the delta method's (an approximation).
     """
     n = np.maximum(noisy[count.key], 1).astype(np.float64)
     a = squares.midpoint
@@ -85,10 +86,7 @@ def _variance(
     c_a = np.ldexp(c_units, -centred.grid_exponent) + noisy[count.key] * (
         math.ldexp(centred.centre_units, -centred.grid_exponent) - a
     )
-    assert squares.upper is not None
-    assert squares.lower is not None
-    top = (squares.upper / 2 - squares.lower / 2) ** 2
-    var = np.clip(q / n - (c_a**2 - centred.sigma**2) / n**2, 0.0, top)
+    var = q / n - (c_a**2 - centred.sigma**2) / n**2
     slope_n = -q / n**2 + 2 * c_a**2 / n**3
     std = np.sqrt(
         (squares.sigma / n) ** 2
@@ -103,14 +101,16 @@ class Var(Bounded):
     """The variance of a column's values, each clipped to [lower, upper], per group.
 
     Computed from three noisy measurements: the count (shared), the centred
-    sum (shared with a mean of the same column and bounds) and the sum of
+    sum (shared with a sum or mean of the same column and bounds) and the sum of
     squares about the midpoint. The plug-in estimate has the centred sum's
-    noise bias removed (E[C²] = C² + σ_C²) and is clamped to [0, ((U − L)/2)²].
+    noise bias removed (E[C²] = C² + σ_C²) and is clamped to [0, ((U − L)/2)²]
+    unless the release asks for ``clamp=False``.
     """
 
     spec_name = "var"
     sql_functions: ClassVar[tuple[str, ...]] = ("VARIANCE", "VARIANCE_POP")
     root: ClassVar[bool] = False  # a standard deviation releases the square root
+    additive = True
 
     def _default_name(self) -> str:
         return f"{self.column}_var"
@@ -122,21 +122,28 @@ class Var(Bounded):
     def estimate(
         self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
     ) -> dict[str, np.ndarray]:
-        """The bias-corrected plug-in variance (or its square root), clamped."""
+        """The bias-corrected plug-in variance, or the square root of it clamped."""
         squares, centred, count = (measured.measurement(key) for key in self.keys())
         values, std = _variance(squares, centred, count, noisy)
         if self.root:
-            values = np.sqrt(values)
+            # A square root needs a variance in its range: a std always clamps it.
+            values = np.sqrt(np.clip(values, 0.0, self.half_width * self.half_width))
             # Delta method for the square root, capped where it breaks down (near 0,
             # sqrt of a term with spread s has spread about sqrt(s)).
             with np.errstate(divide="ignore"):
                 std = np.minimum(std / (2 * values), np.sqrt(std))
-        columns = {self.output_name: values}
-        if with_error:
-            std_name, ci_name = self.error_columns()
-            columns[std_name] = std
-            columns[ci_name] = Z95 * std
-        return columns
+        return spread_columns(self.output_name, values, std, with_error)
+
+    def possible_range(self) -> tuple[float, float]:
+        """[0, ((U − L)/2)²] for a variance, [0, (U − L)/2] for a standard deviation."""
+        hw = self.half_width
+        return (0.0, hw if self.root else hw * hw)
+
+    def formula(self, measured: Measured) -> str:
+        """Mean square about the midpoint minus the squared mean offset (bias-corrected)."""
+        squares, centred, _ = self.keys()
+        text = f"{squares} / count − ({centred} / count)² + noise correction"
+        return f"sqrt({text})" if self.root else text
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """First order: the squares' noise over the count (of the variance)."""
@@ -160,6 +167,11 @@ class Var(Bounded):
             centred: scale * 4 * hw * hw * coefficients[centred] / (rows * v) ** 2,
             count: scale * coefficients[count] / rows**2,
         }
+
+    def assumed_size(self) -> float:
+        """The largest value it can take: ((U − L)/2)² for a variance, (U − L)/2 for a std."""
+        hw = self.half_width
+        return hw if self.root else hw * hw
 
 
 @dataclass(frozen=True, kw_only=True)
