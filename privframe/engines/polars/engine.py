@@ -36,6 +36,7 @@ from privframe.engines.bounding import (
     finish,
     grouping,
 )
+from privframe.engines.contributions import Contributions, ContributionSpec, contribution_tables
 from privframe.engines.spec import (
     COUNT,
     DISTINCT,
@@ -126,6 +127,19 @@ class PolarsEngine:
                 )
             )
         return finish(result, keyed, names, list(zip(spec.histograms, histograms, strict=True)))
+
+    def contributions(self, spec: ContributionSpec) -> Contributions:
+        """Exact per-unit contribution histograms of the rows a release would aggregate.
+
+        For ``query.tune``; see :mod:`privframe.engines.contributions`.
+        """
+        rows, keyed = spec.rows, grouping(spec.rows)
+        frame = _keyed_rows(apply_steps(self._frame, rows.steps), keyed)
+        if rows.unit is not None:
+            frame = _known_units(frame, rows.unit)
+        unit = [rows.unit] if rows.unit is not None else []
+        frame = frame.select(*unit, *keyed.by, *spec.value_columns)
+        return contribution_tables(frame, spec, keyed.by, streaming=self._streaming)
 
     def _collect(
         self, frame: pl.LazyFrame, spec: AggregationSpec, by: list[str], names: list[str]

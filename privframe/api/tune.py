@@ -1,0 +1,303 @@
+"""``query.tune``: spend a little ρ to choose contribution limits and value bounds privately.
+
+A query's accuracy depends on its limits (``max_groups`` k, ``max_rows_per_group``
+m) and its value bounds (L, U): too small and bounding drops or clips much of
+the data (bias); too large and the noise grows with them. :func:`tune` spends a
+stated ``rho`` on noisy histograms of how the privacy units contribute (groups
+per unit, rows per (unit, group), the values of each bounded column), then
+picks the limits and bounds that minimise the estimated error of the query's
+outputs released at ``plan_rho``, and returns the tuned query with a table of
+the estimates it used (docs/tuning.md).
+
+The steps, budget before bytes as in a release (:mod:`privframe.plan.release`):
+
+1. check the query and the arguments, design the histograms and their noise
+   (:func:`privframe.plan.tuning.design`) and refuse what does not fit the
+   budget, before reading any data;
+2. the engine computes the exact histograms (:mod:`privframe.engines.contributions`),
+   never shown; a failure is refused without its message;
+3. the accountant charges ``rho`` in one ledger entry (label ``"tune"``), with
+   the histograms' discrete Gaussian events;
+4. only then is the noise drawn (:mod:`privframe.mechanisms.noise`), and all
+   that follows is post-processing: reading the histograms and the search
+   (:mod:`privframe.plan.tuning_choice`).
+
+Example:
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> from privframe.api.tune import tune
+    >>> df = pl.DataFrame({
+    ...     "user": [u for u in range(300) for _ in range(3)],
+    ...     "region": ["n", "s", "e"] * 300,
+    ...     "amount": [float(i % 40) for i in range(900)],
+    ... })
+    >>> sess = pf.Session(df, privacy_unit="user", budget=pf.zCDP(2.0))
+    >>> q = sess.query().group_by("region", keys=["n", "s", "e"]).agg(
+    ...     pf.count(), pf.mean("amount", bounds=(0, 10_000)))
+    >>> tuned = tune(q, rho=0.5, plan_rho=1.0)
+    >>> sess.spent.rho, [entry.label for entry in sess.ledger]
+    (0.5, ['tune'])
+    >>> tuned.query.plan.bound
+    Bound(max_groups=3, max_rows_per_group=1, max_rows=None)
+    >>> tuned.bounds["amount_mean"][1] < 10_000
+    True
+    >>> tuned.query.release(rho=1.0).columns
+    ['region', 'count', 'amount_mean']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import polars as pl
+
+from privframe._arguments import RHO_HINTS, hinted
+from privframe.accounting._numbers import Number, exact
+from privframe.accounting.accountant import Spend
+from privframe.engines.contributions import Contributions, ContributionSpec, SupportsContributions
+from privframe.engines.inputs import PanicException
+from privframe.engines.spec import AggregationSpec
+from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.mechanisms.noise import discrete_gaussian
+from privframe.plan.aggregates import Bounded
+from privframe.plan.ir import Bound, Plan
+from privframe.plan.planner import plan_release
+from privframe.plan.release import Pipeline
+from privframe.plan.split import Balance
+from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, TuningDesign, design, read
+from privframe.plan.tuning_choice import Choice, choose
+
+__all__ = ["TABLE_COLUMNS", "Tunable", "Tuned", "TuningDoor", "tune"]
+
+TABLE_COLUMNS = ("item", "statistic", "value", "note")
+"""The columns of :attr:`Tuned.table`."""
+
+
+@runtime_checkable
+class TuningDoor(Protocol):
+    """What tune asks of a session (:class:`~privframe.Session` is one)."""
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The release pipeline: engine, accountant, privacy unit and noise source."""
+        ...
+
+    def present(self, table: pl.DataFrame) -> Any:
+        """A public polars table as the session's kind of frame."""
+        ...
+
+    def check(self, plan: Plan, with_error: bool = False) -> pl.Schema:
+        """Refuse a plan that does not fit the data's public schema; return the schema."""
+        ...
+
+
+class Tunable(Protocol):
+    """A query tune can tune: a frozen dataclass with a session and a plan (a ``Query``)."""
+
+    @property
+    def session(self) -> Any:
+        """The session the query runs on."""
+        ...
+
+    @property
+    def plan(self) -> Plan:
+        """What the query asks."""
+        ...
+
+
+Q = TypeVar("Q", bound=Tunable)
+
+
+@dataclass(frozen=True, eq=False)
+class Tuned(Generic[Q]):
+    """What :func:`tune` returns: the tuned query and the estimates it was chosen from.
+
+    Attributes:
+        query: the same query with the chosen limits and bounds; release it
+            as usual (charged as usual).
+        table: the estimates and choices, in the session's kind of frame,
+            with columns ``item, statistic, value, note``: the noisy
+            quantiles of each histogram, each chosen limit and bound with the
+            given one, and the estimated error before and after.
+        choice: the search's result (the tuned plan and its estimated errors).
+    """
+
+    query: Q
+    table: Any
+    choice: Choice
+
+    @property
+    def bound(self) -> Bound | None:
+        """The chosen contribution limits."""
+        return self.query.plan.bound
+
+    @property
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """The chosen (lower, upper) of each bounded output, by output name."""
+        return {
+            a.output_name: (a.lower, a.upper)
+            for a in self.query.plan.aggregates
+            if isinstance(a, Bounded)
+        }
+
+    def __repr__(self) -> str:
+        # Public facts only: chosen parameters and DP estimates.
+        return (
+            f"Tuned(bound={self.bound!r}, bounds={self.bounds!r}, estimated error "
+            f"{self.choice.given_error:.4g} given -> {self.choice.error:.4g} tuned)"
+        )
+
+
+def _rows_spec(
+    pipeline: Pipeline,
+    plan: Plan,
+    schema: pl.Schema,
+    plan_rho: Number,
+    weights: Mapping[str, float] | Balance | None,
+) -> AggregationSpec:
+    """The rows a release of ``plan`` aggregates (steps, keys, ``other``), before bounding.
+
+    Planning the query at ``plan_rho`` with placeholder limits also refuses,
+    before anything is read or charged, a ``plan_rho`` or ``weights`` the
+    tuned release could not use.
+    """
+    has_unit = pipeline.unit is not None
+    placeholder = dataclasses.replace(plan, bound=Bound(max_rows_per_group=1)) if has_unit else plan
+    release = plan_release(placeholder, has_unit, plan_rho, weights)
+    return pipeline.spec(placeholder, release, schema)
+
+
+def _exact(engine: SupportsContributions, spec: ContributionSpec) -> Contributions:
+    """The engine's exact histograms; a failure is refused without its message."""
+    failure = None
+    try:
+        tables = engine.contributions(spec)
+    except (Exception, PanicException) as err:
+        failure = type(err).__name__
+    if failure is not None:
+        # Raised outside the handler: the engine's message may quote private values.
+        raise InvalidValueError(
+            f"tune failed while reading the data (the engine raised {failure}; its message "
+            "is withheld because it may contain private values). Nothing was charged."
+        )
+    return tables
+
+
+def _noisy(
+    tuning: TuningDesign, tables: Contributions, pipeline: Pipeline
+) -> dict[str, np.ndarray]:
+    """Each histogram plus its discrete Gaussian noise: call only after charging."""
+    noisy = {}
+    for piece in tuning.pieces:
+        if piece.kind == "groups":
+            exact_counts = tables.groups
+        elif piece.kind == "rows":
+            exact_counts = tables.rows
+        else:
+            assert piece.column is not None
+            exact_counts = tables.values[piece.column]
+        draw = discrete_gaussian(piece.sigma_units, piece.bins, rng=pipeline.rng)
+        noisy[piece.name] = exact_counts + draw
+    return noisy
+
+
+def _door(query: object) -> tuple[TuningDoor, Plan]:
+    """The query's session (as tune needs it) and plan; refuses anything else."""
+    session = getattr(query, "session", None)
+    plan = getattr(query, "plan", None)
+    if not isinstance(session, TuningDoor) or not isinstance(plan, Plan):
+        raise InvalidArgumentError(
+            "tune takes a query built from a privframe Session, e.g. "
+            "sess.query().group_by(...).agg(...)"
+        )
+    return session, plan
+
+
+@hinted(**RHO_HINTS, plan_rho="pass plan_rho=...: the rho you plan to spend on the release")
+def tune(
+    query: Q,
+    rho: Number,
+    *,
+    plan_rho: Number,
+    weights: Mapping[str, float] | Balance | None = None,
+    label: str = "tune",
+) -> Tuned[Q]:
+    """Spend ``rho`` to choose the query's limits and bounds for a release at ``plan_rho``.
+
+    Measures, with discrete Gaussian noise, the distribution of groups per
+    unit, of rows per (unit, group) and of each bounded column's values (each
+    a histogram to which one unit adds at most 1 in total: L2 sensitivity 1,
+    derived in :mod:`privframe.plan.tuning`), at ``rho/n`` each, ``rho`` in
+    all (zCDP composition; one ledger entry). Then chooses ``max_groups``,
+    ``max_rows_per_group`` and each bounded aggregate's bounds to minimise
+    the estimated Σ (bias² + σ²)/size² over the outputs, with σ from the
+    planner at ``plan_rho`` and ``weights`` (as ``explain`` shows them). A
+    quantile's bounds are set to span its column's 0.1% to 99.9% points;
+    ``max_rows`` is dropped. The estimates are approximate: docs/tuning.md
+    says what they assume.
+
+    Args:
+        query: the query to tune (its steps, groups and aggregates stay).
+        rho: the zCDP budget tune spends, e.g. a tenth of the release's.
+        plan_rho: the ρ you plan to release the tuned query at.
+        weights: the release's budget weights, if it will use any.
+        label: the ledger entry's label.
+
+    Returns:
+        A :class:`Tuned`: ``.query`` to release, ``.table`` of estimates.
+
+    Raises:
+        BudgetExceededError: ``rho`` does not fit; nothing is read or charged.
+        InvalidBudgetError: ``rho`` or ``plan_rho`` is not positive.
+        InvalidValueError: the query has no aggregates, chooses its groups
+            privately, has nothing to tune, or runs on an engine that cannot
+            tune (Spark); nothing is charged.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> from privframe.api.tune import tune
+        >>> sess = pf.Session(pl.DataFrame({"u": [1, 2], "x": [1.0, 2.0]}), "u", pf.zCDP(1.0))
+        >>> tuned = tune(sess.query().agg(pf.sum("x", (0, 100))), rho=0.1, plan_rho=0.9)
+        >>> list(tuned.table.columns), sess.spent.rho
+        (['item', 'statistic', 'value', 'note'], 0.1)
+    """
+    session, plan = _door(query)
+    asked = exact("rho", rho, positive=True)
+    target = exact("plan_rho", plan_rho, positive=True)
+    if not isinstance(label, str):
+        raise InvalidArgumentError(f"label must be a str, got {type(label).__name__}")
+    pipeline = session.pipeline
+    engine = pipeline.engine
+    if not isinstance(engine, SupportsContributions):
+        raise InvalidValueError(
+            "tune runs on the polars engine (pandas or polars frames, LazyFrames, parquet or "
+            "CSV files); this session's engine cannot summarise contributions yet: tune on "
+            "a polars copy of the data, e.g. a Session over spark_df.toPandas() with the same "
+            "budget ledger, or choose the limits by hand"
+        )
+    schema = session.check(plan)
+    tuning = design(plan, pipeline.unit is not None, pipeline.accountant.affordable(asked))
+    pipeline.accountant.check(tuning.cost)
+    rows = _rows_spec(pipeline, plan, schema, target, weights)
+    spec = ContributionSpec(
+        rows,
+        SCALE,
+        next((p.edges for p in tuning.pieces if p.kind == "groups"), ()),
+        next((p.edges for p in tuning.pieces if p.kind == "rows"), ()),
+        tuple(p.column for p in tuning.pieces if p.column is not None),
+        MAGNITUDE_EDGES,
+    )
+    tables = _exact(engine, spec)
+    seeded = pipeline.rng is not None and pipeline.rng.seeded
+    description = {**tuning.describe(), "plan_rho": float(target)}
+    pipeline.accountant.spend_all([Spend(tuning.cost, label, description, seeded)])
+    estimates = read(tuning, _noisy(tuning, tables, pipeline))
+    choice = choose(plan, estimates, target, weights)
+    table = pl.DataFrame(choice.table, schema=list(TABLE_COLUMNS), orient="row")
+    tuned_query = dataclasses.replace(query, plan=choice.plan)  # type: ignore[type-var]
+    return Tuned(tuned_query, session.present(table), choice)

@@ -1,0 +1,314 @@
+"""Choosing contribution limits and value bounds from private histograms: the math of ``tune``.
+
+``query.tune(rho, plan_rho=...)`` (:mod:`privframe.api.tune`) spends ``rho`` on a
+few noisy histograms of how privacy units contribute, then picks the
+``max_groups`` (k), ``max_rows_per_group`` (m) and value bounds (L, U) that
+minimise the estimated error of the query's outputs when released at
+``plan_rho``. This module holds everything that needs no data: the design of
+the histograms (bins, ρ split, σ, cost: :func:`design`), reading the noisy
+histograms (:func:`read`), the error model and the search (:func:`choose`).
+The exact histograms come from the engine (:mod:`privframe.engines.contributions`).
+
+**The histograms and their sensitivity.** Neighbouring datasets differ in all
+rows of one unit (docs/DP primer §1), so each histogram's L2 sensitivity is the
+largest L2 norm of one unit's contribution vector ``v_u``:
+
+* *groups per unit*: unit u adds 1 to the bin of its number of groups g_u:
+  ``v_u`` is one 1, so Δ₂ = 1;
+* *rows per (unit, group)*: unit u adds ``floor(W·c_ub/g_u)`` to bin b, where
+  c_ub of its g_u cells have a row count in bin b: ``v_u >= 0`` and
+  ``Σ_b v_ub <= W·Σ_b c_ub/g_u = W``, so ``||v_u||₂ <= ||v_u||₁ <= W``: Δ₂ = W;
+* *values of a column*: unit u adds ``floor(W·c_ub/N_u)`` to signed bucket b,
+  where c_ub of its N_u non-missing values fall in b: the same argument gives Δ₂ = W.
+
+Each unit's vector depends on its own rows only (the row steps are row-wise,
+and dropping rows of non-public keys does not depend on other units), so
+adding or removing a unit changes each histogram by exactly that unit's
+vector. Each histogram gets the discrete Gaussian with ``σ = Δ₂/sqrt(2ρ_i)``,
+which is ρ_i-zCDP (Canonne, Kamath & Steinke 2020; Bun & Steinke 2016,
+Prop. 1.6); the pieces split ``rho`` evenly, ``ρ_i = rho/n`` exactly, so the
+whole is ``rho``-zCDP by composition (Bun & Steinke 2016, Lemma 2.3). All
+that follows is post-processing.
+
+**The estimates** (docs/tuning.md). Noisy bins below ``τ = z·σ`` (z such that
+an empty bin passes with probability at most 1% over the histogram) are set
+to 0. The rows and values histograms are *unit-weighted*: each unit's cells
+(values) weigh 1 in total. With U units, the model assumes a unit's number of
+groups independent of its cells' sizes, rows spread evenly over the G public
+groups, and values independent of the bounding: per group, rows kept
+``≈ U·E[min(g, k)]·E[min(n, m)]/G`` out of ``U·E[g]·E[n]/G``; each output's
+bounded expectation comes from its own estimator fed those expectations, its
+noise σ from the planner at ``plan_rho`` (:func:`~privframe.plan.planner.plan_release`,
+what ``explain`` shows), and its bias from the difference with the unbounded
+value. The objective is the sum over outputs of ``(bias² + σ²)/size²``, a
+relative error so that counts and sums weigh alike. It is an estimate.
+
+Example:
+    >>> import privframe as pf
+    >>> from fractions import Fraction
+    >>> from privframe.plan.ir import Plan
+    >>> plan = Plan(aggregates=(pf.count(), pf.sum("x", (0, 10))))
+    >>> d = design(plan, has_unit=True, rho=Fraction(1, 10))
+    >>> [(p.name, float(p.rho)) for p in d.pieces]
+    [('rows per (unit, group)', 0.05), ('values of x', 0.05)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+from scipy import special
+
+from privframe.accounting.budgets import zCDP
+from privframe.accounting.calibration import gaussian_sigma
+from privframe.accounting.events import GaussianEvent
+from privframe.engines.contributions import signed_buckets
+from privframe.errors import InvalidBudgetError, InvalidValueError
+from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA
+from privframe.plan.aggregates import Bounded
+from privframe.plan.ir import Plan
+from privframe.plan.planner import selects
+
+__all__ = [
+    "MAGNITUDE_EDGES",
+    "SCALE",
+    "Estimates",
+    "Histogram",
+    "Piece",
+    "TuningDesign",
+    "design",
+    "integer_edges",
+    "read",
+]
+
+SCALE = 1 << 16
+"""W: a unit's weights in a rows or values histogram add up to at most W (grid 1/W)."""
+
+_ROW_LIMIT = 1 << 31
+_FALSE_BIN = 0.01  # chance that some empty bin of a histogram survives the threshold
+
+MAGNITUDE_EDGES: tuple[float, ...] = tuple(2.0 ** (i / 2) for i in range(-40, 129))
+"""Half-octave magnitudes 2^-20 ... 2^64: the edges of the signed value buckets."""
+
+
+def integer_edges(limit: int) -> tuple[int, ...]:
+    """Half-octave lower edges of integer bins, 1, 2, 3, 4, 6, 8, 11, 16, ..., up to ``limit``.
+
+    Example:
+        >>> integer_edges(20)
+        (1, 2, 3, 4, 6, 8, 11, 16)
+    """
+    edges, i = set(), 0
+    while round(2 ** (i / 2)) <= limit:
+        edges.add(round(2 ** (i / 2)))
+        i += 1
+    return tuple(sorted(edges))
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One noisy histogram: its bins (lower edges), sensitivity, ρ share and σ, all public."""
+
+    name: str
+    kind: Literal["groups", "rows", "values"]
+    column: str | None
+    edges: tuple[float, ...]
+    l2_units: int
+    rho: Fraction
+    sigma_units: float
+
+    @property
+    def bins(self) -> int:
+        """How many noisy values it has."""
+        return signed_buckets(self.edges) if self.kind == "values" else len(self.edges)
+
+    @property
+    def threshold(self) -> float:
+        """τ: noisy bins below it are read as empty (weight units of the array)."""
+        return self.sigma_units * float(special.ndtri(1 - _FALSE_BIN / self.bins))
+
+
+@dataclass(frozen=True)
+class TuningDesign:
+    """The histograms ``tune`` measures, their ρ split and σ, and the cost: no data."""
+
+    pieces: tuple[Piece, ...]
+    cost: zCDP
+    n_groups: int
+    has_unit: bool
+
+    def piece(self, kind: str, column: str | None = None) -> Piece | None:
+        """The piece of this kind (and column), or None."""
+        return next((p for p in self.pieces if p.kind == kind and p.column == column), None)
+
+    def describe(self) -> dict[str, object]:
+        """Public parameters and mechanism events for the ledger entry."""
+        events = [
+            GaussianEvent(p.sigma_units / p.l2_units, discrete=True, dimension=p.bins).to_dict()
+            for p in self.pieces
+        ]
+        pieces = [
+            {"histogram": p.name, "bins": p.bins, "rho": float(p.rho), "sigma": p.sigma_units}
+            for p in self.pieces
+        ]
+        return {"tune": {"scale": SCALE, "histograms": pieces}, "events": events}
+
+
+def tuned_columns(plan: Plan) -> tuple[str, ...]:
+    """The columns whose values ``tune`` measures: those of the bounded aggregates."""
+    return tuple(dict.fromkeys(a.column for a in plan.aggregates if isinstance(a, Bounded)))
+
+
+def design(plan: Plan, has_unit: bool, rho: Fraction) -> TuningDesign:
+    """The histograms to measure for ``plan``, each at ``rho/n``; refuses what cannot be tuned.
+
+    Raises:
+        InvalidValueError: the plan has no aggregates, chooses its groups
+            privately, or has nothing to tune (no privacy unit and no bounds).
+        InvalidBudgetError: ``rho`` is so small that the noise cannot be drawn.
+    """
+    if not plan.aggregates:
+        raise InvalidValueError("the query has no aggregates to tune: add .agg(pf.count(), ...)")
+    if selects(plan):
+        raise InvalidValueError(
+            "tune needs public group keys (group_by(..., keys=[...])) or no group_by: with "
+            "groups chosen privately the number of groups is not public"
+        )
+    n_groups = plan.n_groups or 1
+    wanted: list[tuple[str, Literal["groups", "rows", "values"], str | None, tuple, int]] = []
+    if has_unit and n_groups > 1:
+        wanted.append(("groups per unit", "groups", None, integer_edges(n_groups), 1))
+    if has_unit:
+        wanted.append(("rows per (unit, group)", "rows", None, integer_edges(_ROW_LIMIT), SCALE))
+    for column in tuned_columns(plan):
+        wanted.append((f"values of {column}", "values", column, MAGNITUDE_EDGES, SCALE))
+    if not wanted:
+        raise InvalidValueError(
+            "nothing to tune: without a privacy unit there are no contribution limits, and the "
+            "query has no bounded aggregate (sum, mean, var, std, quantile)"
+        )
+    share = rho / len(wanted)
+    pieces = []
+    for name, kind, measured, edges, l2 in wanted:
+        sigma = max(gaussian_sigma(l2, share), MIN_SIGMA)
+        if sigma > MAX_SIGMA:
+            raise InvalidBudgetError(
+                f"rho={float(rho):.3g} is too small to tune: the noise of {name} would exceed "
+                "the exact sampler's range; give tune a larger rho"
+            )
+        pieces.append(Piece(name, kind, measured, edges, l2, share, sigma))
+    return TuningDesign(tuple(pieces), zCDP(rho), n_groups, has_unit)
+
+
+@dataclass(frozen=True, eq=False)
+class Histogram:
+    """A noisy histogram read for the model: bins ``[low, high)``, a value for each, weights."""
+
+    low: np.ndarray
+    high: np.ndarray
+    mid: np.ndarray
+    weight: np.ndarray  # >= 0, in units (rows and values: in units of whole privacy units)
+
+    @property
+    def total(self) -> float:
+        """The total weight (units)."""
+        return float(self.weight.sum())
+
+    def expect(self, values: np.ndarray) -> float:
+        """The weighted mean of ``values`` (one per bin); 0 for an empty histogram."""
+        total = self.total
+        return float(self.weight @ values) / total if total > 0 else 0.0
+
+    def mean_of_min(self, cap: int) -> float:
+        """E[min(x, cap)] for an integer histogram, x uniform over the integers of its bin.
+
+        The open last bin counts as its low edge.
+
+        Example:
+            >>> h = _integer_histogram((1, 2, 3, 4, 6), np.array([0, 0, 0, 1.0, 0]))
+            >>> h.mean_of_min(5), h.mean_of_min(4), h.mean_of_min(9)
+            (4.5, 4.0, 4.5)
+        """
+        a = self.low
+        last = np.append(self.low[1:] - 1, self.low[-1])
+        count = last - a + 1
+        m = float(cap)
+        inside = (m - a + 1) * (a + m) / 2 + (last - m) * m
+        sums = np.where(m >= last, count * (a + last) / 2, np.where(m < a, count * m, inside))
+        return self.expect(sums / count)
+
+    def quantile(self, q: float) -> int:
+        """The index of the bin where the weighted CDF first reaches ``q``."""
+        cdf = np.cumsum(self.weight) / max(self.total, 1e-300)
+        return min(int(np.searchsorted(cdf, q - 1e-12)), len(cdf) - 1)
+
+    def support(self) -> tuple[int, int] | None:
+        """The first and last bins with weight, or None when it is empty."""
+        nonzero = np.flatnonzero(self.weight)
+        return (int(nonzero[0]), int(nonzero[-1])) if nonzero.size else None
+
+
+def _integer_histogram(edges: Sequence[float], weight: np.ndarray) -> Histogram:
+    low = np.asarray(edges, dtype=np.float64)
+    high = np.append(low[1:], low[-1] * math.sqrt(2))
+    # The mean of the integers in [low, high): (low + high − 1)/2; the open last bin at its low.
+    mid = np.append((low[:-1] + high[:-1] - 1) / 2, low[-1])
+    return Histogram(low, high, mid, weight)
+
+
+def _value_histogram(edges: Sequence[float], weight: np.ndarray) -> Histogram:
+    e = np.asarray(edges, dtype=np.float64)
+    top = np.append(e[1:], e[-1] * math.sqrt(2))  # magnitudes beyond the last edge count as it
+    positive_mid = np.append((e[:-1] + e[1:]) / 2, e[-1])
+    low = np.concatenate([-top[::-1], [-e[0]], e])
+    high = np.concatenate([-e[::-1], [e[0]], top])
+    mid = np.concatenate([-positive_mid[::-1], [0.0], positive_mid])
+    return Histogram(low, high, mid, weight)
+
+
+@dataclass(frozen=True, eq=False)
+class Estimates:
+    """The noisy histograms, thresholded and read in units: what the search works from."""
+
+    design: TuningDesign
+    groups: Histogram | None
+    rows: Histogram | None
+    values: dict[str, Histogram]
+
+    @property
+    def units(self) -> float:
+        """The estimated number of privacy units (rows, without a privacy unit)."""
+        for h in (self.groups, self.rows, *self.values.values()):
+            if h is not None:
+                return h.total
+        return 0.0
+
+
+def read(design: TuningDesign, noisy: Mapping[str, np.ndarray]) -> Estimates:
+    """The noisy histograms (by piece name, in array units) as :class:`Estimates`.
+
+    Post-processing only: bins below each piece's threshold become 0, and
+    weights are divided by the piece's scale.
+    """
+
+    def clean(p: Piece) -> np.ndarray:
+        raw = np.asarray(noisy[p.name], dtype=np.float64)
+        return np.where(raw >= p.threshold, raw, 0.0) / (p.l2_units if p.kind != "groups" else 1)
+
+    groups = design.piece("groups")
+    rows = design.piece("rows")
+    return Estimates(
+        design,
+        None if groups is None else _integer_histogram(groups.edges, clean(groups)),
+        None if rows is None else _integer_histogram(rows.edges, clean(rows)),
+        {
+            p.column: _value_histogram(p.edges, clean(p))
+            for p in design.pieces
+            if p.kind == "values" and p.column is not None
+        },
+    )

@@ -1,0 +1,378 @@
+"""The error model and the search of ``tune``: from noisy histograms to limits and bounds.
+
+Pure post-processing of :class:`~privframe.plan.tuning.Estimates` (the noisy
+histograms of :mod:`privframe.plan.tuning`, where the model is stated): each
+candidate query is planned at ``plan_rho`` by the planner
+(:func:`~privframe.plan.planner.plan_release`, what ``explain`` shows), its
+outputs' bounded expectations come from their own estimators fed the
+expected measurements, and the candidate with the least estimated error wins.
+
+The search is coordinate descent over bin edges: all (k, m) pairs of the
+contribution histograms' edges, then each bounded column's lower and upper
+bound among its value buckets' edges, repeated until nothing improves
+(at most a few sweeps). Quantiles are not in the objective: their bounds
+are set to the buckets holding the 0.1% and 99.9% points of their column
+(coarse: within a factor √2), and they keep their place in the ρ split.
+
+Example:
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> from fractions import Fraction
+    >>> from privframe.plan.ir import Bound, Plan
+    >>> from privframe.plan.keys import from_list
+    >>> from privframe.plan.tuning import SCALE, design, read
+    >>> plan = Plan(bound=Bound(4, 4), group_by=("g",), keys=from_list("g", ["a", "b"]),
+    ...             aggregates=(pf.count(),))
+    >>> d = design(plan, has_unit=True, rho=Fraction(100))
+    >>> groups = np.zeros(d.pieces[0].bins); groups[0] = 1000  # every unit in one group
+    >>> rows = np.zeros(d.pieces[1].bins); rows[1] = 1000 * SCALE  # with 2 rows there
+    >>> choice = choose(plan, read(d, {p.name: a for p, a in zip(d.pieces, [groups, rows])}),
+    ...                 Fraction(1), None)
+    >>> choice.plan.bound
+    Bound(max_groups=1, max_rows_per_group=2, max_rows=None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from privframe.engines.spec import COUNT, DISTINCT, ValueSpec
+from privframe.errors import PrivframeError
+from privframe.plan.aggregates import Aggregate, Bounded
+from privframe.plan.ir import Bound, Plan
+from privframe.plan.planner import ReleasePlan, plan_release
+from privframe.plan.split import Balance
+from privframe.plan.tuning import Estimates, Histogram, integer_edges
+
+__all__ = ["Choice", "choose"]
+
+_SWEEPS = 4
+
+
+def _row_units(x: np.ndarray, v: ValueSpec) -> np.ndarray:
+    """What a row of value ``x`` adds to the engine's sum for ``v``, in grid units."""
+    y = np.clip(x, v.lower, v.upper)
+    if v.square_around is not None:
+        y = (y - v.square_around) ** 2
+    units = np.clip(np.rint(np.ldexp(y, v.grid_exponent)), v.lower_units, v.upper_units)
+    return units - v.centre_units
+
+
+def _size(agg: Aggregate, rows: float, distinct: float, h: Histogram | None) -> tuple[float, float]:
+    """An output's unbounded value and its size (the scale of its relative error), or (0, 0).
+
+    Only these families are modelled; others (quantiles) keep their place in
+    the ρ split but not in the objective.
+    """
+    family = agg.spec_name
+    if family == "count":
+        return rows, rows
+    if family == "count_distinct":
+        return distinct, distinct
+    if h is None or h.total <= 0:
+        return 0.0, 0.0
+    mean = h.expect(h.mid)
+    spread = h.expect(np.abs(h.mid))
+    variance = h.expect((h.mid - mean) ** 2)
+    sizes = {
+        "sum": (rows * mean, rows * spread),
+        "mean": (mean, spread),
+        "var": (variance, variance),
+        "std": (math.sqrt(variance), math.sqrt(variance)),
+    }
+    return sizes.get(family, (0.0, 0.0))
+
+
+@dataclass(frozen=True, eq=False)
+class _Model:
+    """The error model of the module doc, for one plan and ``plan_rho``."""
+
+    estimates: Estimates
+    has_unit: bool
+    plan_rho: Fraction
+    weights: Mapping[str, float] | Balance | None
+
+    def _mean_min(self, h: Histogram | None, cap: int | None) -> float:
+        """E[min(x, cap)] over a contribution histogram (1 without one: one group, one row)."""
+        if h is None:
+            return 1.0
+        return h.expect(h.mid) if cap is None else h.mean_of_min(cap)
+
+    def per_group(self, k: int | None, m: int | None) -> tuple[float, float]:
+        """Rows and distinct units per group kept by the limits k and m (None: no limit)."""
+        e = self.estimates
+        groups = self._mean_min(e.groups, k)
+        rows = e.units * groups * self._mean_min(e.rows, m) / e.design.n_groups
+        return rows, e.units * groups / e.design.n_groups
+
+    def _noisy(self, release: ReleasePlan, rows: float, distinct: float) -> dict[str, np.ndarray]:
+        """Each measurement's expected value without noise: what the estimators read."""
+        noisy = {}
+        for m in release.measurements:
+            spec = m.need.value_spec(m, "__tune")
+            if spec is None:
+                column = m.need.exact_column("__tune")
+                value = rows if column == COUNT else distinct if column == DISTINCT else 0.0
+            else:
+                h = self.estimates.values.get(spec.column)
+                value = 0.0 if h is None else rows * h.expect(_row_units(h.mid, spec))
+            noisy[m.key] = np.array([value])
+        return noisy
+
+    def objective(self, plan: Plan) -> float:
+        """Σ over modelled outputs of (bias² + σ²)/size² when ``plan`` is released at plan_rho."""
+        try:
+            release = plan_release(plan, self.has_unit, self.plan_rho, self.weights)
+        except PrivframeError:
+            return math.inf
+        limits = release.limits
+        k = limits.max_groups if self.estimates.groups is not None else None
+        m = limits.max_rows_per_group if self.estimates.rows is not None else None
+        rows, distinct = self.per_group(k, m)
+        true_rows, true_distinct = self.per_group(None, None)
+        noisy = self._noisy(release, rows, distinct)
+        total = 0.0
+        for out in release.outputs:
+            agg = out.aggregate
+            h = self.estimates.values.get(agg.column) if isinstance(agg, Bounded) else None
+            truth, size = _size(agg, true_rows, true_distinct, h)
+            if not size > 0:
+                continue
+            with np.errstate(all="ignore"):
+                columns = agg.estimate(release, noisy, True)
+            value = float(columns[out.name][0])
+            std = float(columns[agg.error_columns()[0]][0])
+            error = ((value - truth) ** 2 + std**2) / size**2
+            total += error if math.isfinite(error) else math.inf
+        return total
+
+
+_Variable = tuple[str, float, float]  # a bounded column and its given bounds
+
+
+@dataclass(frozen=True)
+class _State:
+    """A point of the search: k, m (None where they do not apply) and each variable's bounds."""
+
+    k: int | None
+    m: int | None
+    bounds: tuple[tuple[float, float], ...]
+
+
+def _variables(plan: Plan) -> tuple[_Variable, ...]:
+    """The (column, lower, upper) of the modelled bounded aggregates: each is searched once."""
+    return tuple(
+        dict.fromkeys(
+            (a.column, a.lower, a.upper)
+            for a in plan.aggregates
+            if isinstance(a, Bounded) and a.spec_name != "quantile"
+        )
+    )
+
+
+def _limit_candidates(top: int) -> list[int]:
+    """Every limit up to 16, then the bins' edges, and ``top``."""
+    return sorted({*range(1, min(top, 16) + 1), *integer_edges(top), top})
+
+
+def _bound_edges(h: Histogram | None) -> tuple[list[float], list[float]] | None:
+    """Candidate lower and upper bounds: the support's bucket edges and 0, split at the median."""
+    support = None if h is None else h.support()
+    if h is None or support is None:
+        return None
+    first, last = support
+    edges = sorted({0.0, *h.low[first : last + 1].tolist(), *h.high[first : last + 1].tolist()})
+    median = float(h.mid[h.quantile(0.5)])
+    return [e for e in edges if e <= median], [e for e in edges if e >= median]
+
+
+def _quantile_bounds(h: Histogram | None) -> tuple[float, float] | None:
+    """The buckets holding the 0.1% and 99.9% points: a quantile's candidates span them."""
+    if h is None or h.support() is None:
+        return None
+    lower, upper = float(h.low[h.quantile(0.001)]), float(h.high[h.quantile(0.999)])
+    return (lower, upper) if lower < upper else None
+
+
+@dataclass(frozen=True, eq=False)
+class _Search:
+    plan: Plan
+    model: _Model
+    variables: tuple[_Variable, ...]
+
+    def build(self, state: _State) -> Plan:
+        """The plan with the state's limits and bounds (quantiles by their rule)."""
+        chosen = dict(zip(self.variables, state.bounds, strict=True))
+        values = self.model.estimates.values
+        aggregates = []
+        for a in self.plan.aggregates:
+            if isinstance(a, Bounded):
+                new = chosen.get((a.column, a.lower, a.upper))
+                if a.spec_name == "quantile":
+                    new = _quantile_bounds(values.get(a.column))
+                if new is not None:
+                    a = dataclasses.replace(a, lower=new[0], upper=new[1])
+            aggregates.append(a)
+        bound = self.plan.bound
+        if self.model.has_unit:
+            bound = Bound(max_groups=state.k, max_rows_per_group=state.m)
+        return dataclasses.replace(self.plan, aggregates=tuple(aggregates), bound=bound)
+
+    def start(self) -> _State:
+        """The given query's limits (k = all groups, m = 1 where it has none) and bounds."""
+        bound, n_groups = self.plan.bound or Bound(), self.model.estimates.design.n_groups
+        k = min(bound.max_groups or n_groups, n_groups) if n_groups > 1 else None
+        m = bound.max_rows_per_group or bound.max_rows or 1
+        return _State(
+            k, m if self.model.has_unit else None, tuple((v[1], v[2]) for v in self.variables)
+        )
+
+    def limits(self, state: _State) -> list[_State]:
+        """Every (k, m) pair among the contribution histograms' edges, the bounds held."""
+        e = self.model.estimates
+        ks: Sequence[int | None] = [state.k]
+        if e.groups is not None and e.groups.support() is not None:
+            n = e.design.n_groups
+            ks = _limit_candidates(n)
+        ms: Sequence[int | None] = [state.m]
+        support = None if e.rows is None else e.rows.support()
+        if e.rows is not None and support is not None:
+            top = float(e.rows.high[support[1]])
+            ms = _limit_candidates(int(top))
+        return [dataclasses.replace(state, k=k, m=m) for k, m in itertools.product(ks, ms)]
+
+    def bounds(self, i: int, side: int, state: _State) -> list[_State]:
+        """Variable ``i``'s lower (side 0) or upper (side 1) bound among its edges."""
+        edges = _bound_edges(self.model.estimates.values.get(self.variables[i][0]))
+        if edges is None:
+            return []
+        states = []
+        for x in edges[side]:
+            lower, upper = state.bounds[i]
+            pair = (x, upper) if side == 0 else (lower, x)
+            if pair[0] < pair[1]:
+                bounds = (*state.bounds[:i], pair, *state.bounds[i + 1 :])
+                states.append(dataclasses.replace(state, bounds=bounds))
+        return states
+
+    def run(self) -> tuple[_State, float]:
+        """Coordinate descent from the given query; only strict improvements are taken."""
+        blocks: list[Callable[[_State], list[_State]]] = [self.limits]
+        for i in range(len(self.variables)):
+            blocks += [functools.partial(self.bounds, i, 0), functools.partial(self.bounds, i, 1)]
+        seen: dict[_State, float] = {}
+
+        def error(state: _State) -> float:
+            if state not in seen:
+                seen[state] = self.model.objective(self.build(state))
+            return seen[state]
+
+        state = self.start()
+        best = error(state)
+        for _ in range(_SWEEPS):
+            before = state
+            for block in blocks:
+                for candidate in block(state):
+                    if error(candidate) < best * (1 - 1e-9):
+                        state, best = candidate, error(candidate)
+            if state == before:
+                break
+        return state, best
+
+
+Row = tuple[str, str, float, str]
+"""One row of tune's table: item, statistic, value, note."""
+
+
+@dataclass(frozen=True, eq=False)
+class Choice:
+    """What the search chose: the tuned plan, its estimated error and the table of estimates.
+
+    Attributes:
+        plan: the given plan with the chosen limits and bounds.
+        error: its estimated error (Σ over outputs of (bias² + σ²)/size²).
+        given_error: the given plan's, or ``inf`` when it cannot be released as is.
+        table: the rows of the summary table (item, statistic, value, note).
+    """
+
+    plan: Plan
+    error: float
+    given_error: float
+    table: tuple[Row, ...]
+
+
+def _distribution_rows(estimates: Estimates) -> list[Row]:
+    """Quantiles of each noisy histogram (the bin holding them: its low edge, and the bin)."""
+    unit = "privacy units" if estimates.design.has_unit else "rows"
+    rows: list[Row] = [(unit, "estimate", estimates.units, "total of a noisy histogram")]
+    named: list[tuple[str, Histogram | None, tuple[float, ...]]] = [
+        ("groups per unit", estimates.groups, (0.5, 0.9, 0.99)),
+        ("rows per (unit, group)", estimates.rows, (0.5, 0.9, 0.99)),
+    ]
+    named += [(f"values of {c}", h, (0.01, 0.5, 0.99)) for c, h in estimates.values.items()]
+    for item, h, quantiles in named:
+        if h is None:
+            continue
+        if h.support() is None:
+            rows.append((item, "p50", math.nan, "no signal above the noise: give tune more rho"))
+            continue
+        for q in quantiles:
+            i = h.quantile(q)
+            note = f"unit-weighted; in [{h.low[i]:.4g}, {h.high[i]:.4g})"
+            rows.append((item, f"p{q * 100:g}", float(h.low[i]), note))
+    return rows
+
+
+def _choice_rows(given: Plan, chosen: Plan, has_unit: bool) -> list[Row]:
+    """The chosen limits and bounds, each with the given one."""
+    rows: list[Row] = []
+    if has_unit:
+        before, after = given.bound or Bound(), chosen.bound or Bound()
+        for name in ("max_groups", "max_rows_per_group", "max_rows"):
+            old, new = getattr(before, name), getattr(after, name)
+            if old is not None or new is not None:
+                value = math.nan if new is None else float(new)
+                rows.append((name, "chosen", value, f"given: {old}"))
+    for old, new in zip(given.aggregates, chosen.aggregates, strict=True):
+        if isinstance(old, Bounded) and isinstance(new, Bounded):
+            for side in ("lower", "upper"):
+                note = f"given: {getattr(old, side):g}"
+                rows.append((f"{new.output_name} bounds", side, getattr(new, side), note))
+    return rows
+
+
+def choose(
+    plan: Plan,
+    estimates: Estimates,
+    plan_rho: Fraction,
+    weights: Mapping[str, float] | Balance | None,
+) -> Choice:
+    """The limits and bounds of least estimated error at ``plan_rho``, and the table of estimates.
+
+    Never raises on account of the estimates (it runs after ``tune`` has been
+    charged): a candidate that cannot be planned has infinite error, and
+    without any signal the given limits and bounds are kept. A contribution
+    limit the query did not give starts at k = all groups, m = 1; ``max_rows``
+    is dropped.
+    """
+    design = estimates.design
+    model = _Model(estimates, design.has_unit, plan_rho, weights)
+    search = _Search(plan, model, _variables(plan))
+    state, error = search.run()
+    chosen = search.build(state)
+    given_error = model.objective(plan)
+    summary = [
+        *_distribution_rows(estimates),
+        *_choice_rows(plan, chosen, design.has_unit),
+        ("estimated error", "given", given_error, "Σ over outputs (bias² + σ²)/size², plan_rho"),
+        ("estimated error", "chosen", error, "the same, for the tuned query (an estimate)"),
+    ]
+    return Choice(chosen, error, given_error, tuple(summary))
