@@ -377,7 +377,9 @@ class Query:
         Args:
             rho: the zCDP budget this release spends.
             with_error: add ``<name>_std`` and ``<name>_ci95`` columns per aggregate
-                (``<name>_rank_ci95`` for a quantile).
+                (``<name>_rank_ci95`` for a quantile). They cover the noise only,
+                not the bias of rows dropped by the contribution bound or of
+                values clipped to their bounds (``tune`` estimates those).
             weights: relative budget weights by output name (default: equal),
                 or ``pf.balance(rows=..., **expected)`` to split ρ so that
                 every output's relative error is about the same.

@@ -300,6 +300,9 @@ class Report:
                         with_error=True,
                         label=self.spec.label(p.spec),
                         delta=p.cost.delta or None,
+                        clamp=p.spec.post.clamp,
+                        intervals=p.spec.post.intervals,
+                        total=p.spec.post.total,
                     )
                     for p in self.planned
                 ]

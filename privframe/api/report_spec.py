@@ -39,7 +39,7 @@ import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from privframe.errors import InvalidValueError, PrivframeError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.keys import KeySet, product
+from privframe.plan.postprocess import PostProcessing
 
 __all__ = ["QuerySpec", "ReportSpec", "SpecError", "load_spec"]
 
@@ -62,6 +63,7 @@ class SpecError(InvalidValueError):
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _BOUNDED_KEYS = ("kind", "column", "bounds", "alias")
+_POST_KEYS = ("clamp", "intervals", "total")
 _Builder = Callable[..., Aggregate | tuple[Aggregate, ...]]
 AGGREGATE_KINDS: dict[str, tuple[_Builder, tuple[str, ...]]] = {
     "count": (agg.count, ("kind", "alias")),
@@ -90,6 +92,8 @@ class QuerySpec:
         group_by: the grouping columns, for a structured query.
         keys: the public keys (None: chosen privately, or no grouping).
         aggregates: the aggregates, for a structured query.
+        post: the release's post-processing (``clamp``, ``intervals`` and
+            ``total`` in the spec, as in ``Query.release``).
     """
 
     name: str
@@ -99,6 +103,7 @@ class QuerySpec:
     group_by: tuple[str, ...] = ()
     keys: KeySet | None = None
     aggregates: tuple[Aggregate, ...] = ()
+    post: PostProcessing = field(default_factory=PostProcessing)
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,21 @@ def _positive(table: Mapping[str, Any], key: str, where: str) -> float:
     if value <= 0:
         raise SpecError(f"{where}.{key} must be > 0, got {value!r}")
     return value
+
+
+def _flag(table: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise SpecError(f"{where}.{key} must be true or false, got {value!r}")
+    return value
+
+
+def _post(table: Mapping[str, Any], where: str) -> PostProcessing:
+    return PostProcessing(
+        _flag(table, "clamp", where, True),
+        _flag(table, "intervals", where, False),
+        _flag(table, "total", where, False),
+    )
 
 
 def _integer(table: Mapping[str, Any], key: str, where: str) -> int:
@@ -381,7 +401,17 @@ def _query(
     _check_keys(
         table,
         where,
-        ("name", "sql", "group_by", "keys", "aggregates", "rho", "share", "delta"),
+        (
+            "name",
+            "sql",
+            "group_by",
+            "keys",
+            "aggregates",
+            "rho",
+            "share",
+            "delta",
+            *_POST_KEYS,
+        ),
         ("name",),
     )
     name = _string(table, "name", where)
@@ -409,7 +439,8 @@ def _query(
                 f"{where}: give sql or a structured query (group_by, keys, aggregates), "
                 f"not both; found sql and {structured[0]}"
             )
-        return QuerySpec(name, rho, delta, sql=_string(table, "sql", where)), share
+        sql = _string(table, "sql", where)
+        return QuerySpec(name, rho, delta, sql=sql, post=_post(table, where)), share
     if "aggregates" not in table:
         raise SpecError(f'{where}: give sql = "SELECT ..." or aggregates = [...]')
     group_by = _names(table, "group_by", where) if "group_by" in table else ()
@@ -424,7 +455,10 @@ def _query(
         for aggregate in _aggregate(item, f"{where}.aggregates[{i}]", metadata)
     )
     keys = _keys(table, group_by, where, metadata)
-    return QuerySpec(name, rho, delta, None, group_by, keys, aggregates), share
+    post = _post(table, where)
+    if post.total and not group_by:
+        raise SpecError(f"{where}.total adds a row for all groups together: it needs group_by")
+    return QuerySpec(name, rho, delta, None, group_by, keys, aggregates, post), share
 
 
 def _read(path: Path) -> dict[str, Any]:

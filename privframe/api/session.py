@@ -284,6 +284,9 @@ class Session:
         weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
         delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
     ) -> SQLQuery: ...
     @overload
     def sql(
@@ -297,6 +300,9 @@ class Session:
         weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
         delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
     ) -> pl.DataFrame | pd.DataFrame: ...
     @hinted(**RHO_HINTS)
     def sql(
@@ -310,6 +316,9 @@ class Session:
         weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
         delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
     ) -> SQLQuery | pl.DataFrame | pd.DataFrame:
         """A SQL SELECT over the private table ``data``; with ``rho``, released at once.
 
@@ -317,6 +326,9 @@ class Session:
         (:mod:`privframe.api.sql` lists what is supported). Bounds, keys and
         limits come from the Session's ``metadata`` and ``contributions``;
         ``metadata=`` and ``contributions=`` here override them for this query.
+        The other keywords are those of :meth:`Query.release
+        <privframe.api.query.Query.release>` (``clamp=``, ``intervals=``,
+        ``total=`` post-process the noisy table before HAVING and ORDER BY).
 
         Returns:
             without ``rho``: an :class:`~privframe.api.sql.SQLQuery` (``explain``,
@@ -345,7 +357,16 @@ class Session:
         )
         if rho is None:
             return parsed
-        return parsed.release(rho, with_error=with_error, weights=weights, label=label, delta=delta)
+        return parsed.release(
+            rho,
+            with_error=with_error,
+            weights=weights,
+            label=label,
+            delta=delta,
+            clamp=clamp,
+            intervals=intervals,
+            total=total,
+        )
 
     # -- used by Query ------------------------------------------------------------------
 

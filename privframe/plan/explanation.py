@@ -23,7 +23,7 @@ from privframe.plan.measurements import Measurement
 from privframe.plan.planner import ReleasePlan, Selection, plan_release
 from privframe.plan.split import Balance
 
-__all__ = ["ACCOUNTING_NOTE", "Explanation", "explain", "explanation_html"]
+__all__ = ["ACCOUNTING_NOTE", "NOISE_ONLY_NOTE", "Explanation", "explain", "explanation_html"]
 
 
 ACCOUNTING_NOTE = (
@@ -33,6 +33,14 @@ ACCOUNTING_NOTE = (
     "ledger's mechanism events instead"
 )
 """How a release is accounted; printed by :class:`Explanation` and its HTML view."""
+
+NOISE_ONLY_NOTE = (
+    "std and 95% intervals cover the noise only: rows dropped by the contribution bound "
+    "(max_groups, max_rows_per_group, max_rows) and values clipped to their bounds bias the "
+    "outputs by amounts no measurement here estimates; query.tune(rho=...) estimates, "
+    "privately, what bounding drops and chooses bounds that balance it against the noise"
+)
+"""What the error columns leave out; printed under the outputs of every explanation."""
 
 
 def _selection_table(explanation: Explanation, selection: Selection) -> str:
@@ -97,6 +105,7 @@ def explanation_html(explanation: Explanation) -> str:
     parts.append(
         table(["output", "derived from the measurements as", "std", "95% ±"], outputs, "outputs")
     )
+    parts.append(paragraph(NOISE_ONLY_NOTE, "pf-meta"))
     if explanation.notes:
         parts.append("<ul>" + "".join(f"<li>{text(n)}</li>" for n in explanation.notes) + "</ul>")
     return '<div class="privframe">' + "".join(parts) + "</div>"
@@ -162,6 +171,7 @@ class Explanation:
             lines.append(
                 f"  {row['output']} = {row['formula']}: std {row['std']}, 95% ± {row['ci95']}"
             )
+        lines.append(NOISE_ONLY_NOTE)
         if self.notes:
             lines += ["", "notes:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines)

@@ -313,6 +313,8 @@ def test_unseeded_outputs_carry_no_not_private_line(folder: Path) -> None:
         ('group_by = ["month"]', 'group_by = ["month"]\nsql = "SELECT 1"', "not both"),
         ("[[queries]]", "[[queries]]\n[[queries]]", "missing the required key 'name'"),
         ("[report]", "[report", "is not valid TOML"),
+        ("share = 0.25", 'share = 0.25\nclamp = "yes"', "clamp must be true or false"),
+        ('group_by = ["month"]\n', "total = true\n", "total adds a row for all groups together"),
     ],
 )
 def test_invalid_specs_exit_2_and_spend_nothing(

@@ -106,3 +106,11 @@ def test_bad_post_processing_options_are_refused_before_any_charge():
     with pytest.raises(pf.InvalidValueError, match="total=True"):
         ungrouped.release(rho=0.5, total=True)
     assert query.session.spent.rho == 0
+
+
+def test_explain_shows_derivations_and_that_intervals_cover_noise_only():
+    text = str(_query().explain(rho=0.5))
+    assert "x_sum = centred_sum(x, [0, 10]) + 5·count" in text
+    assert "x_mean = 5 + centred_sum(x, [0, 10]) / count" in text
+    assert "cover the noise only" in text
+    assert "cover the noise only" in _query().explain(rho=0.5)._repr_html_()

@@ -23,6 +23,7 @@ from privframe.api.html import query_html
 from privframe.api.query import Query, Request
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
 from privframe.errors import SQLError
+from privframe.plan.postprocess import post_processing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,12 +87,17 @@ class SQLQuery:
         weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
         delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
     ) -> pl.DataFrame | pd.DataFrame:
         """Spend ``rho``, release, then apply HAVING, ORDER BY and LIMIT to the noisy table.
 
         The post-processing is first run on an empty table of the release's
         types, so a HAVING or ORDER BY that cannot run fails before anything
-        is charged.
+        is charged. ``clamp``, ``intervals`` and ``total`` are those of
+        :meth:`Query.release <privframe.api.query.Query.release>`; HAVING,
+        ORDER BY and LIMIT see the total row like any other.
 
         Raises:
             SQLError: the query cannot run, or its GROUP BY has no public keys
@@ -99,7 +105,14 @@ class SQLQuery:
                 which SQL spends only when asked.
         """
         request = self.request(
-            rho, with_error=with_error, weights=weights, label=label, delta=delta
+            rho,
+            with_error=with_error,
+            weights=weights,
+            label=label,
+            delta=delta,
+            clamp=clamp,
+            intervals=intervals,
+            total=total,
         )
         return self._query.session.release_all([request])[0]
 
@@ -112,6 +125,9 @@ class SQLQuery:
         weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
         delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
     ) -> Request:
         """This query's release as a :class:`~privframe.api.query.Request`, checked; spends nothing.
 
@@ -127,7 +143,9 @@ class SQLQuery:
             >>> request.label
             'SELECT COUNT(*) AS n FROM data'
         """
-        self.check(with_error)
+        errors = with_error or intervals is True
+        self.check(errors)
+        post = post_processing(self._query.plan, clamp, intervals, total)
         selection = self._post.selection
         if selection is not None and delta is None:
             message, position, _ = selection
@@ -139,7 +157,8 @@ class SQLQuery:
             weights,
             label or self._text,
             delta,
-            finish=lambda frame: self._post.finish(frame, with_error),
+            finish=lambda frame: self._post.finish(frame, errors),
+            post=post,
         )
 
     def check(self, with_error: bool = False) -> None:
