@@ -28,6 +28,7 @@ from privframe._arguments import RHO_HINTS, hinted
 from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
 from privframe.api.schema import public_table
+from privframe.api.tune import Tuned, tune
 from privframe.engines.expressions import Bin, check_expression, check_filter
 from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -414,6 +415,40 @@ class Query:
             total=total,
         )
         return self.session.release_all([request])[0]
+
+    @hinted(**RHO_HINTS)
+    def tune(
+        self,
+        rho: Number,
+        *,
+        plan_rho: Number,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "tune",
+    ) -> Tuned[Query]:
+        """Spend a small ``rho`` to choose limits and bounds for a release at ``plan_rho``.
+
+        Estimates privately (charged to the ledger like a release) how many
+        groups each unit touches, how many rows it adds per group and where
+        each bounded column's values lie, then picks ``max_groups``,
+        ``max_rows_per_group`` and value bounds that minimise the estimated
+        bias² + noise² of the outputs at ``plan_rho``
+        (:func:`privframe.api.tune.tune`; docs/tuning.md).
+
+        Returns:
+            a :class:`~privframe.api.tune.Tuned`: ``.query`` to release and
+            ``.table`` of the estimates it used.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> df = pl.DataFrame({"u": [1, 1, 2], "x": [1.0, 2.0, 30.0]})
+            >>> sess = pf.Session(df, "u", pf.zCDP(1.0))
+            >>> q = sess.query().bound(max_rows_per_group=1).agg(pf.sum("x", (0, 1000)))
+            >>> tuned = q.tune(0.1, plan_rho=0.9)
+            >>> sess.spent.rho, tuned.query.plan.bound is not None
+            (0.1, True)
+        """
+        return tune(self, rho, plan_rho=plan_rho, weights=weights, label=label)
 
     @hinted(**RHO_HINTS)
     def request(
