@@ -31,7 +31,7 @@ whole is ``rho``-zCDP by composition (Bun & Steinke 2016, Lemma 2.3). All
 that follows is post-processing.
 
 **The estimates** (docs/tuning.md). Noisy bins below ``τ = z·σ`` (z such that
-an empty bin passes with probability at most 1% over the histogram) are set
+some empty bin passes with probability at most 1e-6 over the histogram) are set
 to 0. The rows and values histograms are *unit-weighted*: each unit's cells
 (values) weigh 1 in total. With U units, the model assumes a unit's number of
 groups independent of its cells' sizes, rows spread evenly over the G public
@@ -90,7 +90,7 @@ SCALE = 1 << 16
 """W: a unit's weights in a rows or values histogram add up to at most W (grid 1/W)."""
 
 _ROW_LIMIT = 1 << 31
-_FALSE_BIN = 0.01  # chance that some empty bin of a histogram survives the threshold
+_FALSE_BIN = 1e-6  # chance that some empty bin of a histogram survives the threshold
 
 MAGNITUDE_EDGES: tuple[float, ...] = tuple(2.0 ** (i / 2) for i in range(-40, 129))
 """Half-octave magnitudes 2^-20 ... 2^64: the edges of the signed value buckets."""
