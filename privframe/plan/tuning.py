@@ -10,7 +10,7 @@ histograms (:func:`read`), the error model and the search (:func:`choose`).
 The exact histograms come from the engine (:mod:`privframe.engines.contributions`).
 
 **The histograms and their sensitivity.** Neighbouring datasets differ in all
-rows of one unit (docs/DP primer §1), so each histogram's L2 sensitivity is the
+rows of one unit (docs/privacy.md), so each histogram's L2 sensitivity is the
 largest L2 norm of one unit's contribution vector ``v_u``:
 
 * *groups per unit*: unit u adds 1 to the bin of its number of groups g_u:
