@@ -369,3 +369,20 @@ def test_a_rho_too_small_for_exact_noise_names_the_cause_and_the_rho_that_works(
             _query(sess).explain(rho=outside)
     assert sess.spent == pf.zCDP(0)
     assert sess.ledger == ()
+
+
+def test_count_sum_and_mean_waste_no_rho_and_lie_on_the_two_measurement_curve():
+    # The target: max_rows=10, max_groups=3, amount in [0, 1000], ρ = 1. Count σ
+    # and sum σ must satisfy count σ = 10/sqrt(2ρ_c), sum σ² = 5000²/(2ρ_s) + 500²·count σ²
+    # with ρ_c + ρ_s = 1: two measurements serve the three outputs.
+    bounds = (0, 1000)
+    aggs = (pf.count(), pf.sum("amount", bounds=bounds), pf.mean("amount", bounds=bounds))
+    release = plan_release(plan(5, k=3, m=10, big_m=10, aggregates=aggs), True, 1.0)
+    assert sorted(m.kind for m in release.measurements) == ["centred_sum", "count"]
+    assert sum(m.exact_rho for m in release.measurements) == 1
+    rho_c = float(release.measurement("count").exact_rho)
+    count_sigma = release.measurement("count").sigma
+    assert count_sigma == pytest.approx(10 / math.sqrt(2 * rho_c), rel=1e-12)
+    sum_std = float(release.outputs[1].aggregate.explain_row(release)[0])
+    curve = math.sqrt(5000**2 / (2 * (1 - rho_c)) + 500**2 * count_sigma**2)
+    assert sum_std == pytest.approx(curve, rel=1e-5)
