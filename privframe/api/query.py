@@ -381,8 +381,10 @@ class Query:
                 (``<name>_rank_ci95`` for a quantile). They cover the noise only,
                 not the bias of rows dropped by the contribution bound or of
                 values clipped to their bounds (``tune`` estimates those).
-            weights: relative budget weights by output name (default: equal),
-                or ``pf.balance(rows=..., **expected)`` to split ρ so that
+            weights: weights by output name (default 1): the split minimises
+                the outputs' variances, each relative to its best and weighted
+                by w² (outputs sharing no measurement get ρ in proportion to
+                w); or ``pf.balance(rows=..., **expected)`` to split ρ so that
                 every output's relative error is about the same.
             label: a label for the ledger entry.
             delta: for a query that chooses its groups privately (group_by
@@ -392,6 +394,8 @@ class Query:
                 (counts >= 0, means and quantiles within their bounds, ...):
                 never a larger error, but biased near the range's edges; False
                 for unbiased estimates (:mod:`privframe.plan.postprocess`).
+                With ``total``, clamped counts and sums are instead projected to
+                agree with the total, which can move a group away from its truth.
             intervals: add ``<name>_ci95_low`` and ``<name>_ci95_high``: the
                 95% interval, clipped to the possible range when clamping.
             total: add a row with null group keys for all groups together,

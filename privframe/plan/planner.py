@@ -360,13 +360,17 @@ def plan_release(
 
     ``rho`` and ``delta`` are budgets, read exactly
     (:func:`privframe.accounting.exact`: ``0.1`` is 1/10). Each measurement's
-    share is exactly ρ·weight/(sum of weights), its σ is calibrated to that
-    exact share (rounded up, so Δ²/(2σ²) <= share), and the plan's cost is the
-    exact sum of the shares charged: exactly ρ, or less when a quantile's
-    recomputed cost is below its share.
+    share is exactly ρ·f/(Σ f) for the split's fractions f (floats, read as
+    exact rationals), its σ is calibrated to that exact share (rounded up, so
+    Δ²/(2σ²) <= share), and the plan's cost is the exact sum of the shares
+    charged: exactly ρ, or less when a quantile's recomputed cost is below its
+    share.
 
-    ``weights`` maps output names to relative weights (default: equal), or is
-    a :class:`~privframe.plan.split.Balance` to balance relative error. A plan that
+    ``weights`` maps output names to weights (default 1): the split minimises
+    Σ w²·(variance relative to the output's best alone)
+    (:func:`~privframe.plan.split.weighted_fractions`), so outputs sharing no
+    measurement get ρ in proportion to their weights. Or it is a
+    :class:`~privframe.plan.split.Balance` to balance relative error. A plan that
     groups without public keys also gets a :class:`Selection`, which needs
     ``delta`` and takes the average output's share of ρ as one more output.
 

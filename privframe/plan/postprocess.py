@@ -23,7 +23,9 @@ costs no privacy (post-processing, Dwork & Roth 2014, Prop. 2.1).
   measurement is made for it, and counts and sums agree with their groups:
   unclamped they are the sum of the groups; clamped, the groups are the
   least-squares projection onto the clamped total
-  (:func:`consistent_groups`). Means and variances are pooled from the
+  (:func:`consistent_groups`), which, unlike clamping alone, can move a
+  group away from its truth (noisy (5, −1, 2) with total 6 becomes
+  (4.5, 0, 1.5), though the truth may be (5, 0, 2)). Means and variances are pooled from the
   same sums; distinct counts and quantiles do not add up and are null there.
 
 Example:
