@@ -24,6 +24,11 @@ peak memory and the per-group noise std it applies:
 * ``pipelinedp``: PipelineDP's ``DPEngine`` on its ``LocalBackend``.
 * ``tumult``: Tumult Analytics on Spark local (``Session``, ``RhoZCDPBudget``).
 
+The report ends with issue 16's σ target, from privframe's ``explain`` alone:
+on the issue's query and on this one, the released (count σ, sum σ) must lie
+on the curve of the two-measurement split (count and centred sum), every ρ
+must be spent, and privframe's mean σ must be no larger than any peer's.
+
 Peak memory is the kernel's peak-RSS mark (``VmHWM``) of the subprocess plus
 that of every process it started (Spark's JVM and Python workers), read after
 the runs: it includes the interpreter, the library and the data in memory.
@@ -359,10 +364,44 @@ PEER_SNIPPETS = {
 }
 
 
-def local_variant(cfg: dict[str, Any], timed: Any) -> dict[str, Any]:
-    """Run privframe or a floor in this (privframe's) interpreter; called by LOCAL_SNIPPET."""
+def privframe_query(sess: Any, bound: dict[str, int], keys: list[str]) -> Any:
+    """The benchmark's query on a privframe session, under the contribution bound ``bound``."""
     import privframe as pf
 
+    bounds = (LOWER, UPPER)
+    return (
+        sess.query()
+        .bound(**bound)
+        .group_by("region", keys=keys)
+        .agg(pf.count(), pf.sum("amount", bounds=bounds), pf.mean("amount", bounds=bounds))
+    )
+
+
+def privframe_sigma(explanation: Any) -> dict[str, float]:
+    """The σ columns from privframe's ``explain``: count, sum and the mean's parts.
+
+    The sum is post-processed, centred sum + c·count, so its std is
+    sqrt(σ_C² + c²·σ_N²); the mean is c + centred sum / count. The sum's std is
+    computed from the two measurements at full precision and checked against
+    the std that ``explain`` states for the sum's output row.
+    """
+    by_kind = {m.kind: m for m in explanation.measurements}
+    count, centred = by_kind["count"], by_kind["centred_sum"]
+    centre = centred.midpoint
+    sum_std = math.hypot(centred.sigma, centre * count.sigma)
+    stated = next(r["std"] for r in explanation.rows if r["output"] == "amount_sum")
+    assert math.isclose(float(stated), sum_std, rel_tol=1e-5), (stated, sum_std)
+    return {
+        "count": count.sigma,
+        "sum": sum_std,
+        "mean_num": centred.sigma,
+        "mean_den": count.sigma,  # the mean reads the same count measurement
+        "mean_centre": centre,
+    }
+
+
+def local_variant(cfg: dict[str, Any], timed: Any) -> dict[str, Any]:
+    """Run privframe or a floor in this (privframe's) interpreter; called by LOCAL_SNIPPET."""
     keys = cfg["keys"]
     variant = cfg["variant"]
     result: dict[str, Any] = {"version": f"polars {pl.__version__}", "sigma": None}
@@ -370,40 +409,8 @@ def local_variant(cfg: dict[str, Any], timed: Any) -> dict[str, Any]:
         return _spark_variant(cfg, timed, result)
     df = pl.read_parquet(cfg["path"])
     if variant == "privframe":
-
-        def query(sess: Any) -> Any:
-            return (
-                sess.query()
-                .bound(max_groups=cfg["max_groups"], max_rows_per_group=cfg["max_rows_per_group"])
-                .group_by("region", keys=keys)
-                .agg(
-                    pf.count(),
-                    pf.sum("amount", bounds=(cfg["lower"], cfg["upper"])),
-                    pf.mean("amount", bounds=(cfg["lower"], cfg["upper"])),
-                )
-            )
-
-        def run() -> Any:
-            sess = pf.Session(df, privacy_unit="user_id", budget=pf.zCDP(cfg["rho"]))
-            return query(sess).release(rho=cfg["rho"])
-
-        times, out = timed(run)
-        sess = pf.Session(df, privacy_unit="user_id", budget=pf.zCDP(cfg["rho"]))
-        explanation = query(sess).explain(rho=cfg["rho"])
-        sig = {m.kind: m.sigma_units * 2.0**-m.grid_exponent for m in explanation.measurements}
-        result.update(
-            version=f"privframe {importlib.metadata.version('privframe')}",
-            sigma={
-                "count": sig["count"],
-                "sum": sig["sum"],
-                "mean_num": sig["centred_sum"],
-                "mean_den": sig["count"],  # the mean reuses the count's measurement
-                "mean_centre": (cfg["lower"] + cfg["upper"]) / 2,
-            },
-            noise="discrete Gaussian",
-            how="explain(rho=1) measurement σ; mean = centre + noisy centred sum / noisy count",
-        )
-    elif variant == "bounded_polars":
+        return _privframe_variant(cfg, timed, df, result)
+    if variant == "bounded_polars":
         times, out = timed(
             lambda: br.run_bounded_polars(
                 df,
@@ -421,6 +428,33 @@ def local_variant(cfg: dict[str, Any], timed: Any) -> dict[str, Any]:
         times, out = timed(lambda: br.run_plain_polars(df, keys, min_age=None))
     assert out.height == len(keys), out.height
     result["times"] = times
+    return result
+
+
+def _bench_bound(cfg: dict[str, Any]) -> dict[str, int]:
+    return {"max_groups": cfg["max_groups"], "max_rows_per_group": cfg["max_rows_per_group"]}
+
+
+def _privframe_variant(
+    cfg: dict[str, Any], timed: Any, df: pl.DataFrame, result: dict[str, Any]
+) -> dict[str, Any]:
+    """privframe's release of the query, timed, and the σ its ``explain`` states."""
+    import privframe as pf
+
+    def query() -> Any:
+        sess = pf.Session(df, privacy_unit="user_id", budget=pf.zCDP(cfg["rho"]))
+        return privframe_query(sess, _bench_bound(cfg), cfg["keys"])
+
+    times, out = timed(lambda: query().release(rho=cfg["rho"]))
+    assert out.height == len(cfg["keys"]), out.height
+    result.update(
+        times=times,
+        version=f"privframe {importlib.metadata.version('privframe')}",
+        sigma=privframe_sigma(query().explain(rho=cfg["rho"])),
+        noise="discrete Gaussian",
+        how="explain(rho=1): count and centred sum measured once each; "
+        "sum = centred sum + 500·count, mean = 500 + centred sum / count",
+    )
     return result
 
 
@@ -445,23 +479,77 @@ def _spark_variant(cfg: dict[str, Any], timed: Any, result: dict[str, Any]) -> d
     spark.sparkContext.setLogLevel("ERROR")
     frame = spark.read.parquet(cfg["path"]).cache()
     frame.count()
-    bounds = (cfg["lower"], cfg["upper"])
 
     def run() -> Any:
         sess = pf.Session(frame, privacy_unit="user_id", budget=pf.zCDP(cfg["rho"]))
-        return (
-            sess.query()
-            .bound(max_groups=cfg["max_groups"], max_rows_per_group=cfg["max_rows_per_group"])
-            .group_by("region", keys=cfg["keys"])
-            .agg(pf.count(), pf.sum("amount", bounds=bounds), pf.mean("amount", bounds=bounds))
-            .release(rho=cfg["rho"])
-        )
+        return privframe_query(sess, _bench_bound(cfg), cfg["keys"]).release(rho=cfg["rho"])
 
     times, out = timed(run)
     assert len(out) == len(cfg["keys"])
     result.update(times=times, version=f"pyspark {spark.version}")
     spark.stop()
     return result
+
+
+# -- the σ target of issue 16 -------------------------------------------------------------
+
+# (label, contribution bound, L2 sensitivity of the per-group count vector, as a formula):
+# the issue's query, where a user's <= 10 rows may all fall in one group, and the
+# benchmark's, where a user adds <= 10 rows to each of <= 3 groups: Δ = sqrt(3·10²).
+CURVE_QUERIES = (
+    ("issue query", {"max_rows": 10, "max_groups": 3}, 10.0, "10"),
+    ("benchmark query", {"max_groups": 3, "max_rows_per_group": 10}, math.sqrt(300), "√300"),
+)
+
+
+def curve_check(bound: dict[str, int], delta: float, keys: list[str]) -> dict[str, Any]:
+    """Where privframe's (count σ, sum σ) lies against the two-measurement curve at ρ.
+
+    With ρ_c + ρ_s = ρ between the count (L2 sensitivity Δ) and the centred sum
+    (Δ·h, h = (U − L)/2, centre c), count σ = Δ/√(2ρ_c) and the sum read as
+    centred sum + c·count has σ = √((Δh)²/(2ρ_s) + c²·count σ²). From the
+    released count σ this gives ρ_c, hence the curve's sum σ; the released sum σ
+    must not exceed it, and the measurements' exact ρ must add up to ρ.
+    Public parameters only: the session holds an empty table.
+    """
+    import privframe as pf
+
+    schema = {"user_id": pl.Int64, "region": pl.String, "amount": pl.Float64}
+    sess = pf.Session(pl.DataFrame(schema=schema), privacy_unit="user_id", budget=pf.zCDP(RHO))
+    explanation = privframe_query(sess, bound, keys).explain(rho=RHO)
+    sigma = privframe_sigma(explanation)
+    centre, half = (LOWER + UPPER) / 2, (UPPER - LOWER) / 2
+    rho_c = delta**2 / (2 * sigma["count"] ** 2)
+    curve = math.sqrt((delta * half) ** 2 / (2 * (RHO - rho_c)) + (centre * sigma["count"]) ** 2)
+    return {
+        "count": sigma["count"],
+        "sum": sigma["sum"],
+        "rho": {m.kind: float(m.exact_rho) for m in explanation.measurements},
+        "curve_sum": curve,
+        "on_curve": sigma["sum"] <= curve * (1 + 1e-9),
+        "spent_all": sum(m.exact_rho for m in explanation.measurements) == RHO,
+    }
+
+
+def curve_lines(keys: list[str]) -> list[str]:
+    """The target check of issue 16, one line per query, for the report's notes."""
+    lines = [
+        f"#  σ target (issue 16): count σ = Δ/√(2ρ_c), sum σ = √((Δ·{(UPPER - LOWER) / 2:g})²/"
+        f"(2ρ_s) + {(LOWER + UPPER) / 2:g}²·count σ²), ρ_c + ρ_s = {RHO:g}"
+    ]
+    for label, bound, delta, delta_text in CURVE_QUERIES:
+        c = curve_check(bound, delta, keys)
+        args = ", ".join(f"{k}={v}" for k, v in bound.items())
+        split = ", ".join(f"{k} {v:.4f}" for k, v in c["rho"].items())
+        lines.append(
+            f"#   {label} bound({args}), Δ = {delta_text}: (count σ, sum σ) = "
+            f"({c['count']:,.2f}, {c['sum']:,.1f}) at ρ {split}; curve sum σ at that count σ "
+            f"{c['curve_sum']:,.1f} (released − curve = {c['sum'] - c['curve_sum']:+.1e}): "
+            f"{'on the curve' if c['on_curve'] else 'ABOVE the curve'}; "
+            f"Σ measurement ρ == {RHO:g}: {c['spent_all']} "
+            f"({'no ρ wasted' if c['spent_all'] else 'ρ wasted'})"
+        )
+    return lines
 
 
 # -- driver ------------------------------------------------------------------------------
@@ -533,21 +621,9 @@ def fmt_sigma(x: float | None) -> str:
     return f"{x:,.1f}" if x < 1e6 else f"{x:.3g}"
 
 
-def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, eps: float) -> None:
-    ok = {k: r for k, r in results.items() if "error" not in r}
-    mins = {k: min(r["times"]) for k, r in ok.items()}
-    floor = ok.get("bounded_polars", {})
-    n_ref, mu = floor.get("typical_count"), floor.get("bounded_mean")
-    print(
-        f"# privframe vs peers: {args.rows:,} rows, {args.rows // 10:,} users, "
-        f"{br.N_REGIONS} public regions (seed {args.seed}); {args.repeat} runs each"
-    )
-    print(f"# {dt.date.today().isoformat()}; {machine()}")
-    print(
-        f"# query: per region count, sum, mean of amount in [{LOWER:g}, {UPPER:g}]; "
-        f"<= {MAX_GROUPS} regions and <= {MAX_ROWS_PER_GROUP} rows per region per user; "
-        f"rho = {RHO:g}"
-    )
+def _table(results: dict[str, dict[str, Any]], n_ref: float | None, mu: float | None) -> None:
+    """The markdown table: one row per variant, ``n/a (reason)`` for one that failed."""
+    mins = {k: min(r["times"]) for k, r in results.items() if "error" not in r}
     mean_head = f"mean σ @n={n_ref:,.0f}" if n_ref else "mean σ"
     header = (
         f"| {'variant':<22} | {'min s':>8} | {'median s':>8} | {'/privframe':>10} | "
@@ -567,14 +643,49 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, eps: fl
             return f"{t / mins[other]:.2f}" if other in mins else "n/a"
 
         s = r.get("sigma")
-        mean_s = mean_sigma(s, n_ref, mu) if s and n_ref and mu is not None else None
         print(
             f"| {label:<22} | {t:>8.3f} | {statistics.median(r['times']):>8.3f} | "
             f"{ratio('privframe'):>10} | {ratio('bounded_polars'):>8} | "
             f"{ratio('plain_polars'):>8} | {r['peak_kib'] / 1024:>8,.0f} | "
             f"{fmt_sigma(s and s['count']):>8} | {fmt_sigma(s and s['sum']):>9} | "
-            f"{fmt_sigma(mean_s):>14} |"
+            f"{fmt_sigma(r.get('mean_sigma')):>14} |"
         )
+
+
+def _mean_target(results: dict[str, dict[str, Any]]) -> str | None:
+    """Issue 16's mean target: privframe's mean σ no larger than any peer's in this run."""
+    own = results.get("privframe", {}).get("mean_sigma")
+    peer = {k: r["mean_sigma"] for k, r in results.items() if k in PEER_NAMES and "mean_sigma" in r}
+    if own is None or not peer:
+        return None
+    best = min(peer, key=peer.__getitem__)
+    verdict = "met" if own <= peer[best] else "MISSED"
+    return (
+        f"#  mean σ target (issue 16): privframe {own:.2f} against the lowest peer's "
+        f"{peer[best]:.2f} ({LABELS[best]}; peers run: {len(peer)}): {verdict}"
+    )
+
+
+def report(
+    results: dict[str, dict[str, Any]], args: argparse.Namespace, eps: float, target: list[str]
+) -> None:
+    """Print the header, the table and the notes (``target``: the σ curve check's lines)."""
+    floor = results.get("bounded_polars", {})
+    n_ref, mu = floor.get("typical_count"), floor.get("bounded_mean")
+    for r in results.values():
+        if r.get("sigma") and n_ref and mu is not None:
+            r["mean_sigma"] = mean_sigma(r["sigma"], n_ref, mu)
+    print(
+        f"# privframe vs peers: {args.rows:,} rows, {args.rows // 10:,} users, "
+        f"{br.N_REGIONS} public regions (seed {args.seed}); {args.repeat} runs each"
+    )
+    print(f"# {dt.date.today().isoformat()}; {machine()}")
+    print(
+        f"# query: per region count, sum, mean of amount in [{LOWER:g}, {UPPER:g}]; "
+        f"<= {MAX_GROUPS} regions and <= {MAX_ROWS_PER_GROUP} rows per region per user; "
+        f"rho = {RHO:g}"
+    )
+    _table(results, n_ref, mu)
     print("# notes:")
     print(
         "#  seconds: one query (session/context + bounding + aggregation + noise) on data "
@@ -594,12 +705,15 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, eps: fl
         f"#  PipelineDP is (ε, δ)-DP: it gets ε = {eps:.4f}, δ = {DELTA:g}, the (ε, δ) "
         f"that ρ = {RHO:g} zCDP implies (privframe zCDP({RHO:g}).epsilon({DELTA:g}))"
     )
-    for name, r in ok.items():
+    for name, r in results.items():
         if r.get("how"):
             print(f"#  {LABELS[name]} ({r['version']}; {r['noise']}): {r['how']}")
     if peers.INSTALL_SECONDS:
         done = ", ".join(f"{k} {v:.0f} s" for k, v in peers.INSTALL_SECONDS.items())
         print(f"#  first-use installs of peer virtualenvs: {done}")
+    for line in [*target, _mean_target(results)]:
+        if line:
+            print(line)
 
 
 def main() -> None:
@@ -654,7 +768,7 @@ def main() -> None:
         t0 = time.perf_counter()
         results[name] = run_variant(name, cfg, args)
         print(f"#   done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
-    report(results, args, eps)
+    report(results, args, eps, curve_lines(cfg["keys"]))
 
 
 if __name__ == "__main__":
