@@ -82,6 +82,7 @@ __all__ = [
     "Piece",
     "TuningDesign",
     "design",
+    "group_edges",
     "integer_edges",
     "read",
 ]
@@ -108,6 +109,20 @@ def integer_edges(limit: int) -> tuple[int, ...]:
         edges.add(round(2 ** (i / 2)))
         i += 1
     return tuple(sorted(edges))
+
+
+def group_edges(n_groups: int) -> tuple[int, ...]:
+    """Lower edges of the groups-per-unit bins: 1 to 16 one by one, then half-octaves.
+
+    The last edge is ``n_groups`` itself, so the last bin holds exactly the
+    units in every group (a unit is in at most ``n_groups`` public groups) and
+    ``max_groups = n_groups`` can be told from the edge below it.
+
+    Example:
+        >>> group_edges(5), group_edges(40)
+        ((1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 32, 40))
+    """
+    return tuple(sorted({*range(1, min(n_groups, 16) + 1), *integer_edges(n_groups), n_groups}))
 
 
 @dataclass(frozen=True)
@@ -182,7 +197,7 @@ def design(plan: Plan, has_unit: bool, rho: Fraction) -> TuningDesign:
     n_groups = plan.n_groups or 1
     wanted: list[tuple[str, Literal["groups", "rows", "values"], str | None, tuple, int]] = []
     if has_unit and n_groups > 1:
-        wanted.append(("groups per unit", "groups", None, integer_edges(n_groups), 1))
+        wanted.append(("groups per unit", "groups", None, group_edges(n_groups), 1))
     if has_unit:
         wanted.append(("rows per (unit, group)", "rows", None, integer_edges(_ROW_LIMIT), SCALE))
     for column in tuned_columns(plan):

@@ -184,6 +184,26 @@ def test_a_huge_rho_recovers_the_contribution_quantiles() -> None:
         assert low <= true < low * 2**0.5 * 1.001, p
 
 
+@pytest.mark.parametrize("n_groups", [5, 7, 40])
+def test_every_unit_in_every_group_is_tuned_to_max_groups_equal_to_the_groups(
+    n_groups: int,
+) -> None:
+    # The groups histogram's last bin holds exactly n_groups, so k = n_groups (nothing
+    # dropped) is told apart from the edge below it. σ ≈ 0.002 units here.
+    keys = [f"k{i}" for i in range(n_groups)]
+    frame = pl.DataFrame({"user": np.repeat(np.arange(200), n_groups), "g": keys * 200, "x": 150.0})
+    sess = pf.Session(frame, "user", pf.zCDP(10.0**6))
+    query = (
+        sess.query()
+        .bound(max_groups=1, max_rows_per_group=1)
+        .group_by("g", keys=keys)
+        .agg(pf.count(), pf.sum("x", bounds=(0, 1e6)))
+    )
+    tuned = query.tune(10.0**5, plan_rho=1.0)
+    assert tuned.bound is not None
+    assert tuned.bound.max_groups == n_groups
+
+
 @pytest.mark.statistical
 def test_the_tuned_query_releases_with_limits_and_bounds_moved_the_expected_way() -> None:
     # Given k = 1, m = 1 and bounds (0, 1e6) against 3 groups, 5 rows and values in

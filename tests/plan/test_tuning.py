@@ -19,6 +19,7 @@ from privframe.plan.tuning import (
     SCALE,
     TuningDesign,
     design,
+    group_edges,
     integer_edges,
     read,
 )
@@ -135,7 +136,7 @@ def test_noise_level_bins_read_as_empty() -> None:
     rows[0] = 500 * SCALE
     estimates = _estimates(d, groups=groups, rows=rows)
     assert estimates.groups is not None
-    assert estimates.groups.weight.tolist() == [0, 0, 500, 0]
+    assert estimates.groups.weight.tolist() == [0, 0, 500, 0, 0]
     assert estimates.units == 500
 
 
@@ -144,7 +145,7 @@ def test_limits_follow_the_contributions_when_noise_is_small() -> None:
     plan = _plan(pf.count(), bound=Bound(max_groups=1, max_rows_per_group=1))
     d = design(plan, True, Fraction(10**6))
     groups = np.zeros(d.pieces[0].bins)
-    groups[integer_edges(5).index(3)] = 10_000
+    groups[group_edges(5).index(3)] = 10_000
     rows = np.zeros(d.pieces[1].bins)
     rows[integer_edges(5).index(4)] = 10_000 * SCALE  # the bin [4, 6)
     choice = choose(plan, _estimates(d, groups=groups, rows=rows), Fraction(1), None)
