@@ -17,12 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import pandas as pd
 import polars as pl
 
 from privframe.engines.spec import Engine
 from privframe.errors import InvalidValueError, columns_note
 
-__all__ = ["MISSING_UNITS", "Opened", "PanicException", "check_unit_column"]
+__all__ = ["MISSING_UNITS", "Opened", "PanicException", "check_unit_column", "exact_pandas"]
 
 PanicException: type[BaseException] = getattr(
     pl.exceptions, "PanicException", pl.exceptions.PolarsError
@@ -63,3 +64,23 @@ def check_unit_column(unit: str | None, schema: pl.Schema) -> None:
         raise InvalidValueError(
             f"privacy unit column {unit!r} is not in the data; {columns_note(list(schema))}"
         )
+
+
+def exact_pandas(result: pl.DataFrame) -> pd.DataFrame:
+    """A released table as pandas, integer columns with nulls as nullable integers.
+
+    polars turns an integer column holding a null (a total row's keys) into
+    float64, which merges integer keys above 2^53: nullable integers keep
+    every key and count exact.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.inputs import exact_pandas
+        >>> exact_pandas(pl.DataFrame({"k": [2**53 + 1, None]}))["k"].tolist()
+        [9007199254740993, <NA>]
+    """
+    frame = result.to_pandas()
+    for name, dtype in result.schema.items():
+        if dtype.is_integer() and result[name].null_count():
+            frame[name] = pd.array(result[name].to_list(), dtype=str(dtype))
+    return frame

@@ -93,3 +93,17 @@ def test_a_report_query_writes_its_total_row(tmp_path: Path) -> None:
     total = table.filter(pl.col("region").is_null())
     groups = table.filter(pl.col("region").is_not_null())
     assert total["count"].item() == groups["count"].sum()
+
+
+def test_a_pandas_total_row_keeps_integer_keys_and_counts_exact() -> None:
+    # A null key in an integer column must not turn it into float64, which would merge
+    # 2^53 and 2^53 + 1.
+    keys = [2**53, 2**53 + 1]
+    frame = pl.DataFrame({"u": [1, 2, 3], "k": [2**53, 2**53 + 1, 2**53 + 1]}).to_pandas()
+    sess = pf.Session(frame, "u", pf.zCDP(1.0), rng=SeededRandomness(1))
+    query = sess.query().bound(max_groups=1, max_rows_per_group=1).group_by("k", keys=keys)
+    result = query.agg(pf.count(), pf.count_distinct()).release(0.5, total=True)
+    assert result["k"].tolist()[:2] == keys
+    assert result["k"].isna().tolist() == [False, False, True]
+    assert str(result["k"].dtype) == "Int64"
+    assert str(result["count_distinct"].dtype) == "Int64"

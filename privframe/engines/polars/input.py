@@ -26,7 +26,13 @@ import polars as pl
 from pyarrow import ArrowException
 
 from privframe.engines.expressions import plain_types
-from privframe.engines.inputs import MISSING_UNITS, Opened, PanicException, check_unit_column
+from privframe.engines.inputs import (
+    MISSING_UNITS,
+    Opened,
+    PanicException,
+    check_unit_column,
+    exact_pandas,
+)
 from privframe.engines.polars.engine import PolarsEngine
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
@@ -59,11 +65,7 @@ def open_input(data: object, privacy_unit: str | None, results: str = "pandas") 
     elif privacy_unit is not None:
         _check_units(plain, privacy_unit, schema[privacy_unit])
     engine = PolarsEngine(plain, streaming=streaming, partitions=_partitions(data))
-    return Opened(engine, schema, kind, _to_pandas if kind == "pandas" else _as_is)
-
-
-def _to_pandas(result: pl.DataFrame) -> Any:
-    return result.to_pandas()
+    return Opened(engine, schema, kind, exact_pandas if kind == "pandas" else _as_is)
 
 
 def _as_is(result: pl.DataFrame) -> Any:

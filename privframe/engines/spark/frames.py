@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import polars as pl
 
 from privframe.engines.expressions import exact_unit_type
+from privframe.engines.inputs import exact_pandas
 from privframe.engines.spark._columns import col
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
@@ -275,4 +276,4 @@ def to_spark_result(spark: SparkSession, result: pl.DataFrame) -> SparkDataFrame
     """A released (noisy, public) table as a Spark DataFrame, for results="spark"."""
     if result.height == 0 and not result.columns:
         raise InvalidValueError("an empty release has no columns to give Spark")
-    return spark.createDataFrame(result.to_pandas())
+    return spark.createDataFrame(exact_pandas(result))

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from privframe.engines.inputs import MISSING_UNITS, Opened, check_unit_column
+from privframe.engines.inputs import MISSING_UNITS, Opened, check_unit_column, exact_pandas
 from privframe.engines.spark.engine import SparkEngine
 from privframe.engines.spark.frames import has_missing_units, plain_frame, to_spark_result
 from privframe.errors import InvalidValueError
@@ -42,14 +42,10 @@ def open_input(data: Any, privacy_unit: str | None, results: str = "pandas") -> 
         raise InvalidValueError(MISSING_UNITS.format(unit=privacy_unit))
     engine = SparkEngine(frame, schema=schema)
     if results != "spark":
-        return Opened(engine, schema, "pandas", _to_pandas)
+        return Opened(engine, schema, "pandas", exact_pandas)
     spark = frame.sparkSession
 
     def present(result: pl.DataFrame) -> Any:
         return to_spark_result(spark, result)
 
     return Opened(engine, schema, "spark", present)
-
-
-def _to_pandas(result: pl.DataFrame) -> Any:
-    return result.to_pandas()
