@@ -150,13 +150,12 @@ def _terms(
     outputs: Sequence[Output],
     needs: Mapping[str, Need],
     limits: Limits,
-    rows: float,
-    size: Callable[[Output], float | None],
+    terms_of: Callable[[Output, Mapping[str, float]], dict[str, float]],
 ) -> dict[str, dict[str, float]]:
     """Each output's first-order squared error as Σ_m b_m/ρ_m: its b_m by measurement key.
 
-    From each aggregate's ``balance_terms``, with each measurement's squared
-    95% error c/ρ from its need, ``rows`` per group and the output's size.
+    ``terms_of`` reads them from the aggregate, given each measurement's
+    squared 95% error c/ρ from its need.
     """
     c: dict[str, float] = {}
     for key, need in needs.items():
@@ -167,7 +166,7 @@ def _terms(
     terms: dict[str, dict[str, float]] = {}
     for out in outputs:
         try:
-            terms[out.name] = out.aggregate.balance_terms(c, rows, size(out))
+            terms[out.name] = terms_of(out, c)
         except ArithmeticError:
             # Bounds so extreme that their squares leave the float range: split evenly.
             terms[out.name] = dict.fromkeys(out.measurements, 1.0)
@@ -193,8 +192,8 @@ def _weights(
 ) -> dict[str, Fraction]:
     """Shares that minimise the outputs' total weighted variance (``weighted_fractions``).
 
-    Each output's error is taken at its aggregate's public ``assumed_size``
-    and relative to the least it could have alone, so the split does not
+    Each output's error terms come from its aggregate's ``split_terms`` and
+    count relative to the least it could have alone, so the split does not
     depend on units; ``weights`` (default 1) weigh the outputs.
     """
     if weights is not None and not isinstance(weights, Mapping):
@@ -207,7 +206,7 @@ def _weights(
     if unknown:
         raise InvalidValueError(f"weights name unknown outputs {unknown}; outputs: {sorted(names)}")
     w = [check_positive(f"weight of {out.name!r}", given.get(out.name, 1.0)) for out in outputs]
-    terms = _terms(outputs, needs, limits, 1.0, lambda out: out.aggregate.assumed_size())
+    terms = _terms(outputs, needs, limits, lambda out, c: out.aggregate.split_terms(c))
     return _fractions_by_key(outputs, terms, lambda matrix: weighted_fractions(matrix, w))
 
 
@@ -236,7 +235,10 @@ def _balanced(
     def size(out: Output) -> float | None:
         return balance.expected[out.name] if out.aggregate.needs_expected else None
 
-    terms = _terms(outputs, needs, limits, balance.rows, size)
+    def terms_of(out: Output, c: Mapping[str, float]) -> dict[str, float]:
+        return out.aggregate.balance_terms(c, balance.rows, size(out))
+
+    terms = _terms(outputs, needs, limits, terms_of)
     return _fractions_by_key(outputs, terms, balanced_fractions), terms
 
 

@@ -386,3 +386,10 @@ def test_count_sum_and_mean_waste_no_rho_and_lie_on_the_two_measurement_curve():
     sum_std = float(release.outputs[1].aggregate.explain_row(release)[0])
     curve = math.sqrt(5000**2 / (2 * (1 - rho_c)) + 500**2 * count_sigma**2)
     assert sum_std == pytest.approx(curve, rel=1e-5)
+
+
+@pytest.mark.parametrize("make", [pf.var, pf.std])
+def test_a_variance_alone_splits_its_three_measurements_evenly(make):
+    # Its first-order terms misjudge it (docs/sensitivity.md §6): equal parts.
+    release = plan_release(plan(5, k=2, m=3, aggregates=(make("x", (0, 100)),)), True, 0.3)
+    assert [m.exact_rho for m in release.measurements] == [Fraction(1, 10)] * 3

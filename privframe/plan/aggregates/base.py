@@ -208,15 +208,16 @@ class Aggregate:
         """
         raise NotImplementedError
 
-    def assumed_size(self) -> float:
-        """The size of its value the default ρ split assumes (public, from its parameters).
+    def split_terms(self, coefficients: Mapping[str, float]) -> dict[str, float]:
+        """Its error terms b_m (squared error Σ_m b_m/ρ_m) for the default ρ split.
 
         The default split weighs each output's error relative to the least it
-        could have alone, which does not depend on the output's scale, so any
-        size serves; outputs whose error terms depend on their value (a mean
-        far from its midpoint needs a better count) assume the worst case.
+        could have alone, which does not depend on the output's scale, so
+        these are :meth:`balance_terms` at any size: outputs whose terms
+        depend on their value (a mean far from its midpoint needs a better
+        count) override this with a public typical or worst case.
         """
-        return 1.0
+        return self.balance_terms(coefficients, 1.0, 1.0)
 
 
 def check_number(where: str, name: str, value: object, fix: str) -> float:

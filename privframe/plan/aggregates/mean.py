@@ -93,9 +93,10 @@ class Mean(Bounded):
             count: (expected - mid) ** 2 * coefficients[count] / (rows * expected) ** 2,
         }
 
-    def assumed_size(self) -> float:
-        """The bound farther from zero: a mean there is as far from the midpoint as it gets."""
-        return self.lower if abs(self.lower) > abs(self.upper) else self.upper
+    def split_terms(self, coefficients: Mapping[str, float]) -> dict[str, float]:
+        """At the worst case: a mean at a bound is as far from the midpoint as it gets."""
+        worst = self.lower if abs(self.lower) > abs(self.upper) else self.upper
+        return self.balance_terms(coefficients, 1.0, worst)
 
 
 @hinted(bounds=BOUNDS_HINT)

