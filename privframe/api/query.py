@@ -400,7 +400,8 @@ class Query:
                 95% interval, clipped to the possible range when clamping.
             total: add a row with null group keys for all groups together,
                 from the group measurements summed (no extra budget); counts
-                and sums of the groups add up to it.
+                and sums of the groups add up to it. A private key selection
+                that keeps no group releases no total either.
 
         Raises:
             BudgetExceededError: ``rho`` does not fit in what remains; nothing

@@ -52,23 +52,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-import numpy as np
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
 from privframe.accounting._numbers import Number, exact
-from privframe.accounting.accountant import Spend
-from privframe.engines.contributions import Contributions, ContributionSpec, SupportsContributions
-from privframe.engines.inputs import PanicException
+from privframe.engines.contributions import ContributionSpec
 from privframe.engines.spec import AggregationSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError
-from privframe.mechanisms.noise import discrete_gaussian
 from privframe.plan.aggregates import Bounded
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import plan_release
 from privframe.plan.release import Pipeline
 from privframe.plan.split import Balance
-from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, TuningDesign, design, read
+from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, design, read, tuned_columns
 from privframe.plan.tuning_choice import Choice, choose
 
 __all__ = ["TABLE_COLUMNS", "Tunable", "Tuned", "TuningDoor", "tune"]
@@ -171,40 +167,6 @@ def _rows_spec(
     return pipeline.spec(placeholder, release, schema)
 
 
-def _exact(engine: SupportsContributions, spec: ContributionSpec) -> Contributions:
-    """The engine's exact histograms; a failure is refused without its message."""
-    failure = None
-    try:
-        tables = engine.contributions(spec)
-    except (Exception, PanicException) as err:
-        failure = type(err).__name__
-    if failure is not None:
-        # Raised outside the handler: the engine's message may quote private values.
-        raise InvalidValueError(
-            f"tune failed while reading the data (the engine raised {failure}; its message "
-            "is withheld because it may contain private values). Nothing was charged."
-        )
-    return tables
-
-
-def _noisy(
-    tuning: TuningDesign, tables: Contributions, pipeline: Pipeline
-) -> dict[str, np.ndarray]:
-    """Each histogram plus its discrete Gaussian noise: call only after charging."""
-    noisy = {}
-    for piece in tuning.pieces:
-        if piece.kind == "groups":
-            exact_counts = tables.groups
-        elif piece.kind == "rows":
-            exact_counts = tables.rows
-        else:
-            assert piece.column is not None
-            exact_counts = tables.values[piece.column]
-        draw = discrete_gaussian(piece.sigma_units, piece.bins, rng=pipeline.rng)
-        noisy[piece.name] = exact_counts + draw
-    return noisy
-
-
 def _door(query: object) -> tuple[TuningDoor, Plan]:
     """The query's session (as tune needs it) and plan; refuses anything else."""
     session = getattr(query, "session", None)
@@ -272,17 +234,13 @@ def tune(
     if not isinstance(label, str):
         raise InvalidArgumentError(f"label must be a str, got {type(label).__name__}")
     pipeline = session.pipeline
-    engine = pipeline.engine
-    if not isinstance(engine, SupportsContributions):
-        raise InvalidValueError(
-            "tune runs on the polars engine (pandas or polars frames, LazyFrames, parquet or "
-            "CSV files); this session's engine cannot summarise contributions yet: tune on "
-            "a polars copy of the data, e.g. a Session over spark_df.toPandas() with the same "
-            "budget ledger, or choose the limits by hand"
-        )
     schema = session.check(plan)
+    if pipeline.unit is not None and pipeline.unit in tuned_columns(plan):
+        raise InvalidValueError(
+            f"tune cannot choose bounds for the privacy unit column {pipeline.unit!r}: "
+            "aggregate a copy of it made with with_columns, or give its bounds by hand"
+        )
     tuning = design(plan, pipeline.unit is not None, pipeline.accountant.affordable(asked))
-    pipeline.accountant.check(tuning.cost)
     rows = _rows_spec(pipeline, plan, schema, target, weights)
     spec = ContributionSpec(
         rows,
@@ -292,11 +250,8 @@ def tune(
         tuple(p.column for p in tuning.pieces if p.column is not None),
         MAGNITUDE_EDGES,
     )
-    tables = _exact(engine, spec)
-    seeded = pipeline.rng is not None and pipeline.rng.seeded
     description = {**tuning.describe(), "plan_rho": float(target)}
-    pipeline.accountant.spend_all([Spend(tuning.cost, label, description, seeded)])
-    estimates = read(tuning, _noisy(tuning, tables, pipeline))
+    estimates = read(tuning, pipeline.measure_contributions(tuning, spec, label, description))
     choice = choose(plan, estimates, target, weights)
     table = pl.DataFrame(choice.table, schema=list(TABLE_COLUMNS), orient="row")
     tuned_query = dataclasses.replace(query, plan=choice.plan)  # type: ignore[type-var]

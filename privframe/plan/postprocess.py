@@ -17,7 +17,8 @@ costs no privacy (post-processing, Dwork & Roth 2014, Prop. 2.1).
 - **intervals**: ``<name>_ci95_low`` and ``<name>_ci95_high``, the 95%
   interval about the unclamped estimate, clipped to the possible range when
   clamping (the truth is in that range, so clipping never lowers coverage).
-- **total**: one more row, with null group keys, whose outputs are estimated
+- **total**: one more row (when any group is released: a private key
+  selection may keep none), with null group keys, whose outputs are estimated
   from the group measurements summed (each measurement is a sum over rows,
   so its groups add up to the total's, with noise σ·sqrt(groups)). No
   measurement is made for it, and counts and sums agree with their groups:
@@ -200,9 +201,7 @@ def estimate_outputs(
     groups = next(iter(noisy.values())).size if noisy else 0
     totals: Columns | None = None
     if post.total and groups:
-        pooled_noisy = {
-            m.key: noisy[m.key].sum(keepdims=True, dtype=np.int64) for m in release.measurements
-        }
+        pooled_noisy = {m.key: _pooled(noisy[m.key]) for m in release.measurements}
         totals = {}
     columns: Columns = {}
     for out in release.outputs:
@@ -221,6 +220,12 @@ def estimate_outputs(
         if totals is not None:
             totals = {k: v for k, v in totals.items() if k not in dropped}
     return columns, totals
+
+
+def _pooled(values: np.ndarray) -> np.ndarray:
+    """The sum of a noisy integer vector, exact: int64 if it fits, else the nearest float."""
+    total = sum(int(v) for v in values)
+    return np.array([total], dtype=np.int64 if -(2**63) <= total < 2**63 else np.float64)
 
 
 def _total_columns(

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
@@ -42,6 +42,7 @@ from privframe.accounting.accountant import Accountant, Spend
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
 from privframe.accounting.ledger import LedgerEntry
+from privframe.engines.contributions import ContributionSpec, SupportsContributions
 from privframe.engines.inputs import PanicException
 from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, RowStep
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
@@ -53,6 +54,7 @@ from privframe.plan.keys import exact_keys
 from privframe.plan.planner import ReleasePlan, Selection, plan_release
 from privframe.plan.postprocess import PostProcessing, estimate_outputs
 from privframe.plan.split import Balance
+from privframe.plan.tuning import TuningDesign
 
 __all__ = ["Batch", "Computed", "Pipeline", "describe"]
 
@@ -134,22 +136,44 @@ class Pipeline:
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
         """The engine's exact aggregates; a failure is refused without its message."""
-        failure = None
-        try:
-            table = self.engine.aggregate(spec)
-        except (Exception, PanicException) as err:
-            failure = type(err).__name__
-        if failure is not None:
-            # Any engine failure (polars errors and panics, Spark, memory) may depend on
-            # the data and its message may quote private values: withhold it, and raise
-            # outside the handler so the original is not kept as the error's context.
+        return _withheld(
+            lambda: self.engine.aggregate(spec),
+            "the query failed while running on the data",
+            "Check that filters are boolean expressions that keep one value per row. ",
+        )
+
+    def measure_contributions(
+        self, tuning: TuningDesign, spec: ContributionSpec, label: str, description: dict
+    ) -> dict[str, np.ndarray]:
+        """``tune``'s noisy histograms, budget before bytes: check, read, charge, then noise.
+
+        The budget is checked before the engine reads anything, the exact
+        histograms are computed before the charge (a failure charges nothing),
+        and the discrete Gaussian is drawn only after it, one ledger entry for
+        ``tuning.cost``.
+
+        Raises:
+            BudgetExceededError: the cost does not fit; nothing is read.
+            InvalidValueError: the engine cannot summarise contributions, or
+                failed while reading (its message withheld); nothing is charged.
+        """
+        engine = self.engine
+        if not isinstance(engine, SupportsContributions):
             raise InvalidValueError(
-                f"the query failed while running on the data (the engine raised "
-                f"{failure}; its message is withheld because it may contain private "
-                "values). Check that filters are boolean expressions that keep one value "
-                "per row. Nothing was charged."
+                "tune runs on the polars engine (pandas or polars frames, LazyFrames, parquet "
+                "or CSV files); this session's engine cannot summarise contributions yet: tune "
+                "on a polars copy of the data, e.g. a Session over spark_df.toPandas() with the "
+                "same budget ledger, or choose the limits by hand"
             )
-        return table
+        self.accountant.check(tuning.cost)
+        tables = _withheld(lambda: engine.contributions(spec), "tune failed while reading the data")
+        seeded = self.rng is not None and self.rng.seeded
+        self.accountant.spend_all([Spend(tuning.cost, label, description, seeded)])
+        return {
+            piece.name: piece.counts(tables)
+            + discrete_gaussian(piece.sigma_units, piece.bins, rng=self.rng)
+            for piece in tuning.pieces
+        }
 
     def spec(self, plan: Plan, release: ReleasePlan, schema: pl.Schema) -> AggregationSpec:
         """What the engine computes for ``release``, every privacy decision made."""
@@ -294,6 +318,27 @@ class Batch:
             f"Batch(labels={self.labels!r}, cost={self.cost!r}, "
             f"released={self._entries is not None})"
         )
+
+
+T = TypeVar("T")
+
+
+def _withheld(compute: Callable[[], T], what: str, advice: str = "") -> T:
+    """``compute()``; any failure refused as ``what``, without its message."""
+    failure = None
+    try:
+        result = compute()
+    except (Exception, PanicException) as err:
+        failure = type(err).__name__
+    if failure is not None:
+        # Any engine failure (polars errors and panics, Spark, memory) may depend on
+        # the data and its message may quote private values: withhold it, and raise
+        # outside the handler so the original is not kept as the error's context.
+        raise InvalidValueError(
+            f"{what} (the engine raised {failure}; its message is withheld because it may "
+            f"contain private values). {advice}Nothing was charged."
+        )
+    return result
 
 
 def value_column(index: int) -> str:

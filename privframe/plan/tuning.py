@@ -67,7 +67,7 @@ from scipy import special
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.calibration import gaussian_sigma
 from privframe.accounting.events import GaussianEvent
-from privframe.engines.contributions import signed_buckets
+from privframe.engines.contributions import Contributions, signed_buckets
 from privframe.errors import InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA
 from privframe.plan.aggregates import Bounded
@@ -85,6 +85,7 @@ __all__ = [
     "group_edges",
     "integer_edges",
     "read",
+    "tuned_columns",
 ]
 
 SCALE = 1 << 16
@@ -146,6 +147,15 @@ class Piece:
     def threshold(self) -> float:
         """τ: noisy bins below it are read as empty (weight units of the array)."""
         return self.sigma_units * float(special.ndtri(1 - _FALSE_BIN / self.bins))
+
+    def counts(self, tables: Contributions) -> np.ndarray:
+        """Its exact histogram among the engine's (never shown before noise)."""
+        if self.kind == "groups":
+            return tables.groups
+        if self.kind == "rows":
+            return tables.rows
+        assert self.column is not None
+        return tables.values[self.column]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
-import privframe.api.tune as tune_module
+import privframe.plan.release as release_module
 from privframe.accounting.replay import entry_events
 from privframe.api.tune import TABLE_COLUMNS, tune
 from privframe.engines.contributions import Contributions, ContributionSpec
@@ -62,12 +62,16 @@ def test_tune_is_charged_exactly_rho_in_one_ledger_entry() -> None:
     assert isinstance(tuned.table, pl.DataFrame)
 
 
-def test_an_over_budget_tune_is_refused_before_the_data_is_read(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_an_over_budget_tune_is_refused_before_the_data_is_read() -> None:
     sess = pf.Session(_data(20), "user", pf.zCDP(1.0))
     read: list[bool] = []
-    monkeypatch.setattr(tune_module, "_exact", lambda *args: read.append(True))
+    engine = sess.pipeline.engine
+
+    def reads(spec: ContributionSpec) -> Contributions:
+        read.append(True)
+        return engine.contributions(spec)
+
+    sess.pipeline.engine = _Engine(engine, reads)
     with pytest.raises(pf.BudgetExceededError):
         tune(_query(sess), rho=1.5, plan_rho=1.0)
     assert sess.spent.rho == 0
@@ -78,13 +82,13 @@ def test_an_over_budget_tune_is_refused_before_the_data_is_read(
 def test_no_noise_is_drawn_before_the_charge(monkeypatch: pytest.MonkeyPatch) -> None:
     sess = pf.Session(_data(20), "user", pf.zCDP(1.0))
     spent_at_draw: list[float] = []
-    real = tune_module.discrete_gaussian
+    real = release_module.discrete_gaussian
 
     def watched(*args: Any, **kwargs: Any) -> np.ndarray:
         spent_at_draw.append(sess.spent.rho)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tune_module, "discrete_gaussian", watched)
+    monkeypatch.setattr(release_module, "discrete_gaussian", watched)
     tune(_query(sess), rho=0.5, plan_rho=0.5)
     assert spent_at_draw == [0.5] * 3
 
@@ -142,6 +146,14 @@ def test_an_engine_that_cannot_tune_is_refused_naming_the_polars_path() -> None:
     sess.pipeline.engine = _Engine(sess.pipeline.engine)
     with pytest.raises(pf.InvalidValueError, match="polars engine"):
         tune(_query(sess), rho=0.1, plan_rho=1.0)
+    assert sess.spent.rho == 0
+
+
+def test_tuning_the_bounds_of_the_unit_column_is_refused_before_any_charge() -> None:
+    sess = pf.Session(_data(10), "user", pf.zCDP(1.0))
+    query = sess.query().bound(max_rows_per_group=1).agg(pf.sum("user", bounds=(0, 10)))
+    with pytest.raises(pf.InvalidValueError, match="privacy unit column 'user'"):
+        tune(query, rho=0.1, plan_rho=1.0)
     assert sess.spent.rho == 0
 
 
