@@ -32,7 +32,7 @@ from privframe.engines.inputs import Opened
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.registry import EngineEntry, engine_for, register, unregister
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
-from privframe.plan.aggregates.base import Measured, bounded
+from privframe.plan.aggregates.base import Measured, Summary, bounded
 from privframe.plan.aggregates.count import CountNeed
 from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
 from privframe.plan.ir import Bound, Plan
@@ -122,6 +122,15 @@ def test_every_family_owns_each_piece_of_a_release(name: str) -> None:
     terms = agg.balance_terms(dict.fromkeys(agg.keys(), 1.0), 10.0, expected)
     assert set(terms) == set(agg.keys())
     assert all(b > 0 for b in terms.values())
+    split = agg.split_terms(dict.fromkeys(agg.keys(), 1.0))
+    assert set(split) == set(agg.keys())
+    assert all(b > 0 for b in split.values())
+    assert row["formula"]
+    low, high = agg.possible_range()
+    assert low < high
+    # tune models it (a value and a size from a group's summary) or spans its values.
+    _, size = agg.typical_value(Summary(100.0, 40.0, 3.0, 3.0, 2.0))
+    assert (size > 0) != agg.tuned_by_coverage
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,8 @@ import numpy as np
 
 from privframe.engines.spec import COUNT, DISTINCT, ValueSpec
 from privframe.errors import PrivframeError
-from privframe.plan.aggregates import Aggregate, Bounded
+from privframe.plan.aggregates import Bounded
+from privframe.plan.aggregates.base import Summary
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import ReleasePlan, plan_release
 from privframe.plan.split import Balance
@@ -66,29 +67,12 @@ def _row_units(x: np.ndarray, v: ValueSpec) -> np.ndarray:
     return units - v.centre_units
 
 
-def _size(agg: Aggregate, rows: float, distinct: float, h: Histogram | None) -> tuple[float, float]:
-    """An output's unbounded value and its size (the scale of its relative error), or (0, 0).
-
-    Only these families are modelled; others (quantiles) keep their place in
-    the ρ split but not in the objective.
-    """
-    family = agg.spec_name
-    if family == "count":
-        return rows, rows
-    if family == "count_distinct":
-        return distinct, distinct
+def _summary(rows: float, distinct: float, h: Histogram | None) -> Summary:
+    """A group's estimated rows, distinct units and (with a value histogram) moments."""
     if h is None or h.total <= 0:
-        return 0.0, 0.0
+        return Summary(rows, distinct)
     mean = h.expect(h.mid)
-    spread = h.expect(np.abs(h.mid))
-    variance = h.expect((h.mid - mean) ** 2)
-    sizes = {
-        "sum": (rows * mean, rows * spread),
-        "mean": (mean, spread),
-        "var": (variance, variance),
-        "std": (math.sqrt(variance), math.sqrt(variance)),
-    }
-    return sizes.get(family, (0.0, 0.0))
+    return Summary(rows, distinct, mean, h.expect(np.abs(h.mid)), h.expect((h.mid - mean) ** 2))
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,7 +127,7 @@ class _Model:
         for out in release.outputs:
             agg = out.aggregate
             h = self.estimates.values.get(agg.column) if isinstance(agg, Bounded) else None
-            truth, size = _size(agg, true_rows, true_distinct, h)
+            truth, size = agg.typical_value(_summary(true_rows, true_distinct, h))
             if not size > 0:
                 continue
             with np.errstate(all="ignore"):
@@ -173,7 +157,7 @@ def _variables(plan: Plan) -> tuple[_Variable, ...]:
         dict.fromkeys(
             (a.column, a.lower, a.upper)
             for a in plan.aggregates
-            if isinstance(a, Bounded) and a.spec_name != "quantile"
+            if isinstance(a, Bounded) and not a.tuned_by_coverage
         )
     )
 
@@ -216,7 +200,7 @@ class _Search:
         for a in self.plan.aggregates:
             if isinstance(a, Bounded):
                 new = chosen.get((a.column, a.lower, a.upper))
-                if a.spec_name == "quantile":
+                if a.tuned_by_coverage:
                     new = _quantile_bounds(values.get(a.column))
                 if new is not None:
                     a = dataclasses.replace(a, lower=new[0], upper=new[1])

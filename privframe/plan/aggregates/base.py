@@ -56,6 +56,7 @@ __all__ = [
     "Bounded",
     "GridNeed",
     "Measured",
+    "Summary",
     "bounded",
 ]
 
@@ -77,6 +78,28 @@ FAMILIES: list[type[Aggregate]] = []
 """Every concrete aggregate class, in the order their modules were imported."""
 
 _REQUIRED = ("needs", "estimate", "formula", "explain_row", "balance_terms", "_default_name")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A group as ``tune`` estimates it before bounding (:mod:`privframe.plan.tuning_choice`).
+
+    ``rows`` and ``distinct`` units per group, and of a bounded column's
+    values the ``mean``, mean absolute value ``spread`` and ``variance``
+    (None where there is no estimate).
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.plan.aggregates.base import Summary
+        >>> pf.sum("x", (0, 10)).typical_value(Summary(100.0, 40.0, 2.0, 2.0, 1.0))
+        (200.0, 200.0)
+    """
+
+    rows: float
+    distinct: float
+    mean: float | None = None
+    spread: float | None = None
+    variance: float | None = None
 
 
 class RankMeasured(Protocol):
@@ -114,6 +137,8 @@ class Aggregate:
     sql_functions: ClassVar[tuple[str, ...]] = ()
     needs_expected: ClassVar[bool] = True  # pf.balance needs a guess of its size
     integer_output: ClassVar[bool] = False  # released as integers (counts), else floats
+    # tune sets its bounds to span the values, not by its error model (quantiles).
+    tuned_by_coverage: ClassVar[bool] = False
     # Its measurements add up over groups, so a total row can be estimated from their sum.
     additive: ClassVar[bool] = False
     # Its value is a fixed linear function of additive measurements: groups add up to the total.
@@ -207,6 +232,13 @@ class Aggregate:
         of this output's value (None when ``needs_expected`` is False).
         """
         raise NotImplementedError
+
+    def typical_value(self, summary: Summary) -> tuple[float, float]:
+        """Its unbounded value and the size its relative error is taken at, for ``tune``.
+
+        (0, 0) when ``tune``'s error model leaves it out (it keeps its ρ share).
+        """
+        return (0.0, 0.0)
 
     def split_terms(self, coefficients: Mapping[str, float]) -> dict[str, float]:
         """Its error terms b_m (squared error Σ_m b_m/ρ_m) for the default ρ split.

@@ -24,7 +24,7 @@ import numpy as np
 
 from privframe._arguments import hinted
 from privframe.engines.spec import COUNT
-from privframe.plan.aggregates.base import CI95_SUFFIX, STD_SUFFIX, Aggregate, Measured
+from privframe.plan.aggregates.base import CI95_SUFFIX, STD_SUFFIX, Aggregate, Measured, Summary
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, integer_measurement
 
@@ -106,6 +106,10 @@ class Count(Aggregate):
         """The noisy count itself."""
         m = measured.measurement("count")
         return gaussian_columns(self.output_name, noisy["count"], m, with_error)
+
+    def typical_value(self, summary: Summary) -> tuple[float, float]:
+        """The rows per group."""
+        return summary.rows, summary.rows
 
     def possible_range(self) -> tuple[float, float]:
         """A count is never negative."""

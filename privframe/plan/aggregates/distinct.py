@@ -22,7 +22,7 @@ import numpy as np
 
 from privframe._arguments import hinted
 from privframe.engines.spec import DISTINCT
-from privframe.plan.aggregates.base import Aggregate, Measured
+from privframe.plan.aggregates.base import Aggregate, Measured, Summary
 from privframe.plan.aggregates.count import gaussian_columns
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, integer_measurement
@@ -86,6 +86,10 @@ class CountDistinct(Aggregate):
         """The noisy distinct count itself."""
         m = measured.measurement(DISTINCT_KEY)
         return gaussian_columns(self.output_name, noisy[DISTINCT_KEY], m, with_error)
+
+    def typical_value(self, summary: Summary) -> tuple[float, float]:
+        """The distinct units per group."""
+        return summary.distinct, summary.distinct
 
     def possible_range(self) -> tuple[float, float]:
         """A distinct count is never negative."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, bounded
+from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, Summary, bounded
 from privframe.plan.aggregates.count import CountNeed, spread_columns
 from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
 from privframe.plan.measurements import Z95, Need
@@ -65,6 +65,12 @@ class Mean(Bounded):
         offset = np.clip(values, self.lower, self.upper) - midpoint
         std = np.sqrt(m.sigma**2 + (offset * count.sigma) ** 2) / denominator
         return spread_columns(self.output_name, values, std, with_error)
+
+    def typical_value(self, summary: Summary) -> tuple[float, float]:
+        """The values' mean, at the scale of their mean |x|."""
+        if summary.mean is None or summary.spread is None:
+            return 0.0, 0.0
+        return summary.mean, summary.spread
 
     def possible_range(self) -> tuple[float, float]:
         """Within the bounds."""

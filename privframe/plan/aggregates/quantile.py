@@ -160,6 +160,7 @@ class Quantile(Bounded):
 
     spec_name = "quantile"
     needs_expected = False
+    tuned_by_coverage = True
 
     q: float
     candidates: int

@@ -43,6 +43,7 @@ from privframe.plan.aggregates.base import (
     Bounded,
     GridNeed,
     Measured,
+    Summary,
     bounded,
 )
 from privframe.plan.aggregates.count import CountNeed, gaussian_columns, spread_columns
@@ -115,6 +116,12 @@ class Sum(Bounded):
         if len(self.keys()) == 1:
             return centred.sigma
         return math.hypot(centred.sigma, centre_of(centred) * measured.measurement("count").sigma)
+
+    def typical_value(self, summary: Summary) -> tuple[float, float]:
+        """Rows times the values' mean, at the scale of rows times their mean |x|."""
+        if summary.mean is None or summary.spread is None:
+            return 0.0, 0.0
+        return summary.rows * summary.mean, summary.rows * summary.spread
 
     def possible_range(self) -> tuple[float, float]:
         """Non-negative with L >= 0, non-positive with U <= 0, else anything."""

@@ -30,6 +30,7 @@ from privframe.plan.aggregates.base import (
     Bounded,
     GridNeed,
     Measured,
+    Summary,
     bounded,
 )
 from privframe.plan.aggregates.count import CountNeed, spread_columns
@@ -133,6 +134,13 @@ class Var(Bounded):
             with np.errstate(divide="ignore"):
                 std = np.minimum(std / (2 * values), np.sqrt(std))
         return spread_columns(self.output_name, values, std, with_error)
+
+    def typical_value(self, summary: Summary) -> tuple[float, float]:
+        """The values' variance (its square root for a std), at its own scale."""
+        if summary.variance is None:
+            return 0.0, 0.0
+        value = math.sqrt(summary.variance) if self.root else summary.variance
+        return value, value
 
     def possible_range(self) -> tuple[float, float]:
         """[0, ((U − L)/2)²] for a variance, [0, (U − L)/2] for a standard deviation."""
