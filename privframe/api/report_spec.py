@@ -64,6 +64,7 @@ class SpecError(InvalidValueError):
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _BOUNDED_KEYS = ("kind", "column", "bounds", "alias")
 _POST_KEYS = ("clamp", "intervals", "total")
+_QUERY_KEYS = ("name", "sql", "group_by", "keys", "aggregates", "rho", "share", "delta")
 _Builder = Callable[..., Aggregate | tuple[Aggregate, ...]]
 AGGREGATE_KINDS: dict[str, tuple[_Builder, tuple[str, ...]]] = {
     "count": (agg.count, ("kind", "alias")),
@@ -398,22 +399,7 @@ def _query(
 ) -> tuple[QuerySpec, Fraction | None]:
     """One query, and its share of ``[report] rho`` if it gave one."""
     table = _table(raw, where)
-    _check_keys(
-        table,
-        where,
-        (
-            "name",
-            "sql",
-            "group_by",
-            "keys",
-            "aggregates",
-            "rho",
-            "share",
-            "delta",
-            *_POST_KEYS,
-        ),
-        ("name",),
-    )
+    _check_keys(table, where, (*_QUERY_KEYS, *_POST_KEYS), ("name",))
     name = _string(table, "name", where)
     if not _NAME.fullmatch(name):
         raise SpecError(
@@ -421,16 +407,7 @@ def _query(
             "(it names the query's CSV file)"
         )
     where = f"{where} ({name!r})"
-    if ("rho" in table) == ("share" in table):
-        raise SpecError(f"{where}: give exactly one of rho and share")
-    share = None
-    if "share" in table:
-        share = exact("share", _positive(table, "share", where))
-        if total is None:
-            raise SpecError(f"{where}.share needs a total: [report] rho = ...")
-        rho = share * total
-    else:
-        rho = exact("rho", _positive(table, "rho", where))
+    rho, share = _query_rho(table, where, total)
     delta = _positive(table, "delta", where) if "delta" in table else None
     structured = [k for k in ("group_by", "keys", "aggregates") if k in table]
     if "sql" in table:
@@ -459,6 +436,20 @@ def _query(
     if post.total and not group_by:
         raise SpecError(f"{where}.total adds a row for all groups together: it needs group_by")
     return QuerySpec(name, rho, delta, None, group_by, keys, aggregates, post), share
+
+
+def _query_rho(
+    table: Mapping[str, Any], where: str, total: Fraction | None
+) -> tuple[Fraction, Fraction | None]:
+    """A query's exact ρ, from its own ``rho`` or its ``share`` of the report's total."""
+    if ("rho" in table) == ("share" in table):
+        raise SpecError(f"{where}: give exactly one of rho and share")
+    if "rho" in table:
+        return exact("rho", _positive(table, "rho", where)), None
+    share = exact("share", _positive(table, "share", where))
+    if total is None:
+        raise SpecError(f"{where}.share needs a total: [report] rho = ...")
+    return share * total, share
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -118,7 +118,15 @@ def _clip(values: np.ndarray, low: float, high: float) -> np.ndarray:
 def clamp_output(
     aggregate: Aggregate, columns: Mapping[str, np.ndarray], post: PostProcessing
 ) -> dict[str, np.ndarray]:
-    """One output's columns after clamping and intervals (error columns kept as given)."""
+    """One output's columns after clamping and intervals (error columns kept as given).
+
+    Example:
+        >>> import numpy as np
+        >>> import privframe as pf
+        >>> from privframe.plan.postprocess import PostProcessing, clamp_output
+        >>> clamp_output(pf.count(), {"count": np.array([-3, 5])}, PostProcessing())["count"]
+        array([0, 5])
+    """
     name = aggregate.output_name
     low, high = aggregate.possible_range()
     out = dict(columns)
@@ -140,6 +148,12 @@ def consistent_groups(values: np.ndarray, total: float, low: float) -> np.ndarra
     The projection onto {x : x >= low, Σx = total} is x = max(v − λ, low)
     with λ chosen so the sum is ``total`` (a monotone equation, solved by
     bisection); ``total`` must be at least ``low`` times the groups.
+
+    Example:
+        >>> import numpy as np
+        >>> from privframe.plan.postprocess import consistent_groups
+        >>> consistent_groups(np.array([7, -3, 2, 0]), 5, 0)
+        array([5, 0, 0, 0])
     """
     v = values.astype(np.float64)
     if v.size == 0:
@@ -170,7 +184,17 @@ def _integer_sum(x: np.ndarray, total: int, low: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Pooled:
-    """The release's measurements summed over ``groups`` groups: the total row's σ·sqrt(groups)."""
+    """The release's measurements summed over ``groups`` groups: the total row's σ·sqrt(groups).
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.plan.ir import Plan
+        >>> from privframe.plan.planner import plan_release
+        >>> from privframe.plan.postprocess import Pooled
+        >>> release = plan_release(Plan(aggregates=(pf.count(),)), False, 1.0)
+        >>> Pooled(release, 4).measurement("count").sigma / release.measurement("count").sigma
+        2.0
+    """
 
     measured: Measured
     groups: int
@@ -196,6 +220,16 @@ def estimate_outputs(
     Each aggregate estimates from the noisy measurements; then clamping,
     intervals and, for the total, the pooled estimate and the groups'
     consistency with it. Error columns are dropped unless ``with_error``.
+
+    Example:
+        >>> import numpy as np
+        >>> import privframe as pf
+        >>> from privframe.plan.ir import Plan
+        >>> from privframe.plan.planner import plan_release
+        >>> from privframe.plan.postprocess import PostProcessing, estimate_outputs
+        >>> release = plan_release(Plan(aggregates=(pf.count(),)), False, 1.0)
+        >>> estimate_outputs(release, {"count": np.array([-2, 7])}, False, PostProcessing())
+        ({'count': array([0, 7])}, None)
     """
     errors = with_error or post.intervals
     groups = next(iter(noisy.values())).size if noisy else 0

@@ -196,6 +196,14 @@ def design(plan: Plan, has_unit: bool, rho: Fraction) -> TuningDesign:
         InvalidValueError: the plan has no aggregates, chooses its groups
             privately, or has nothing to tune (no privacy unit and no bounds).
         InvalidBudgetError: ``rho`` is so small that the noise cannot be drawn.
+
+    Example:
+        >>> import privframe as pf
+        >>> from fractions import Fraction
+        >>> from privframe.plan.ir import Plan
+        >>> d = design(Plan(aggregates=(pf.count(),)), has_unit=True, rho=Fraction(1, 10))
+        >>> [(p.name, p.l2_units) for p in d.pieces], d.cost
+        ([('rows per (unit, group)', 65536)], zCDP(rho=0.1, delta=0.0))
     """
     if not plan.aggregates:
         raise InvalidValueError("the query has no aggregates to tune: add .agg(pf.count(), ...)")
@@ -319,6 +327,18 @@ def read(design: TuningDesign, noisy: Mapping[str, np.ndarray]) -> Estimates:
 
     Post-processing only: bins below each piece's threshold become 0, and
     weights are divided by the piece's scale.
+
+    Example:
+        >>> import numpy as np
+        >>> import privframe as pf
+        >>> from fractions import Fraction
+        >>> from privframe.plan.ir import Plan
+        >>> d = design(Plan(aggregates=(pf.count(),)), has_unit=True, rho=Fraction(10**6))
+        >>> rows = np.zeros(d.pieces[0].bins)
+        >>> rows[2] = 30 * SCALE  # 30 units with 3 rows in their group
+        >>> e = read(d, {"rows per (unit, group)": rows})
+        >>> e.units, e.rows.mean_of_min(2)
+        (30.0, 2.0)
     """
 
     def clean(p: Piece) -> np.ndarray:

@@ -346,6 +346,19 @@ def choose(
     without any signal the given limits and bounds are kept. A contribution
     limit the query did not give starts at k = all groups, m = 1; ``max_rows``
     is dropped.
+
+    Example:
+        >>> import numpy as np
+        >>> import privframe as pf
+        >>> from fractions import Fraction
+        >>> from privframe.plan.ir import Bound, Plan
+        >>> from privframe.plan.tuning import SCALE, design, read
+        >>> plan = Plan(aggregates=(pf.count(),), bound=Bound(max_rows_per_group=1))
+        >>> d = design(plan, has_unit=True, rho=Fraction(10**6))
+        >>> rows = np.zeros(d.pieces[0].bins)
+        >>> rows[2] = 3000 * SCALE  # 3,000 units, each with 3 rows
+        >>> choose(plan, read(d, {"rows per (unit, group)": rows}), Fraction(1), None).plan.bound
+        Bound(max_groups=None, max_rows_per_group=3, max_rows=None)
     """
     design = estimates.design
     model = _Model(estimates, design.has_unit, plan_rho, weights)
