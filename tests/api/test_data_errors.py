@@ -153,10 +153,12 @@ def test_key_products_refuse_mixed_types_as_key_lists_do() -> None:
         pf.zCDP(1.0),
         metadata={"region": pf.Column(keys=["north", 1])},
     )
-    _refusal(
+    # SQL refuses with an SQLError carrying the builder's reason.
+    message = _refusal(
         lambda: sess.sql("SELECT region, COUNT(*) FROM data GROUP BY region", rho=0.1),
-        pf.InvalidArgumentError,
+        pf.SQLError,
     )
+    assert "keys for 'region' must be values of one type" in message
     assert sess.ledger == ()
 
 

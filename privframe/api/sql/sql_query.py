@@ -22,7 +22,7 @@ from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
 from privframe.api.query import Query, Request
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
-from privframe.errors import SQLError
+from privframe.errors import InvalidArgumentError, InvalidValueError, SQLError
 from privframe.plan.postprocess import post_processing
 
 if TYPE_CHECKING:
@@ -169,10 +169,19 @@ class SQLQuery:
         types (with the error columns when ``with_error``).
 
         Raises:
-            SQLError: the post-processing does not fit the released columns.
+            SQLError: the query does not fit the data's schema (the builder's
+                reason), or the post-processing does not fit the released columns.
         """
         plan = self._query.plan
-        schema = self._query.session.check(plan, with_error)  # Query.check, with its schema
+        refusal = None
+        try:
+            schema = self._query.session.check(plan, with_error)  # Query.check, with its schema
+        except SQLError:
+            raise
+        except (InvalidArgumentError, InvalidValueError) as err:
+            refusal = str(err)  # from the public schema only; re-raised as the SQL's refusal
+        if refusal is not None:
+            raise SQLError(f"the query cannot run on this data: {refusal}", construct="query")
         columns: dict[str, pl.DataType] = {c: schema[c] for c in plan.group_by}
         for aggregate in plan.aggregates:
             integer = aggregate.integer_output

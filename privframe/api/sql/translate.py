@@ -19,6 +19,7 @@ import polars as pl
 from sqlglot import exp
 
 from privframe.api.query import Query
+from privframe.api.sql._common import refuse
 from privframe.api.sql.groups import group_by, public_keys
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.post import Post, post_processing
@@ -26,7 +27,7 @@ from privframe.api.sql.scope import Scope
 from privframe.api.sql.select_list import select_items
 from privframe.api.sql.sql_query import SQLQuery
 from privframe.api.sql.statement import refuse_unsupported, select
-from privframe.errors import InvalidArgumentError, SQLError
+from privframe.errors import InvalidArgumentError, InvalidValueError, SQLError
 from privframe.plan.ir import Bound
 
 
@@ -49,15 +50,23 @@ def parse(
         raise InvalidArgumentError(f"sql takes a non-empty SQL string, got {text!r}")
     columns = query.session.columns
     names = [*columns, *tables, *(c for t in tables.values() for c in t.columns)]
-    nested = False
+    nested, builder = False, None
     try:
         statement = select(text, names)
         scope = Scope(text, columns, tables, metadata)
         built, post = _translate(statement, query, scope, unit, contributions)
     except RecursionError:
         nested = True
+    except SQLError:
+        raise
+    except (InvalidArgumentError, InvalidValueError) as err:
+        # The builder's refusal of what the SQL asked (e.g. a type mismatch in WHERE):
+        # the same message, as the SQLError every refused query gets.
+        builder = str(err)
     if nested:
         raise SQLError("the SQL is nested too deeply to translate", construct="nesting")
+    if builder is not None:
+        raise SQLError(f"the query cannot be built: {builder}", construct="query")
     return SQLQuery(text, built, post)
 
 
@@ -74,6 +83,12 @@ def _translate(
         query = query.filter(scope.rows(where.this))
     groups = group_by(statement, scope)
     items = select_items(statement, groups, scope, unit)
+    if not any(item.aggregate is not None for item in items):
+        raise refuse(
+            statement,
+            "SELECT without an aggregate",
+            "a private query releases aggregates: add one, e.g. COUNT(*), to the select list",
+        )
     if scope.derived:
         query = query.with_columns(**scope.derived)
     if bound is not None:
