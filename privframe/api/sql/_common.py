@@ -13,12 +13,18 @@ Example:
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from sqlglot import exp
 
-from privframe.errors import NAMES_WITHHELD, SQLError, names_look_like_data
+from privframe.errors import (
+    NAMES_WITHHELD,
+    InvalidArgumentError,
+    InvalidValueError,
+    SQLError,
+    names_look_like_data,
+)
 
 TABLE = "data"
 """The name of the private table in FROM."""
@@ -269,3 +275,35 @@ def position_number(node: exp.Literal, clause: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise unsupported(node, f"{clause} {node.sql()}", "positions are whole numbers, from 1")
     return value
+
+
+T = TypeVar("T")
+
+
+def builder_refusal(compute: Callable[[], T], lead: str) -> T:
+    """``compute()``, with a builder refusal of what the SQL asked re-raised as an SQLError.
+
+    The builder checks the plan against the public schema only (e.g. a type
+    mismatch in WHERE), so its message is kept, after ``lead``; every refused
+    SQL query raises SQLError naming the construct.
+
+    Example:
+        >>> from privframe.api.sql._common import builder_refusal
+        >>> from privframe.errors import InvalidValueError, SQLError
+        >>> def bad() -> None:
+        ...     raise InvalidValueError("no aggregates")
+        >>> try:
+        ...     builder_refusal(bad, "the query cannot be built")
+        ... except SQLError as err:
+        ...     print(err, "|", err.construct)
+        the query cannot be built: no aggregates | query
+    """
+    refusal = None
+    try:
+        return compute()
+    except SQLError:
+        raise
+    except (InvalidArgumentError, InvalidValueError) as err:
+        refusal = str(err)
+    # Raised outside the handler, so the builder's error is not kept as its context.
+    raise SQLError(f"{lead}: {refusal}", construct="query")

@@ -21,8 +21,9 @@ from privframe._arguments import RHO_HINTS, hinted
 from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
 from privframe.api.query import Query, Request
+from privframe.api.sql._common import builder_refusal
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
-from privframe.errors import InvalidArgumentError, InvalidValueError, SQLError
+from privframe.errors import SQLError
 from privframe.plan.postprocess import post_processing
 
 if TYPE_CHECKING:
@@ -143,9 +144,9 @@ class SQLQuery:
             >>> request.label
             'SELECT COUNT(*) AS n FROM data'
         """
-        errors = with_error or intervals is True
-        self.check(errors)
         post = post_processing(self._query.plan, clamp, intervals, total)
+        errors = with_error or post.intervals
+        self.check(errors)
         selection = self._post.selection
         if selection is not None and delta is None:
             message, position, _ = selection
@@ -173,15 +174,10 @@ class SQLQuery:
                 reason), or the post-processing does not fit the released columns.
         """
         plan = self._query.plan
-        refusal = None
-        try:
-            schema = self._query.session.check(plan, with_error)  # Query.check, with its schema
-        except SQLError:
-            raise
-        except (InvalidArgumentError, InvalidValueError) as err:
-            refusal = str(err)  # from the public schema only; re-raised as the SQL's refusal
-        if refusal is not None:
-            raise SQLError(f"the query cannot run on this data: {refusal}", construct="query")
+        schema = builder_refusal(  # Query.check, with its schema
+            lambda: self._query.session.check(plan, with_error),
+            "the query cannot run on this data",
+        )
         columns: dict[str, pl.DataType] = {c: schema[c] for c in plan.group_by}
         for aggregate in plan.aggregates:
             integer = aggregate.integer_output

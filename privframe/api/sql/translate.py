@@ -19,7 +19,7 @@ import polars as pl
 from sqlglot import exp
 
 from privframe.api.query import Query
-from privframe.api.sql._common import refuse
+from privframe.api.sql._common import builder_refusal, refuse
 from privframe.api.sql.groups import group_by, public_keys
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.post import Post, post_processing
@@ -27,7 +27,7 @@ from privframe.api.sql.scope import Scope
 from privframe.api.sql.select_list import select_items
 from privframe.api.sql.sql_query import SQLQuery
 from privframe.api.sql.statement import refuse_unsupported, select
-from privframe.errors import InvalidArgumentError, InvalidValueError, SQLError
+from privframe.errors import InvalidArgumentError, SQLError
 from privframe.plan.ir import Bound
 
 
@@ -50,23 +50,18 @@ def parse(
         raise InvalidArgumentError(f"sql takes a non-empty SQL string, got {text!r}")
     columns = query.session.columns
     names = [*columns, *tables, *(c for t in tables.values() for c in t.columns)]
-    nested, builder = False, None
+    nested = False
     try:
         statement = select(text, names)
         scope = Scope(text, columns, tables, metadata)
-        built, post = _translate(statement, query, scope, unit, contributions)
+        built, post = builder_refusal(
+            lambda: _translate(statement, query, scope, unit, contributions),
+            "the query cannot be built",
+        )
     except RecursionError:
         nested = True
-    except SQLError:
-        raise
-    except (InvalidArgumentError, InvalidValueError) as err:
-        # The builder's refusal of what the SQL asked (e.g. a type mismatch in WHERE):
-        # the same message, as the SQLError every refused query gets.
-        builder = str(err)
     if nested:
         raise SQLError("the SQL is nested too deeply to translate", construct="nesting")
-    if builder is not None:
-        raise SQLError(f"the query cannot be built: {builder}", construct="query")
     return SQLQuery(text, built, post)
 
 
