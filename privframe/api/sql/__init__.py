@@ -49,6 +49,7 @@ translates), :mod:`~privframe.api.sql.scope` (FROM, JOIN and what each name
 denotes), :mod:`~privframe.api.sql.rows` (row expressions into polars),
 :mod:`~privframe.api.sql.groups` (GROUP BY and its keys),
 :mod:`~privframe.api.sql.select_list` (group columns and aggregates),
+:mod:`~privframe.api.sql.calls` (one aggregate call),
 :mod:`~privframe.api.sql.post` (HAVING, ORDER BY, LIMIT) and
 :mod:`~privframe.api.sql.translate` (the whole statement), giving an
 :class:`~privframe.api.sql.sql_query.SQLQuery`; :class:`Column` is in
