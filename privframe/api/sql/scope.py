@@ -6,10 +6,13 @@ match exactly. Only the private table ``data`` and public tables registered on
 the Session (``tables=``) can be read, joined on columns of the same name.
 
 Example:
+    >>> import polars as pl
     >>> import sqlglot
+    >>> import privframe as pf
     >>> from privframe.api.sql.scope import Scope
+    >>> sess = pf.Session(pl.DataFrame({"region": ["a"], "x": [1.0]}), None, pf.zCDP(1.0))
     >>> scope = Scope("SELECT Region FROM data AS d", ["region", "x"], {}, {})
-    >>> scope.read_from(sqlglot.parse_one(scope.text))
+    >>> query = scope.read_from(sqlglot.parse_one(scope.text), sess.query())
     >>> scope.column(sqlglot.parse_one("d.REGION"))
     'region'
 """
@@ -135,8 +138,8 @@ class Scope:
 
     # -- FROM and JOIN
 
-    def read_from(self, select: exp.Select) -> None:
-        """Check the FROM clause (the private table, optionally aliased) and register it."""
+    def read_from(self, select: exp.Select, query: Query) -> Query:
+        """``query`` reading the FROM clause: the private table, optionally aliased."""
         source = select.args.get("from_") or select.args.get("from")
         if source is None:
             raise unsupported(select, "a SELECT without FROM", f"select FROM {TABLE}")
@@ -149,6 +152,7 @@ class Scope:
         only(table, {"this", "alias"}, "FROM")
         self.aliases[TABLE] = TABLE
         self._alias(table, TABLE)
+        return query
 
     def join(self, query: Query, join: exp.Join) -> Query:
         """``query`` joined with the public table of ``join``, on columns of the same name."""

@@ -70,7 +70,7 @@ def _translate(
 ) -> tuple[Query, Post]:
     """The builder query of ``statement`` over ``query``, and its post-processing."""
     refuse_unsupported(statement)
-    scope.read_from(statement)
+    query = scope.read_from(statement, query)
     for join in statement.args.get("joins") or []:
         query = scope.join(query, join)
     where = statement.args.get("where")
