@@ -28,6 +28,7 @@ from sqlglot import exp
 from privframe.api.query import Query
 from privframe.api.sql._common import (
     TABLE,
+    construct,
     identifier,
     lookup,
     misspelt_keyword,
@@ -38,6 +39,7 @@ from privframe.api.sql._common import (
 )
 from privframe.api.sql.metadata import Column, entry
 from privframe.api.sql.rows import Rows
+from privframe.errors import SQLError
 
 
 class Scope:
@@ -56,11 +58,16 @@ class Scope:
         columns: Sequence[str],
         tables: Mapping[str, pl.DataFrame],
         metadata: Mapping[str, Column],
+        table: str = TABLE,
     ) -> None:
         self.text = text
         self.tables = tables
+        self.table = table
+        self._data = list(columns)
         self._columns = list(columns)
         self._metadata = metadata
+        self._renamed: dict[str, str] = {}  # subquery aliases of data columns -> the columns
+        self._ctes: dict[str, exp.Select] = {}  # the WITH clause's row sources, by name
         self.aliases: dict[str, str] = {}  # table aliases (as written) -> table names
         self.joined: list[str] = []  # the public tables joined so far
         self.derived: dict[str, pl.Expr] = {}
@@ -99,8 +106,14 @@ class Scope:
         )
 
     def metadata(self, name: str) -> Column | None:
-        """The metadata entry of a column or alias (:func:`~privframe.api.sql.metadata.entry`)."""
-        return entry(self._metadata, name)
+        """The metadata entry of a column or alias (:func:`~privframe.api.sql.metadata.entry`).
+
+        A subquery's new name for a data column (``SELECT age AS a``) has the
+        column's entry unless it has its own.
+        """
+        found = entry(self._metadata, name)
+        source = self._renamed.get(name)
+        return entry(self._metadata, source) if found is None and source else found
 
     def derive(self, expr: pl.Expr, name: str) -> str:
         """Add a derived column under ``name``, or ``name_2``, ... if that is taken."""
@@ -139,20 +152,131 @@ class Scope:
     # -- FROM and JOIN
 
     def read_from(self, select: exp.Select, query: Query) -> Query:
-        """``query`` reading the FROM clause: the private table, optionally aliased."""
+        """``query`` reading the FROM clause: the private table, a row subquery or a CTE.
+
+        A subquery (``FROM (SELECT ...)``) or common table expression (``WITH t
+        AS (SELECT ...)``) over the private table that only filters rows and
+        computes row expressions is the same plan as the outer query with its
+        WHERE and its columns: its WHERE becomes a filter, its expressions
+        derived columns, and the outer query sees only its select list.
+        Anything that aggregates, limits or joins inside it is refused: that
+        would aggregate twice over private rows.
+        """
+        with_ = select.args.get("with_")
+        if with_ is not None:
+            self._common_tables(with_)
         source = select.args.get("from_") or select.args.get("from")
         if source is None:
-            raise unsupported(select, "a SELECT without FROM", f"select FROM {TABLE}")
+            raise unsupported(select, "a SELECT without FROM", f"select FROM {self.table}")
         only(source, {"this"}, "FROM")
-        table = source.this
-        if not isinstance(table, exp.Table) or not lookup(*identifier(table), [TABLE]) or table.db:
+        node = source.this
+        inner = self._row_source(node)
+        if inner is not None:
+            query = self._inline(inner, query)
+        elif not isinstance(node, exp.Table) or not self._names_private(node):
+            cte = f" or the common table expressions {sorted(self._ctes)}" if self._ctes else ""
             raise unsupported(
-                table, f"FROM {table.sql()}", f"the private table is called {TABLE!r}"
+                node, f"FROM {node.sql()}", f"the private table is called {self.table!r}{cte}"
             )
-        only(table, {"this", "alias"}, "FROM")
+        only(node, {"this", "alias", "db", "catalog"}, "FROM")
         self.aliases[TABLE] = TABLE
-        self._alias(table, TABLE)
+        self._alias(node, TABLE)
         return query
+
+    def _names_private(self, table: exp.Table) -> bool:
+        """Whether ``table`` (e.g. ``PUMS.PUMS``) names the private table, as SQL matches names."""
+        parts = [p for p in (table.args.get("catalog"), table.args.get("db"), table.this) if p]
+        wanted = self.table.split(".")
+        return len(parts) == len(wanted) and all(
+            lookup(*identifier(part), [name]) for part, name in zip(parts, wanted, strict=True)
+        )
+
+    def _common_tables(self, with_: exp.With) -> None:
+        """Register the WITH clause's tables; each sees only the ones before it."""
+        only(with_, {"expressions"}, "WITH")
+        for cte in with_.expressions:
+            only(cte, {"this", "alias"}, "WITH")
+            if not isinstance(cte.this, exp.Select):
+                raise unsupported(cte.this, f"WITH {cte.alias} AS ({construct(cte.this)})")
+            self._ctes[cte.alias] = cte.this
+
+    def _row_source(self, node: exp.Expr) -> exp.Select | None:
+        """The SELECT a FROM item reads rows from, if it is a subquery or a CTE's name."""
+        if isinstance(node, exp.Subquery):
+            only(node, {"this", "alias"}, "a subquery in FROM")
+            if not isinstance(node.this, exp.Select):
+                raise unsupported(node.this, f"{construct(node.this)} in FROM")
+            return node.this
+        if isinstance(node, exp.Table) and not node.args.get("db"):
+            found = lookup(*identifier(node), self._ctes)
+            return self._ctes[found[0]] if found else None
+        return None
+
+    def _inline(self, inner: exp.Select, query: Query) -> Query:
+        """``query`` with a row subquery's filter and columns; this scope sees only its columns."""
+        for node in inner.find_all(exp.AggFunc, exp.Window, exp.Join):
+            what = construct(node) if not isinstance(node, exp.AggFunc) else node.sql()
+            raise unsupported(
+                node,
+                f"{what} inside a subquery or WITH",
+                "it would aggregate or combine private rows before the release; a subquery "
+                "may only filter rows (WHERE) and compute row expressions. Bound each "
+                "person's rows with contributions=pf.Bound(...) instead of pre-aggregating, "
+                "and join public tables in the outer query",
+            )
+        only(inner, {"expressions", "from_", "from", "where"}, "a subquery")
+        sub = Scope(self.text, self._data, self.tables, self._metadata, self.table)
+        sub._ctes = {
+            name: cte for name, cte in self._ctes.items() if cte is not inner
+        }  # a CTE cannot read itself
+        query = sub.read_from(inner, query)
+        where = inner.args.get("where")
+        if where is not None:
+            query = query.filter(sub.rows(where.this))
+        visible: list[str] = []
+        for item in inner.expressions:
+            visible += self._subquery_item(item, sub)
+        if self.derived:
+            query = query.with_columns(**self.derived)
+            self._existing |= set(self.derived)
+            self.derived = {}
+        composed = {n: sub._renamed.get(s, s) for n, s in self._renamed.items()}
+        self._renamed = {n: s for n, s in composed.items() if n != s}
+        self._columns = visible
+        return query
+
+    def _subquery_item(self, item: exp.Expr, sub: Scope) -> list[str]:
+        """The column names one item of a subquery's select list makes visible."""
+        if isinstance(item, exp.Star):
+            self._renamed.update({n: n for n in sub._renamed})  # composed with sub's below
+            return sub.available()
+        if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+            return sub.columns_of(sub.aliases[resolve(item.args["table"], sub.aliases, "in FROM")])
+        name = item.alias_or_name
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(node, exp.Column):
+            column = sub.column(node)
+            if column == name:
+                self._renamed.update({name: name} if name in sub._renamed else {})
+                return [column]
+            if name in self._existing:
+                raise self._shadowing(item, name)
+            self._renamed[name] = column
+        elif not isinstance(item, exp.Alias):
+            raise refuse(item, "a subquery", f"name the subquery's column {item.sql()} (AS name)")
+        elif name in self._existing:
+            raise self._shadowing(item, name)
+        self.derived[name] = sub.rows(node)
+        return [name]
+
+    @staticmethod
+    def _shadowing(item: exp.Expr, name: str) -> SQLError:
+        return refuse(
+            item,
+            "a subquery",
+            f"the subquery's column {name!r} would replace a column of the data with "
+            f"{item.sql()}, whose bounds and keys differ: name it something new",
+        )
 
     def join(self, query: Query, join: exp.Join) -> Query:
         """``query`` joined with the public table of ``join``, on columns of the same name."""
