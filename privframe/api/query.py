@@ -236,7 +236,14 @@ class Query:
                 ``pf.keys.product(region=[...], month=[...])``. Without keys
                 the groups are chosen privately from the data, which spends
                 δ as well as ρ (see :meth:`release`) and needs
-                ``bound(max_groups=...)``.
+                ``bound(max_groups=...)``. Keys that name only some of the
+                columns make them public and the others chosen privately, at
+                the same cost: rows whose keyed columns are not a public key
+                are dropped, the combinations of the other columns are chosen
+                by partition selection (a unit in k groups is in at most k
+                combinations, so the selection is the plain one's), and each
+                chosen combination gets a row for every public key (a noisy
+                zero where no data has it).
             other: with ``keys`` over one string column, the label of one
                 extra group that collects the rows whose key is not public
                 (and null keys) instead of dropping them. It is a public key
@@ -249,9 +256,12 @@ class Query:
         Example:
             >>> import polars as pl
             >>> import privframe as pf
-            >>> sess = pf.Session(pl.DataFrame({"r": ["a"]}), None, pf.zCDP(1.0))
+            >>> sess = pf.Session(pl.DataFrame({"r": ["a"], "m": [1]}), None, pf.zCDP(1.0))
             >>> sess.query().group_by("r", keys=["a", "b"]).plan.group_by
             ('r',)
+            >>> keys = pf.keys.product(r=["a", "b"])  # public keys for r; m chosen privately
+            >>> sess.query().group_by(["r", "m"], keys=keys).plan.selected
+            ('m',)
         """
         if self.plan.group_by:
             # A second call replacing the first would release groups the user did not ask for.
@@ -277,6 +287,11 @@ class Query:
                 raise InvalidValueError("other= needs public keys: group_by(..., keys=[...])")
             return self._with(group_by=cols, keys=None, other=None)
         keyset = as_keyset(keys, cols)
+        if other is not None and len(keyset.columns) != len(cols):
+            raise InvalidValueError(
+                "other= needs public keys for every group column; the keys name "
+                f"{list(keyset.columns)} of {list(cols)}"
+            )
         if other is not None:
             if (
                 not isinstance(other, str)
@@ -387,9 +402,9 @@ class Query:
                 w); or ``pf.balance(rows=..., **expected)`` to split ρ so that
                 every output's relative error is about the same.
             label: a label for the ledger entry.
-            delta: for a query that chooses its groups privately (group_by
-                without keys), the δ spent on that choice; by default all the
-                δ the session has left. Other queries spend no δ.
+            delta: for a query that chooses its groups privately (a group_by
+                column without public keys), the δ spent on that choice; by
+                default all the δ the session has left. Other queries spend no δ.
             clamp: clip each estimate into the range its true value can take
                 (counts >= 0, means and quantiles within their bounds, ...):
                 never a larger error, but biased near the range's edges; False

@@ -52,6 +52,7 @@ import polars as pl
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, HistogramSpec, ValueSpec
 
 __all__ = [
+    "COUNTED",
     "GLOBAL",
     "GROUP_SALT",
     "INDEX",
@@ -64,6 +65,7 @@ __all__ = [
     "Grouping",
     "attach_histogram",
     "centred_bounds",
+    "every_public_key",
     "finish",
     "grouping",
     "in_key_order",
@@ -80,6 +82,14 @@ KEY = "__key"
 
 GLOBAL = "__all"
 """The one key column of a release without ``group_by`` (one global group)."""
+
+COUNTED = "__counted"
+"""Working column of a mixed grouping: whether a unit is counted at this kept group.
+
+Each unit is counted once per combination of the selected columns, at the
+lowest key position among its kept groups there; :func:`every_public_key`
+adds the counts up to the combination's distinct units.
+"""
 
 INDEX = "__index"
 """Working column: a row's number within its (unit, key) cell."""
@@ -119,15 +129,21 @@ class Grouping:
     Attributes:
         kind: ``"public"`` (each row gets its key's position in ``keys`` as
             :data:`KEY`, rows with other keys are dropped), ``"global"`` (no
-            ``group_by``: every row gets :data:`KEY` 0) or ``"observed"``
-            (private key selection: rows are grouped by their non-null keys).
+            ``group_by``: every row gets :data:`KEY` 0), ``"observed"``
+            (private key selection: rows are grouped by their non-null keys)
+            or ``"mixed"`` (public keys over some group columns, as
+            ``"public"``, and the ``selected`` others observed, as
+            ``"observed"``).
         keys: the public keys (one row of :data:`GLOBAL` for a global group).
         by: the columns the per-key aggregates are grouped by.
+        selected: the observed group columns, whose combinations are chosen
+            privately (rows with a null in one are dropped).
     """
 
-    kind: Literal["public", "global", "observed"]
+    kind: Literal["public", "global", "observed", "mixed"]
     keys: pl.DataFrame
     by: list[str]
+    selected: tuple[str, ...] = ()
 
     @property
     def observed(self) -> bool:
@@ -136,11 +152,26 @@ class Grouping:
 
 
 def grouping(spec: AggregationSpec) -> Grouping:
-    """The :class:`Grouping` of ``spec`` (see the module example)."""
-    keys = spec.keys if spec.keys is not None else pl.DataFrame({GLOBAL: [0]})
-    if spec.keys is None and spec.group_by:
-        return Grouping("observed", keys, list(spec.group_by))
-    return Grouping("global" if spec.keys is None else "public", keys, [KEY])
+    """The :class:`Grouping` of ``spec`` (see the module example).
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.bounding import grouping
+        >>> from privframe.engines.spec import AggregationSpec
+        >>> spec = AggregationSpec((), "u", ("g", "h"), pl.DataFrame({"g": ["a", "b"]}),
+        ...                        2, 1, None, (), seed=7)
+        >>> grouping(spec).kind, grouping(spec).by
+        ('mixed', ['__key', 'h'])
+    """
+    if spec.keys is None:
+        if spec.group_by:
+            observed = list(spec.group_by)
+            return Grouping("observed", pl.DataFrame({GLOBAL: [0]}), observed, spec.group_by)
+        return Grouping("global", pl.DataFrame({GLOBAL: [0]}), [KEY])
+    selected = tuple(c for c in spec.group_by if c not in spec.keys.columns)
+    if selected:
+        return Grouping("mixed", spec.keys, [KEY, *selected], selected)
+    return Grouping("public", spec.keys, [KEY])
 
 
 def in_key_order(
@@ -168,6 +199,35 @@ def in_key_order(
         .sort(KEY)
         .with_columns(pl.col(COUNT, DISTINCT, *names).fill_null(0))
     )
+
+
+def every_public_key(result: pl.DataFrame, keyed: Grouping, names: list[str]) -> pl.DataFrame:
+    """Mixed grouping: per observed combination of the selected columns, every public key.
+
+    The combinations come sorted, and within each the public keys in their
+    order; a key without a bounded row in a combination gets zeros. The engine
+    counts each unit once per combination (at one of its keys there), so
+    ``DISTINCT`` summed over the combination's keys is its distinct units, the
+    count its selection uses: it is repeated on each of its rows.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.bounding import Grouping, every_public_key
+        >>> result = pl.DataFrame(
+        ...     {"__key": [1, 0], "m": [5, 5], "__count": [4, 1], "__distinct": [2, 1]},
+        ...     schema_overrides={"__key": pl.UInt32})
+        >>> keyed = Grouping("mixed", pl.DataFrame({"g": ["a", "b", "c"]}), ["__key", "m"], ("m",))
+        >>> out = every_public_key(result, keyed, [])
+        >>> out["g"].to_list(), out["__count"].to_list(), out["__distinct"].to_list()
+        (['a', 'b', 'c'], [1, 4, 0], [3, 3, 3])
+    """
+    selected = list(keyed.selected)
+    combinations = result.group_by(selected).agg(pl.col(DISTINCT).sum()).sort(selected)
+    grid = combinations.join(keyed.keys.with_row_index(KEY), how="cross")
+    found = result.drop(DISTINCT)
+    out = grid.join(found, on=[*selected, KEY], how="left", maintain_order="left")
+    out = out.with_columns(pl.col(COUNT, *names).fill_null(0))
+    return out.select(*selected, *keyed.keys.columns, KEY, COUNT, DISTINCT, *names)
 
 
 def attach_histogram(
@@ -205,9 +265,11 @@ def finish(
 ) -> pl.DataFrame:
     """An engine's output from its per-key results and histogram counts, the same for every engine.
 
-    One row per public key in key order (or per observed key, sorted), with
-    the key columns, ``COUNT``, ``DISTINCT``, the value sums ``names`` and one
-    list column per histogram; the working key columns are dropped.
+    One row per public key in key order (or per observed key, sorted; or per
+    observed combination of the selected columns and public key,
+    :func:`every_public_key`), with the key columns, ``COUNT``, ``DISTINCT``,
+    the value sums ``names`` and one list column per histogram; the working
+    key columns are dropped.
 
     Example:
         >>> import polars as pl
@@ -218,7 +280,10 @@ def finish(
         >>> finish(result, keyed, []).columns
         ['__count', '__distinct']
     """
-    out = in_key_order(result, keyed.keys, keyed.by, names, observed=keyed.observed)
+    if keyed.kind == "mixed":
+        out = every_public_key(result, keyed, names)
+    else:
+        out = in_key_order(result, keyed.keys, keyed.by, names, observed=keyed.observed)
     for h, found in histograms:
         out = attach_histogram(out, keyed.by, h, found)
     return out.drop(KEY, GLOBAL, strict=False)

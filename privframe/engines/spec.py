@@ -150,7 +150,11 @@ class AggregationSpec:
         keys: the public key rows; rows with other keys are dropped, keys
             without rows get zeros, output follows this order. None with an
             empty ``group_by``: one global group. None with ``group_by``:
-            the observed keys (for private key selection).
+            the observed keys (for private key selection). Over some of the
+            ``group_by`` columns only: rows whose keyed columns are not a
+            public key are dropped, the other columns are observed, and the
+            output has a row for every public key in each observed combination
+            of the others (sorted), with ``DISTINCT`` the combination's units.
         max_groups: per unit, keep this many of its groups (chosen at random);
             None when no unit can exceed it.
         max_rows_per_group: per unit and group, at most this many rows' worth.

@@ -23,7 +23,14 @@ from privframe.plan.measurements import Measurement
 from privframe.plan.planner import ReleasePlan, Selection, plan_release
 from privframe.plan.split import Balance
 
-__all__ = ["ACCOUNTING_NOTE", "NOISE_ONLY_NOTE", "Explanation", "explain", "explanation_html"]
+__all__ = [
+    "ACCOUNTING_NOTE",
+    "NOISE_ONLY_NOTE",
+    "Explanation",
+    "explain",
+    "explanation_html",
+    "groups_described",
+]
 
 
 ACCOUNTING_NOTE = (
@@ -89,6 +96,7 @@ def explanation_html(explanation: Explanation) -> str:
         paragraph(f"release costs ρ = {number(cost.rho)}{delta} (zCDP)"),
         paragraph(ACCOUNTING_NOTE, "pf-meta"),
         paragraph(f"contribution bound: {plan.limits.describe()}"),
+        *([paragraph(f"groups: {explanation.groups}")] if explanation.groups else []),
         table(["measurement", "sensitivity", "ρ", "σ", "95% ±"], measured, "measurements"),
     ]
     if plan.selection is not None:
@@ -125,6 +133,7 @@ class Explanation:
     rows: tuple[dict[str, object], ...]
     report_delta: float | None = None
     notes: tuple[str, ...] = ()  # e.g. the SQL front end's post-processing
+    groups: str | None = None  # with public keys for some group columns: which are which
 
     @property
     def measurements(self) -> tuple[Measurement, ...]:
@@ -138,9 +147,10 @@ class Explanation:
             f"release costs rho = {cost.rho:.6g}{delta} (zCDP)",
             ACCOUNTING_NOTE,
             f"contribution bound: {self.plan.limits.describe()}",
-            "",
-            "measurements:",
         ]
+        if self.groups is not None:
+            lines.append(f"groups: {self.groups}")
+        lines += ["", "measurements:"]
         selection = self.plan.selection
         if selection is not None:
             m = selection.measurement
@@ -237,4 +247,25 @@ def explain(
                 "ci95": ci,
             }
         )
-    return Explanation(release, tuple(rows), report_delta)
+    return Explanation(release, tuple(rows), report_delta, groups=groups_described(plan))
+
+
+def groups_described(plan: Plan) -> str | None:
+    """Which group columns have public keys and which are chosen privately, when both occur.
+
+    Only public facts: the column names and the number of public keys.
+
+    Example:
+        >>> import privframe as pf
+        >>> keys = pf.keys.from_list("region", ["n", "s"])
+        >>> groups_described(Plan(group_by=("region", "month"), keys=keys))[:68]
+        "every public key of ['region'] (2 keys) for each combination of ['mo"
+    """
+    if plan.keys is None or not plan.selected:
+        return None
+    keyed = list(plan.keys.columns)
+    return (
+        f"every public key of {keyed} ({len(plan.keys)} keys) for each combination of "
+        f"{list(plan.selected)} chosen privately (partition selection: rows with other keys "
+        f"of {keyed} are dropped first)"
+    )

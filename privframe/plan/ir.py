@@ -64,7 +64,13 @@ class Bound:
 
 @dataclass(frozen=True, eq=False)
 class Plan:
-    """What a query asks, with no data and no budget: the planner's input."""
+    """What a query asks, with no data and no budget: the planner's input.
+
+    ``keys`` are public keys over ``group_by``'s columns, or over some of them:
+    the group columns they leave out (:attr:`selected`) are chosen privately,
+    and every chosen combination gets every public key. Without keys, every
+    group column is chosen privately.
+    """
 
     steps: tuple[RowStep, ...] = ()
     bound: Bound | None = None
@@ -73,15 +79,37 @@ class Plan:
     aggregates: tuple[Aggregate, ...] = ()
     other: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.keys is not None and not set(self.keys.columns) <= set(self.group_by):
+            raise InvalidValueError(
+                f"keys cover columns {list(self.keys.columns)}, not all of which are group "
+                f"columns {list(self.group_by)}"
+            )
+
+    @property
+    def selected(self) -> tuple[str, ...]:
+        """The group columns without public keys, whose combinations are chosen privately.
+
+        Example:
+            >>> import privframe as pf
+            >>> keys = pf.keys.from_list("region", ["n", "s"])
+            >>> Plan(group_by=("region", "month"), keys=keys).selected
+            ('month',)
+        """
+        keyed = self.keys.columns if self.keys is not None else ()
+        return tuple(c for c in self.group_by if c not in keyed)
+
     @property
     def n_groups(self) -> int | None:
-        """How many groups the output has (None when they are chosen privately).
+        """How many groups the output has (None when some are chosen privately).
 
         The public keys and ``other``, or 1 without group_by.
         """
+        if self.selected:
+            return None
         if self.keys is not None:
             return len(self.keys) + (self.other is not None)
-        return None if self.group_by else 1
+        return 1
 
     @property
     def filters(self) -> tuple[pl.Expr, ...]:

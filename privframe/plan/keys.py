@@ -169,7 +169,19 @@ def product(**columns: Sequence[Any]) -> KeySet:
 
 
 def as_keyset(keys: object, columns: Sequence[str]) -> KeySet:
-    """Coerce what ``group_by(..., keys=...)`` accepts into a KeySet over ``columns``."""
+    """Coerce what ``group_by(..., keys=...)`` accepts into a KeySet over some of ``columns``.
+
+    The keys may name every group column or only some of them: the group
+    columns they leave out are chosen privately (partition selection, which
+    spends δ), and each chosen combination gets every public key. The result's
+    columns follow ``columns``' order.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.plan.keys import as_keyset
+        >>> as_keyset(pf.keys.product(region=["n", "s"]), ["month", "region"]).columns
+        ('region',)
+    """
     if isinstance(keys, KeySet):
         keyset = keys
     elif isinstance(keys, pl.DataFrame | pd.DataFrame):
@@ -181,11 +193,13 @@ def as_keyset(keys: object, columns: Sequence[str]) -> KeySet:
             "keys must be a KeySet, a DataFrame of key rows, or (for one column) a list; "
             f"got {type(keys).__name__}"
         )
-    if set(keyset.columns) != set(columns):
+    extra = [c for c in keyset.columns if c not in columns]
+    if extra:
         raise InvalidValueError(
-            f"keys cover columns {list(keyset.columns)} but group_by names {list(columns)}"
+            f"keys cover columns {list(keyset.columns)} but group_by names {list(columns)}: "
+            f"{extra} are not group columns"
         )
-    return KeySet(keyset.to_polars().select(list(columns)))
+    return KeySet(keyset.to_polars().select([c for c in columns if c in keyset.columns]))
 
 
 def _family(dtype: pl.DataType) -> str:

@@ -64,6 +64,19 @@ class Selection:
     probability P[1 + Z >= threshold], so some group of that unit survives
     with probability at most ``delta`` (:mod:`privframe.mechanisms.selection`): the
     charged δ rounded down to a float, so the mechanism's δ never exceeds it.
+
+    With public keys over some group columns (``Plan.selected`` the others),
+    selection runs on the projection onto the selected columns: a unit in at
+    most k groups of the full grouping is in at most k combinations of the
+    selected columns, so their distinct-unit counts also have sensitivity
+    sqrt(k) and the same threshold spends the same δ. Rows whose keyed columns
+    are not public were dropped first, a row-wise filter that does not look at
+    other rows. Every kept combination is released with every public key, so
+    which full groups appear is a function of the kept combinations and public
+    keys only, and a new combination (held by the added unit alone) appears
+    with at most the probability a new group of a plain selection does. The
+    aggregates are those of a plain selection over the full grouping (k groups
+    per unit), restricted to the released groups.
     """
 
     measurement: Measurement
@@ -109,8 +122,9 @@ def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
     bound = plan.bound
     if selects(plan) and (bound is None or bound.max_groups is None):
         raise InvalidValueError(
-            "choosing groups privately (group_by without keys) needs .bound(max_groups=...): "
-            "with no public key list there is no other bound on a unit's groups"
+            f"choosing groups privately (group_by columns {list(plan.selected)} without public "
+            "keys) needs .bound(max_groups=...): with no public key list for them there is no "
+            "other bound on a unit's groups"
         )
     if selects(plan):
         assert bound is not None  # refused just above otherwise
@@ -142,8 +156,18 @@ def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
 
 
 def selects(plan: Plan) -> bool:
-    """Whether the plan chooses its groups privately (group_by without public keys)."""
-    return bool(plan.group_by) and plan.keys is None
+    """Whether the plan chooses groups privately (some group_by column without public keys).
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.plan.ir import Plan
+        >>> keys = pf.keys.from_list("region", ["n", "s"])
+        >>> selects(Plan(group_by=("region",), keys=keys)), selects(Plan(group_by=("region",)))
+        (False, True)
+        >>> selects(Plan(group_by=("region", "month"), keys=keys))
+        True
+    """
+    return bool(plan.selected)
 
 
 def _terms(
@@ -373,8 +397,8 @@ def plan_release(
     (:func:`~privframe.plan.split.weighted_fractions`), so outputs sharing no
     measurement get ρ in proportion to their weights. Or it is a
     :class:`~privframe.plan.split.Balance` to balance relative error. A plan that
-    groups without public keys also gets a :class:`Selection`, which needs
-    ``delta`` and takes the average output's share of ρ as one more output.
+    groups by a column without public keys also gets a :class:`Selection`, which
+    needs ``delta`` and takes the average output's share of ρ as one more output.
 
     Raises:
         InvalidBudgetError: ``rho`` is not a positive number, or is outside

@@ -51,7 +51,7 @@ from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_ga
 from privframe.plan.aggregates.quantile import choose_quantiles, histogram_specs
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys
-from privframe.plan.planner import ReleasePlan, Selection, plan_release
+from privframe.plan.planner import ReleasePlan, Selection, plan_release, selects
 from privframe.plan.postprocess import PostProcessing, estimate_outputs
 from privframe.plan.split import Balance
 from privframe.plan.tuning import TuningDesign
@@ -97,20 +97,25 @@ class Pipeline:
         self.rng = rng
 
     def selection_delta(self, plan: Plan, delta: Number | None) -> Number | None:
-        """The δ a release spends on choosing its groups: given, or what the session has left."""
-        if not plan.group_by or plan.keys is not None:
+        """The δ a release spends on choosing its groups: given, or what the session has left.
+
+        A plan chooses groups privately when a group column has no public keys
+        (:func:`~privframe.plan.planner.selects`), even if others have.
+        """
+        if not selects(plan):
             if delta:
                 raise InvalidValueError(
                     "delta is only spent by queries that choose groups privately "
-                    "(group_by without keys); this query spends rho alone"
+                    "(group_by columns without public keys); this query spends rho alone"
                 )
             return None
         if delta is None:
             delta = self.accountant.remaining.exact_delta
         if not delta:
             raise InvalidBudgetError(
-                "choosing groups privately (group_by without keys) spends delta, and this "
-                f"session's budget {_no_delta(self.accountant)}."
+                f"choosing groups privately (group_by columns {list(plan.selected)} without "
+                f"public keys) spends delta, and this session's budget "
+                f"{_no_delta(self.accountant)}."
             )
         return delta
 
@@ -223,7 +228,7 @@ class Pipeline:
         """The charged release's noisy table, post-processed by each aggregate's estimate."""
         release, exact = computed.release, computed.exact
         if release.selection is not None:
-            exact = exact.filter(self._selected(exact, release.selection))
+            exact = self._selected(exact, computed.plan.selected, release.selection)
         sigmas = [m.sigma_units for m in release.measurements]
         draws = discrete_gaussian_vectors(sigmas, exact.height, self.rng)
         noisy = {
@@ -242,16 +247,25 @@ class Pipeline:
             result = pl.concat([result, total])
         return computed.finish(result) if computed.finish is not None else result
 
-    def _selected(self, exact: pl.DataFrame, selection: Selection) -> np.ndarray:
-        """Keep a group iff its noisy distinct-unit count reaches the threshold.
+    def _selected(
+        self, exact: pl.DataFrame, selected: tuple[str, ...], selection: Selection
+    ) -> pl.DataFrame:
+        """The rows whose combination of the ``selected`` columns passes the threshold.
 
-        Only the kept groups' aggregates get noise and leave the session; the
-        noisy distinct counts themselves are not released.
+        One noise draw per combination (the engine repeats its distinct-unit
+        count on each of its rows, one per public key of the other group
+        columns): a combination and all its rows are kept iff its noisy count
+        reaches the threshold. Only the kept groups' aggregates get noise and
+        leave the session; the noisy distinct counts themselves are not released.
         """
-        distinct = exact[DISTINCT].to_numpy().astype(np.int64)
+        combinations = exact.select(*selected, DISTINCT).unique(selected, maintain_order=True)
+        distinct = combinations[DISTINCT].to_numpy().astype(np.int64)
         sigma = selection.measurement.sigma_units
         noisy = distinct + discrete_gaussian(sigma, distinct.size, rng=self.rng)
-        return noisy >= selection.threshold
+        if combinations.height == exact.height:  # as in a plain selection: a draw per row
+            return exact.filter(noisy >= selection.threshold)
+        kept = combinations.filter(noisy >= selection.threshold).drop(DISTINCT)
+        return exact.join(kept, on=list(selected), how="semi", maintain_order="left")
 
 
 class Batch:
@@ -411,6 +425,7 @@ def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
     return {
         "group_by": list(plan.group_by),
         "n_keys": plan.n_groups,
+        "selected": list(plan.selected),
         "selection": None
         if selection is None
         else {"threshold": selection.threshold, "delta": selection.delta},

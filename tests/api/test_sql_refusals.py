@@ -497,15 +497,6 @@ REFUSALS = [
         named=False,  # see test_the_message_states_the_position
     ),
     Refusal(
-        "mixed_keys",
-        "SELECT region, age, COUNT(*) FROM data GROUP BY region, age",
-        "GROUP BY",
-        "region, age",
-        message="['age']",
-        nth=1,
-        named=False,  # see test_the_message_states_the_position
-    ),
-    Refusal(
         "having_aggregate_not_selected",
         "SELECT region, COUNT(*) AS n FROM data GROUP BY region HAVING SUM(amount) > 300",
         "SUM(amount) in HAVING",
@@ -745,7 +736,6 @@ def test_tokenizer_errors_are_sql_syntax_errors() -> None:
         "SELECT SUM(month) FROM data",
         "SELECT SUM(amount * 2) FROM data",
         "SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY month) AS m FROM data",
-        "SELECT region, age, COUNT(*) FROM data GROUP BY region, age",
     ],
 )
 def test_the_message_states_the_position(text: str) -> None:

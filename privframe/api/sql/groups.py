@@ -3,7 +3,12 @@
 A GROUP BY whose columns all have ``keys`` in metadata uses their product as
 public keys; one whose columns have none chooses its groups privately, which
 spends δ, so its release needs ``delta=`` (the δ to spend) and is refused
-without it; a mix is refused.
+without it. A mix uses the product of the keyed columns' keys as public keys
+over those columns and chooses the combinations of the others privately
+(``Query.group_by`` with keys over some of its columns): it spends δ as a
+plain private selection does, so it too needs ``delta=``. Rows whose keyed
+columns are not public keys are dropped, and each chosen combination gets a
+row for every public key.
 
 Example:
     >>> import sqlglot
@@ -106,38 +111,31 @@ def _grouped(
 def public_keys(
     select: exp.Select, groups: Mapping[str, exp.Expr], scope: Scope
 ) -> tuple[KeySet | None, SQLError | None]:
-    """The public keys of the groups, or None and the refusal a release without delta= gets.
+    """The public keys of the groups, and the refusal a release without delta= gets.
 
-    Groups without public keys are chosen privately, which spends δ: the
-    refusal is kept, not raised, so that ``explain`` still works and a
-    release with ``delta=`` goes ahead.
+    The keys are None when no group column has any; the refusal is None when
+    every group column has keys. Group columns without public keys are chosen
+    privately, which spends δ: the refusal is kept, not raised, so that
+    ``explain`` still works and a release with ``delta=`` goes ahead.
     """
     given = {name: scope.metadata(name) for name in groups}
     keyed = {n: list(c.keys) for n, c in given.items() if c is not None and c.keys is not None}
+    if len(keyed) == len(groups):
+        return product(**keyed), None
     clause = select.args["group"]
-    if not keyed:
-        named = ", ".join(
-            repr(n) if isinstance(e, exp.Column) else f"{n!r} ({e.sql()})"
-            for n, e in groups.items()
-        )
-        return None, refuse(
-            clause,
-            "GROUP BY",
-            f"GROUP BY has no public keys for {named}, so its groups would be "
-            "chosen privately from the data, which spends delta as well as rho. Give "
-            f"the keys in metadata, e.g. metadata={{{next(iter(groups))!r}: "
-            "pf.Column(keys=[...])}, which spends no delta; or opt into private "
-            "selection with delta= on the call, e.g. sess.sql(text, rho=..., delta=...) "
-            "or .release(rho, delta=...), which spends that delta (a share of the "
-            "budget's). Nothing was charged",
-        )
-    if len(keyed) != len(groups):
-        missing = sorted(set(groups) - set(keyed))
-        raise refuse(
-            clause,
-            "GROUP BY",
-            f"GROUP BY mixes columns with public keys and without ({missing}): give keys "
-            "for every group column in metadata, or for none (groups chosen privately, "
-            "with delta=)",
-        )
-    return product(**keyed), None
+    unkeyed = {n: e for n, e in groups.items() if n not in keyed}
+    named = ", ".join(
+        repr(n) if isinstance(e, exp.Column) else f"{n!r} ({e.sql()})" for n, e in unkeyed.items()
+    )
+    chosen = "the combinations of those columns" if keyed else "its groups"
+    return product(**keyed) if keyed else None, refuse(
+        clause,
+        "GROUP BY",
+        f"GROUP BY has no public keys for {named}, so {chosen} would be chosen privately "
+        "from the data, which spends delta as well as rho. Give "
+        f"the keys in metadata, e.g. metadata={{{next(iter(unkeyed))!r}: "
+        "pf.Column(keys=[...])}, which spends no delta; or opt into private "
+        "selection with delta= on the call, e.g. sess.sql(text, rho=..., delta=...) "
+        "or .release(rho, delta=...), which spends that delta (a share of the "
+        "budget's). Nothing was charged",
+    )

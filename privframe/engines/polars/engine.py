@@ -24,6 +24,7 @@ from __future__ import annotations
 import polars as pl
 
 from privframe.engines.bounding import (
+    COUNTED,
     INDEX,
     KEY,
     PARTITION_SALT,
@@ -110,11 +111,11 @@ class PolarsEngine:
         )
         names = [v.name for v in spec.values]
         if spec.unit is None or self._partitions == 1:
-            result, *histograms = self._collect(frame, spec, by, names)
+            result, *histograms = self._collect(frame, spec, keyed, names)
         else:
             bucket = pl.col(spec.unit).hash(spec.seed ^ PARTITION_SALT) % self._partitions
             parts = [
-                self._collect(frame.filter(bucket == b), spec, by, names)
+                self._collect(frame.filter(bucket == b), spec, keyed, names)
                 for b in range(self._partitions)
             ]
             # Every unit is in exactly one part: the per-key totals are sums over parts.
@@ -142,9 +143,10 @@ class PolarsEngine:
         return contribution_tables(frame, spec, keyed.by, streaming=self._streaming)
 
     def _collect(
-        self, frame: pl.LazyFrame, spec: AggregationSpec, by: list[str], names: list[str]
+        self, frame: pl.LazyFrame, spec: AggregationSpec, keyed: Grouping, names: list[str]
     ) -> list[pl.DataFrame]:
         """Per-key aggregates, then per-(key, position) counts per histogram, for these rows."""
+        by = keyed.by
         if spec.unit is None:
             per_key = frame.group_by(by).agg(
                 pl.len().cast(pl.Int64).alias(COUNT),
@@ -155,9 +157,14 @@ class PolarsEngine:
         else:
             frame = _known_units(frame, spec.unit)
             partial = self._partials(frame, spec, by, names)
+            units = pl.len()
+            if keyed.kind == "mixed":
+                lowest = pl.col(KEY).min().over(spec.unit, *keyed.selected)
+                partial = partial.with_columns((pl.col(KEY) == lowest).alias(COUNTED))
+                units = pl.col(COUNTED).sum()
             per_key = partial.group_by(by).agg(
                 pl.col(WEIGHT).sum().alias(COUNT),
-                pl.len().cast(pl.Int64).alias(DISTINCT),
+                units.cast(pl.Int64).alias(DISTINCT),
                 *(pl.col(nm).sum() for nm in names),
             )
             rows = _sampled_rows(frame, partial, spec.unit, by, spec)
@@ -201,13 +208,15 @@ class PolarsEngine:
 
 def _keyed_rows(frame: pl.LazyFrame, keyed: Grouping) -> pl.LazyFrame:
     """The rows that reach a key, with the columns ``keyed.by`` groups them by."""
-    if keyed.observed:
-        return frame.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in keyed.by))
     if keyed.kind == "global":
         return frame.with_columns(pl.lit(0, pl.UInt32).alias(KEY))
-    # Each row gets its key's index, an integer, which makes the per-(unit, key)
-    # grouping much cheaper than grouping by the key values.
-    return _key_index(frame, keyed.keys)
+    if not keyed.observed:
+        # Each row gets its key's index, an integer, which makes the per-(unit, key)
+        # grouping much cheaper than grouping by the key values.
+        frame = _key_index(frame, keyed.keys)
+    if keyed.selected:
+        frame = frame.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in keyed.selected))
+    return frame
 
 
 def _key_index(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.LazyFrame:

@@ -4,9 +4,10 @@
 on a ``pyspark.sql.DataFrame`` and returns exactly what
 :class:`~privframe.engines.polars.PolarsEngine` returns: one row per public key
 (in key order, absent keys with zeros), or per observed key (sorted) in
-private key selection, with Int64 counts and Int64 sums in grid units. Only
-those per-key aggregates are collected to the driver (through Arrow); the
-rows never leave the cluster.
+private key selection, or per observed combination of the selected columns
+and public key (:func:`~privframe.engines.bounding.every_public_key`), with
+Int64 counts and Int64 sums in grid units. Only those per-key aggregates are
+collected to the driver (through Arrow); the rows never leave the cluster.
 
 The arithmetic is the polars engine's, step for step (``docs/sensitivity.md``
 §2): row values are filled, clipped, snapped to the grid with the same
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from privframe.engines.bounding import KEY, WEIGHT, Grouping, finish, grouping
+from privframe.engines.bounding import COUNTED, KEY, WEIGHT, Grouping, finish, grouping
 from privframe.engines.spark._columns import col, long_literal
 from privframe.engines.spark.bounding import key_index, known_units, partials, sampled_rows
 from privframe.engines.spark.frames import quiet_query_errors
@@ -120,7 +121,7 @@ class SparkEngine:
             *(row_position(h).alias(h.name) for h in spec.histograms),
         )
         names = [v.name for v in spec.values]
-        collected = _collect(frame, spec, keyed.by, names)
+        collected = _collect(frame, spec, keyed, names)
         if not keyed.observed:
             index = keyed.keys.with_row_index(KEY).schema[KEY]
             collected = collected.with_columns(pl.col(KEY).cast(index))
@@ -141,20 +142,24 @@ class SparkEngine:
 
 def _keyed_rows(frame: DataFrame, schema: pl.Schema, keyed: Grouping) -> DataFrame:
     """The rows that reach a key, with the columns ``keyed.by`` groups them by."""
-    if keyed.observed:
-        present = (col(c).isNotNull() for c in keyed.by)
-        return frame.filter(functools.reduce(operator.and_, present))
     if keyed.kind == "global":
         return frame.withColumn(KEY, long_literal(0))
-    return key_index(frame, schema, keyed.keys)
+    if not keyed.observed:
+        frame = key_index(frame, schema, keyed.keys)
+    if keyed.selected:
+        present = (col(c).isNotNull() for c in keyed.selected)
+        frame = frame.filter(functools.reduce(operator.and_, present))
+    return frame
 
 
 def _per_key(
-    frame: DataFrame, spec: AggregationSpec, by: list[str], names: list[str]
+    frame: DataFrame, spec: AggregationSpec, keyed: Grouping, names: list[str]
 ) -> tuple[DataFrame, DataFrame]:
     """The per-key aggregates (lazy), and the bounded rows the histograms count."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as f
 
+    by = keyed.by
     if spec.unit is None:
         per_key = frame.groupBy(*(col(c) for c in by)).agg(
             f.count(f.lit(1)).alias(COUNT),
@@ -164,16 +169,23 @@ def _per_key(
         return per_key, frame
     frame = known_units(frame, spec.unit)
     partial = partials(frame, spec, by, names)
+    units = f.count(f.lit(1))
+    if keyed.kind == "mixed":
+        # Each unit counted once per combination, at its lowest key there (as polars).
+        combination = Window.partitionBy(*(col(c) for c in (spec.unit, *keyed.selected)))
+        counted = col(KEY) == f.min(col(KEY)).over(combination)
+        partial = partial.withColumn(COUNTED, counted.cast("long"))
+        units = f.sum(col(COUNTED))
     per_key = partial.groupBy(*(col(c) for c in by)).agg(
         f.sum(col(WEIGHT)).alias(COUNT),
-        f.count(f.lit(1)).alias(DISTINCT),
+        units.alias(DISTINCT),
         *(f.sum(col(n)).alias(n) for n in names),
     )
     return per_key, sampled_rows(frame, partial, spec, by) if spec.histograms else frame
 
 
 def _collect(
-    frame: DataFrame, spec: AggregationSpec, by: list[str], names: list[str]
+    frame: DataFrame, spec: AggregationSpec, keyed: Grouping, names: list[str]
 ) -> pl.DataFrame:
     """One collect (one Spark job): the per-key rows and each histogram's (key, position) counts.
 
@@ -182,7 +194,8 @@ def _collect(
     """
     from pyspark.sql import functions as f
 
-    per_key, rows = _per_key(frame, spec, by, names)
+    by = keyed.by
+    per_key, rows = _per_key(frame, spec, keyed, names)
     null = f.lit(None).cast("long")
     parts = [
         per_key.select(
