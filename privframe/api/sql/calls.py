@@ -7,6 +7,20 @@ needs nothing here. ``COUNT``, ``COUNT(DISTINCT <privacy unit>)`` and the
 quantiles (``MEDIAN``, ``QUANTILE``, ``APPROX_QUANTILE``, ``PERCENTILE_CONT``)
 are not one bounded column, and are translated here one by one.
 
+Bounds written in the call (``ANON_SUM(x CLAMPED BETWEEN 0 AND 10)``,
+``SUM(x, contribution_bounds_per_group => (0, 10))``, ``SUM(x, 0, 10)``; the
+dialect wraps the argument in :class:`~privframe.api.sql.dialect.Clamped`)
+override metadata. They bound each row's value: BigQuery clamps each privacy
+unit's per-group aggregate (its sum of rows, its mean, ...) instead, then
+adds the units' clamped values. privframe clamps each row to the bounds and
+keeps at most ``max_rows_per_group`` rows of a unit in a group, so a unit
+moves a group's sum by up to ``max_rows_per_group`` times the bound, and the
+noise is scaled to that (the planner's sensitivity, never assumed). With one
+row per unit per group (``max_rows_per_group=1``) the two agree exactly;
+otherwise a BigQuery SUM caps a unit's total at the bounds where privframe
+caps each of its rows, and AVG, VAR_POP, STDDEV_POP and PERCENTILE_CONT are
+of the bounded rows, not BigQuery's average of per-unit averages.
+
 Example:
     >>> import sqlglot
     >>> import privframe as pf
@@ -19,18 +33,26 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
 from sqlglot import exp
 
-from privframe.api.sql._common import construct, literal_value, refuse, unsupported
+from privframe.api.sql._common import construct, literal_value, lookup, refuse, unsupported
+from privframe.api.sql.dialect import ORIGINAL_NAME, Clamped
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
 from privframe.errors import SQLError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
 from privframe.plan.aggregates.base import bounded
+
+# The aggregates that take bounds in the call (SUM(x, 0, 10)): a malformed call's hint names them.
+_BOUNDS_FORMS = (
+    *("COUNT", "SUM", "AVG", "VARIANCE", "VAR_SAMP", "VAR", "VAR_POP"),
+    *("STDDEV", "STDEV", "STD", "STDDEV_SAMP", "STDDEV_POP", "PERCENTILE_CONT"),
+)
 
 
 def aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str | None) -> Aggregate:
@@ -63,16 +85,26 @@ def _base_aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str |
         node = exp.Avg(this=node.expressions[0]) if len(node.expressions) == 1 else node
     if isinstance(node, exp.Func) and (family := _family(node)) is not None:
         argument = node.this
+        what = written_name(node)
         if isinstance(argument, exp.Distinct):
-            raise unsupported(node, f"{node.sql_name()}(DISTINCT ...)")
-        what = node.sql_name()
+            raise unsupported(node, f"{what}(DISTINCT ...)")
         column = _bounds(argument, alias, what, scope)
         return bounded(family, _value_column(argument, alias, what, scope), column.bounds)
+    return _quantile_call(node, alias, scope)
+
+
+def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope) -> Aggregate:
+    """MEDIAN, QUANTILE, PERCENTILE_CONT (both forms); the array quantiles are refused."""
     if isinstance(node, exp.Median):
         return _quantile(node.this, 0.5, alias, "MEDIAN", scope, median=True)
     if isinstance(node, exp.Quantile | exp.ApproxQuantile):
         q = literal_value(node.args["quantile"])
         return _quantile(node.this, q, alias, node.sql_name(), scope)
+    if isinstance(node, exp.PercentileCont) and node.expression is not None:
+        # PERCENTILE_CONT(x, q): BigQuery's and ZetaSQL's comma form.
+        return _quantile(
+            node.this, literal_value(node.expression), alias, written_name(node), scope
+        )
     if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
         order = node.expression
         if not isinstance(order, exp.Order) or len(order.expressions) != 1:
@@ -80,31 +112,123 @@ def _base_aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str |
         target = order.expressions[0].this
         q = literal_value(node.this.this)
         return _quantile(target, q, alias, "PERCENTILE_CONT", scope)
+    if isinstance(node, exp.ApproxQuantiles):
+        what = written_name(node)
+        raise unsupported(
+            node,
+            what,
+            f"{what}(x, n) returns an array of n + 1 quantiles, and a release is a table of "
+            "columns: write one PERCENTILE_CONT(x, q) per quantile, e.g. PERCENTILE_CONT(x, "
+            "0.25), PERCENTILE_CONT(x, 0.5), PERCENTILE_CONT(x, 0.75), with bounds in metadata "
+            "or in the call (contribution_bounds_per_group => (lower, upper))",
+        )
+    if isinstance(node, exp.Anonymous) and node.name.upper() in _BOUNDS_FORMS:
+        name = node.name.upper()
+        raise unsupported(
+            node,
+            f"{name} with these arguments",
+            f"bounds go in the call as {name}(x, lower, upper) or {name}(x, "
+            "contribution_bounds_per_group => (lower, upper))",
+        )
     raise unsupported(node, construct(node), "see the supported aggregates in privframe.api.sql")
 
 
+def written_name(node: exp.Expr) -> str:
+    """The function name ``node`` was written with (``ANON_SUM``), else its SQL name.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.calls import written_name
+        >>> from privframe.api.sql.dialect import Privframe
+        >>> written_name(sqlglot.parse_one("ANON_AVG(x CLAMPED BETWEEN 0 AND 1)", read=Privframe))
+        'ANON_AVG'
+    """
+    name = node.meta.get(ORIGINAL_NAME)
+    if name:
+        return str(name)
+    return node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
+
+
 def _bounds(node: exp.Expr, alias: str | None, what: str, scope: Scope) -> Column:
+    """The bounds of an aggregate's argument: in the call, else from the argument itself.
+
+    In the call (``CLAMPED BETWEEN``, ``contribution_bounds_per_group``,
+    ``SUM(x, 0, 10)``) they override metadata. Otherwise a column's metadata,
+    a CASE whose results are all number literals by its smallest and largest
+    result, or metadata keyed by the output alias, but only when that alias
+    is no column: ``SUM(CASE ... END) AS age`` must not take the column age's
+    bounds, which say nothing of the expression.
+    """
+    if isinstance(node, Clamped):
+        return Column(bounds=_literal_bounds(node, what))
     if isinstance(node, exp.Distinct):
         raise unsupported(node, f"{what}(DISTINCT ...)")
     # Every column named must exist before bounds are asked for: a typo is the cause.
     scope.canonical(node)
     own = scope.column(node) if isinstance(node, exp.Column) else None
-    names = [n for n in (own, alias) if n]
+    if own is None and (literal := _case_bounds(node)) is not None:
+        return Column(bounds=literal)
+    shadows = alias is not None and alias != own and bool(lookup(alias, False, scope.available()))
+    names = [n for n in (own, None if shadows else alias) if n]
     for name in names:
         column = scope.metadata(name)
         if column is not None and column.bounds is not None:
             return column
+    raise refuse(node, what, _needs_bounds(what, names, alias if shadows else None))
+
+
+def _needs_bounds(what: str, names: list[str], shadowed: str | None) -> str:
     example = repr(names[0]) if names else "'alias'"
-    raise refuse(
-        node,
-        what,
-        f"{what} needs public bounds: give them in metadata, e.g. "
+    message = (
+        f"{what} needs public bounds: give them in the call, e.g. {what}(x, "
+        "contribution_bounds_per_group => (lower, upper)), or in metadata, e.g. "
         f"metadata={{{example}: pf.Column(bounds=(lower, upper))}}"
-        + ("" if names else " with the aggregate aliased (AS alias)"),
     )
+    if shadowed is not None:
+        return (
+            f"{message}; the alias {shadowed!r} is also a column, whose bounds are not this "
+            "expression's: give the bounds in the call, or alias it with a name no column has"
+        )
+    return message + ("" if names else " with the aggregate aliased (AS alias)")
+
+
+def _literal_bounds(node: Clamped, what: str) -> tuple[float, float]:
+    """The (lower, upper) written in a call, which must be numbers with lower <= upper."""
+    how = node.meta.get(ORIGINAL_NAME, "bounds in the call")
+    found = []
+    for end in ("lower", "upper"):
+        value = literal_value(node.args[end])
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise unsupported(node.args[end], f"{what} {how}", "bounds are number literals")
+        found.append(value)
+    lower, upper = found
+    if not (math.isfinite(lower) and math.isfinite(upper) and lower <= upper):
+        raise refuse(node, f"{what} {how}", f"{what} needs finite bounds with lower <= upper")
+    return float(lower), float(upper)
+
+
+def _case_bounds(node: exp.Expr) -> tuple[float, float] | None:
+    """(min, max) of a CASE whose results are all number literals (a missing ELSE is NULL)."""
+    if not isinstance(node, exp.Case):
+        return None
+    results = [branch.args.get("true") for branch in node.args.get("ifs") or []]
+    values = []
+    for result in [*results, node.args.get("default")]:
+        if result is None or isinstance(result, exp.Null):
+            continue
+        if not (isinstance(result, exp.Literal) and not result.is_string) and not (
+            isinstance(result, exp.Neg) and isinstance(result.this, exp.Literal)
+        ):
+            return None
+        values.append(float(literal_value(result)))
+    if not values or min(values) == max(values):
+        return None  # nothing to bound by, or no spread: bounds must come from elsewhere
+    return min(values), max(values)
 
 
 def _value_column(node: exp.Expr, alias: str | None, what: str, scope: Scope) -> str:
+    if isinstance(node, Clamped):
+        node = node.this
     if isinstance(node, exp.Column):
         return scope.column(node)
     if alias is None:
@@ -114,6 +238,8 @@ def _value_column(node: exp.Expr, alias: str | None, what: str, scope: Scope) ->
 
 def _count(node: exp.Count, alias: str | None, scope: Scope, unit: str | None) -> Aggregate:
     argument = node.this
+    if isinstance(argument, Clamped):  # its bound is the row limit: see count_limit
+        argument = argument.this
     if isinstance(argument, exp.Star):
         return agg.count()
     if isinstance(argument, exp.Distinct):
@@ -130,13 +256,68 @@ def _count(node: exp.Count, alias: str | None, scope: Scope, unit: str | None) -
             f"COUNT(DISTINCT {', '.join(c.sql() for c in columns)})",
             f"only COUNT(DISTINCT {unit or '<privacy unit>'}) is supported",
         )
-    # COUNT(x) counts the rows where x is not null: a sum of 0/1 indicators.
+    # COUNT(x) counts the rows where x is not null: a sum of 0/1 indicators,
+    # released rounded to a whole number (rounds_to_integer).
     counted = scope.column(argument) if isinstance(argument, exp.Column) else "rows"
     name = alias or f"count_{counted}"
     flag = scope.derive(
         scope.rows(argument).is_not_null().cast(pl.Int64, strict=False), f"{name}_flag"
     )
     return agg.sum(flag, (0, 1)).alias(name)
+
+
+def rounds_to_integer(node: exp.Expr) -> bool:
+    """Whether the release of ``node`` is rounded to an integer: ``COUNT(col)``.
+
+    ``COUNT(col)`` is released as a noisy sum of 0/1 flags, which the sum's
+    centring makes a multiple of 1/2; rounding it to the nearest integer is
+    post-processing (free), so it comes back whole, like ``COUNT(*)``.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.calls import rounds_to_integer
+        >>> rounds_to_integer(sqlglot.parse_one("COUNT(x)")), rounds_to_integer(
+        ...     sqlglot.parse_one("COUNT(*)"))
+        (True, False)
+    """
+    if not isinstance(node, exp.Count):
+        return False
+    argument = node.this.this if isinstance(node.this, Clamped) else node.this
+    return not isinstance(argument, exp.Star | exp.Distinct)
+
+
+def count_limit(node: exp.Count) -> int | None:
+    """The row limit a COUNT's bounds in the call set: c of ``(0, c)``, or None without bounds.
+
+    BigQuery's ``COUNT(*, contribution_bounds_per_group => (0, c))`` (and
+    ``ANON_COUNT(x CLAMPED BETWEEN 0 AND c)``) clamps each privacy unit's
+    count in each group to [0, c]; keeping at most c rows per unit per group
+    (``max_rows_per_group = c``) gives the same count. A lower bound above 0
+    would add rows a unit does not have, so it is refused.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.calls import count_limit
+        >>> from privframe.api.sql.dialect import Privframe
+        >>> count_limit(sqlglot.parse_one(
+        ...     "COUNT(*, contribution_bounds_per_group => (0, 5))", read=Privframe))
+        5
+    """
+    clamped = node.this
+    if not isinstance(clamped, Clamped):
+        return None
+    how = f"COUNT {clamped.meta.get(ORIGINAL_NAME, 'bounds')}"
+    lower, upper = (literal_value(clamped.args[end]) for end in ("lower", "upper"))
+    whole = all(isinstance(v, int) and not isinstance(v, bool) for v in (lower, upper))
+    if not whole or lower != 0 or upper < 1:
+        raise refuse(
+            clamped,
+            how,
+            f"a count's bounds are (0, c), c the most rows one privacy unit counts in one group "
+            f"(a whole number >= 1); got ({clamped.args['lower'].sql()}, "
+            f"{clamped.args['upper'].sql()})",
+        )
+    return int(upper)
 
 
 def _quantile(

@@ -22,8 +22,9 @@ from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
 from privframe.api.query import Query, Request
 from privframe.api.sql._common import builder_refusal
+from privframe.api.sql.options import PrivacyOptions, Spend
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
-from privframe.errors import SQLError
+from privframe.errors import InvalidArgumentError, SQLError
 from privframe.plan.postprocess import post_processing
 
 if TYPE_CHECKING:
@@ -38,12 +39,35 @@ class SQLQuery:
 
     ``explain`` and ``release`` work as for builder queries; HAVING, ORDER BY
     and LIMIT/OFFSET are applied to the released (noisy) table.
+
+    A query with BigQuery's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=...,
+    delta=...)`` carries its budget: ``release()``, ``explain()`` and
+    ``request()`` take no ``rho`` and spend :meth:`spend`
+    (:mod:`~privframe.api.sql.options`); giving ``rho=`` or ``delta=`` as well
+    is refused, as the budget would be given twice.
+
+    Args:
+        text: the SQL text.
+        query: the equivalent builder query.
+        post: HAVING, ORDER BY, LIMIT and the select list's order.
+        options: the differential privacy clause's options, if any.
+        integers: outputs released rounded to integers (``COUNT(col)``).
     """
 
-    def __init__(self, text: str, query: Query, post: Post) -> None:
+    def __init__(
+        self,
+        text: str,
+        query: Query,
+        post: Post,
+        *,
+        options: PrivacyOptions | None = None,
+        integers: tuple[str, ...] = (),
+    ) -> None:
         self._text = text
         self._query = query
         self._post = post
+        self._options = options
+        self._integers = integers
 
     @property
     def text(self) -> str:
@@ -55,10 +79,54 @@ class SQLQuery:
         """The equivalent builder query."""
         return self._query
 
+    @property
+    def options(self) -> PrivacyOptions | None:
+        """The options of the query's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``, if any."""
+        return self._options
+
+    def spend(self) -> Spend | None:
+        """What the query's OPTIONS(epsilon, delta) spend: ρ, and δ for private groups; or None.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+            >>> q = sess.sql("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, "
+            ...              "delta=1e-6) COUNT(*) AS n FROM data")
+            >>> round(float(q.spend().rho), 6), q.spend().selection_delta
+            (0.024356, None)
+        """
+        if self._options is None:
+            return None
+        return self._options.spend(selects=self._post.selection is not None)
+
+    def _budget(self, rho: Number | None, delta: float | None) -> tuple[Number, float | None]:
+        """The (ρ, δ) a release spends: the OPTIONS', or the arguments'; never both."""
+        spend = self.spend()
+        if spend is None:
+            if rho is None:
+                raise InvalidArgumentError(
+                    "pass rho=...: the zCDP budget to spend, e.g. rho=0.1; or give the query "
+                    "its (epsilon, delta) in SQL: SELECT WITH DIFFERENTIAL_PRIVACY "
+                    "OPTIONS(epsilon=..., delta=...) ..."
+                )
+            return rho, delta
+        if rho is not None or delta is not None:
+            assert self._options is not None  # spend() is None without options
+            given = "rho=" if delta is None else ("delta=" if rho is None else "rho= and delta=")
+            raise SQLError(
+                f"the budget is given twice: {self._options.construct} sets this query's "
+                f"epsilon and delta, and {given} was passed too. Pass neither (the OPTIONS are "
+                "spent), or take epsilon and delta out of OPTIONS",
+                construct=self._options.construct,
+                position=self._options.position,
+            )
+        return spend.rho, spend.selection_delta
+
     @hinted(**RHO_HINTS)
     def explain(
         self,
-        rho: Number,
+        rho: Number | None = None,
         weights: Mapping[str, float] | Balance | None = None,
         delta: float | None = None,
     ) -> Explanation:
@@ -66,11 +134,17 @@ class SQLQuery:
 
         A GROUP BY without public keys is explained even without ``delta``
         (with the δ the session has left, as the builder's ``explain`` does),
-        with a note that its release needs ``delta=``.
+        with a note that its release needs ``delta=``. With OPTIONS(epsilon,
+        delta), ``rho`` and ``delta`` come from them, and a note shows the
+        mapping (ε, δ → ρ, δ_selection) and where it comes from.
         """
         self.check(with_error=True)
+        rho, delta = self._budget(rho, delta)
         explanation = self._query.explain(rho, weights=weights, delta=delta)
         notes = (*explanation.notes, *self._post.notes)
+        spend = self.spend()
+        if spend is not None:
+            notes += (spend.describe(),)
         selection = self._post.selection
         if selection is not None and delta is None:
             notes += (
@@ -83,7 +157,7 @@ class SQLQuery:
     @hinted(**RHO_HINTS)
     def release(
         self,
-        rho: Number,
+        rho: Number | None = None,
         with_error: bool = False,
         weights: Mapping[str, float] | Balance | None = None,
         label: str = "",
@@ -92,7 +166,7 @@ class SQLQuery:
         intervals: bool = False,
         total: bool = False,
     ) -> pl.DataFrame | pd.DataFrame:
-        """Spend ``rho``, release, then apply HAVING, ORDER BY and LIMIT to the noisy table.
+        """Spend ``rho`` (or the OPTIONS' budget), release, then apply HAVING, ORDER BY and LIMIT.
 
         The post-processing is first run on an empty table of the release's
         types, so a HAVING or ORDER BY that cannot run fails before anything
@@ -120,7 +194,7 @@ class SQLQuery:
     @hinted(**RHO_HINTS)
     def request(
         self,
-        rho: Number,
+        rho: Number | None = None,
         *,
         with_error: bool = False,
         weights: Mapping[str, float] | Balance | None = None,
@@ -147,6 +221,7 @@ class SQLQuery:
         post = post_processing(self._query.plan, clamp, intervals, total)
         errors = with_error or post.intervals
         self.check(errors)
+        rho, delta = self._budget(rho, delta)
         selection = self._post.selection
         if selection is not None and delta is None:
             message, position, _ = selection
@@ -158,7 +233,7 @@ class SQLQuery:
             weights,
             label or self._text,
             delta,
-            finish=lambda frame: self._post.finish(frame, errors),
+            finish=lambda frame: self._post.finish(self._rounded(frame), errors),
             post=post,
         )
 
@@ -180,7 +255,7 @@ class SQLQuery:
         )
         columns: dict[str, pl.DataType] = {c: schema[c] for c in plan.group_by}
         for aggregate in plan.aggregates:
-            integer = aggregate.integer_output
+            integer = aggregate.integer_output or aggregate.output_name in self._integers
             columns[aggregate.output_name] = pl.Int64() if integer else pl.Float64()
             if with_error:
                 for suffix in ERROR_SUFFIXES:
@@ -197,6 +272,11 @@ class SQLQuery:
                 "was charged",
                 construct="post-processing",
             )
+
+    def _rounded(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """``frame`` with the outputs released as integers rounded (post-processing, free)."""
+        names = [n for n in self._integers if n in frame.columns]
+        return frame.with_columns(pl.col(n).round(0).cast(pl.Int64) for n in names)
 
     def __repr__(self) -> str:
         return f"SQLQuery({self._text!r})"

@@ -20,13 +20,15 @@ from sqlglot import exp
 
 from privframe.api.query import Query
 from privframe.api.sql._common import builder_refusal, refuse
+from privframe.api.sql.calls import count_limit, rounds_to_integer
 from privframe.api.sql.groups import group_by, public_keys
 from privframe.api.sql.metadata import Column
+from privframe.api.sql.options import PrivacyOptions, read_options
 from privframe.api.sql.post import Post, post_processing
 from privframe.api.sql.scope import Scope
 from privframe.api.sql.select_list import select_items
 from privframe.api.sql.sql_query import SQLQuery
-from privframe.api.sql.statement import refuse_unsupported, select
+from privframe.api.sql.statement import privacy_clause, refuse_unsupported, select
 from privframe.errors import InvalidArgumentError, SQLError
 from privframe.plan.ir import Bound
 
@@ -53,22 +55,77 @@ def parse(
     nested = False
     try:
         statement = select(text, names)
+        clause = privacy_clause(statement)
+        options = None if clause is None else read_options(clause, unit)
+        limits = limits_of(statement, options, contributions, unit)
         scope = Scope(text, columns, tables, metadata)
-        built, post = builder_refusal(
-            lambda: _translate(statement, query, scope, unit, contributions),
+        built, post, integers = builder_refusal(
+            lambda: _translate(statement, query, scope, unit, limits),
             "the query cannot be built",
         )
     except RecursionError:
         nested = True
     if nested:
         raise SQLError("the SQL is nested too deeply to translate", construct="nesting")
-    return SQLQuery(text, built, post)
+    if options is not None and options.public_groups and post.selection is not None:
+        message, where, _ = post.selection
+        raise SQLError(
+            f"{options.construct} has group_selection_strategy=PUBLIC_GROUPS, but {message}",
+            construct="GROUP BY",
+            position=where,
+        )
+    return SQLQuery(text, built, post, options=options, integers=integers)
+
+
+def limits_of(
+    statement: exp.Select,
+    options: PrivacyOptions | None,
+    contributions: Bound | None,
+    unit: str | None,
+) -> Bound | None:
+    """The contribution bound of a query: the Session's, with what the SQL itself says.
+
+    The differential privacy clause's ``max_groups_contributed`` (or
+    ``kappa``) is ``max_groups``; without it, the Session's ``max_groups``,
+    else 1 (a DP clause never runs without a group limit). A COUNT's bounds
+    in the call, ``(0, c)``, are ``max_rows_per_group = c``; two different c
+    are refused. What the query says overrides the Session's defaults, as
+    per-query metadata does. A Session without a privacy unit protects rows,
+    each in one group: there is nothing to limit.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.dialect import Privframe
+        >>> from privframe.api.sql.translate import limits_of
+        >>> select = sqlglot.parse_one(
+        ...     "SELECT COUNT(*, contribution_bounds_per_group => (0, 3)) FROM t", read=Privframe)
+        >>> limits_of(select, None, None, "u")
+        Bound(max_groups=None, max_rows_per_group=3, max_rows=None)
+    """
+    rows = None
+    for node in statement.find_all(exp.Count):
+        limit = count_limit(node)
+        if limit is not None and rows is not None and limit != rows:
+            raise refuse(
+                node,
+                "COUNT bounds",
+                f"two COUNTs give different row limits ({rows} and {limit}): a query has one "
+                "max_rows_per_group; give every COUNT the same bounds",
+            )
+        rows = limit if limit is not None else rows
+    if unit is None or (options is None and rows is None):
+        return contributions
+    given = contributions or Bound()
+    groups = given.max_groups
+    if options is not None:
+        groups = options.max_groups or groups or 1
+    return Bound(groups, rows or given.max_rows_per_group, given.max_rows)
 
 
 def _translate(
     statement: exp.Select, query: Query, scope: Scope, unit: str | None, bound: Bound | None
-) -> tuple[Query, Post]:
-    """The builder query of ``statement`` over ``query``, and its post-processing."""
+) -> tuple[Query, Post, tuple[str, ...]]:
+    """The builder query of ``statement``, its post-processing and the outputs to round."""
     refuse_unsupported(statement)
     query = scope.read_from(statement, query)
     for join in statement.args.get("joins") or []:
@@ -93,4 +150,10 @@ def _translate(
         keys, selection = public_keys(statement, groups, scope)
         query = query.group_by(list(groups), keys=keys)
     query = query.agg(*(item.aggregate for item in items if item.aggregate is not None))
-    return query, post_processing(statement, items, list(groups), scope.canonical, selection)
+    integers = tuple(
+        item.aggregate.output_name
+        for item in items
+        if item.aggregate is not None and rounds_to_integer(item.node)
+    )
+    post = post_processing(statement, items, list(groups), scope.canonical, selection)
+    return query, post, integers

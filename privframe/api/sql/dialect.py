@@ -1,0 +1,273 @@
+"""The SQL privframe reads: sqlglot's dialect plus the spellings of other private SQL engines.
+
+A :class:`sqlglot.dialects.Dialect` subclass (sqlglot's own extension points:
+``Parser.FUNCTIONS``, ``Parser.FUNCTION_PARSERS`` and two parser hooks), so
+nothing is rewritten in the text and every error keeps its position:
+
+* BigQuery/ZetaSQL's differential privacy clause, ``SELECT WITH
+  DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6, ...)``, and its older
+  ``WITH ANONYMIZATION OPTIONS(...)``: a :class:`PrivacyClause` in the
+  SELECT's ``hint`` slot (read by :mod:`~privframe.api.sql.options`).
+* Bounds in the call: ``ANON_SUM(x CLAMPED BETWEEN 0 AND 10)``,
+  ``SUM(x, contribution_bounds_per_group => (0, 10))`` and ``SUM(x, 0, 10)``
+  (SmartNoise): the argument wrapped in :class:`Clamped`. The ``ANON_``
+  functions become the plain aggregate (``ANON_AVG`` is ``AVG``).
+* ``VAR`` and ``STD`` (MySQL, SmartNoise) are ``VARIANCE`` and ``STDDEV``.
+* SmartNoise's (T-SQL's) ``SELECT TOP n``: a LIMIT marked ``top``; TOP and
+  LIMIT together are refused.
+
+References: ZetaSQL, docs/query-syntax.md (Differential privacy clause) and
+docs/aggregate-dp-functions.md; BigQuery, "Differentially private aggregate
+functions"; SmartNoise SQL, docs "SQL reference" (TOP, SUM bounds).
+
+Example:
+    >>> import sqlglot
+    >>> from privframe.api.sql.dialect import Privframe
+    >>> text = "SELECT ANON_SUM(x CLAMPED BETWEEN 0 AND 5) FROM t"
+    >>> sqlglot.parse_one(text, read=Privframe).expressions[0].sql()
+    'SUM(CLAMPED(x, 0, 5))'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from sqlglot import exp, parser
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError
+from sqlglot.tokens import Token, TokenType
+
+PRIVACY_CLAUSES = ("DIFFERENTIAL_PRIVACY", "ANONYMIZATION")
+"""The words after ``SELECT WITH`` that start a differential privacy clause."""
+
+ORIGINAL_NAME = "privframe_name"
+"""The meta key of the function name a node was written with (``ANON_SUM``)."""
+
+
+class Clamped(exp.Expression, exp.Func):
+    """An aggregate's argument with the bounds written in its call.
+
+    ``this`` is the argument, ``lower`` and ``upper`` the bounds as written;
+    ``meta[ORIGINAL_NAME]`` says how (``CLAMPED BETWEEN``,
+    ``contribution_bounds_per_group``, or ``bounds in the call``).
+    """
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "lower": True, "upper": True}
+
+
+class PrivacyClause(exp.Hint):
+    """``WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``: ``this`` is the clause's word, then the options.
+
+    Each option is an ``exp.EQ`` of its name (a column node) and its value. A
+    hint (``exp.Hint``) to sqlglot, as it takes a hint's place after SELECT.
+    """
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False}
+
+
+class DialectRefusalError(ParseError):
+    """A construct of another dialect that parses into nothing privframe can run.
+
+    A ParseError, so that whoever parses sees a syntax error; it carries the
+    construct's name, the privframe way to say it and the token to blame.
+    """
+
+    def __init__(self, construct: str, hint: str, token: Token) -> None:
+        super().__init__(f"{construct}: {hint}")
+        self.construct = construct
+        self.hint = hint
+        self.token = token
+
+
+def _written(node: exp.Expr, name: str) -> exp.Expr:
+    node.meta[ORIGINAL_NAME] = name
+    return node
+
+
+def _bounds_given(rest: Sequence[exp.Expr]) -> tuple[exp.Expr, exp.Expr, str] | None:
+    """(lower, upper, how) of the arguments after the value, or None if none are bounds."""
+    if len(rest) == 2 and not any(isinstance(a, exp.Kwarg) for a in rest):
+        return rest[0], rest[1], "bounds in the call"
+    if len(rest) == 1 and isinstance(rest[0], exp.Kwarg):
+        name, value = rest[0].this, rest[0].expression
+        named = name.name.casefold() == "contribution_bounds_per_group"
+        if named and isinstance(value, exp.Tuple) and len(value.expressions) == 2:
+            return value.expressions[0], value.expressions[1], "contribution_bounds_per_group"
+    return None
+
+
+def _bounded_builder(
+    name: str, make: Callable[..., exp.Expr], quantile: bool = False
+) -> Callable[[list[Any]], exp.Expr]:
+    """A FUNCTIONS builder: ``name(x[, q][, bounds])`` into ``make(this=x[, expression=q])``.
+
+    Extra arguments that are not bounds give an ``exp.Anonymous`` of
+    ``name``, which the aggregate translation refuses with the accepted forms.
+    """
+
+    def build(args: list[Any]) -> exp.Expr:
+        value, rest = (args[0] if args else None), list(args[1:])
+        extra: dict[str, Any] = {}
+        if quantile and rest:
+            extra["expression"] = rest.pop(0)
+        if not rest:
+            return _written(make(this=value, **extra), name)
+        given = _bounds_given(rest)
+        if given is None or value is None:
+            return _written(exp.Anonymous(this=name, expressions=args), name)
+        lower, upper, how = given
+        clamped = _written(Clamped(this=value, lower=lower, upper=upper), how)
+        return _written(make(this=clamped, **extra), name)
+
+    return build
+
+
+def _count(**args: Any) -> exp.Count:
+    return exp.Count(big_int=True, **args)
+
+
+# SQL name -> the sqlglot node it makes, and whether a quantile comes second.
+_BOUNDED: dict[str, tuple[Callable[..., exp.Expr], bool]] = {
+    "COUNT": (_count, False),
+    "SUM": (exp.Sum, False),
+    "AVG": (exp.Avg, False),
+    "VARIANCE": (exp.Variance, False),
+    "VAR_SAMP": (exp.Variance, False),
+    "VAR": (exp.Variance, False),
+    "VAR_POP": (exp.VariancePop, False),
+    "STDDEV": (exp.Stddev, False),
+    "STDEV": (exp.Stddev, False),
+    "STD": (exp.Stddev, False),
+    "STDDEV_SAMP": (exp.StddevSamp, False),
+    "STDDEV_POP": (exp.StddevPop, False),
+    "PERCENTILE_CONT": (exp.PercentileCont, True),
+}
+
+# ZetaSQL's ANON_ functions: the plain aggregate they become, and whether a quantile comes second.
+_ANON: dict[str, tuple[Callable[..., exp.Expr], bool]] = {
+    "ANON_COUNT": (_count, False),
+    "ANON_SUM": (exp.Sum, False),
+    "ANON_AVG": (exp.Avg, False),
+    "ANON_VAR_POP": (exp.VariancePop, False),
+    "ANON_STDDEV_POP": (exp.StddevPop, False),
+    "ANON_PERCENTILE_CONT": (exp.PercentileCont, True),
+    "ANON_QUANTILES": (exp.ApproxQuantiles, True),
+}
+
+
+def _anon_parser(name: str) -> Callable[[parser.Parser], exp.Expr]:
+    make, quantile = _ANON[name]
+    return lambda p: p.parse_clamped(name, make, quantile)  # type: ignore[attr-defined]
+
+
+class Privframe(Dialect):
+    """sqlglot's default dialect plus BigQuery/ZetaSQL DP syntax and SmartNoise's TOP.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.dialect import Privframe
+        >>> sqlglot.parse_one("SELECT TOP 2 a FROM t", read=Privframe).args["limit"].sql()
+        'LIMIT 2'
+    """
+
+    class Parser(parser.Parser):
+        """The default parser with the hooks above."""
+
+        FUNCTIONS: ClassVar[dict[str, Callable[..., Any]]] = {
+            **parser.Parser.FUNCTIONS,
+            **{n: _bounded_builder(n, make, q) for n, (make, q) in _BOUNDED.items()},
+        }
+        FUNCTION_PARSERS: ClassVar[dict[str, Callable[..., Any]]] = {
+            **parser.Parser.FUNCTION_PARSERS,
+            **{name: _anon_parser(name) for name in _ANON},
+        }
+
+        def parse_clamped(
+            self, name: str, make: Callable[..., exp.Expr], quantile: bool
+        ) -> exp.Expr:
+            """``ANON_F(x [, q] [CLAMPED BETWEEN lower AND upper])``, after its ``(``."""
+            this: exp.Expr | None = (
+                exp.Star() if self._match(TokenType.STAR) else self._parse_assignment()
+            )
+            extra = {}
+            if quantile:
+                if not self._match(TokenType.COMMA):
+                    self.raise_error(f"{name} takes a second argument")
+                extra["expression"] = self._parse_bitwise()
+            if self._match_text_seq("CLAMPED", "BETWEEN"):
+                lower = self._parse_bitwise()
+                if not self._match(TokenType.AND):
+                    self.raise_error("Expecting AND in CLAMPED BETWEEN lower AND upper")
+                upper = self._parse_bitwise()
+                this = _written(
+                    self.expression(Clamped(this=this, lower=lower, upper=upper)),
+                    "CLAMPED BETWEEN",
+                )
+            return _written(self.expression(make(this=this, **extra)), name)
+
+        def validate_expression(self, expression: Any, args: list[Any] | None = None) -> Any:
+            """The parser's check, without its argument count for a call with bounds.
+
+            ``SUM(x, 0, 10)`` has three arguments where ``exp.Sum`` takes one;
+            the builder above has already folded them into :class:`Clamped`.
+            """
+            if isinstance(expression.args.get("this"), Clamped):
+                args = None
+            return super().validate_expression(expression, args)
+
+        def _parse_hint(self) -> exp.Hint | None:
+            """After SELECT: ZetaSQL's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``, else a hint."""
+            word = self._next.text.upper() if self._next else ""
+            if not (self._curr and self._curr.token_type == TokenType.WITH):
+                return super()._parse_hint()
+            if word not in PRIVACY_CLAUSES:
+                return super()._parse_hint()
+            start = self._curr
+            self._advance(2)
+            options = (
+                self._parse_wrapped_csv(self._parse_assignment)
+                if self._match_text_seq("OPTIONS")
+                else []
+            )
+            clause = PrivacyClause(this=word, expressions=options)
+            clause.meta.update(line=start.line, col=start.col, start=start.start, end=start.end)
+            return clause
+
+        def _parse_limit(
+            self,
+            this: exp.Expr | None = None,
+            top: bool = False,
+            skip_limit_token: bool = False,
+        ) -> exp.Expr | None:
+            """SmartNoise's ``SELECT TOP n`` (TOP is no keyword here, so ``top`` stays a name)."""
+            curr, after = self._curr, self._next
+            if (
+                top
+                and curr is not None
+                and after is not None
+                and curr.token_type == TokenType.VAR
+                and curr.text.upper() == "TOP"
+                and after.token_type in (TokenType.NUMBER, TokenType.L_PAREN)
+            ):
+                self._advance()
+                return super()._parse_limit(this, top=True, skip_limit_token=True)
+            return super()._parse_limit(this, top=top, skip_limit_token=skip_limit_token)
+
+        def _parse_query_modifiers(self, this: Any) -> Any:
+            """The modifiers; a LIMIT after TOP is refused (sqlglot would stop at it)."""
+            this = super()._parse_query_modifiers(this)
+            limit = this.args.get("limit") if isinstance(this, exp.Select) else None
+            curr = self._curr
+            if (
+                limit is not None
+                and limit.meta.get("top")
+                and curr is not None
+                and curr.token_type in (TokenType.LIMIT, TokenType.FETCH)
+            ):
+                raise DialectRefusalError(
+                    f"SELECT TOP {limit.expression.sql()} together with {curr.text.upper()}",
+                    "TOP n (SmartNoise, T-SQL) is LIMIT n: write one of them",
+                    curr,
+                )
+            return this
