@@ -1,8 +1,21 @@
-"""HAVING, ORDER BY and LIMIT/OFFSET: post-processing of the released (noisy) table.
+"""The released table's post-processing: select-list expressions, HAVING, ORDER BY, LIMIT/OFFSET.
 
-They cost nothing and see only released values: HAVING and ORDER BY are
-expressions over the released columns, an aggregate in them names the select
-list's item with the same SQL.
+They cost nothing and see only released values (Dwork & Roth 2014, Prop.
+2.1): expressions over the released columns
+(:mod:`~privframe.api.sql.released`), where an aggregate call names the
+released column measuring it (:mod:`~privframe.api.sql.select_list` measures
+every one, hidden when the select list lacks it). HAVING and ORDER BY see the
+select list's names (an alias hides a group column of the same name) and the
+group columns.
+
+Error columns (``with_error=True``, ``intervals=True``): a group column and an
+aggregate have their own. An expression has them only where they are exact:
+``a · aggregate + b`` with literal ``a ≠ 0`` and ``b`` (``COUNT(*) * 5``,
+``AVG(x) + 3``, ``SUM(x) / 10``) has the aggregate's ``_std`` and ``_ci95``
+times ``|a|``, its interval's ends mapped through ``a · v + b``, and its
+``_rank_ci95`` (ranks do not change under such a map). Any other expression
+(``SUM(a) / COUNT(*)``, ``ROUND(AVG(x), 1)``) has none: its error is not a
+fixed multiple of one measurement's.
 
 Example:
     >>> import polars as pl
@@ -31,20 +44,58 @@ from privframe.api.sql._common import (
     resolve,
     unsupported,
 )
-from privframe.api.sql.rows import Rows
+from privframe.api.sql.released import Affine, Released, Requirement, affine
 from privframe.api.sql.select_list import Item
 from privframe.errors import SQLError
-from privframe.plan.aggregates.base import ERROR_SUFFIXES
+from privframe.plan.aggregates.base import (
+    CI95_SUFFIX,
+    ERROR_SUFFIXES,
+    HIGH_SUFFIX,
+    LOW_SUFFIX,
+    RANK_CI95_SUFFIX,
+    STD_SUFFIX,
+)
 
-"""The suffixes of the error columns ``with_error=True`` can add to an output column."""
+__all__ = ["ERROR_SUFFIXES", "Derived", "Post", "post_processing"]
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A select-list expression, computed on the released table; ``affine`` gives its errors."""
+
+    name: str
+    expr: pl.Expr
+    affine: Affine | None
+
+    def error_columns(self, columns: Sequence[str]) -> list[pl.Expr]:
+        """Its error columns, from those of its aggregate among ``columns`` (exact ones only)."""
+        if self.affine is None:
+            return []
+        source, a, b = self.affine.source, self.affine.a, self.affine.b
+        scaled = {STD_SUFFIX: abs(a), CI95_SUFFIX: abs(a), RANK_CI95_SUFFIX: 1.0}
+        ends = {LOW_SUFFIX: LOW_SUFFIX, HIGH_SUFFIX: HIGH_SUFFIX}
+        if a < 0:  # a decreasing map swaps the interval's ends
+            ends = {LOW_SUFFIX: HIGH_SUFFIX, HIGH_SUFFIX: LOW_SUFFIX}
+        made = [
+            (pl.col(source + suffix) * factor).alias(self.name + suffix)
+            for suffix, factor in scaled.items()
+            if source + suffix in columns
+        ]
+        made += [
+            (pl.col(source + end) * a + b).alias(self.name + suffix)
+            for suffix, end in ends.items()
+            if source + end in columns
+        ]
+        return made
 
 
 @dataclass(frozen=True)
 class Post:
-    """What happens to the released table: copies, HAVING, ORDER BY, LIMIT/OFFSET, selection.
+    """What happens to the released table: outputs, HAVING, ORDER BY, LIMIT/OFFSET, selection.
 
     Attributes:
         copies: (group column, select-list name) of group columns selected under an alias.
+        derived: the select list's expressions.
         columns: the select list's output names, in order.
         having: the HAVING condition, over released columns.
         order: (key, descending, nulls last) of each ORDER BY item.
@@ -53,9 +104,12 @@ class Post:
         notes: what ``explain`` says about the post-processing.
         selection: for a GROUP BY without public keys, the refusal a release
             without ``delta=`` gets: (message, position, the group columns).
+        requirements: the types the select list's expressions need of the
+            released table, then those HAVING and ORDER BY need of it with them.
     """
 
     copies: tuple[tuple[str, str], ...]
+    derived: tuple[Derived, ...]
     columns: tuple[str, ...]
     having: pl.Expr | None
     order: tuple[tuple[pl.Expr, bool, bool], ...]
@@ -63,10 +117,18 @@ class Post:
     offset: int | None
     notes: tuple[str, ...]
     selection: tuple[str, tuple[int, int] | None, str] | None
+    requirements: tuple[tuple[Requirement, ...], tuple[Requirement, ...]] = ((), ())
 
     def finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
-        """``frame`` after HAVING, ORDER BY and LIMIT, with the select list's columns."""
-        frame = frame.with_columns(pl.col(group).alias(name) for group, name in self.copies)
+        """``frame`` with the select list's columns, after HAVING, ORDER BY and LIMIT.
+
+        Raises:
+            SQLError: an expression does not fit the released columns' types
+                (checked on the schema first, so no polars error reaches the user).
+        """
+        frame = self._outputs(frame, with_error)
+        for requirement in self.requirements[1]:
+            requirement.check(frame.lazy())
         if self.having is not None:
             frame = frame.filter(self.having)
         if self.order:
@@ -83,6 +145,22 @@ class Post:
         extra = [f"{c}{s}" for c in self.columns for s in suffixes if f"{c}{s}" in frame.columns]
         return frame.select(*self.columns, *extra)
 
+    def _outputs(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
+        """``frame`` with the group columns' copies and the select list's expressions."""
+        for requirement in self.requirements[0]:
+            requirement.check(frame.lazy())
+        outputs = [pl.col(group).alias(name) for group, name in self.copies]
+        outputs += [d.expr.alias(d.name) for d in self.derived]
+        errors = [e for d in self.derived for e in d.error_columns(frame.columns)]
+        clash = [e.meta.output_name() for e in errors if e.meta.output_name() in frame.columns]
+        if with_error and clash:
+            raise SQLError(
+                f"the error column {clash[0]!r} of an expression would replace the released "
+                "column of that name: alias one of them",
+                construct="with_error",
+            )
+        return frame.with_columns(*outputs, *errors)
+
 
 def post_processing(
     select: exp.Select,
@@ -91,41 +169,76 @@ def post_processing(
     canonical: Callable[[exp.Expr], exp.Expr],
     selection: SQLError | None,
 ) -> Post:
-    """The post-processing of ``select``, whose select list is ``items``.
+    """The post-processing of ``select``, whose released columns are ``items``.
 
     ``canonical`` spells an expression's columns as the columns they name
     (:meth:`~privframe.api.sql.scope.Scope.canonical`); ``selection`` is the
     refusal kept for a GROUP BY without public keys.
     """
-    outputs = _Outputs(items, groups, canonical)
+    by_sql = {canonical(i.node).sql(): i.name for i in items if i.aggregate is not None}
+    shown = [item for item in items if not item.hidden]
+    # A select-list expression reads group columns (select_items checked them) and aggregates.
+    computed = Released(lambda column: canonical(column).name, by_sql, canonical)
+    derived = tuple(
+        Derived(
+            i.name, computed.require(i.node, "the select list"), affine(i.node, computed.column_of)
+        )
+        for i in shown
+        if i.aggregate is None and i.group is None
+    )
+    outputs = _Outputs(shown, groups, by_sql, canonical)
     having = select.args.get("having")
+    order = select.args.get("order")
+    _refuse_modifiers(select)
+    limit, offset = select.args.get("limit"), select.args.get("offset")
+    return Post(
+        copies=tuple((i.group, i.name) for i in shown if i.group is not None and i.group != i.name),
+        derived=derived,
+        columns=tuple(item.name for item in shown),
+        having=None if having is None else outputs.require(having.this, "HAVING", boolean=True),
+        order=() if order is None else tuple(outputs.ordering(o) for o in order.expressions),
+        limit=None if limit is None else _count_of(limit.expression, "LIMIT"),
+        offset=None if offset is None else _count_of(offset.expression, "OFFSET"),
+        notes=_notes(select, items, derived),
+        # Private selection needs delta= on the call: the refusal, kept for release.
+        selection=None
+        if selection is None
+        else (str(selection), selection.position, ", ".join(groups)),
+        requirements=(tuple(computed.requirements), tuple(outputs.requirements)),
+    )
+
+
+def _refuse_modifiers(select: exp.Select) -> None:
+    """Refuse what ORDER BY, LIMIT and OFFSET may carry that privframe does not translate."""
     order = select.args.get("order")
     if order is not None:
         only(order, {"expressions"}, "ORDER BY")
         for ordered in order.expressions:
             only(ordered, {"this", "desc", "nulls_first"}, "ORDER BY")
-    limit = select.args.get("limit")
-    offset = select.args.get("offset")
-    for clause in (limit, offset):
+    for clause in (select.args.get("limit"), select.args.get("offset")):
         if clause is not None:
             only(clause, {"expression"}, clause.key.upper())
-    return Post(
-        copies=tuple((i.group, i.name) for i in items if i.group is not None and i.group != i.name),
-        columns=tuple(item.name for item in items),
-        having=None if having is None else outputs(having.this),
-        order=() if order is None else tuple(outputs.ordering(o) for o in order.expressions),
-        limit=None if limit is None else _count_of(limit.expression, "LIMIT"),
-        offset=None if offset is None else _count_of(offset.expression, "OFFSET"),
-        notes=tuple(
-            f"{clause} is applied to the noisy result (post-processing: no extra cost)"
-            for clause, node in (("HAVING", having), ("ORDER BY", order), ("LIMIT", limit))
-            if node is not None
-        ),
-        # Private selection needs delta= on the call: the refusal, kept for release.
-        selection=None
-        if selection is None
-        else (str(selection), selection.position, ", ".join(groups)),
-    )
+
+
+def _notes(select: exp.Select, items: list[Item], derived: tuple[Derived, ...]) -> tuple[str, ...]:
+    """What ``explain`` says: hidden aggregates, computed columns, post-processing clauses."""
+    notes = []
+    hidden = [f"{i.name} = {i.node.sql()}" for i in items if i.hidden]
+    if hidden:
+        notes.append(
+            f"measured for the select list's expressions, HAVING or ORDER BY, and not "
+            f"returned: {', '.join(hidden)}"
+        )
+    if derived:
+        names = ", ".join(d.name for d in derived)
+        notes.append(f"{names} computed from the released values (post-processing: no extra cost)")
+    clauses = (("HAVING", "having"), ("ORDER BY", "order"), ("LIMIT", "limit"))
+    notes += [
+        f"{clause} is applied to the noisy result (post-processing: no extra cost)"
+        for clause, key in clauses
+        if select.args.get(key) is not None
+    ]
+    return tuple(notes)
 
 
 def _count_of(node: exp.Expr, clause: str) -> int:
@@ -135,19 +248,18 @@ def _count_of(node: exp.Expr, clause: str) -> int:
     return min(value, 2**63 - 1)  # no table has more rows; polars takes at most this
 
 
-class _Outputs(Rows):
-    """HAVING and ORDER BY: expressions over the released columns (aggregates by their SQL)."""
+class _Outputs(Released):
+    """HAVING and ORDER BY: expressions over the select list's names and the group columns."""
 
     def __init__(
         self,
         items: list[Item],
         groups: Sequence[str],
+        by_sql: dict[str, str],
         canonical: Callable[[exp.Expr], exp.Expr],
     ) -> None:
-        super().__init__(self._released)
+        super().__init__(self._released, by_sql, canonical)
         self._names = sorted({item.name for item in items} | set(groups))
-        self._canonical = canonical
-        self._by_sql = {canonical(i.node).sql(): i.name for i in items if i.aggregate}
         self._items = items
 
     def _released(self, node: exp.Column) -> str:
@@ -158,18 +270,6 @@ class _Outputs(Rows):
             f"HAVING and ORDER BY see only the released columns {self._names}",
         )
 
-    def __call__(self, node: exp.Expr) -> pl.Expr:
-        if isinstance(node, exp.AggFunc | exp.WithinGroup):
-            name = self._by_sql.get(self._canonical(node).sql())
-            if name is None:
-                raise unsupported(
-                    node,
-                    f"the aggregate {node.sql()} in HAVING or ORDER BY",
-                    "it must also be in the select list (post-processing sees released values)",
-                )
-            return pl.col(name)
-        return super().__call__(node)
-
     def ordering(self, node: exp.Ordered) -> tuple[pl.Expr, bool, bool]:
         """(key, descending, nulls last) of one ORDER BY item."""
         target = node.this
@@ -179,4 +279,4 @@ class _Outputs(Rows):
             if not 1 <= index <= len(self._items):
                 raise unsupported(target, f"ORDER BY {index}", "no such select-list position")
             return pl.col(self._items[index - 1].name), desc, nulls_last
-        return self(target), desc, nulls_last
+        return self.require(target, "ORDER BY"), desc, nulls_last

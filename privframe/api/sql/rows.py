@@ -56,6 +56,11 @@ _TYPES: dict[str, pl.DataType] = {
 }
 
 
+# Functions that round or replace values: not on the row-filter allow-list
+# (privframe.engines.allow_list), so only released values may use them (released.py).
+_RELEASED_ONLY = (exp.Round, exp.Floor, exp.Ceil, exp.Coalesce)
+
+
 class Rows:
     """Translates row expressions (WHERE, GROUP BY, aggregate arguments) into polars.
 
@@ -106,9 +111,13 @@ class Rows:
             return self._cast(node)
         if isinstance(node, exp.Abs):
             return self(node.this).abs()
-        raise unsupported(
-            node, construct(node), "see the supported constructs in privframe.api.sql"
-        )
+        hint = "see the supported constructs in privframe.api.sql"
+        if isinstance(node, _RELEASED_ONLY):
+            hint = (
+                f"{node.sql_name()} applies only to released values (over aggregates in the "
+                f"select list, HAVING or ORDER BY); {hint}"
+            )
+        raise unsupported(node, construct(node), hint)
 
     def _negation(self, node: exp.Not) -> pl.Expr:
         inner = node.this
@@ -171,8 +180,20 @@ class Rows:
         return chain if default is None else chain.otherwise(self(default))
 
     def _cast(self, node: exp.Cast) -> pl.Expr:
-        name = node.to.this.name if isinstance(node.to.this, exp.DataType.Type) else str(node.to)
-        dtype = _TYPES.get(name.upper())
-        if dtype is None:
-            raise unsupported(node, f"CAST to {node.to.sql()}", f"cast to one of {sorted(_TYPES)}")
-        return self(node.this).cast(dtype, strict=False)
+        return self(node.this).cast(sql_type(node), strict=False)
+
+
+def sql_type(node: exp.Cast) -> pl.DataType:
+    """The polars type a CAST converts to, or an SQLError naming the SQL type.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.rows import sql_type
+        >>> sql_type(sqlglot.parse_one("CAST(x AS BIGINT)"))
+        Int64
+    """
+    name = node.to.this.name if isinstance(node.to.this, exp.DataType.Type) else str(node.to)
+    dtype = _TYPES.get(name.upper())
+    if dtype is None:
+        raise unsupported(node, f"CAST to {node.to.sql()}", f"cast to one of {sorted(_TYPES)}")
+    return dtype
