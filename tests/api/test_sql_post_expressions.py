@@ -351,3 +351,14 @@ def test_a_negated_parenthesized_literal_scales_exactly() -> None:
     found = affine(sqlglot.parse_one("COUNT(*) * -(2)"), lambda call: "n")
     assert found is not None
     assert (found.a, found.b) == (-2.0, 0.0)
+
+
+def test_explain_says_what_is_computed_and_which_columns_have_no_error() -> None:
+    notes = (
+        session()
+        .sql("SELECT SUM(income) / COUNT(*) AS m, COUNT(*) * 2 AS c FROM data")
+        .explain(rho=1.0)
+        .notes
+    )
+    assert any("m = SUM(income) / COUNT(*), c = COUNT(*) * 2" in note for note in notes)
+    assert any(note.startswith("no error columns for m:") for note in notes)

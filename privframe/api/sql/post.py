@@ -230,8 +230,18 @@ def _notes(select: exp.Select, items: list[Item], derived: tuple[Derived, ...]) 
             f"returned: {', '.join(hidden)}"
         )
     if derived:
-        names = ", ".join(d.name for d in derived)
-        notes.append(f"{names} computed from the released values (post-processing: no extra cost)")
+        sql = {i.name: i.node.sql() for i in items}
+        computed = ", ".join(f"{d.name} = {sql[d.name]}" for d in derived)
+        notes.append(
+            f"computed from the released values (post-processing: no extra cost): {computed}"
+        )
+        bare = [d.name for d in derived if d.affine is None]
+        if bare:
+            notes.append(
+                f"no error columns for {', '.join(bare)}: an expression has them only as an "
+                "aggregate times a nonzero constant plus a constant (its error is then exactly "
+                "a multiple of the aggregate's)"
+            )
     clauses = (("HAVING", "having"), ("ORDER BY", "order"), ("LIMIT", "limit"))
     notes += [
         f"{clause} is applied to the noisy result (post-processing: no extra cost)"
