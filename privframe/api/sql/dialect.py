@@ -9,8 +9,9 @@ nothing is rewritten in the text and every error keeps its position:
   ``WITH ANONYMIZATION OPTIONS(...)``: a :class:`PrivacyClause` in the
   SELECT's ``hint`` slot (read by :mod:`~privframe.api.sql.options`).
 * Bounds in the call: ``ANON_SUM(x CLAMPED BETWEEN 0 AND 10)``,
-  ``SUM(x, contribution_bounds_per_group => (0, 10))`` and ``SUM(x, 0, 10)``
-  (SmartNoise): the argument wrapped in :class:`Clamped`. The ``ANON_``
+  ``SUM(x, contribution_bounds_per_group => (0, 10))``,
+  ``VAR_POP(x, contribution_bounds_per_row => (0, 10))`` and ``SUM(x, 0,
+  10)`` (SmartNoise): the argument wrapped in :class:`Clamped`. The ``ANON_``
   functions become the plain aggregate (``ANON_AVG`` is ``AVG``).
 * ``VAR`` and ``STD`` (MySQL, SmartNoise) are ``VARIANCE`` and ``STDDEV``.
 * SmartNoise's (T-SQL's) ``SELECT TOP n``: a LIMIT marked ``top``; TOP and
@@ -41,6 +42,9 @@ from sqlglot.tokens import Token, TokenType
 PRIVACY_CLAUSES = ("DIFFERENTIAL_PRIVACY", "ANONYMIZATION")
 """The words after ``SELECT WITH`` that start a differential privacy clause."""
 
+BOUNDS_ARGUMENTS = ("contribution_bounds_per_group", "contribution_bounds_per_row")
+"""BigQuery's named bounds arguments: per group (SUM, AVG, COUNT) and per row (VAR_POP, ...)."""
+
 ORIGINAL_NAME = "privframe_name"
 """The meta key of the function name a node was written with (``ANON_SUM``)."""
 
@@ -50,7 +54,8 @@ class Clamped(exp.Expression, exp.Func):
 
     ``this`` is the argument, ``lower`` and ``upper`` the bounds as written;
     ``meta[ORIGINAL_NAME]`` says how (``CLAMPED BETWEEN``,
-    ``contribution_bounds_per_group``, or ``bounds in the call``).
+    ``contribution_bounds_per_group``, ``contribution_bounds_per_row`` or
+    ``bounds in the call``).
     """
 
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "lower": True, "upper": True}
@@ -90,10 +95,10 @@ def _bounds_given(rest: Sequence[exp.Expr]) -> tuple[exp.Expr, exp.Expr, str] | 
     if len(rest) == 2 and not any(isinstance(a, exp.Kwarg) for a in rest):
         return rest[0], rest[1], "bounds in the call"
     if len(rest) == 1 and isinstance(rest[0], exp.Kwarg):
-        name, value = rest[0].this, rest[0].expression
-        named = name.name.casefold() == "contribution_bounds_per_group"
-        if named and isinstance(value, exp.Tuple) and len(value.expressions) == 2:
-            return value.expressions[0], value.expressions[1], "contribution_bounds_per_group"
+        name, value = rest[0].this.name.casefold(), rest[0].expression
+        pair = isinstance(value, exp.Tuple) and len(value.expressions) == 2
+        if name in BOUNDS_ARGUMENTS and pair:
+            return value.expressions[0], value.expressions[1], name
     return None
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 import polars as pl
 
@@ -24,7 +24,7 @@ from privframe.api.query import Query, Request
 from privframe.api.sql._common import builder_refusal
 from privframe.api.sql.options import PrivacyOptions, Spend
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
-from privframe.errors import InvalidArgumentError, SQLError
+from privframe.errors import InvalidArgumentError, InvalidBudgetError, SQLError
 from privframe.plan.postprocess import post_processing
 
 if TYPE_CHECKING:
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
     from privframe.plan.explanation import Explanation
     from privframe.plan.split import Balance
+
+T = TypeVar("T")
 
 
 class SQLQuery:
@@ -140,7 +142,7 @@ class SQLQuery:
         """
         self.check(with_error=True)
         rho, delta = self._budget(rho, delta)
-        explanation = self._query.explain(rho, weights=weights, delta=delta)
+        explanation = self._spending(lambda: self._query.explain(rho, weights=weights, delta=delta))
         notes = (*explanation.notes, *self._post.notes)
         spend = self.spend()
         if spend is not None:
@@ -189,7 +191,7 @@ class SQLQuery:
             intervals=intervals,
             total=total,
         )
-        return self._query.session.release_all([request])[0]
+        return self._spending(lambda: self._query.session.release_all([request])[0])
 
     @hinted(**RHO_HINTS)
     def request(
@@ -272,6 +274,32 @@ class SQLQuery:
                 "was charged",
                 construct="post-processing",
             )
+
+    def _spending(self, compute: Callable[[], T]) -> T:
+        """``compute()``; a ρ from OPTIONS that privframe cannot release is an SQLError."""
+        spend = self.spend()
+        refusal = None
+        try:
+            return compute()
+        except InvalidBudgetError as err:
+            if spend is None or self._options is None:
+                raise
+            refusal = str(err)
+        # BigQuery documents epsilon=1e20 as the way to see results without noise.
+        demo = spend.epsilon >= 10**20
+        raise SQLError(
+            f"{self._options.construct}(epsilon={float(spend.epsilon):g}, "
+            f"delta={float(spend.delta):g}) gives rho={float(spend.rho):.6g}, which cannot be "
+            f"released: {refusal}"
+            + (
+                "; BigQuery's epsilon=1e20 removes the noise for a demonstration, and privframe "
+                "always adds noise: give the epsilon to spend"
+                if demo
+                else ""
+            ),
+            construct=self._options.construct,
+            position=self._options.position,
+        )
 
     def _rounded(self, frame: pl.DataFrame) -> pl.DataFrame:
         """``frame`` with the outputs released as integers rounded (post-processing, free)."""
