@@ -254,6 +254,9 @@ def query_html(query: QueryView) -> str:
         keys = "chosen privately (spends δ)"
     else:
         keys = f"{len(plan.keys)} public"
+        if plan.selected:
+            chosen = f"{list(plan.selected)} chosen privately (spends δ)"
+            keys += f" over {list(plan.keys.columns)}; {chosen}"
         if plan.other is not None:
             keys += f", plus the group {plan.other!r} for the rest"
     facts = [

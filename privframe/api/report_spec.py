@@ -365,7 +365,11 @@ def _keys(
     where: str,
     metadata: Mapping[str, Mapping[str, Any]],
 ) -> KeySet | None:
-    """The public keys: per column from the query's ``keys`` or the metadata; None for neither."""
+    """The public keys: per column from the query's ``keys`` or the metadata; None for neither.
+
+    Group columns without keys are chosen privately (spending δ), those with
+    keys are public: every public key is reported for each chosen combination.
+    """
     given = table.get("keys", {})
     if isinstance(given, list):
         if len(group_by) != 1:
@@ -380,14 +384,8 @@ def _keys(
         for column in group_by
     }
     present = {c: values for c, values in per_column.items() if values is not None}
-    missing = [c for c in per_column if c not in present]
-    if len(missing) == len(group_by):
+    if not present:
         return None  # chosen privately: the release spends δ
-    if missing:
-        raise SpecError(
-            f"{where}: no public keys for {missing} (give keys or metadata.<column>.keys); "
-            "either every group_by column has public keys or none has"
-        )
     return _guard(f"{where}.keys", lambda: product(**present))
 
 
