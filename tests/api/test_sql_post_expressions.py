@@ -227,9 +227,15 @@ def test_affine_forms(text: str, linear: tuple[str, float, float] | None) -> Non
     assert (None if found is None else (found.source, found.a, found.b)) == linear
 
 
-def test_an_error_column_of_an_expression_may_not_replace_an_output() -> None:
-    error = refusal("SELECT COUNT(*) * 2 AS c, SUM(age) AS c_std FROM data", with_error=True)
-    assert "c_std" in str(error)
+@pytest.mark.parametrize(
+    ("clashing", "kwargs"),
+    [("c_std", {"with_error": True}), ("c_ci95_low", {"intervals": True})],
+)
+def test_an_error_column_of_an_expression_may_not_replace_an_output(
+    clashing: str, kwargs: dict[str, bool]
+) -> None:
+    error = refusal(f"SELECT COUNT(*) * 2 AS c, SUM(age) AS {clashing} FROM data", **kwargs)
+    assert clashing in str(error)
 
 
 # -- HAVING and ORDER BY ---------------------------------------------------------------------

@@ -126,7 +126,7 @@ class Post:
             SQLError: an expression does not fit the released columns' types
                 (checked on the schema first, so no polars error reaches the user).
         """
-        frame = self._outputs(frame, with_error)
+        frame = self._outputs(frame)
         for requirement in self.requirements[1]:
             requirement.check(frame.lazy())
         if self.having is not None:
@@ -145,7 +145,7 @@ class Post:
         extra = [f"{c}{s}" for c in self.columns for s in suffixes if f"{c}{s}" in frame.columns]
         return frame.select(*self.columns, *extra)
 
-    def _outputs(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
+    def _outputs(self, frame: pl.DataFrame) -> pl.DataFrame:
         """``frame`` with the group columns' copies and the select list's expressions."""
         for requirement in self.requirements[0]:
             requirement.check(frame.lazy())
@@ -153,7 +153,7 @@ class Post:
         outputs += [d.expr.alias(d.name) for d in self.derived]
         errors = [e for d in self.derived for e in d.error_columns(frame.columns)]
         clash = [e.meta.output_name() for e in errors if e.meta.output_name() in frame.columns]
-        if with_error and clash:
+        if clash:  # error columns are released only with with_error= or intervals=
             raise SQLError(
                 f"the error column {clash[0]!r} of an expression would replace the released "
                 "column of that name: alias one of them",
