@@ -368,3 +368,16 @@ def test_explain_says_what_is_computed_and_which_columns_have_no_error() -> None
     )
     assert any("m = SUM(income) / COUNT(*), c = COUNT(*) * 2" in note for note in notes)
     assert any(note.startswith("no error columns for m:") for note in notes)
+
+
+def test_having_null_keeps_no_group() -> None:
+    out = session().sql(
+        "SELECT married, COUNT(*) AS n FROM data GROUP BY married HAVING NULL", rho=RHO
+    )
+    assert out.height == 0
+
+
+@pytest.mark.parametrize("key", ["NULL", "'a'", "1 + 1"])
+def test_order_by_a_constant_is_refused(key: str) -> None:
+    error = refusal(f"SELECT married, COUNT(*) AS n FROM data GROUP BY married ORDER BY {key}")
+    assert "ORDER BY the constant" in error.construct

@@ -130,7 +130,8 @@ class Post:
         for requirement in self.requirements[1]:
             requirement.check(frame.lazy())
         if self.having is not None:
-            frame = frame.filter(self.having)
+            # Checked true/false or NULL (HAVING NULL keeps no row); polars filters on booleans.
+            frame = frame.filter(self.having.cast(pl.Boolean))
         if self.order:
             exprs, descending, nulls_last = zip(*self.order, strict=True)
             frame = frame.sort(
@@ -289,4 +290,11 @@ class _Outputs(Released):
             if not 1 <= index <= len(self._items):
                 raise unsupported(target, f"ORDER BY {index}", "no such select-list position")
             return pl.col(self._items[index - 1].name), desc, nulls_last
-        return self.require(target, "ORDER BY"), desc, nulls_last
+        key = self.require(target, "ORDER BY")
+        if not key.meta.root_names():
+            raise unsupported(
+                target,
+                f"ORDER BY the constant {target.sql()}",
+                "order by a released column, an alias, an aggregate or a select-list position",
+            )
+        return key, desc, nulls_last

@@ -178,11 +178,12 @@ class Requirement:
             failed = True
         if failed:  # raised outside the handler: no polars error rides along
             read = {n: str(schema[n]) for n in self.expr.meta.root_names() if n in schema}
+            why = f"the types of the released columns it reads, {read}," if read else "its values"
             raise refuse(
                 self.node,
                 self.operator,
-                f"{self.node.sql()} in {self.operator} cannot be computed from the released "
-                f"columns: their types {read} do not fit its operations",
+                f"{self.node.sql()} in {self.operator} cannot be computed: {why} do not fit "
+                "its operations",
             )
         if self.boolean and dtype not in (pl.Boolean(), pl.Null()):
             text = self.node.sql()
