@@ -2,9 +2,10 @@
 
 Each query of tests/sql_conformance.py (BigQuery/ZetaSQL, Google's PostgreSQL
 extension, SmartNoise SQL; the private table renamed to ``data``) goes through
-``sess.sql(text, rho=RHO, with_error=True)`` on a fresh seeded Session over
-synthetic data of the peer's schema, with ``delta=`` when its plan selects
-groups privately. It must either
+``sess.sql(text).release(RHO, with_error=True)`` on a fresh seeded Session
+over synthetic data of the peer's schema, with ``delta=`` when its plan
+selects groups privately; a query with BigQuery's ``OPTIONS(epsilon=...,
+delta=...)`` is released with the budget they set. It must either
 
 * **run**, and every released value lie within ``Z = 4.5`` of its ``_std``
   column of the exact answer (computed with polars on the same data, where no
@@ -59,29 +60,42 @@ class Outcome:
     refused: pf.SQLError | None = None
     failed: Exception | None = None  # any other exception: never acceptable
     charged: bool = False
-    selected: bool = False  # groups chosen privately (with delta=), not from public keys
+    # the group columns chosen privately (with delta=); the others' keys are public
+    selected: tuple[str, ...] = ()
+    public: bool = True  # whether some group columns have public keys
 
 
-def _wants_delta(sess: pf.Session, text: str) -> bool:
-    plan = sess.sql(text).query.plan
-    return bool(plan.group_by) and plan.keys is None
+def _selection(query: pf.SQLQuery) -> tuple[tuple[str, ...], bool]:
+    plan = query.query.plan
+    return plan.selected, plan.keys is not None
 
 
 @cache
 def outcome(index: int) -> Outcome:
-    """Run one query once (a fresh Session seeded by its index)."""
+    """Run one query once (a fresh Session seeded by its index).
+
+    A query with BigQuery's OPTIONS(epsilon=, delta=) spends what they say;
+    any other spends RHO, and DELTA when it selects groups privately.
+    """
     case = CASES[index]
     sess = session(case.dataset, seed=1000 + index)
     text = case.text()
-    selected = False
+    selected: tuple[str, ...] = ()
+    public = True
     try:
-        selected = _wants_delta(sess, text)
-        released = sess.sql(text, rho=RHO, with_error=True, delta=DELTA if selected else None)
+        query = sess.sql(text)
+        selected, public = _selection(query)
+        if query.options is not None:
+            released = query.release(with_error=True)
+        else:
+            released = query.release(RHO, with_error=True, delta=DELTA if selected else None)
     except pf.SQLError as err:
         return Outcome(case, refused=err, charged=bool(sess.ledger))
     except Exception as err:  # reported by the query's test, after the others ran
         return Outcome(case, failed=err, charged=bool(sess.ledger))
-    return Outcome(case, released=released, charged=bool(sess.ledger), selected=selected)
+    return Outcome(
+        case, released=released, charged=bool(sess.ledger), selected=selected, public=public
+    )
 
 
 # -- checking a release against the truth -------------------------------------------------------
@@ -134,11 +148,14 @@ def _row_errors(case: Case, names: list[str], row: dict, truth: dict) -> list[st
     return errors
 
 
-def release_errors(case: Case, released: pl.DataFrame, selected: bool) -> list[str]:
+def release_errors(
+    case: Case, released: pl.DataFrame, selected: tuple[str, ...], public: bool
+) -> list[str]:
     """Why the released table is not the truth within its intervals (empty: it is).
 
-    A group absent from the data may be released only from public keys (not
-    ``selected``); its truth is that of no rows.
+    A group absent from the data may be released only from public keys: its
+    columns chosen privately (``selected``) must hold a combination of the
+    data, and its truth is that of no rows.
     """
     truth = case.truth.compute(DATASETS[case.dataset])
     empty = case.truth.compute(DATASETS[case.dataset], empty=True).row(0, named=True)
@@ -150,18 +167,26 @@ def release_errors(case: Case, released: pl.DataFrame, selected: bool) -> list[s
     truths = truth.to_dicts()
     by_key = {tuple(t[f"_{i}"] for i in keys): t for t in truths}
     errors = []
+    chosen = [i for i in keys if _column_of(case.truth.out[i], names[i]) in selected]
+    combinations = {tuple(t[f"_{i}"] for i in chosen) for t in truths}
     for row in released.to_dicts():
         if keys:
             match = by_key.get(tuple(row[names[i]] for i in keys))
-            if match is None and selected:
+            if match is None and tuple(row[names[i]] for i in chosen) not in combinations:
                 errors.append(f"released group {[row[names[i]] for i in keys]} is not in the data")
             else:
                 errors += _row_errors(case, names, row, match or empty)
         elif not any(not _row_errors(case, names, row, t) for t in truths):
             errors.append(f"released row {row} matches no group of the data")
-    if selected and len(released) > len(truths):
+    if selected and not public and len(released) > len(truths):
         errors.append(f"{len(released)} rows released, {len(truths)} groups in the data")
     return errors
+
+
+def _column_of(item: object, released: str) -> str:
+    """The group column a select-list key shows (its released name if it is an expression)."""
+    assert isinstance(item, Key)
+    return item.expr.meta.output_name(raise_if_undetermined=False) or released
 
 
 def refusal_errors(err: pf.SQLError) -> list[str]:
@@ -191,7 +216,7 @@ def test_query_runs_within_its_interval_or_is_refused_by_name(index: int) -> Non
     assert result.case.truth is not None, "ran, but the query has no exact answer to check"
     assert isinstance(result.released, pl.DataFrame)
     assert result.charged
-    assert release_errors(result.case, result.released, result.selected) == []
+    assert release_errors(result.case, result.released, result.selected, result.public) == []
 
 
 def kind(err: pf.SQLError) -> str:
