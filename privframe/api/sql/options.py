@@ -56,6 +56,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from privframe.accounting._numbers import exact
 from privframe.accounting.budgets import ApproxDP
 from privframe.api.sql._common import identifier, literal_value, lookup, position, refuse
 from privframe.api.sql.dialect import PrivacyClause
@@ -79,12 +80,15 @@ _STRATEGIES = ("LAPLACE_THRESHOLD", "PUBLIC_GROUPS")
 
 
 @dataclass(frozen=True)
-class Spend:
+class OptionsBudget:
     """What one query with OPTIONS(epsilon, delta) spends.
 
     Attributes:
         rho: the zCDP ρ (exact; the float conversion's value).
-        selection_delta: the δ spent on choosing groups privately, or None.
+        selection_delta: the δ spent on choosing groups privately, or None. Like
+            every float budget parameter in privframe, it means the shortest
+            decimal that rounds to it (:attr:`exact_selection_delta`): the ρ
+            conversion reserved exactly that, and the session charges exactly that.
         epsilon, delta: the OPTIONS they come from.
     """
 
@@ -93,13 +97,18 @@ class Spend:
     epsilon: Fraction
     delta: Fraction
 
+    @property
+    def exact_selection_delta(self) -> Fraction:
+        """The δ spent on choosing groups, as the exact rational charged (0 if none)."""
+        return exact("selection_delta", self.selection_delta or 0)
+
     def describe(self) -> str:
         """One line for ``explain``: (ε, δ) → ρ, δ_selection, with the citation.
 
         Example:
             >>> from fractions import Fraction
-            >>> from privframe.api.sql.options import Spend
-            >>> Spend(Fraction(1, 8), None, Fraction(1), Fraction(1, 10**6)).describe()[:60]
+            >>> from privframe.api.sql.options import OptionsBudget
+            >>> OptionsBudget(Fraction(1, 8), None, Fraction(1), Fraction(1, 10**6)).describe()[:60]
             'OPTIONS(epsilon=1, delta=1e-06) -> rho = 0.125 (all of delta'
         """
         head = f"OPTIONS(epsilon={float(self.epsilon):g}, delta={float(self.delta):g}) -> "
@@ -138,7 +147,7 @@ class PrivacyOptions:
         """The clause as a construct name, ``WITH DIFFERENTIAL_PRIVACY OPTIONS``."""
         return f"WITH {self.clause} OPTIONS"
 
-    def spend(self, selects: bool) -> Spend | None:
+    def spend(self, selects: bool) -> OptionsBudget | None:
         """The query's ρ (and δ for choosing groups, if ``selects``); None without epsilon.
 
         Raises:
@@ -156,10 +165,11 @@ class PrivacyOptions:
         reserve = None
         if selects:
             reserve = float(self.delta / 2)
-            if Fraction(reserve) > self.delta / 2:  # round down: never more than half
+            # Read as privframe reads it (its repr's decimal); never more than half.
+            while exact("selection_delta", reserve) > self.delta / 2:
                 reserve = math.nextafter(reserve, 0.0)
         converted = ApproxDP(self.epsilon, self.delta).to_zcdp(selection_delta=reserve or 0)
-        return Spend(converted.exact_rho, reserve, self.epsilon, self.delta)
+        return OptionsBudget(converted.exact_rho, reserve, self.epsilon, self.delta)
 
 
 def read_options(clause: PrivacyClause, unit: str | None) -> PrivacyOptions:

@@ -22,7 +22,7 @@ from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
 from privframe.api.query import Query, Request
 from privframe.api.sql._common import builder_refusal
-from privframe.api.sql.options import PrivacyOptions, Spend
+from privframe.api.sql.options import OptionsBudget, PrivacyOptions
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, SQLError
 from privframe.plan.postprocess import post_processing
@@ -86,7 +86,7 @@ class SQLQuery:
         """The options of the query's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``, if any."""
         return self._options
 
-    def spend(self) -> Spend | None:
+    def spend(self) -> OptionsBudget | None:
         """What the query's OPTIONS(epsilon, delta) spend: ρ, and δ for private groups; or None.
 
         Example:
