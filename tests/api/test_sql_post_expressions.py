@@ -381,3 +381,18 @@ def test_having_null_keeps_no_group() -> None:
 def test_order_by_a_constant_is_refused(key: str) -> None:
     error = refusal(f"SELECT married, COUNT(*) AS n FROM data GROUP BY married ORDER BY {key}")
     assert "ORDER BY the constant" in error.construct
+
+
+def test_integer_arithmetic_beyond_64_bits_is_null_never_wrapped() -> None:
+    released = session().sql(
+        "SELECT COUNT(*) * 9000000000000000000 AS wraps, -COUNT(*) * 9000000000000000000 AS "
+        "negative, COUNT(*) + 9223372036854770000 AS fits, SUM(income) * 1e30 AS huge_float "
+        "FROM data",
+        rho=RHO,
+    )
+    row = released.row(0, named=True)
+    assert row["wraps"] is None
+    assert row["negative"] is None
+    assert row["fits"] == 9223372036854770000 + len(PEOPLE)
+    assert row["huge_float"] == pytest.approx(PEOPLE["income"].sum() * 1e30, rel=1e-6)
+    assert released.schema["wraps"] == pl.Int64

@@ -16,7 +16,9 @@ types where polars' differ:
   zero (BigQuery's rule), where polars would truncate.
 * ``a / b`` is NULL where ``b`` is 0 (as ``SAFE_DIVIDE`` in BigQuery): a
   noisy count of 0 gives no ratio, never an infinity.
-* An integer literal is a 64-bit integer, like the released counts.
+* An integer literal is a 64-bit integer, like the released counts; integer
+  ``+``, ``-`` and ``*`` never wrap: a result beyond 64 bits is NULL (BigQuery
+  raises an overflow error, but post-processing runs after the budget is spent).
 
 ``NOT``, ``AND`` and ``OR`` need true/false operands; polars would read an
 integer column as bits, so each operand's type is checked against the
@@ -36,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -242,6 +245,8 @@ class Released(Rows):
         if _is_literal(node):
             value = literal_value(node)
             return pl.lit(value, dtype=pl.Int64) if _is_integer(value) else pl.lit(value)
+        if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+            return self._unwrapped_arithmetic(node)
         if isinstance(node, exp.Div):
             divisor = self(node.expression)
             return pl.when(divisor != 0).then(self(node.this) / divisor)
@@ -256,6 +261,20 @@ class Released(Rows):
         if isinstance(node, exp.Coalesce):
             return pl.coalesce(self(value) for value in (node.this, *node.expressions))
         return super()._translate(node)
+
+    def _unwrapped_arithmetic(self, node: exp.Add | exp.Sub | exp.Mul) -> pl.Expr:
+        """``+``, ``-`` or ``*``, NULL where 64-bit integers would wrap around.
+
+        The same operation in floating point shows a wrap: it lands about 2^64
+        away from the integer result, where rounding moves a float result by
+        a relative 2^-52 at most. Floats agree with themselves, so their
+        results and every result's type are kept.
+        """
+        left, right = self(node.this), self(node.expression)
+        exact = _OPERATORS[type(node)](left, right)
+        approx = _OPERATORS[type(node)](left.cast(pl.Float64), right.cast(pl.Float64))
+        wrapped = (exact.cast(pl.Float64) - approx).abs() > 1e-9 * approx.abs() + 1.0
+        return pl.when(wrapped).then(None).otherwise(exact)
 
     def _round(self, node: exp.Round) -> pl.Expr:
         value = self(node.this)
@@ -277,6 +296,13 @@ class Released(Rows):
             # SQL rounds to the nearest integer, where polars' cast would truncate.
             value = value.round(0, mode="half_away_from_zero")
         return value.cast(dtype, strict=False)
+
+
+_OPERATORS: dict[type[exp.Expr], Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
+    exp.Add: operator.add,
+    exp.Sub: operator.sub,
+    exp.Mul: operator.mul,
+}
 
 
 def refuse_nested(call: exp.Expr) -> None:
