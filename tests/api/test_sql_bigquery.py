@@ -89,7 +89,9 @@ def aggregates(text: str, **kwargs: object) -> list[object]:
 
 
 def test_options_are_read_exactly_into_a_frozen_object() -> None:
-    query = session(keyed=True).sql(DP_OPTIONS + "item, COUNT(*) AS n FROM data GROUP BY item")
+    query = session(keyed=True, contributions=pf.Bound(max_rows_per_group=2)).sql(
+        DP_OPTIONS + "item, COUNT(*) AS n FROM data GROUP BY item"
+    )
     assert isinstance(query, SQLQuery)
     options = query.options
     assert options is not None
@@ -120,6 +122,17 @@ def test_max_groups_defaults_to_the_sessions_then_to_one() -> None:
     given = session(contributions=pf.Bound(max_groups=4, max_rows_per_group=2)).sql(text)
     assert alone.query.plan.bound == Bound(max_groups=1, max_rows_per_group=2)
     assert given.query.plan.bound == Bound(max_groups=4, max_rows_per_group=2)
+
+
+def test_a_clause_without_a_row_limit_is_refused_saying_where_to_give_one() -> None:
+    text = (
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6) "
+        "SUM(quantity, contribution_bounds_per_group => (0, 100)) FROM data"
+    )
+    err = refusal(session(), text)
+    assert err.construct == "WITH DIFFERENTIAL_PRIVACY OPTIONS"
+    assert "COUNT(*, contribution_bounds_per_group => (0, 5))" in str(err)
+    assert err.position == (1, 8)
 
 
 def test_the_privacy_unit_column_is_matched_as_sql_matches_names() -> None:

@@ -119,7 +119,22 @@ def limits_of(
     groups = given.max_groups
     if options is not None:
         groups = options.max_groups or groups or 1
+        if rows is None and given.max_rows_per_group is None and given.max_rows is None:
+            raise _no_row_limit(options)
     return Bound(groups, rows or given.max_rows_per_group, given.max_rows)
+
+
+def _no_row_limit(options: PrivacyOptions) -> SQLError:
+    """BigQuery needs no row limit (it clamps each unit's per-group aggregate); privframe does."""
+    return SQLError(
+        f"{options.construct}: privframe needs the most rows one privacy unit adds to a group. "
+        "BigQuery clamps each unit's aggregate per group; privframe clamps each row and keeps "
+        "at most max_rows_per_group rows of a unit in a group. Give it in the query, e.g. "
+        "COUNT(*, contribution_bounds_per_group => (0, 5)), or on the Session or the call: "
+        "contributions=pf.Bound(max_rows_per_group=5)",
+        construct=options.construct,
+        position=options.position,
+    )
 
 
 def _translate(
