@@ -370,6 +370,8 @@ def test_count_bounds_set_the_row_limit() -> None:
         ("SELECT SUM(quantity CLAMPED BETWEEN 0 AND 1) FROM data", "contribution_bounds_per_group"),
         ("SELECT WITH PRIVACY OPTIONS(epsilon=1) COUNT(*) FROM data", "DIFFERENTIAL_PRIVACY"),
         ("SELECT TOP 2 item, COUNT(*) FROM data GROUP BY item LIMIT 1", "write one of them"),
+        ("SELECT ANON_SUM(quantity, LN(3)/2) FROM data", "PostgreSQL anon extension"),
+        ("SELECT ANON_COUNT(id, 0.5) FROM data", "one budget per query"),
         ("SELECT TOP 10 PERCENT item, COUNT(*) FROM data GROUP BY item", "use TOP n"),
     ],
 )

@@ -200,6 +200,17 @@ class Privframe(Dialect):
                 if not self._match(TokenType.COMMA):
                     self.raise_error(f"{name} takes a second argument")
                 extra["expression"] = self._parse_bitwise()
+            if self._curr is not None and self._curr.token_type == TokenType.COMMA:
+                raise DialectRefusalError(
+                    f"{name} with more arguments",
+                    f"{name}(x, ...) with bounds or an epsilon as arguments is Google's "
+                    "PostgreSQL anon extension, which spends an epsilon per aggregate; "
+                    "privframe spends one budget per query (rho=, or SELECT WITH "
+                    "DIFFERENTIAL_PRIVACY OPTIONS(epsilon=..., delta=...)): write "
+                    f"{name}(x CLAMPED BETWEEN lower AND upper) or "
+                    f"{name.removeprefix('ANON_')}(x, lower, upper)",
+                    self._curr,
+                )
             if self._match_text_seq("CLAMPED", "BETWEEN"):
                 lower = self._parse_bitwise()
                 if not self._match(TokenType.AND):
