@@ -241,12 +241,16 @@ def test_without_options_a_release_still_needs_rho() -> None:
         query.release()
 
 
-def test_epsilon_without_delta_is_refused_at_release() -> None:
-    query = session(contributions=pf.Bound(max_rows_per_group=1)).sql(
-        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1) COUNT(*) FROM data"
-    )
-    with pytest.raises(pf.SQLError, match="needs delta > 0"):
-        query.release()
+@pytest.mark.parametrize(
+    ("options", "says"), [("epsilon=1", "needs delta > 0"), ("delta=1e-6", "without epsilon")]
+)
+def test_half_a_budget_is_refused_at_release(options: str, says: str) -> None:
+    sess = session(contributions=pf.Bound(max_rows_per_group=1))
+    query = sess.sql(f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS({options}) COUNT(*) FROM data")
+    rho = 0.1 if options.startswith("delta") else None  # without epsilon, rho is given
+    with pytest.raises(pf.SQLError, match=says):
+        query.release(rho)
+    assert not sess.ledger
 
 
 def test_bigquerys_noise_free_epsilon_is_refused_naming_the_clause() -> None:

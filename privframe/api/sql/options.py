@@ -151,8 +151,16 @@ class PrivacyOptions:
         """The query's ρ (and δ for choosing groups, if ``selects``); None without epsilon.
 
         Raises:
-            SQLError: delta is missing or 0 (pure ε-DP, which Gaussian noise cannot give).
+            SQLError: delta is missing or 0 (pure ε-DP, which Gaussian noise cannot
+                give), or delta is given without epsilon.
         """
+        if self.epsilon is None and self.delta is not None:
+            raise SQLError(
+                f"{self.construct} gives delta without epsilon: a query's budget is both, "
+                "e.g. OPTIONS(epsilon=1, delta=1e-6); or leave both out and pass rho=",
+                construct=self.construct,
+                position=self.position,
+            )
         if self.epsilon is None:
             return None
         if not self.delta:
