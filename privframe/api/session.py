@@ -37,7 +37,7 @@ from privframe.accounting.replay import Guarantee
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request
 from privframe.api.schema import public_table, validate
-from privframe.api.sql import Column, SQLQuery, parse
+from privframe.api.sql import TABLE, Column, SQLQuery, parse
 from privframe.engines.registry import open_input
 from privframe.engines.spark import frames as spark
 from privframe.errors import (
@@ -77,6 +77,9 @@ class Session:
         contributions: for SQL, the default contribution limits,
             ``pf.Bound(max_groups=3, max_rows_per_group=5)``.
         tables: public (non-private) tables SQL may JOIN, by name.
+        name: the private table's name in SQL's FROM, ``"data"`` by default;
+            it may be schema-qualified (``"PUMS.PUMS"``), so that queries
+            written for another system run as written.
         results: for a Spark DataFrame input, return released tables as
             pandas (the default) or as Spark DataFrames (``"spark"``).
         same_data: with a ``ledger`` file that records other data (another
@@ -106,13 +109,15 @@ class Session:
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
         tables: Mapping[str, pl.DataFrame | pd.DataFrame] | None = None,
+        name: str = TABLE,
         results: Literal["pandas", "spark"] = "pandas",
         same_data: bool = False,
     ) -> None:
         _check_privacy_unit(privacy_unit)
         self._metadata = _check_metadata(metadata)
         self._contributions = _check_contributions(contributions)
-        self._tables = _check_tables(tables)
+        self._name = _check_name(name)
+        self._tables = _check_tables(tables, name)
         if results not in ("pandas", "spark"):
             raise InvalidArgumentError(f"results must be 'pandas' or 'spark', got {results!r}")
         opened = open_input(data, privacy_unit, results=results)
@@ -320,15 +325,17 @@ class Session:
         intervals: bool = False,
         total: bool = False,
     ) -> SQLQuery | pl.DataFrame | pd.DataFrame:
-        """A SQL SELECT over the private table ``data``; with ``rho``, released at once.
+        """A SQL SELECT over the private table (``data``, or the Session's ``name``).
 
         Parsed with sqlglot into the same plan the builder makes
         (:mod:`privframe.api.sql` lists what is supported). Bounds, keys and
         limits come from the Session's ``metadata`` and ``contributions``;
         ``metadata=`` and ``contributions=`` here override them for this query.
-        The other keywords are those of :meth:`Query.release
-        <privframe.api.query.Query.release>` (``clamp=``, ``intervals=``,
-        ``total=`` post-process the noisy table before HAVING and ORDER BY).
+        With ``rho`` it is released at once; the other keywords are those of
+        :meth:`Query.release <privframe.api.query.Query.release>` (``clamp=``,
+        ``intervals=``, ``total=`` post-process the noisy table before HAVING
+        and ORDER BY) and need ``rho``. A query with BigQuery's ``OPTIONS(epsilon=...,
+        delta=...)`` carries its own budget: call ``.release()`` on the parsed query.
 
         Returns:
             without ``rho``: an :class:`~privframe.api.sql.SQLQuery` (``explain``,
@@ -336,6 +343,8 @@ class Session:
 
         Raises:
             SQLError: a syntax error or unsupported construct, with its position.
+            InvalidArgumentError: a release keyword without ``rho`` (nothing
+                would be released, so it would be dropped).
 
         Example:
             >>> import polars as pl
@@ -354,8 +363,30 @@ class Session:
             metadata=merged,
             contributions=limits,
             tables=self._tables,
+            table=self._name,
         )
         if rho is None:
+            given = {
+                name: value
+                for name, value, default in (
+                    ("with_error", with_error, False),
+                    ("weights", weights, None),
+                    ("label", label, ""),
+                    ("delta", delta, None),
+                    ("clamp", clamp, True),
+                    ("intervals", intervals, False),
+                    ("total", total, False),
+                )
+                if value is not default and value != default
+            }
+            if given:
+                # Without rho nothing is released, so these would be silently dropped.
+                shown = ", ".join(f"{name}=..." for name in given)
+                raise InvalidArgumentError(
+                    f"{shown} configure a release, and without rho sql() only parses: pass "
+                    f"rho=..., or call .release({shown}) on the query it returns (a query "
+                    "with OPTIONS(epsilon=..., delta=...) spends those: .release() takes no rho)"
+                )
             return parsed
         return parsed.release(
             rho,
@@ -537,14 +568,22 @@ def _check_contributions(contributions: object) -> Bound | None:
     return contributions
 
 
-def _check_tables(tables: object) -> dict[str, pl.DataFrame]:
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not all(part.strip() for part in name.split(".")):
+        raise InvalidArgumentError(
+            f"name is the private table's name in SQL, e.g. 'data' or 'PUMS.PUMS'; got {name!r}"
+        )
+    return name
+
+
+def _check_tables(tables: object, private: str) -> dict[str, pl.DataFrame]:
     if tables is None:
         return {}
     if not isinstance(tables, Mapping) or not all(isinstance(k, str) for k in tables):
         raise InvalidArgumentError("tables must map names to public DataFrames")
-    if any(name.lower() == "data" for name in tables):
+    if any(name.casefold() == private.casefold() for name in tables):
         raise InvalidValueError(
-            "'data' names the private table; give the public table another name"
+            f"{private!r} names the private table; give the public table another name"
         )
     checked = {}
     for name, frame in tables.items():

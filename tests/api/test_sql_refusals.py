@@ -83,11 +83,11 @@ REFUSALS = [
         within="(SELECT region FROM zones)",
     ),
     Refusal(
-        "subquery_from",
-        "SELECT COUNT(*) FROM (SELECT * FROM data) AS t",
-        "subquery",
-        None,
-        within="(SELECT * FROM data) AS t",
+        "aggregating_subquery_in_from",
+        "SELECT COUNT(*) FROM (SELECT region, COUNT(*) AS n FROM data GROUP BY region) AS t",
+        "COUNT(*) inside a subquery",
+        "COUNT(*) AS n",
+        message="aggregate or combine private rows",
     ),
     Refusal(
         "subquery_select",
@@ -111,11 +111,12 @@ REFUSALS = [
         within="EXISTS (SELECT 1 FROM zones)",
     ),
     Refusal(
-        "cte",
-        "WITH t AS (SELECT * FROM data) SELECT COUNT(*) FROM t",
-        "WITH",
+        "window_in_a_with_table",
+        "WITH t AS (SELECT amount, ROW_NUMBER() OVER (PARTITION BY user_id) AS r FROM data) "
+        "SELECT COUNT(*) FROM t",
+        "window",
         None,
-        within="WITH t AS (SELECT * FROM data)",
+        within="ROW_NUMBER() OVER (PARTITION BY user_id)",
     ),
     Refusal(
         "union",

@@ -582,3 +582,14 @@ def test_explain_and_check_catch_post_processing_and_error_columns_before_chargi
     with pytest.raises(pf.InvalidValueError, match="with_error"):
         clash.check(with_error=True)
     assert sess.spent.rho == 0
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"delta": 1e-7}, {"with_error": True}, {"clamp": False}, {"total": True}, {"label": "x"}],
+)
+def test_release_keywords_without_rho_are_refused_not_dropped(given: dict[str, Any]) -> None:
+    sess = session(3)
+    with pytest.raises(pf.InvalidArgumentError, match=f"{next(iter(given))}=.*pass rho"):
+        sess.sql("SELECT COUNT(*) AS n FROM data", **given)
+    assert not sess.ledger

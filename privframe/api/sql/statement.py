@@ -33,6 +33,7 @@ _SELECT_CLAUSES = {
     "limit",
     "offset",
     "kind",
+    "with_",
 }
 
 
@@ -79,7 +80,11 @@ def privacy_clause(statement: exp.Select) -> PrivacyClause | None:
 
 
 def refuse_unsupported(statement: exp.Select) -> None:
-    """Refuse what no part of a SELECT translates: WITH, DISTINCT, subqueries, windows, ``*``.
+    """Refuse what no part of a SELECT translates: DISTINCT, subqueries, windows, ``*``.
+
+    A subquery in FROM and the WITH clause's tables are row sources, which
+    :meth:`~privframe.api.sql.scope.Scope.read_from` checks and inlines;
+    everywhere else a subquery is refused.
 
     Example:
         >>> import sqlglot
@@ -90,16 +95,19 @@ def refuse_unsupported(statement: exp.Select) -> None:
         ...     print(err)
         SELECT * is not supported at line 1, column 8: name the group columns and aggregates
     """
-    named = {"with_": "WITH (common table expressions)", "distinct": "SELECT DISTINCT"}
-    for key, what in named.items():
-        node = statement.args.get(key)
-        if node:
-            raise unsupported(node if isinstance(node, exp.Expression) else statement, what)
+    distinct = statement.args.get("distinct")
+    if distinct:
+        raise unsupported(distinct, "SELECT DISTINCT")
     only(statement, _SELECT_CLAUSES, "a SELECT")
     limit = statement.args.get("limit")
     if limit is not None and limit.meta.get("top") and limit.args.get("limit_options"):
         raise unsupported(limit, f"TOP {limit.expression.sql()} PERCENT or WITH TIES", "use TOP n")
-    for node in statement.find_all(exp.Subquery, exp.Window, exp.Star, exp.Filter):
+    outer = statement.copy()  # without its row sources, whose own SELECTs differ
+    outer.set("with_", None)
+    source = outer.args.get("from_")
+    if source is not None and isinstance(source.this, exp.Subquery):
+        source.set("this", exp.to_table("subquery"))
+    for node in outer.find_all(exp.Subquery, exp.Window, exp.Star, exp.Filter):
         if isinstance(node, exp.Star) and _counted(node):
             continue
         if isinstance(node, exp.Star):

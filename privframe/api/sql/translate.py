@@ -19,7 +19,7 @@ import polars as pl
 from sqlglot import exp
 
 from privframe.api.query import Query
-from privframe.api.sql._common import builder_refusal, refuse
+from privframe.api.sql._common import TABLE, builder_refusal, refuse
 from privframe.api.sql.calls import count_limit, rounds_to_integer
 from privframe.api.sql.groups import group_by, public_keys
 from privframe.api.sql.metadata import Column
@@ -41,8 +41,11 @@ def parse(
     metadata: Mapping[str, Column],
     contributions: Bound | None,
     tables: Mapping[str, pl.DataFrame],
+    table: str = TABLE,
 ) -> SQLQuery:
     """Parse one SELECT into an :class:`SQLQuery` over ``query`` (a fresh session query).
+
+    ``table`` is the private table's name in FROM (``PUMS.PUMS``, say).
 
     Raises:
         SQLError: the text does not parse, is not a single SELECT, or uses an
@@ -58,7 +61,7 @@ def parse(
         clause = privacy_clause(statement)
         options = None if clause is None else read_options(clause, unit)
         limits = limits_of(statement, options, contributions, unit)
-        scope = Scope(text, columns, tables, metadata)
+        scope = Scope(text, columns, tables, metadata, table)
         built, post, integers = builder_refusal(
             lambda: _translate(statement, query, scope, unit, limits),
             "the query cannot be built",

@@ -1,0 +1,133 @@
+"""What SQL reads rows from: the private table by its name, row subqueries and WITH.
+
+A subquery or common table expression that only filters rows and computes
+row expressions is the same plan as the flat query: with the same seed it
+releases the same values. Anything that would aggregate private rows twice
+is refused, naming the construct, before anything is charged.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import privframe as pf
+from privframe.mechanisms.noise import SeededRandomness
+
+pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+
+FRAME = pl.DataFrame(
+    {
+        "pid": list(range(1, 601)),
+        "age": [18 + i % 70 for i in range(600)],
+        "sex": [i % 2 for i in range(600)],
+        "income": [float(500 * (i % 40)) for i in range(600)],
+    }
+)
+METADATA = {
+    "age": pf.Column(bounds=(0, 100)),
+    "income": pf.Column(bounds=(0, 20_000)),
+    "sex": pf.Column(keys=[0, 1]),
+    "double_age": pf.Column(bounds=(0, 200)),
+}
+
+
+def session(seed: int = 7, **options: object) -> pf.Session:
+    return pf.Session(
+        FRAME,
+        "pid",
+        pf.zCDP(10.0),
+        rng=SeededRandomness(seed),
+        metadata=METADATA,
+        contributions=pf.Bound(max_groups=1, max_rows_per_group=1),
+        **options,  # type: ignore[arg-type]
+    )
+
+
+FLAT = (
+    "SELECT sex, COUNT(*) AS n, SUM(age * 2) AS double_age FROM data WHERE age > 40 "
+    "AND income < 15000 GROUP BY sex"
+)
+NESTED = [
+    "SELECT s.sex, COUNT(*) AS n, SUM(double_age) AS double_age FROM "
+    "(SELECT age * 2 AS double_age, sex, income FROM data WHERE age > 40) AS s "
+    "WHERE s.income < 15000 GROUP BY s.sex",
+    "WITH older AS (SELECT age * 2 AS double_age, sex, income FROM data WHERE age > 40) "
+    "SELECT sex, COUNT(*) AS n, SUM(double_age) AS double_age FROM older "
+    "WHERE income < 15000 GROUP BY sex",
+    "WITH older AS (SELECT * FROM data WHERE age > 40), "
+    "poorer AS (SELECT age * 2 AS double_age, sex FROM older WHERE income < 15000) "
+    "SELECT sex, COUNT(*) AS n, SUM(double_age) AS double_age FROM poorer GROUP BY sex",
+    "SELECT sex, COUNT(*) AS n, SUM(double_age) AS double_age FROM (SELECT * FROM "
+    "(SELECT age * 2 AS double_age, sex, income FROM data WHERE age > 40) AS a "
+    "WHERE income < 15000) AS b GROUP BY sex",
+]
+
+
+@pytest.mark.parametrize("text", NESTED)
+def test_row_subqueries_release_what_the_flat_query_releases(text: str) -> None:
+    flat = session().sql(FLAT, rho=1.0, with_error=True)
+    nested = session().sql(text, rho=1.0, with_error=True)
+    assert nested.equals(flat)
+
+
+def test_a_renamed_column_keeps_its_bounds_and_keys() -> None:
+    text = (
+        "SELECT gender, AVG(years) AS mean_age FROM "
+        "(SELECT age AS years, sex AS gender FROM data) AS p GROUP BY gender"
+    )
+    query = session().sql(text)
+    assert query.query.plan.keys is not None  # sex's public keys, under the new name
+    (mean,) = query.query.plan.aggregates
+    assert (mean.lower, mean.upper) == (0.0, 100.0)  # type: ignore[attr-defined]
+
+
+def test_the_outer_query_sees_only_the_subquerys_columns() -> None:
+    with pytest.raises(pf.SQLError, match="'income' does not exist"):
+        session().sql("SELECT SUM(income) FROM (SELECT age FROM data) AS s")
+
+
+@pytest.mark.parametrize(
+    ("text", "construct"),
+    [
+        ("SELECT COUNT(*) FROM (SELECT sex, COUNT(*) AS c FROM data GROUP BY sex) AS s", "COUNT"),
+        ("WITH t AS (SELECT SUM(age) AS a FROM data) SELECT COUNT(*) FROM t", "SUM"),
+        ("SELECT COUNT(*) FROM (SELECT age FROM data LIMIT 10) AS s", "LIMIT"),
+        ("SELECT COUNT(*) FROM (SELECT DISTINCT age FROM data) AS s", "DISTINCT"),
+        (
+            "SELECT COUNT(*) FROM (SELECT age, ROW_NUMBER() OVER (PARTITION BY pid) AS r "
+            "FROM data) AS s",
+            "window",
+        ),
+        ("SELECT COUNT(*) FROM (SELECT age AS sex FROM data) AS s", "subquery"),
+        ("SELECT COUNT(*) FROM (SELECT age + 1 FROM data) AS s", "subquery"),
+    ],
+)
+def test_subqueries_that_are_not_row_level_are_refused(text: str, construct: str) -> None:
+    sess = session()
+    with pytest.raises(pf.SQLError) as refused:
+        sess.sql(text, rho=1.0)
+    assert construct.casefold() in f"{refused.value.construct} {refused.value}".casefold()
+    assert refused.value.__context__ is None
+    assert refused.value.__cause__ is None
+    assert not sess.ledger
+
+
+def test_a_schema_qualified_name_names_the_private_table() -> None:
+    sess = session(name="PUMS.PUMS")
+    for text in ("SELECT COUNT(*) FROM PUMS.PUMS", 'SELECT COUNT(*) FROM pums."PUMS"'):
+        assert sess.sql(text).query.plan.aggregates
+    for other in ("data", "PUMS", "other.PUMS", '"pums".PUMS'):
+        with pytest.raises(pf.SQLError, match=r"the private table is called 'PUMS\.PUMS'"):
+            sess.sql(f"SELECT COUNT(*) FROM {other}")
+
+
+@pytest.mark.parametrize("name", ["", "a..b", 3])
+def test_a_private_table_name_must_be_a_dotted_name(name: object) -> None:
+    with pytest.raises(pf.InvalidArgumentError, match="private table's name"):
+        session(name=name)
+
+
+def test_a_public_table_cannot_take_the_private_tables_name() -> None:
+    with pytest.raises(pf.InvalidValueError, match="'people' names the private table"):
+        session(name="people", tables={"People": pl.DataFrame({"sex": [0]})})
