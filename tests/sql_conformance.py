@@ -3,10 +3,10 @@
 Used by tests/api/test_sql_conformance.py. Every query was copied from the
 public documentation or tests of a peer (Google's BigQuery/ZetaSQL
 differential privacy, Google's PostgreSQL anonymization extension, SmartNoise
-SQL); the comment above each names its file and line. A query is adapted only
-by renaming its private table to what a Session offers (``data`` today):
-``Case.sql`` is the published text and ``Case.table`` the published table
-name, so the suite can be rerun unchanged once other names are supported.
+SQL); the comment above each names its file and line. A query runs as published:
+the Session is given the published table name (``Case.table``, e.g.
+``PUMS.PUMS``) with ``name=``; only BigQuery's ``{{USERNAME}}`` placeholder,
+which its docs ask the reader to replace, is replaced by a dataset name.
 
 The data has the peers' schemas (PUMS, the professors/items example, fruit
 eaten), is generated with seeded numpy, and is built so that no bound or
@@ -18,7 +18,6 @@ every keyed column occurs in the data, for every combination a query groups by.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,7 @@ import polars as pl
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
 
-PRIVATE_TABLE = "data"  # the name sess.sql gives the private table
+DATASET_NAME = "mydataset"  # what a BigQuery reader writes for {{USERNAME}}
 
 # -- synthetic data ---------------------------------------------------------------------------
 
@@ -136,8 +135,8 @@ RHO = 1.0  # spent by each query without OPTIONS
 DELTA = 1e-6  # spent by a query that selects its groups privately
 
 
-def session(dataset: str, seed: int) -> pf.Session:
-    """A fresh seeded Session over one dataset (each query gets its own)."""
+def session(dataset: str, seed: int, name: str = "data") -> pf.Session:
+    """A fresh seeded Session over one dataset (each query gets its own), its table ``name``."""
     d = DATASETS[dataset]
     return pf.Session(
         d.frame,
@@ -147,6 +146,7 @@ def session(dataset: str, seed: int) -> pf.Session:
         metadata=d.metadata,
         contributions=d.contributions,
         tables=d.tables,
+        name=name,
     )
 
 
@@ -245,9 +245,16 @@ class Case:
     truth: Truth | None
 
     def text(self) -> str:
-        """The published SQL with its private table renamed to the Session's."""
-        pattern = r"(?<![\w.{])" + re.escape(self.table) + r"(?![\w.])"
-        return re.sub(pattern, PRIVATE_TABLE, self.sql)
+        """The published SQL, with BigQuery's ``{{USERNAME}}`` placeholder filled in."""
+        return _filled(self.sql)
+
+    def private_name(self) -> str:
+        """The published name of the private table, the Session's ``name=``."""
+        return _filled(self.table)
+
+
+def _filled(text: str) -> str:
+    return text.replace("{{USERNAME}}", DATASET_NAME)
 
 
 N = pl.len()

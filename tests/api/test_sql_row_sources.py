@@ -8,6 +8,8 @@ is refused, naming the construct, before anything is charged.
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 
@@ -131,3 +133,20 @@ def test_a_private_table_name_must_be_a_dotted_name(name: object) -> None:
 def test_a_public_table_cannot_take_the_private_tables_name() -> None:
     with pytest.raises(pf.InvalidValueError, match="'people' names the private table"):
         session(name="people", tables={"People": pl.DataFrame({"sex": [0]})})
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("SELECT COUNT(*) FROM data, other.people", "never a second private table"),
+        (
+            "SELECT sex, COUNT(*) FROM data RIGHT OUTER JOIN (SELECT 1 AS sex) USING (sex) "
+            "GROUP BY sex",
+            "public keys in metadata",
+        ),
+        ("SELECT COUNT(*) FROM data WHERE age > (SELECT 1)", "FROM (SELECT ...) or WITH"),
+    ],
+)
+def test_a_join_or_subquery_that_is_no_row_source_says_what_to_write(text: str, hint: str) -> None:
+    with pytest.raises(pf.SQLError, match=re.escape(hint)):
+        session().sql(text)

@@ -308,14 +308,15 @@ class Scope:
         if method:
             raise unsupported(join, f"{str(method).upper()} JOIN", "join with ON or USING")
         only(join, {"this", "on", "using", "side", "kind"}, "a JOIN")
-        only(table, {"this", "alias"}, "a JOIN")
-        if not lookup(*identifier(table), self.tables):
+        if not lookup(*identifier(table), self.tables) or table.args.get("db"):
             raise unsupported(
                 table,
-                f"JOIN {table.name!r}",
-                f"only public tables registered on the Session (tables=) can be joined; "
-                f"registered: {sorted(self.tables)}",
+                f"JOIN {'.'.join(p for p in (table.db, table.name) if p)!r}",
+                f"only public tables registered on the Session (tables=) can be joined, "
+                "never a second private table (a person's rows in both would have no "
+                f"contribution bound); registered: {sorted(self.tables)}",
             )
+        only(table, {"this", "alias"}, "a JOIN")
         return resolve(table.this, self.tables, "among the public tables", kind="table")
 
     def _using(self, column: exp.Expr, table: str) -> str:

@@ -37,6 +37,14 @@ _SELECT_CLAUSES = {
 }
 
 
+_SUBQUERY_HINTS = {
+    exp.Join: "join a public table registered on the Session (tables=); BigQuery's public "
+    "groups (a RIGHT OUTER JOIN on a list of groups) are public keys in metadata, e.g. "
+    "metadata={'item': pf.Column(keys=['pen', 'pencil'])}",
+}
+"""What to write instead of a subquery, by where it stands (FROM and WITH read row subqueries)."""
+
+
 def select(text: str, names: Sequence[str]) -> exp.Select:
     """The one SELECT statement of ``text``, or an SQLError; ``names`` are the known columns."""
     failure = None
@@ -114,7 +122,10 @@ def refuse_unsupported(statement: exp.Select) -> None:
             raise unsupported(node, "SELECT *", "name the group columns and aggregates")
         if isinstance(node, exp.Filter):
             raise unsupported(node, "an aggregate's FILTER clause", "filter the rows with WHERE")
-        raise unsupported(node, construct(node))
+        hint = "a subquery is read only as a row source: FROM (SELECT ...) or WITH"
+        if not isinstance(node, exp.Subquery):
+            hint = ""
+        raise unsupported(node, construct(node), _SUBQUERY_HINTS.get(type(node.parent), hint))
 
 
 def _counted(star: exp.Star) -> bool:
