@@ -9,16 +9,17 @@ builder's own checks (:mod:`privframe.engines.expressions`).
 
 What comes from where:
 
-* **Bounds, keys, quantile grids**: the Session's ``metadata`` (``{"amount":
-  pf.Column(bounds=(0, 1000)), "region": pf.Column(keys=[...])}``), keyed by
-  column name, or by the output alias for an aggregate of an expression;
-  per-query ``metadata=`` entries override the session's.
+* **Bounds, keys, quantile grids**: bounds in the aggregate call, else the
+  Session's ``metadata`` (``{"amount": pf.Column(bounds=(0, 1000)),
+  "region": pf.Column(keys=[...])}``), keyed by column name, or by the output
+  alias for an aggregate of an expression (never an alias that is also a
+  column); per-query ``metadata=`` entries override the session's.
 * **Contribution limits**: the Session's ``contributions=pf.Bound(...)``,
-  overridable per query.
-* **Keys**: a GROUP BY whose columns all have ``keys`` uses their product as
-  public keys; one whose columns have none chooses its groups privately, which
-  spends δ, so its release needs ``delta=`` (the δ to spend) and is refused
-  without it; a mix is refused.
+  overridable per query, and by the query's OPTIONS and COUNT bounds.
+* **Keys**: a GROUP BY uses the product of its columns' ``keys``; the
+  columns without keys are chosen privately, which spends δ, so its release
+  needs ``delta=`` (the δ to spend, or OPTIONS' delta) and is refused without
+  it.
 * **Names**: as in SQL, unquoted names match columns, aliases and tables
   whatever their case (two columns differing only in case make one
   ambiguous), quoted names match exactly; metadata is found by its exact key,
@@ -26,30 +27,44 @@ What comes from where:
 
 Supported: aggregates in the select list (``COUNT(*)``, ``COUNT(col)``,
 ``COUNT(DISTINCT <privacy unit>)``, ``SUM``, ``AVG``/``MEAN``, ``VARIANCE``/
-``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STDDEV_SAMP``/``STDDEV_POP``,
-``MEDIAN``, ``QUANTILE(x, q)``/``APPROX_QUANTILE(x, q)``,
-``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)``) with aliases; arithmetic,
-comparisons, ``AND``/``OR``/``NOT``, ``IN`` (literal lists), ``BETWEEN``,
-``IS [NOT] NULL``, ``LIKE`` with a leading or trailing ``%``, ``CASE``,
-``CAST``/``TRY_CAST`` (a failed cast gives NULL) and ``ABS`` in row
-expressions; ``WHERE``; ``GROUP BY`` columns, expressions or positions;
-``[LEFT] JOIN`` public tables registered on the Session (``tables=``) on
-columns of the same name; and ``HAVING``, ``ORDER BY``, ``LIMIT``/``OFFSET``,
-applied to the noisy result (post-processing: they cost nothing and see only
-released values). Anything else raises :class:`~privframe.errors.SQLError`
-naming the construct and its position.
+``VAR``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STD``/``STDDEV_SAMP``/
+``STDDEV_POP``, ``MEDIAN``, ``QUANTILE(x, q)``/``APPROX_QUANTILE(x, q)``,
+``PERCENTILE_CONT(x, q)`` and ``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)``,
+BigQuery's ``ANON_*`` forms) with aliases and bounds in the call (``SUM(x, 0,
+100)``, ``x CLAMPED BETWEEN 0 AND 100``, ``contribution_bounds_per_group =>
+(0, 100)``); BigQuery/ZetaSQL's ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``
+and ``WITH ANONYMIZATION OPTIONS(...)`` (:mod:`~privframe.api.sql.options`: the
+query's own ε, δ and limits); arithmetic, comparisons, ``AND``/``OR``/``NOT``,
+``IN`` (literal lists), ``BETWEEN``, ``IS [NOT] NULL``, ``LIKE`` with a leading
+or trailing ``%``, ``CASE``, ``CAST``/``TRY_CAST`` (a failed cast gives NULL)
+and ``ABS`` in row expressions; ``WHERE``; ``GROUP BY`` columns, expressions
+or positions, with public keys for all, some or none of them; row subqueries
+in ``FROM`` and ``WITH`` tables (inlined into the same plan); the private
+table by the Session's ``name`` (``PUMS.PUMS``); ``[LEFT] JOIN`` public tables
+registered on the Session (``tables=``) on columns of the same name; and
+expressions over released values in the select list (``ROUND(AVG(x), 1)``,
+``COUNT(*) * 5``, ``SUM(a) / COUNT(*)``), ``HAVING``, ``ORDER BY``,
+``LIMIT``/``OFFSET`` and ``SELECT TOP n``, applied to the noisy result
+(post-processing: they cost nothing and see only released values; an
+aggregate used only there is measured as a hidden output). Anything else
+raises :class:`~privframe.errors.SQLError` naming the construct and its
+position.
 
 Sample vs population variance: both map to the same estimate (the bounded
 rows' plug-in variance with the noise bias removed); at the group sizes a
 private release needs the difference is far below the noise.
 
 The parts, in the order a statement passes through them:
-:mod:`~privframe.api.sql.statement` (parse one SELECT, refuse what no part
-translates), :mod:`~privframe.api.sql.scope` (FROM, JOIN and what each name
-denotes), :mod:`~privframe.api.sql.rows` (row expressions into polars),
+:mod:`~privframe.api.sql.dialect` (the sqlglot dialect: BigQuery's clause,
+``CLAMPED BETWEEN``, ``TOP``), :mod:`~privframe.api.sql.statement` (parse one
+SELECT, refuse what no part translates), :mod:`~privframe.api.sql.options`
+(the differential privacy clause's budget and limits),
+:mod:`~privframe.api.sql.scope` (FROM, subqueries, WITH, JOIN and what each
+name denotes), :mod:`~privframe.api.sql.rows` (row expressions into polars),
 :mod:`~privframe.api.sql.groups` (GROUP BY and its keys),
 :mod:`~privframe.api.sql.select_list` (group columns and aggregates),
 :mod:`~privframe.api.sql.calls` (one aggregate call),
+:mod:`~privframe.api.sql.released` (expressions over released values),
 :mod:`~privframe.api.sql.post` (HAVING, ORDER BY, LIMIT) and
 :mod:`~privframe.api.sql.translate` (the whole statement), giving an
 :class:`~privframe.api.sql.sql_query.SQLQuery`; :class:`Column` is in
