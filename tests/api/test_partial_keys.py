@@ -250,3 +250,9 @@ def test_sql_with_delta_releases_what_the_builder_releases() -> None:
     assert sql_sess.ledger[0].exact_delta == builder_sess.ledger[0].exact_delta
     explained = str(session().sql(SQL).explain(RHO, delta=DELTA))
     assert "every public key of ['region'] (3 keys) for each combination of ['month']" in explained
+
+
+def test_sql_explain_without_delta_names_only_the_columns_chosen_privately() -> None:
+    query = session().sql("SELECT region, month, COUNT(*) AS n FROM data GROUP BY region, month")
+    (note,) = [n for n in query.explain(rho=1.0).notes if "has no public keys" in n]
+    assert note.startswith("GROUP BY month has no public keys")

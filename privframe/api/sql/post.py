@@ -103,7 +103,7 @@ class Post:
         offset: the OFFSET, if any.
         notes: what ``explain`` says about the post-processing.
         selection: for a GROUP BY without public keys, the refusal a release
-            without ``delta=`` gets: (message, position, the group columns).
+            without ``delta=`` gets: (message, position).
         requirements: the types the select list's expressions need of the
             released table, then those HAVING and ORDER BY need of it with them.
     """
@@ -116,7 +116,7 @@ class Post:
     limit: int | None
     offset: int | None
     notes: tuple[str, ...]
-    selection: tuple[str, tuple[int, int] | None, str] | None
+    selection: tuple[str, tuple[int, int] | None] | None
     requirements: tuple[tuple[Requirement, ...], tuple[Requirement, ...]] = ((), ())
 
     def finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
@@ -202,9 +202,7 @@ def post_processing(
         offset=None if offset is None else _count_of(offset.expression, "OFFSET"),
         notes=_notes(select, items, derived),
         # Private selection needs delta= on the call: the refusal, kept for release.
-        selection=None
-        if selection is None
-        else (str(selection), selection.position, ", ".join(groups)),
+        selection=None if selection is None else (str(selection), selection.position),
         requirements=(tuple(computed.requirements), tuple(outputs.requirements)),
     )
 

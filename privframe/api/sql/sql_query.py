@@ -149,8 +149,9 @@ class SQLQuery:
             notes += (spend.describe(),)
         selection = self._post.selection
         if selection is not None and delta is None:
+            chosen = ", ".join(self._query.plan.selected)
             notes += (
-                f"GROUP BY {selection[2]} has no public keys: its groups are chosen privately, "
+                f"GROUP BY {chosen} has no public keys: its groups are chosen privately, "
                 "which spends delta, so the release needs delta=... (this explanation "
                 "assumes all the delta left)",
             )
@@ -226,7 +227,7 @@ class SQLQuery:
         rho, delta = self._budget(rho, delta)
         selection = self._post.selection
         if selection is not None and delta is None:
-            message, position, _ = selection
+            message, position = selection
             raise SQLError(message, construct="GROUP BY", position=position)
         return Request(
             self._query,

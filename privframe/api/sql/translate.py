@@ -71,7 +71,7 @@ def parse(
     if nested:
         raise SQLError("the SQL is nested too deeply to translate", construct="nesting")
     if options is not None and options.public_groups and post.selection is not None:
-        message, where, _ = post.selection
+        message, where = post.selection
         raise SQLError(
             f"{options.construct} has group_selection_strategy=PUBLIC_GROUPS, but {message}",
             construct="GROUP BY",
