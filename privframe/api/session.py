@@ -65,7 +65,10 @@ class Session:
         privacy_unit: the column identifying a person; None if each row is a
             different person.
         budget: the total budget, e.g. ``pf.zCDP(rho=1.0)``,
-            ``pf.ApproxDP(epsilon=2.0, delta=1e-6)`` or ``pf.GDP(mu=1.0)``.
+            ``pf.ApproxDP(epsilon=2.0, delta=1e-6)`` or ``pf.GDP(mu=1.0)``; or
+            another Session's ``accountant``, to share its budget and ledger:
+            for a second private table about the same people (a release of
+            either is charged to the one budget, so their guarantees compose).
         ledger: optional path of a SQLite ledger that persists spending; it
             records the privacy unit and the columns' names and types (see
             ``same_data``).
@@ -102,7 +105,7 @@ class Session:
         self,
         data: DataSource,
         privacy_unit: str | None,
-        budget: Budget,
+        budget: Budget | Accountant,
         ledger: str | os.PathLike[str] | None = None,
         *,
         rng: Randomness | None = None,
@@ -127,14 +130,22 @@ class Session:
         if rng is not None and not isinstance(rng, Randomness):
             raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
         self._rng = rng
-        # A ledger file records the data it is spent on (public facts: the unit, and the
-        # columns and types as this session sees them) and refuses other data.
-        self._accountant = Accountant(
-            budget,
-            ledger,
-            data=DataIdentity.of(privacy_unit, self._schema),
-            same_data=same_data,
-        )
+        if isinstance(budget, Accountant):
+            if ledger is not None:
+                raise InvalidArgumentError(
+                    "a shared accountant keeps its own ledger: give ledger= to the Session "
+                    "that opened it, not to one that shares it"
+                )
+            self._accountant = budget
+        else:
+            # A ledger file records the data it is spent on (public facts: the unit, and
+            # the columns and types as this session sees them) and refuses other data.
+            self._accountant = Accountant(
+                budget,
+                ledger,
+                data=DataIdentity.of(privacy_unit, self._schema),
+                same_data=same_data,
+            )
         self._pipeline = Pipeline(self._engine, self._accountant, privacy_unit, rng)
 
     @classmethod
@@ -143,7 +154,7 @@ class Session:
         spark_session: Any,
         table: str,
         privacy_unit: str | None,
-        budget: Budget,
+        budget: Budget | Accountant,
         ledger: str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> Session:
