@@ -28,7 +28,6 @@ the numbers.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -36,6 +35,7 @@ import polars as pl
 import pytest
 import test_privacy_audit as audit
 from scipy import stats
+from test_privacy_audit_selection import RareAudit
 
 import privframe as pf
 import privframe.plan.planner
@@ -65,28 +65,7 @@ def _data() -> pl.DataFrame:
     return pl.DataFrame({"u": units, "region": regions, "m": combos})
 
 
-@dataclasses.dataclass(frozen=True)
-class Audit:
-    hits: int
-    threshold: int
-    sigma: float
-    delta_selection: float
-    delta_total: float
-
-    @property
-    def lower(self) -> float:
-        return float(audit._cp_lower(self.hits, UNITS, ALPHA))
-
-    def report(self, name: str) -> None:
-        print(
-            f"\n{name}: τ = {self.threshold} (σ = {self.sigma:.4g}); {self.hits}/{UNITS} lonely "
-            f"units had a combination released; P'(S) >= {self.lower:.5f} (CP lower, "
-            f"α = {ALPHA:g}); claimed δ_selection = {self.delta_selection:g}, δ total = "
-            f"{self.delta_total:.6g}"
-        )
-
-
-def _audit(seed: int) -> Audit:
+def _audit(seed: int) -> RareAudit:
     sess = pf.Session(_data(), "u", pf.zCDP(1.0, delta=DELTA), rng=SeededRandomness(seed))
     query = (
         sess.query()
@@ -103,12 +82,14 @@ def _audit(seed: int) -> Audit:
     owners = result["m"].str.extract(r"^lonely(\d+)_", 1).drop_nulls()
     (entry,) = sess.ledger
     report = sess.report()
-    return Audit(
+    return RareAudit(
         hits=owners.n_unique(),
         threshold=selection.threshold,
         sigma=selection.measurement.sigma_units,
         delta_selection=entry.delta,
         delta_total=report.delta + report.spent_delta,
+        units=UNITS,
+        what="combination",
     )
 
 

@@ -161,22 +161,24 @@ def _rare_query(sess: pf.Session) -> Query:
 
 @dataclasses.dataclass(frozen=True)
 class RareAudit:
-    """One release on D': how many lonely units had a group released, and the claim."""
+    """One release on D': how many lonely units had a ``what`` released, and the claim."""
 
     hits: int
     threshold: int
     sigma: float
     delta_selection: float  # δ charged for selection (the ledger's)
     delta_total: float  # the release's whole δ: reporting δ + δ_selection
+    units: int = RARE_UNITS
+    what: str = "group"
 
     @property
     def lower(self) -> float:
-        return float(audit._cp_lower(self.hits, RARE_UNITS, ALPHA))
+        return float(audit._cp_lower(self.hits, self.units, ALPHA))
 
     def report(self, name: str) -> None:
         print(
-            f"\n{name}: τ = {self.threshold} (σ = {self.sigma:.4g}); {self.hits}/{RARE_UNITS} "
-            f"lonely units had a group released; P'(S) >= {self.lower:.5f} "
+            f"\n{name}: τ = {self.threshold} (σ = {self.sigma:.4g}); {self.hits}/{self.units} "
+            f"lonely units had a {self.what} released; P'(S) >= {self.lower:.5f} "
             f"(CP lower, α = {ALPHA:g}); claimed δ_selection = {self.delta_selection:g}, "
             f"δ total = {self.delta_total:.6g}"
         )
