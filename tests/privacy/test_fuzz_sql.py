@@ -91,7 +91,11 @@ def _sql_cases() -> list[Case]:
         "having_text": "SELECT region, COUNT(*) AS n FROM data GROUP BY region HAVING n > 'x'",
         "join_unknown": "SELECT COUNT(*) FROM data JOIN t ON data.region = t.region",
         "union": "SELECT COUNT(*) FROM data UNION SELECT COUNT(*) FROM data",
-        "cte": "WITH d AS (SELECT * FROM data) SELECT COUNT(*) FROM d",
+        "aggregating_cte": (
+            "WITH d AS (SELECT region, COUNT(*) AS n FROM data GROUP BY region) "
+            "SELECT COUNT(*) FROM d"
+        ),
+        "recursive_cte": "WITH RECURSIVE d AS (SELECT * FROM d) SELECT COUNT(*) FROM d",
         "null_bytes": "SELECT COUNT(*) FROM data\x00",
         "unicode_quote": "SELECT COUNT(*) FROM data WHERE note = ’x’",
     }
