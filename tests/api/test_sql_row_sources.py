@@ -142,7 +142,7 @@ def test_a_public_table_cannot_take_the_private_tables_name() -> None:
         (
             "SELECT sex, COUNT(*) FROM data RIGHT OUTER JOIN (SELECT 1 AS sex) USING (sex) "
             "GROUP BY sex",
-            "public keys in metadata",
+            "keys in metadata",
         ),
         ("SELECT COUNT(*) FROM data WHERE age > (SELECT 1)", "FROM (SELECT ...) or WITH"),
     ],
@@ -150,3 +150,35 @@ def test_a_public_table_cannot_take_the_private_tables_name() -> None:
 def test_a_join_or_subquery_that_is_no_row_source_says_what_to_write(text: str, hint: str) -> None:
     with pytest.raises(pf.SQLError, match=re.escape(hint)):
         session().sql(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT SUM(AGE) FROM (SELECT age * 100 AS AGE FROM data) AS s",
+        'SELECT SUM(income) FROM (SELECT age AS "INCOME" FROM data) AS s',
+        "SELECT SUM(income * 2) AS age FROM (SELECT income FROM data) AS s",
+        "SELECT SUM(income) FROM (SELECT age, income FROM data) AS t(income, age)",
+        "WITH t(income) AS (SELECT age FROM data) SELECT SUM(income) FROM t",
+        "SELECT SUM(income) FROM data AS t(age, sex, income)",
+        "SELECT SUM(a) FROM (SELECT age AS a, income AS a FROM data) AS s",
+        "WITH t AS (SELECT * FROM data WHERE age > 80), t AS (SELECT * FROM data) "
+        "SELECT COUNT(*) FROM t",
+        "WITH a AS (SELECT * FROM b), b AS (SELECT * FROM data) SELECT COUNT(*) FROM a",
+    ],
+)
+def test_a_name_a_subquery_would_make_ambiguous_is_refused(text: str) -> None:
+    sess = session()
+    with pytest.raises(pf.SQLError):
+        sess.sql(text, rho=1.0)
+    assert not sess.ledger
+
+
+def test_a_subquery_may_respell_a_column_and_a_public_table_may_be_called_data() -> None:
+    query = session().sql("SELECT SUM(AGE) FROM (SELECT Age AS AGE FROM data) AS s")
+    (total,) = query.query.plan.aggregates
+    assert total.column == "age"  # type: ignore[attr-defined]
+    labels = pl.DataFrame({"sex": [0, 1], "label": ["f", "m"]})
+    sess = session(name="PUMS.PUMS", tables={"data": labels})
+    plan = sess.sql("SELECT COUNT(*) FROM PUMS.PUMS JOIN data USING (sex) WHERE label = 'f'")
+    assert plan.query.plan.steps

@@ -39,7 +39,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
-from privframe.api.sql._common import construct, literal_value, lookup, refuse, unsupported
+from privframe.api.sql._common import construct, literal_value, refuse, unsupported
 from privframe.api.sql.dialect import ORIGINAL_NAME, Clamped
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
@@ -168,7 +168,7 @@ def _bounds(node: exp.Expr, alias: str | None, what: str, scope: Scope) -> Colum
     own = scope.column(node) if isinstance(node, exp.Column) else None
     if own is None and (literal := _case_bounds(node)) is not None:
         return Column(bounds=literal)
-    shadows = alias is not None and alias != own and bool(lookup(alias, False, scope.available()))
+    shadows = alias is not None and alias != own and scope.taken(alias)
     names = [n for n in (own, None if shadows else alias) if n]
     for name in names:
         column = scope.metadata(name)

@@ -19,8 +19,10 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 from sqlglot import exp
@@ -30,6 +32,7 @@ from privframe.api.sql._common import (
     TABLE,
     construct,
     identifier,
+    literal_value,
     lookup,
     misspelt_keyword,
     only,
@@ -40,6 +43,9 @@ from privframe.api.sql._common import (
 from privframe.api.sql.metadata import Column, entry
 from privframe.api.sql.rows import Rows
 from privframe.errors import SQLError
+
+_PRIVATE = "\x00private"
+"""The private table's key among the tables: no SQL name spells it, so no public table has it."""
 
 
 class Scope:
@@ -68,6 +74,7 @@ class Scope:
         self._metadata = metadata
         self._renamed: dict[str, str] = {}  # subquery aliases of data columns -> the columns
         self._ctes: dict[str, exp.Select] = {}  # the WITH clause's row sources, by name
+        self.listed: dict[str, tuple[Any, ...]] = {}  # BigQuery's public groups, by column
         self.aliases: dict[str, str] = {}  # table aliases (as written) -> table names
         self.joined: list[str] = []  # the public tables joined so far
         self.derived: dict[str, pl.Expr] = {}
@@ -79,11 +86,11 @@ class Scope:
 
     def columns_of(self, table: str) -> list[str]:
         """The columns of the private table or of a public table."""
-        return list(self._columns if table == TABLE else self.tables[table].columns)
+        return list(self._columns if table == _PRIVATE else self.tables[table].columns)
 
     def available(self) -> list[str]:
         """The columns a row expression can name: the data's and those of the joined tables."""
-        return [c for table in (TABLE, *self.joined) for c in self.columns_of(table)]
+        return [c for table in (_PRIVATE, *self.joined) for c in self.columns_of(table)]
 
     def column(self, node: exp.Column) -> str:
         """The data (or joined table) column ``node`` names, matched as SQL matches names."""
@@ -93,7 +100,7 @@ class Scope:
         if not lookup(*identifier(qualifier), self.aliases):
             raise unsupported(node, f"the table {node.table!r}", "it is not in FROM or JOIN")
         table = self.aliases[resolve(qualifier, self.aliases, "in FROM or JOIN", kind="table")]
-        where = "in the data" if table == TABLE else f"in the table {table!r}"
+        where = "in the data" if table == _PRIVATE else f"in the table {table!r}"
         return resolve(node, self.columns_of(table), where)
 
     def canonical(self, node: exp.Expr) -> exp.Expr:
@@ -113,12 +120,24 @@ class Scope:
         """
         found = entry(self._metadata, name)
         source = self._renamed.get(name)
-        return entry(self._metadata, source) if found is None and source else found
+        found = entry(self._metadata, source) if found is None and source else found
+        if name in self.listed:  # the query's own list of groups is its keys
+            found = dataclasses.replace(found or Column(), keys=self.listed[name])
+        return found
+
+    def taken(self, name: str) -> bool:
+        """Whether a column of the data, a public table or a derivation has ``name``, ignoring case.
+
+        Case counts: an engine that matches names ignoring case (Spark) would
+        take a new ``U`` for the unit column ``u``.
+        """
+        folded = name.casefold()
+        return any(c.casefold() == folded for c in (*self._existing, *self.derived))
 
     def derive(self, expr: pl.Expr, name: str) -> str:
         """Add a derived column under ``name``, or ``name_2``, ... if that is taken."""
         chosen, n = name, 1
-        while chosen in self._existing or chosen in self.derived:
+        while self.taken(chosen):
             n += 1
             chosen = f"{name}_{n}"
         self.derived[chosen] = expr
@@ -127,6 +146,7 @@ class Scope:
     def _alias(self, table: exp.Table, owner: str) -> None:
         """Register ``table``'s alias, refusing a misspelt keyword (``FROM data WHER``)."""
         alias = table.args.get("alias")
+        _refuse_column_aliases(alias)
         if alias is None or not table.alias:
             return
         name, quoted = identifier(alias.this)
@@ -179,8 +199,9 @@ class Scope:
                 node, f"FROM {node.sql()}", f"the private table is called {self.table!r}{cte}"
             )
         only(node, {"this", "alias", "db", "catalog"}, "FROM")
-        self.aliases[TABLE] = TABLE
-        self._alias(node, TABLE)
+        if isinstance(node, exp.Table):
+            self.aliases[node.name] = _PRIVATE  # data.col, PUMS.col, older.col
+        self._alias(node, _PRIVATE)
         return query
 
     def _names_private(self, table: exp.Table) -> bool:
@@ -196,14 +217,18 @@ class Scope:
         only(with_, {"expressions"}, "WITH")
         for cte in with_.expressions:
             only(cte, {"this", "alias"}, "WITH")
+            _refuse_column_aliases(cte.args.get("alias"))
             if not isinstance(cte.this, exp.Select):
                 raise unsupported(cte.this, f"WITH {cte.alias} AS ({construct(cte.this)})")
+            if lookup(cte.alias, False, self._ctes):
+                raise refuse(cte, "WITH", f"two WITH tables are called {cte.alias!r}")
             self._ctes[cte.alias] = cte.this
 
     def _row_source(self, node: exp.Expr) -> exp.Select | None:
         """The SELECT a FROM item reads rows from, if it is a subquery or a CTE's name."""
         if isinstance(node, exp.Subquery):
             only(node, {"this", "alias"}, "a subquery in FROM")
+            _refuse_column_aliases(node.args.get("alias"))
             if not isinstance(node.this, exp.Select):
                 raise unsupported(node.this, f"{construct(node.this)} in FROM")
             return node.this
@@ -226,16 +251,20 @@ class Scope:
             )
         only(inner, {"expressions", "from_", "from", "where"}, "a subquery")
         sub = Scope(self.text, self._data, self.tables, self._metadata, self.table)
-        sub._ctes = {
-            name: cte for name, cte in self._ctes.items() if cte is not inner
-        }  # a CTE cannot read itself
+        for name, cte in self._ctes.items():  # a WITH table reads only those before it
+            if cte is inner:
+                break
+            sub._ctes[name] = cte
         query = sub.read_from(inner, query)
         where = inner.args.get("where")
         if where is not None:
             query = query.filter(sub.rows(where.this))
         visible: list[str] = []
         for item in inner.expressions:
-            visible += self._subquery_item(item, sub)
+            for name in self._subquery_item(item, sub):
+                if lookup(name, False, visible):
+                    raise refuse(item, "a subquery", f"two of its columns are called {name!r}")
+                visible.append(name)
         if self.derived:
             query = query.with_columns(**self.derived)
             self._existing |= set(self.derived)
@@ -256,15 +285,15 @@ class Scope:
         node = item.this if isinstance(item, exp.Alias) else item
         if isinstance(node, exp.Column):
             column = sub.column(node)
-            if column == name:
-                self._renamed.update({name: name} if name in sub._renamed else {})
+            if column.casefold() == name.casefold():  # the column itself, however spelt
+                self._renamed.update({column: column} if column in sub._renamed else {})
                 return [column]
-            if name in self._existing:
+            if self.taken(name):
                 raise self._shadowing(item, name)
             self._renamed[name] = column
         elif not isinstance(item, exp.Alias):
             raise refuse(item, "a subquery", f"name the subquery's column {item.sql()} (AS name)")
-        elif name in self._existing:
+        elif self.taken(name):
             raise self._shadowing(item, name)
         self.derived[name] = sub.rows(node)
         return [name]
@@ -279,7 +308,15 @@ class Scope:
         )
 
     def join(self, query: Query, join: exp.Join) -> Query:
-        """``query`` joined with the public table of ``join``, on columns of the same name."""
+        """``query`` joined with the public table of ``join``, on columns of the same name.
+
+        BigQuery's public groups, ``RIGHT OUTER JOIN (SELECT DISTINCT g FROM
+        UNNEST([...])) USING (g)``, join nothing: the list is the public keys
+        of the group column ``g`` (:meth:`listed_groups`).
+        """
+        if isinstance(join.this, exp.Subquery):
+            self.listed_groups(join)
+            return query
         name = self._joined_table(join)
         side = (join.side or "").upper()
         kind = (join.kind or "").upper()
@@ -298,6 +335,46 @@ class Scope:
         else:
             raise unsupported(join, "a JOIN without ON or USING")
         return query.join(self.tables[name], on=on, how="left" if side == "LEFT" else "inner")
+
+    def listed_groups(self, join: exp.Join) -> None:
+        """Read BigQuery's public groups: a RIGHT JOIN on a literal list of one column's values.
+
+        In BigQuery (``group_selection_strategy=PUBLIC_GROUPS``) it reports
+        exactly the listed groups, empty ones included, and drops the others:
+        what public keys do. Any other joined subquery is refused.
+        """
+        select = join.this.this
+        groups = self._group_list(select) if isinstance(select, exp.Select) else None
+        side = (join.side or "").upper()
+        using = [identifier(c)[0] for c in join.args.get("using") or []]
+        if groups is None or side != "RIGHT" or using != [groups[0]]:
+            raise unsupported(
+                join.this,
+                "a subquery in a JOIN",
+                "join a public table registered on the Session (tables=); BigQuery's public "
+                "groups are written RIGHT OUTER JOIN (SELECT DISTINCT g FROM UNNEST([...])) "
+                "USING (g), or given as keys in metadata, e.g. "
+                "metadata={'item': pf.Column(keys=['pen', 'pencil'])}",
+            )
+        column = resolve(join.args["using"][0], self.columns_of(_PRIVATE), "in the data")
+        self.listed[column] = groups[1]
+
+    @staticmethod
+    def _group_list(select: exp.Select) -> tuple[str, tuple[Any, ...]] | None:
+        """(column, values) of ``SELECT [DISTINCT] g FROM UNNEST([v, ...]) [AS g]``, else None."""
+        source = select.args.get("from_")
+        unnest = source.this if source is not None else None
+        if (
+            set(k for k, v in select.args.items() if v) - {"expressions", "from_", "distinct"}
+            or len(select.expressions) != 1
+            or not isinstance(select.expressions[0], exp.Column)
+            or not isinstance(unnest, exp.Unnest)
+            or len(unnest.expressions) != 1
+            or not isinstance(unnest.expressions[0], exp.Array)
+        ):
+            return None
+        values = tuple(literal_value(v) for v in unnest.expressions[0].expressions)
+        return select.expressions[0].name, tuple(dict.fromkeys(values))
 
     def _joined_table(self, join: exp.Join) -> str:
         """The registered public table a JOIN names, after refusing what a JOIN cannot have."""
@@ -321,7 +398,7 @@ class Scope:
 
     def _using(self, column: exp.Expr, table: str) -> str:
         """A USING column: one name, in the data and in the public table alike."""
-        mine = resolve(column, self.columns_of(TABLE), "in the data")
+        mine = resolve(column, self.columns_of(_PRIVATE), "in the data")
         theirs = resolve(column, self.columns_of(table), f"in the table {table!r}")
         if mine != theirs:
             raise refuse(
@@ -350,4 +427,12 @@ class Scope:
             condition,
             f"the join condition {condition.sql()}",
             "join on equal columns of the same name (a.col = b.col, or USING (col))",
+        )
+
+
+def _refuse_column_aliases(alias: exp.Expr | None) -> None:
+    """Refuse ``AS t(a, b)``: SQL renames the columns by position, which is easy to misread."""
+    if isinstance(alias, exp.TableAlias) and alias.args.get("columns"):
+        raise unsupported(
+            alias, f"the column list of {alias.sql()}", "name the columns in the SELECT (AS name)"
         )
