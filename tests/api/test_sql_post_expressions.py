@@ -396,3 +396,23 @@ def test_integer_arithmetic_beyond_64_bits_is_null_never_wrapped() -> None:
     assert row["fits"] == 9223372036854770000 + len(PEOPLE)
     assert row["huge_float"] == pytest.approx(PEOPLE["income"].sum() * 1e30, rel=1e-6)
     assert released.schema["wraps"] == pl.Int64
+
+
+@pytest.mark.parametrize(
+    ("text", "construct"),
+    [
+        ("SELECT COUNT(*) + 99999999999999999999 AS n FROM data", "the integer"),
+        ("SELECT COUNT(*) AS n FROM data HAVING n IN (1, 99999999999999999999)", "the integer"),
+        ("SELECT ROUND(AVG(age), -400) AS a FROM data", "ROUND to -400 places"),
+        ("SELECT COUNT(*) AS n FROM data WHERE age > 1e400", "the number 1e400"),
+    ],
+)
+def test_literals_no_64_bit_number_holds_are_refused_before_any_charge(
+    text: str, construct: str
+) -> None:
+    sess = session()
+    with pytest.raises(pf.SQLError) as refused:
+        sess.sql(text, rho=RHO)
+    assert construct in refused.value.construct
+    assert refused.value.__context__ is None
+    assert not sess.ledger

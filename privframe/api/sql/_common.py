@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -246,7 +247,14 @@ def literal_value(node: exp.Expr) -> Any:
         if node.is_string:
             return node.this
         text = node.this
-        return int(text) if text.lstrip("-").isdigit() else float(text)
+        number = int(text) if text.lstrip("-").isdigit() else float(text)
+        if isinstance(number, int) and not -(2**63) <= number < 2**63:
+            raise unsupported(
+                node, f"the integer {text}", "integers are 64-bit: write it as a decimal, e.g. 1e20"
+            )
+        if not math.isfinite(number):
+            raise unsupported(node, f"the number {text}", "it is beyond the largest float")
+        return number
     if isinstance(node, exp.Boolean):
         return bool(node.this)
     if isinstance(node, exp.Null):

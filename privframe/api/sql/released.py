@@ -282,8 +282,10 @@ class Released(Rows):
         if places is None:
             return value.round(0, mode="half_away_from_zero")
         digits = literal_value(places)
-        if not _is_integer(digits):
-            raise unsupported(node, f"ROUND to {places.sql()} places", "give a whole number")
+        if not _is_integer(digits) or not -300 <= digits <= 300:
+            raise unsupported(
+                node, f"ROUND to {places.sql()} places", "give a whole number from -300 to 300"
+            )
         if digits >= 0:
             return value.round(digits, mode="half_away_from_zero")
         scale = 10.0 ** (-digits)
