@@ -242,14 +242,18 @@ def test_without_options_a_release_still_needs_rho() -> None:
 
 
 @pytest.mark.parametrize(
-    ("options", "says"), [("epsilon=1", "needs delta > 0"), ("delta=1e-6", "without epsilon")]
+    ("options", "says"),
+    [
+        ("epsilon=1", "needs delta > 0"),
+        ("delta=1e-6", "without epsilon"),
+        ("epsilon=0, delta=1e-6", "needs epsilon > 0"),
+    ],
 )
-def test_half_a_budget_is_refused_at_release(options: str, says: str) -> None:
+def test_a_budget_that_is_not_one_is_refused_when_parsed(options: str, says: str) -> None:
     sess = session(contributions=pf.Bound(max_rows_per_group=1))
-    query = sess.sql(f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS({options}) COUNT(*) FROM data")
-    rho = 0.1 if options.startswith("delta") else None  # without epsilon, rho is given
-    with pytest.raises(pf.SQLError, match=says):
-        query.release(rho)
+    with pytest.raises(pf.SQLError, match=says) as caught:
+        sess.sql(f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS({options}) COUNT(*) FROM data")
+    assert caught.value.position is not None
     assert not sess.ledger
 
 
@@ -479,3 +483,38 @@ def test_a_bigquery_query_releases_values_near_the_truth() -> None:
     for name in ("n", "total", "mean"):
         error = (released[name] - truth[name]).abs()
         assert (error <= 4 * released[f"{name}_std"] + 1e-9).all(), name
+
+
+# -- BigQuery's public groups --------------------------------------------------------------------
+
+PUBLIC_GROUPS = (
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=2, delta=1e-5, max_groups_contributed=1, "
+    "group_selection_strategy=PUBLIC_GROUPS) item, COUNT(*, contribution_bounds_per_group => "
+    "(0, 3)) AS n FROM data RIGHT OUTER JOIN (SELECT DISTINCT item FROM UNNEST(['pen', "
+    "'pencil', 'book'])) USING (item) GROUP BY item"
+)
+
+
+def test_a_right_join_on_a_list_of_groups_reports_exactly_the_listed_groups() -> None:
+    sess = session()  # item has no keys in metadata: the list is its keys
+    query = sess.sql(PUBLIC_GROUPS)
+    assert query.query.plan.keys is not None
+    assert query.query.plan.selected == ()
+    released = query.release()
+    assert released["item"].to_list() == ["pen", "pencil", "book"]  # scissors dropped
+    assert released.filter(pl.col("item") == "book")["n"].abs().max() < 30  # noise only
+    assert sess.spent.delta == 0  # public keys: no delta spent on selection
+
+
+@pytest.mark.parametrize(
+    ("text", "construct"),
+    [
+        (PUBLIC_GROUPS.replace("RIGHT OUTER", "LEFT OUTER"), "a subquery in a JOIN"),
+        (PUBLIC_GROUPS.replace("UNNEST(['pen', 'pencil', 'book'])", "data"), "a subquery in"),
+        (PUBLIC_GROUPS.replace(" GROUP BY item", "").replace(" item,", ""), "public groups"),
+    ],
+)
+def test_other_joined_subqueries_are_refused(text: str, construct: str) -> None:
+    sess = session()
+    assert construct in refusal(sess, text).construct
+    assert not sess.ledger

@@ -147,6 +147,39 @@ class PrivacyOptions:
         """The clause as a construct name, ``WITH DIFFERENTIAL_PRIVACY OPTIONS``."""
         return f"WITH {self.clause} OPTIONS"
 
+    def check(self) -> None:
+        """Refuse a budget that is not one: epsilon 0, delta without epsilon, or no delta.
+
+        Example:
+            >>> from fractions import Fraction
+            >>> from privframe.api.sql.options import PrivacyOptions
+            >>> try:
+            ...     PrivacyOptions("DIFFERENTIAL_PRIVACY", epsilon=Fraction(1)).check()
+            ... except Exception as err:
+            ...     print(str(err)[:60])
+            WITH DIFFERENTIAL_PRIVACY OPTIONS needs delta > 0 with epsil
+
+        Raises:
+            SQLError: naming the clause, with its position.
+        """
+        problem = None
+        if self.epsilon is None and self.delta is not None:
+            problem = (
+                "gives delta without epsilon: a query's budget is both, e.g. "
+                "OPTIONS(epsilon=1, delta=1e-6); or leave both out and pass rho="
+            )
+        elif self.epsilon is not None and self.epsilon <= 0:
+            problem = "needs epsilon > 0: a release with no budget cannot add finite noise"
+        elif self.epsilon is not None and not self.delta:
+            problem = (
+                "needs delta > 0 with epsilon: privframe's Gaussian noise gives "
+                "(epsilon, delta)-DP, never pure epsilon-DP; e.g. delta=1e-6"
+            )
+        if problem is not None:
+            raise SQLError(
+                f"{self.construct} {problem}", construct=self.construct, position=self.position
+            )
+
     def spend(self, selects: bool) -> OptionsBudget | None:
         """The query's ρ (and δ for choosing groups, if ``selects``); None without epsilon.
 
@@ -154,22 +187,9 @@ class PrivacyOptions:
             SQLError: delta is missing or 0 (pure ε-DP, which Gaussian noise cannot
                 give), or delta is given without epsilon.
         """
-        if self.epsilon is None and self.delta is not None:
-            raise SQLError(
-                f"{self.construct} gives delta without epsilon: a query's budget is both, "
-                "e.g. OPTIONS(epsilon=1, delta=1e-6); or leave both out and pass rho=",
-                construct=self.construct,
-                position=self.position,
-            )
+        self.check()
         if self.epsilon is None:
             return None
-        if not self.delta:
-            raise SQLError(
-                f"{self.construct} needs delta > 0 with epsilon: privframe's Gaussian noise "
-                "gives (epsilon, delta)-DP, never pure epsilon-DP; e.g. delta=1e-6",
-                construct=self.construct,
-                position=self.position,
-            )
         reserve = None
         if selects:
             reserve = float(self.delta / 2)
@@ -198,7 +218,7 @@ def read_options(clause: PrivacyClause, unit: str | None) -> PrivacyOptions:
     if "privacy_unit_column" in values:
         _check_unit(values["privacy_unit_column"], unit)
     groups = values.get("max_groups_contributed", values.get("kappa"))
-    return PrivacyOptions(
+    options = PrivacyOptions(
         clause=str(clause.this),
         epsilon=_number(values, "epsilon", clause),
         delta=_number(values, "delta", clause),
@@ -206,6 +226,8 @@ def read_options(clause: PrivacyClause, unit: str | None) -> PrivacyOptions:
         public_groups=_strategy(values.get("group_selection_strategy")),
         position=position(clause),
     )
+    options.check()
+    return options
 
 
 def _construct(clause: PrivacyClause) -> str:
