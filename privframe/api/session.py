@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -34,9 +35,16 @@ from privframe.accounting.accountant import Accountant, BudgetReport
 from privframe.accounting.budgets import Budget, zCDP
 from privframe.accounting.ledger import DataIdentity, LedgerEntries
 from privframe.accounting.replay import Guarantee
+from privframe.api._session_arguments import (
+    check_contributions,
+    check_metadata,
+    check_name,
+    check_privacy_unit,
+    check_tables,
+)
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request
-from privframe.api.schema import public_table, validate
+from privframe.api.schema import validate
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
 from privframe.engines.registry import open_input
 from privframe.engines.spark import frames as spark
@@ -51,6 +59,13 @@ from privframe.plan.release import Batch, Computed, Pipeline
 from privframe.plan.split import Balance
 
 __all__ = ["Session"]
+
+_RELEASE_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(SQLQuery.release).parameters.items()
+    if parameter.default is not inspect.Parameter.empty
+}
+"""The defaults of a release's keywords, which ``Session.sql`` without ``rho`` must not move."""
 
 DataSource: TypeAlias = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
 
@@ -116,11 +131,11 @@ class Session:
         results: Literal["pandas", "spark"] = "pandas",
         same_data: bool = False,
     ) -> None:
-        _check_privacy_unit(privacy_unit)
-        self._metadata = _check_metadata(metadata)
-        self._contributions = _check_contributions(contributions)
-        self._name = _check_name(name)
-        self._tables = _check_tables(tables, name)
+        check_privacy_unit(privacy_unit)
+        self._metadata = check_metadata(metadata)
+        self._contributions = check_contributions(contributions)
+        self._name = check_name(name)
+        self._tables = check_tables(tables, name)
         if results not in ("pandas", "spark"):
             raise InvalidArgumentError(f"results must be 'pandas' or 'spark', got {results!r}")
         opened = open_input(data, privacy_unit, results=results)
@@ -365,8 +380,8 @@ class Session:
             >>> sorted(sess.sql("SELECT COUNT(*) AS n, SUM(x) FROM data", rho=0.5).columns)
             ['n', 'x_sum']
         """
-        merged = {**self._metadata, **_check_metadata(metadata)}
-        limits = _check_contributions(contributions) or self._contributions
+        merged = {**self._metadata, **check_metadata(metadata)}
+        limits = check_contributions(contributions) or self._contributions
         parsed = parse(
             text,
             self.query(),
@@ -376,22 +391,19 @@ class Session:
             tables=self._tables,
             table=self._name,
         )
+        release = {
+            "with_error": with_error,
+            "weights": weights,
+            "label": label,
+            "delta": delta,
+            "clamp": clamp,
+            "intervals": intervals,
+            "total": total,
+        }
         if rho is None:
-            given = {
-                name: value
-                for name, value, default in (
-                    ("with_error", with_error, False),
-                    ("weights", weights, None),
-                    ("label", label, ""),
-                    ("delta", delta, None),
-                    ("clamp", clamp, True),
-                    ("intervals", intervals, False),
-                    ("total", total, False),
-                )
-                if value is not default and value != default
-            }
+            # Without rho nothing is released, so these would be silently dropped.
+            given = [name for name, value in release.items() if value != _RELEASE_DEFAULTS[name]]
             if given:
-                # Without rho nothing is released, so these would be silently dropped.
                 shown = ", ".join(f"{name}=..." for name in given)
                 raise InvalidArgumentError(
                     f"{shown} configure a release, and without rho sql() only parses: pass "
@@ -399,16 +411,7 @@ class Session:
                     "with OPTIONS(epsilon=..., delta=...) spends those: .release() takes no rho)"
                 )
             return parsed
-        return parsed.release(
-            rho,
-            with_error=with_error,
-            weights=weights,
-            label=label,
-            delta=delta,
-            clamp=clamp,
-            intervals=intervals,
-            total=total,
-        )
+        return parsed.release(rho, **release)
 
     # -- used by Query ------------------------------------------------------------------
 
@@ -540,66 +543,3 @@ class Session:
         return Computed(
             plan, release, exact, request.label, request.with_error, request.finish, request.post
         )
-
-
-def _check_privacy_unit(unit: object) -> None:
-    if unit is not None and not isinstance(unit, str):
-        several = isinstance(unit, list | tuple)
-        raise InvalidArgumentError(
-            "privacy_unit must be the name of one column (a string), or None when each row is "
-            f"a different person; got {type(unit).__name__}"
-            + (
-                ". For a unit identified by several columns, make them one ID column first "
-                "(their values joined with a separator, such as '|')"
-                if several
-                else ""
-            )
-        )
-
-
-def _check_metadata(metadata: object) -> dict[str, Column]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, Column) for k, v in metadata.items()
-    ):
-        raise InvalidArgumentError(
-            "metadata must map column names to pf.Column(...), e.g. "
-            '{"amount": pf.Column(bounds=(0, 1000))}'
-        )
-    return dict(metadata)
-
-
-def _check_contributions(contributions: object) -> Bound | None:
-    if contributions is not None and not isinstance(contributions, Bound):
-        raise InvalidArgumentError(
-            "contributions must be a pf.Bound(max_groups=..., max_rows_per_group=...), "
-            f"got {type(contributions).__name__}"
-        )
-    return contributions
-
-
-def _check_name(name: object) -> str:
-    if not isinstance(name, str) or not all(part.strip() for part in name.split(".")):
-        raise InvalidArgumentError(
-            f"name is the private table's name in SQL, e.g. 'data' or 'PUMS.PUMS'; got {name!r}"
-        )
-    return name
-
-
-def _check_tables(tables: object, private: str) -> dict[str, pl.DataFrame]:
-    if tables is None:
-        return {}
-    if not isinstance(tables, Mapping) or not all(isinstance(k, str) for k in tables):
-        raise InvalidArgumentError("tables must map names to public DataFrames")
-    if any(name.casefold() == private.casefold() for name in tables):
-        raise InvalidValueError(
-            f"{private!r} names the private table; give the public table another name"
-        )
-    checked = {}
-    for name, frame in tables.items():
-        try:
-            checked[name] = public_table(frame)
-        except InvalidArgumentError as err:
-            raise InvalidArgumentError(f"tables[{name!r}]: {err}") from None
-    return checked

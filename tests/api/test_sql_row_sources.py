@@ -124,15 +124,16 @@ def test_a_schema_qualified_name_names_the_private_table() -> None:
             sess.sql(f"SELECT COUNT(*) FROM {other}")
 
 
-@pytest.mark.parametrize("name", ["", "a..b", 3])
+@pytest.mark.parametrize("name", ["", "a..b", 3, '"quoted"', "a.`b`"])
 def test_a_private_table_name_must_be_a_dotted_name(name: object) -> None:
     with pytest.raises(pf.InvalidArgumentError, match="private table's name"):
         session(name=name)
 
 
-def test_a_public_table_cannot_take_the_private_tables_name() -> None:
-    with pytest.raises(pf.InvalidValueError, match="'people' names the private table"):
-        session(name="people", tables={"People": pl.DataFrame({"sex": [0]})})
+@pytest.mark.parametrize(("name", "public"), [("people", "People"), ("PUMS.PUMS", "pums")])
+def test_a_public_table_cannot_take_the_private_tables_name(name: str, public: str) -> None:
+    with pytest.raises(pf.InvalidValueError, match=f"'{re.escape(name)}' names the private table"):
+        session(name=name, tables={public: pl.DataFrame({"sex": [0]})})
 
 
 @pytest.mark.parametrize(
