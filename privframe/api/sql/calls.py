@@ -269,9 +269,12 @@ def _count(node: exp.Count, alias: str | None, scope: Scope, unit: str | None) -
 def rounds_to_integer(node: exp.Expr) -> bool:
     """Whether the release of ``node`` is rounded to an integer: ``COUNT(col)``.
 
-    ``COUNT(col)`` is released as a noisy sum of 0/1 flags, which the sum's
-    centring makes a multiple of 1/2; rounding it to the nearest integer is
-    post-processing (free), so it comes back whole, like ``COUNT(*)``.
+    ``COUNT(col)`` is released as a noisy sum of 0/1 flags, on the sum's fine
+    grid; rounding it to the nearest integer is post-processing (free), so it
+    comes back whole, like ``COUNT(*)``. The rounding comes last: a total row
+    (``total=True``) is the rounded total of the unrounded groups, so it can
+    differ from the sum of the rounded groups by up to half a unit per group,
+    and ``_std``/``_ci95`` columns are those of the unrounded estimate.
 
     Example:
         >>> import sqlglot
