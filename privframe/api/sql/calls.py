@@ -40,19 +40,13 @@ import polars as pl
 from sqlglot import exp
 
 from privframe.api.sql._common import construct, literal_value, refuse, unsupported
-from privframe.api.sql.dialect import ORIGINAL_NAME, Clamped
+from privframe.api.sql.dialect import BOUNDED_FUNCTIONS, ORIGINAL_NAME, Clamped
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
 from privframe.errors import SQLError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
 from privframe.plan.aggregates.base import bounded
-
-# The aggregates that take bounds in the call (SUM(x, 0, 10)): a malformed call's hint names them.
-_BOUNDS_FORMS = (
-    *("COUNT", "SUM", "AVG", "VARIANCE", "VAR_SAMP", "VAR", "VAR_POP"),
-    *("STDDEV", "STDEV", "STD", "STDDEV_SAMP", "STDDEV_POP", "PERCENTILE_CONT"),
-)
 
 
 def aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str | None) -> Aggregate:
@@ -122,7 +116,7 @@ def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope) -> Aggregate
             "0.25), PERCENTILE_CONT(x, 0.5), PERCENTILE_CONT(x, 0.75), with bounds in metadata "
             "or in the call (contribution_bounds_per_group => (lower, upper))",
         )
-    if isinstance(node, exp.Anonymous) and node.name.upper() in _BOUNDS_FORMS:
+    if isinstance(node, exp.Anonymous) and node.name.upper() in BOUNDED_FUNCTIONS:
         name = node.name.upper()
         raise unsupported(
             node,

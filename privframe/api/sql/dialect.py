@@ -151,14 +151,15 @@ _BOUNDED: dict[str, tuple[Callable[..., exp.Expr], bool]] = {
 
 # ZetaSQL's ANON_ functions: the plain aggregate they become, and whether a quantile comes second.
 _ANON: dict[str, tuple[Callable[..., exp.Expr], bool]] = {
-    "ANON_COUNT": (_count, False),
-    "ANON_SUM": (exp.Sum, False),
-    "ANON_AVG": (exp.Avg, False),
-    "ANON_VAR_POP": (exp.VariancePop, False),
-    "ANON_STDDEV_POP": (exp.StddevPop, False),
-    "ANON_PERCENTILE_CONT": (exp.PercentileCont, True),
+    **{
+        f"ANON_{name}": _BOUNDED[name]
+        for name in ("COUNT", "SUM", "AVG", "VAR_POP", "STDDEV_POP", "PERCENTILE_CONT")
+    },
     "ANON_QUANTILES": (exp.ApproxQuantiles, True),
 }
+
+BOUNDED_FUNCTIONS = tuple(_BOUNDED)
+"""The aggregates that take bounds in the call, ``SUM(x, 0, 10)``."""
 
 
 def _anon_parser(name: str) -> Callable[[parser.Parser], exp.Expr]:

@@ -145,7 +145,7 @@ class PrivacyOptions:
     @property
     def construct(self) -> str:
         """The clause as a construct name, ``WITH DIFFERENTIAL_PRIVACY OPTIONS``."""
-        return f"WITH {self.clause} OPTIONS"
+        return _construct(self.clause)
 
     def check(self) -> None:
         """Refuse a budget that is not one: epsilon 0, delta without epsilon, or no delta.
@@ -183,6 +183,13 @@ class PrivacyOptions:
     def spend(self, selects: bool) -> OptionsBudget | None:
         """The query's ρ (and δ for choosing groups, if ``selects``); None without epsilon.
 
+        Example:
+            >>> from fractions import Fraction
+            >>> from privframe.api.sql.options import PrivacyOptions
+            >>> options = PrivacyOptions("DIFFERENTIAL_PRIVACY", Fraction(1), Fraction(1, 10**6))
+            >>> options.spend(selects=True).selection_delta
+            5e-07
+
         Raises:
             SQLError: delta is missing or 0 (pure ε-DP, which Gaussian noise cannot
                 give), or delta is given without epsilon.
@@ -202,6 +209,16 @@ class PrivacyOptions:
 
 def read_options(clause: PrivacyClause, unit: str | None) -> PrivacyOptions:
     """The checked options of ``clause``; ``unit`` is the Session's privacy unit.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.dialect import Privframe
+        >>> from privframe.api.sql.options import read_options
+        >>> from privframe.api.sql.statement import privacy_clause
+        >>> select = sqlglot.parse_one("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, "
+        ...     "delta=1e-6, max_groups_contributed=2) COUNT(*) FROM t", read=Privframe)
+        >>> read_options(privacy_clause(select), "id").max_groups
+        2
 
     Raises:
         SQLError: an unknown option, a value of the wrong kind, an option given
@@ -230,8 +247,9 @@ def read_options(clause: PrivacyClause, unit: str | None) -> PrivacyOptions:
     return options
 
 
-def _construct(clause: PrivacyClause) -> str:
-    return f"WITH {clause.this} OPTIONS"
+def _construct(clause: PrivacyClause | str) -> str:
+    """``WITH DIFFERENTIAL_PRIVACY OPTIONS``, or ``WITH ANONYMIZATION OPTIONS``."""
+    return f"WITH {clause if isinstance(clause, str) else clause.this} OPTIONS"
 
 
 def _unknown(clause: PrivacyClause, option: exp.Expr) -> SQLError:

@@ -139,6 +139,16 @@ class SQLQuery:
         with a note that its release needs ``delta=``. With OPTIONS(epsilon,
         delta), ``rho`` and ``delta`` come from them, and a note shows the
         mapping (ε, δ → ρ, δ_selection) and where it comes from.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"u": [1, 2]}), "u", pf.zCDP(1.0),
+            ...                   contributions=pf.Bound(max_groups=1, max_rows_per_group=1))
+            >>> explained = sess.sql("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, "
+            ...     "delta=1e-6) COUNT(*) AS n FROM data").explain()
+            >>> explained.notes[-1][:50]
+            'OPTIONS(epsilon=1, delta=1e-06) -> rho = 0.024356 '
         """
         self.check(with_error=True)
         rho, delta = self._budget(rho, delta)
@@ -181,6 +191,13 @@ class SQLQuery:
             SQLError: the query cannot run, or its GROUP BY has no public keys
                 and no ``delta`` was given: choosing groups privately spends δ,
                 which SQL spends only when asked.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> sess.sql("SELECT COUNT(*) AS n FROM data").release(0.5).columns
+            ['n']
         """
         request = self.request(
             rho,

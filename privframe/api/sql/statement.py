@@ -37,14 +37,6 @@ _SELECT_CLAUSES = {
 }
 
 
-_SUBQUERY_HINTS = {
-    exp.Join: "join a public table registered on the Session (tables=); BigQuery's public "
-    "groups (a RIGHT OUTER JOIN on a list of groups) are public keys in metadata, e.g. "
-    "metadata={'item': pf.Column(keys=['pen', 'pencil'])}",
-}
-"""What to write instead of a subquery, by where it stands (FROM and WITH read row subqueries)."""
-
-
 def select(text: str, names: Sequence[str]) -> exp.Select:
     """The one SELECT statement of ``text``, or an SQLError; ``names`` are the known columns."""
     failure = None
@@ -110,11 +102,12 @@ def refuse_unsupported(statement: exp.Select) -> None:
     limit = statement.args.get("limit")
     if limit is not None and limit.meta.get("top") and limit.args.get("limit_options"):
         raise unsupported(limit, f"TOP {limit.expression.sql()} PERCENT or WITH TIES", "use TOP n")
-    outer = statement.copy()  # without its row sources, whose own SELECTs differ
+    # Without its row sources and joined lists of groups, which Scope reads and checks.
+    outer = statement.copy()
     outer.set("with_", None)
-    source = outer.args.get("from_")
-    if source is not None and isinstance(source.this, exp.Subquery):
-        source.set("this", exp.to_table("subquery"))
+    for source in (outer.args.get("from_"), *(outer.args.get("joins") or [])):
+        if source is not None and isinstance(source.this, exp.Subquery):
+            source.set("this", exp.to_table("subquery"))
     for node in outer.find_all(exp.Subquery, exp.Window, exp.Star, exp.Filter):
         if isinstance(node, exp.Star) and _counted(node):
             continue
@@ -123,9 +116,7 @@ def refuse_unsupported(statement: exp.Select) -> None:
         if isinstance(node, exp.Filter):
             raise unsupported(node, "an aggregate's FILTER clause", "filter the rows with WHERE")
         hint = "a subquery is read only as a row source: FROM (SELECT ...) or WITH"
-        if not isinstance(node, exp.Subquery):
-            hint = ""
-        raise unsupported(node, construct(node), _SUBQUERY_HINTS.get(type(node.parent), hint))
+        raise unsupported(node, construct(node), hint if isinstance(node, exp.Subquery) else "")
 
 
 def _counted(star: exp.Star) -> bool:

@@ -152,6 +152,14 @@ def _translate(
     if where is not None:
         query = query.filter(scope.rows(where.this))
     groups = group_by(statement, scope)
+    ungrouped = [column for column in scope.listed if column not in groups]
+    if ungrouped:
+        raise refuse(
+            statement.args["joins"][0],
+            "public groups",
+            f"a RIGHT JOIN on a list of groups lists the groups of a GROUP BY column, and "
+            f"{ungrouped[0]!r} is not one: add GROUP BY {ungrouped[0]}",
+        )
     items = select_items(statement, groups, scope, unit)
     if not any(item.aggregate is not None for item in items):
         raise refuse(
