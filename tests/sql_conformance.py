@@ -175,7 +175,15 @@ class Quantile:
     q: float
 
 
-Item = pl.Expr | Key | Const | Quantile
+@dataclass(frozen=True)
+class Quantiles:
+    """``APPROX_QUANTILES(column, n)``: the n + 1 quantiles i/n, each checked by rank."""
+
+    column: str
+    n: int
+
+
+Item = pl.Expr | Key | Const | Quantile | Quantiles
 
 
 def key(name: str | pl.Expr) -> Key:
@@ -221,7 +229,7 @@ class Truth:
             return item.expr.first()
         if isinstance(item, Const):
             return pl.lit(item.value)
-        if isinstance(item, Quantile):
+        if isinstance(item, Quantile | Quantiles):
             values = pl.col(item.column).drop_nulls().sort()
             return values if grouped else values.implode()
         return item
@@ -898,7 +906,6 @@ GROUP BY item;""",
         VIEW,
     ),
     # google/zetasql docs/aggregate-dp-functions.md:1277
-    # (an array of quantiles: no per-value check here)
     prof_case(
         "bq-anon-quantiles-1277",
         """SELECT
@@ -908,7 +915,7 @@ GROUP BY item;""",
     ANON_QUANTILES(quantity, 4 CLAMPED BETWEEN 0 AND 100) quantiles_requested
 FROM {{USERNAME}}.view_on_professors
 GROUP BY item;""",
-        None,
+        Truth((key("item"), Quantiles("quantity", 4)), by=("item",)),
         VIEW,
     ),
     # google/zetasql docs/aggregate-dp-functions.md:1341

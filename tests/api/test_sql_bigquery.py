@@ -366,14 +366,6 @@ def test_count_bounds_set_the_row_limit() -> None:
         ("SELECT SUM(quantity, 10, 0) FROM data", "lower <= upper"),
         ("SELECT SUM(quantity, 'a', 'b') FROM data", "bounds are number literals"),
         ("SELECT SUM(quantity, 1) FROM data", "SUM(x, lower, upper)"),
-        (
-            "SELECT ANON_QUANTILES(quantity, 4 CLAMPED BETWEEN 0 AND 100) FROM data",
-            "PERCENTILE_CONT",
-        ),
-        (
-            "SELECT APPROX_QUANTILES(quantity, 4) FROM data",
-            "one PERCENTILE_CONT(x, q) per quantile",
-        ),
         ("SELECT COUNT(DISTINCT item) FROM data", "only COUNT(DISTINCT id)"),
         ("SELECT SUM(quantity CLAMPED BETWEEN 0 AND 1) FROM data", "contribution_bounds_per_group"),
         ("SELECT WITH PRIVACY OPTIONS(epsilon=1) COUNT(*) FROM data", "DIFFERENTIAL_PRIVACY"),
@@ -518,3 +510,33 @@ def test_other_joined_subqueries_are_refused(text: str, construct: str) -> None:
     sess = session()
     assert construct in refusal(sess, text).construct
     assert not sess.ledger
+
+
+# -- APPROX_QUANTILES: an array of quantiles -----------------------------------------------------
+
+
+def test_approx_quantiles_is_an_array_of_its_quantiles_each_measured_once() -> None:
+    sess = session(keyed=True, contributions=pf.Bound(max_groups=3, max_rows_per_group=3))
+    text = (
+        "SELECT item, APPROX_QUANTILES(quantity, 4, contribution_bounds_per_group => (0, 100)) "
+        "AS quartiles, PERCENTILE_CONT(quantity, 0.5, 0, 100) AS median FROM data GROUP BY item"
+    )
+    query = sess.sql(text)
+    measured = [a.output_name for a in query.query.plan.aggregates]
+    # The median is measured once, shared by the array and the column.
+    assert measured == ["median", *(f"quantity_p{q}" for q in (0, 25, 75, 100))]
+    released = query.release(rho=1e6)
+    assert released.columns == ["item", "quartiles", "median"]
+    assert released.schema["quartiles"] == pl.List(pl.Float64)
+    for row in released.iter_rows(named=True):
+        values = DATA.filter(pl.col("item") == row["item"])["quantity"].sort()
+        expected = [values.quantile(q, "nearest") for q in (0, 0.25, 0.5, 0.75, 1)]
+        assert row["quartiles"] == pytest.approx(expected, abs=1.0)
+        assert row["quartiles"][2] == row["median"]
+
+
+@pytest.mark.parametrize("n", ["0", "101", "2.5"])
+def test_approx_quantiles_needs_a_whole_count_of_quantiles(n: str) -> None:
+    sess = session(keyed=True)
+    text = f"SELECT APPROX_QUANTILES(quantity, {n}) AS q FROM data"
+    assert "APPROX_QUANTILES" in refusal(sess, text).construct

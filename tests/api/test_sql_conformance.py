@@ -40,7 +40,18 @@ from functools import cache
 
 import polars as pl
 import pytest
-from sql_conformance import CASES, DATASETS, DELTA, RHO, Case, Const, Key, Quantile, session
+from sql_conformance import (
+    CASES,
+    DATASETS,
+    DELTA,
+    RHO,
+    Case,
+    Const,
+    Key,
+    Quantile,
+    Quantiles,
+    session,
+)
 
 import privframe as pf
 
@@ -48,7 +59,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarni
 
 Z = 4.5
 ALPHA = 2 * 0.5 * math.erfc(Z / math.sqrt(2))  # two-sided normal tail beyond Z: ≈ 6.8e-6
-RUN_FLOOR = 74  # the number that ran on 2026-12-03; raise it as more run
+RUN_FLOOR = 75  # the number that ran on 2026-12-03; raise it as more run
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,8 @@ class Outcome:
     # the group columns chosen privately (with delta=); the others' keys are public
     selected: tuple[str, ...] = ()
     public: bool = True  # whether some group columns have public keys
+    # (95% rank error, candidates) of each quantile an array releases, from explain
+    ranks: tuple[tuple[float, int], ...] = ()
 
 
 def _selection(query: pf.SQLQuery) -> tuple[tuple[str, ...], bool]:
@@ -85,16 +98,38 @@ def outcome(index: int) -> Outcome:
     try:
         query = sess.sql(text)
         selected, public = _selection(query)
-        if query.options is not None:
-            released = query.release(with_error=True)
-        else:
-            released = query.release(RHO, with_error=True, delta=DELTA if selected else None)
+        rho, delta = (
+            (None, None) if query.options is not None else (RHO, DELTA if selected else None)
+        )
+        ranks = _array_ranks(query, rho, delta) if _has_array(case) else ()
+        released = query.release(rho, with_error=True, delta=delta)
     except pf.SQLError as err:
         return Outcome(case, refused=err, charged=bool(sess.ledger))
     except Exception as err:  # reported by the query's test, after the others ran
         return Outcome(case, failed=err, charged=bool(sess.ledger))
     return Outcome(
-        case, released=released, charged=bool(sess.ledger), selected=selected, public=public
+        case,
+        released=released,
+        charged=bool(sess.ledger),
+        selected=selected,
+        public=public,
+        ranks=ranks,
+    )
+
+
+def _has_array(case: Case) -> bool:
+    return case.truth is not None and any(isinstance(i, Quantiles) for i in case.truth.out)
+
+
+def _array_ranks(
+    query: pf.SQLQuery, rho: float | None, delta: float | None
+) -> tuple[tuple[float, int], ...]:
+    """(95% rank error, candidates) of each quantile measured, in plan order (public: free)."""
+    rows = {r["output"]: r["ci95"] for r in query.explain(rho, delta=delta).rows}
+    return tuple(
+        (float(rows[a.output_name].split()[0]), a.candidates)  # type: ignore[attr-defined]
+        for a in query.query.plan.aggregates
+        if hasattr(a, "candidates")
     )
 
 
@@ -107,13 +142,23 @@ def _close(a: object, b: object) -> bool:
     return a == b
 
 
-def _rank_slack(case: Case, item: Quantile, rank_ci95: float) -> float:
+def _rank_slack(candidates: int, rank_ci95: float) -> float:
     """The rank error at probability 1 − ALPHA, from its 95% bound (ln N + ln 1/α)/η."""
-    n = DATASETS[case.dataset].metadata[item.column].candidates
+    n = candidates
     return rank_ci95 * (math.log(n) + math.log(1 / ALPHA)) / (math.log(n) + math.log(20))
 
 
-def _check_value(case: Case, item, name: str, got, want, row: dict) -> str | None:
+def _rank_distance(values: list, q: float, got: float) -> float:
+    """How many ranks ``got`` is from the ``q`` quantile of the sorted ``values``."""
+    below = sum(v < got for v in values)
+    at_or_below = sum(v <= got for v in values)
+    target = q * len(values)
+    return max(below - target, target - at_or_below, 0.0)
+
+
+def _check_value(
+    case: Case, item, name: str, got, want, row: dict, ranks: tuple = ()
+) -> str | None:
     """None if ``got`` is within its interval of ``want``, else what is wrong."""
     if isinstance(item, Const):
         return None if _close(got, item.value) else f"{name}: {got!r} != {item.value!r}"
@@ -124,13 +169,19 @@ def _check_value(case: Case, item, name: str, got, want, row: dict) -> str | Non
     if got is None:
         return f"{name}: null released"
     if isinstance(item, Quantile):
-        values = list(want)
-        below = sum(v < got for v in values)
-        at_or_below = sum(v <= got for v in values)
-        target = item.q * len(values)
-        distance = max(below - target, target - at_or_below, 0.0)
-        slack = _rank_slack(case, item, row[f"{name}_rank_ci95"]) + 1
+        candidates = DATASETS[case.dataset].metadata[item.column].candidates
+        distance = _rank_distance(list(want), item.q, got)
+        slack = _rank_slack(candidates, row[f"{name}_rank_ci95"]) + 1
         return None if distance <= slack else f"{name}: rank {distance:.1f} off > {slack:.1f}"
+    if isinstance(item, Quantiles):
+        if len(got) != item.n + 1 or len(ranks) != item.n + 1:
+            return f"{name}: {len(got)} quantiles released, {item.n + 1} asked for"
+        for i, (value, (ci95, candidates)) in enumerate(zip(got, ranks, strict=True)):
+            distance = _rank_distance(list(want), i / item.n, value)
+            slack = _rank_slack(candidates, ci95) + 1
+            if distance > slack:
+                return f"{name}[{i}]: rank {distance:.1f} off > {slack:.1f}"
+        return None
     std = row.get(f"{name}_std")
     if std is None:
         return f"{name}: no {name}_std column to check it by"
@@ -139,17 +190,19 @@ def _check_value(case: Case, item, name: str, got, want, row: dict) -> str | Non
     return f"{name}: {got} vs true {want}, more than {Z}σ (σ = {std:.4g})"
 
 
-def _row_errors(case: Case, names: list[str], row: dict, truth: dict) -> list[str]:
+def _row_errors(
+    case: Case, names: list[str], row: dict, truth: dict, ranks: tuple = ()
+) -> list[str]:
     errors = []
     for i, item in enumerate(case.truth.out):
-        error = _check_value(case, item, names[i], row[names[i]], truth[f"_{i}"], row)
+        error = _check_value(case, item, names[i], row[names[i]], truth[f"_{i}"], row, ranks)
         if error is not None:
             errors.append(error)
     return errors
 
 
 def release_errors(
-    case: Case, released: pl.DataFrame, selected: tuple[str, ...], public: bool
+    case: Case, released: pl.DataFrame, selected: tuple[str, ...], public: bool, ranks: tuple = ()
 ) -> list[str]:
     """Why the released table is not the truth within its intervals (empty: it is).
 
@@ -175,8 +228,8 @@ def release_errors(
             if match is None and tuple(row[names[i]] for i in chosen) not in combinations:
                 errors.append(f"released group {[row[names[i]] for i in keys]} is not in the data")
             else:
-                errors += _row_errors(case, names, row, match or empty)
-        elif not any(not _row_errors(case, names, row, t) for t in truths):
+                errors += _row_errors(case, names, row, match or empty, ranks)
+        elif not any(not _row_errors(case, names, row, t, ranks) for t in truths):
             errors.append(f"released row {row} matches no group of the data")
     if selected and not public and len(released) > len(truths):
         errors.append(f"{len(released)} rows released, {len(truths)} groups in the data")
@@ -216,7 +269,10 @@ def test_query_runs_within_its_interval_or_is_refused_by_name(index: int) -> Non
     assert result.case.truth is not None, "ran, but the query has no exact answer to check"
     assert isinstance(result.released, pl.DataFrame)
     assert result.charged
-    assert release_errors(result.case, result.released, result.selected, result.public) == []
+    errors = release_errors(
+        result.case, result.released, result.selected, result.public, result.ranks
+    )
+    assert errors == []
 
 
 def kind(err: pf.SQLError) -> str:

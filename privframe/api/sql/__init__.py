@@ -30,7 +30,7 @@ Supported: aggregates in the select list (``COUNT(*)``, ``COUNT(col)``,
 ``VAR``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STD``/``STDDEV_SAMP``/
 ``STDDEV_POP``, ``MEDIAN``, ``QUANTILE(x, q)``/``APPROX_QUANTILE(x, q)``,
 ``PERCENTILE_CONT(x, q)`` and ``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)``,
-BigQuery's ``ANON_*`` forms) with aliases and bounds in the call (``SUM(x, 0,
+``APPROX_QUANTILES(x, n)`` as a list column, BigQuery's ``ANON_*`` forms) with aliases and bounds in the call (``SUM(x, 0,
 100)``, ``x CLAMPED BETWEEN 0 AND 100``, ``contribution_bounds_per_group =>
 (0, 100)``); BigQuery/ZetaSQL's ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``
 and ``WITH ANONYMIZATION OPTIONS(...)`` (:mod:`~privframe.api.sql.options`: the

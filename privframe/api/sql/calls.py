@@ -106,16 +106,6 @@ def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope) -> Aggregate
         target = order.expressions[0].this
         q = literal_value(node.this.this)
         return _quantile(target, q, alias, "PERCENTILE_CONT", scope)
-    if isinstance(node, exp.ApproxQuantiles):
-        what = written_name(node)
-        raise unsupported(
-            node,
-            what,
-            f"{what}(x, n) returns an array of n + 1 quantiles, and a release is a table of "
-            "columns: write one PERCENTILE_CONT(x, q) per quantile, e.g. PERCENTILE_CONT(x, "
-            "0.25), PERCENTILE_CONT(x, 0.5), PERCENTILE_CONT(x, 0.75), with bounds in metadata "
-            "or in the call (contribution_bounds_per_group => (lower, upper))",
-        )
     if isinstance(node, exp.Anonymous) and node.name.upper() in BOUNDED_FUNCTIONS:
         name = node.name.upper()
         raise unsupported(
@@ -125,6 +115,45 @@ def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope) -> Aggregate
             "contribution_bounds_per_group => (lower, upper))",
         )
     raise unsupported(node, construct(node), "see the supported aggregates in privframe.api.sql")
+
+
+MAX_QUANTILES = 100
+"""The most quantiles one APPROX_QUANTILES(x, n) asks for: each takes a share of the budget."""
+
+
+def quantile_list(node: exp.Expr) -> exp.Expr:
+    """``APPROX_QUANTILES(x, n)`` as the array of its n + 1 quantiles; other nodes as they are.
+
+    BigQuery returns the minimum, the n − 1 inner n-quantiles and the maximum
+    as one array; here each is a ``PERCENTILE_CONT(x, i/n)``, measured on its
+    own, and the array is post-processing of the released values. So its ρ is
+    split n + 1 ways, and the array is not sorted: each value is noisy alone.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.calls import quantile_list
+        >>> quantile_list(sqlglot.parse_one("APPROX_QUANTILES(x, 2)")).sql()
+        'ARRAY(PERCENTILE_CONT(x, 0.0), PERCENTILE_CONT(x, 0.5), PERCENTILE_CONT(x, 1.0))'
+
+    Raises:
+        SQLError: n is not a whole number from 1 to :data:`MAX_QUANTILES`.
+    """
+    if not isinstance(node, exp.ApproxQuantiles):
+        return node
+    n = literal_value(node.expression)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_QUANTILES:
+        what = written_name(node)
+        raise unsupported(
+            node,
+            f"{what}(x, {node.expression.sql()})",
+            f"n is a whole number, 1 to {MAX_QUANTILES}",
+        )
+    return exp.Array(
+        expressions=[
+            exp.PercentileCont(this=node.this.copy(), expression=exp.Literal.number(i / n))
+            for i in range(n + 1)
+        ]
+    )
 
 
 def written_name(node: exp.Expr) -> str:

@@ -147,6 +147,7 @@ _BOUNDED: dict[str, tuple[Callable[..., exp.Expr], bool]] = {
     "STDDEV_SAMP": (exp.StddevSamp, False),
     "STDDEV_POP": (exp.StddevPop, False),
     "PERCENTILE_CONT": (exp.PercentileCont, True),
+    "APPROX_QUANTILES": (exp.ApproxQuantiles, True),
 }
 
 # ZetaSQL's ANON_ functions: the plain aggregate they become, and whether a quantile comes second.

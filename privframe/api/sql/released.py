@@ -258,6 +258,8 @@ class Released(Rows):
                 raise unsupported(node, f"{what} with a second argument", f"write {what}(x)")
             value = self(node.this)
             return value.floor() if isinstance(node, exp.Floor) else value.ceil()
+        if isinstance(node, exp.Array):  # APPROX_QUANTILES' list, say
+            return pl.concat_list([self(value) for value in node.expressions])
         if isinstance(node, exp.Coalesce):
             return pl.coalesce(self(value) for value in (node.this, *node.expressions))
         return super()._translate(node)

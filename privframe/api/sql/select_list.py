@@ -72,7 +72,7 @@ def select_items(
     unnamed = 0
     for item in select.expressions:
         alias = item.alias if isinstance(item, exp.Alias) else None
-        node = unwrapped(item.this if isinstance(item, exp.Alias) else item)
+        node = calls.quantile_list(unwrapped(item.this if isinstance(item, exp.Alias) else item))
         group = _group_name(node, groups, scope)
         if group is not None:
             items.append(Item(alias or group, node, None, group))
