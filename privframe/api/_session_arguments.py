@@ -62,12 +62,13 @@ def check_contributions(contributions: object) -> Bound | None:
 
 def check_name(name: object) -> str:
     """The private table's name in SQL: dotted parts, none empty or quoted."""
-    parts = name.split(".") if isinstance(name, str) else [""]
-    if not all(p.strip() and not set(p) & set('"`[]') for p in parts):
-        raise InvalidArgumentError(
-            f"name is the private table's name in SQL, e.g. 'data' or 'PUMS.PUMS'; got {name!r}"
-        )
-    return name
+    if isinstance(name, str) and all(
+        part.strip() and not set(part) & set('"`[]') for part in name.split(".")
+    ):
+        return name
+    raise InvalidArgumentError(
+        f"name is the private table's name in SQL, e.g. 'data' or 'PUMS.PUMS'; got {name!r}"
+    )
 
 
 def check_tables(tables: object, private: str) -> dict[str, pl.DataFrame]:

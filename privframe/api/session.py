@@ -411,7 +411,16 @@ class Session:
                     "with OPTIONS(epsilon=..., delta=...) spends those: .release() takes no rho)"
                 )
             return parsed
-        return parsed.release(rho, **release)
+        return parsed.release(
+            rho,
+            with_error=with_error,
+            weights=weights,
+            label=label,
+            delta=delta,
+            clamp=clamp,
+            intervals=intervals,
+            total=total,
+        )
 
     # -- used by Query ------------------------------------------------------------------
 

@@ -30,25 +30,25 @@ Supported: aggregates in the select list (``COUNT(*)``, ``COUNT(col)``,
 ``VAR``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STD``/``STDDEV_SAMP``/
 ``STDDEV_POP``, ``MEDIAN``, ``QUANTILE(x, q)``/``APPROX_QUANTILE(x, q)``,
 ``PERCENTILE_CONT(x, q)`` and ``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)``,
-``APPROX_QUANTILES(x, n)`` as a list column, BigQuery's ``ANON_*`` forms) with aliases and bounds in the call (``SUM(x, 0,
-100)``, ``x CLAMPED BETWEEN 0 AND 100``, ``contribution_bounds_per_group =>
-(0, 100)``); BigQuery/ZetaSQL's ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``
-and ``WITH ANONYMIZATION OPTIONS(...)`` (:mod:`~privframe.api.sql.options`: the
-query's own ε, δ and limits); arithmetic, comparisons, ``AND``/``OR``/``NOT``,
-``IN`` (literal lists), ``BETWEEN``, ``IS [NOT] NULL``, ``LIKE`` with a leading
-or trailing ``%``, ``CASE``, ``CAST``/``TRY_CAST`` (a failed cast gives NULL)
-and ``ABS`` in row expressions; ``WHERE``; ``GROUP BY`` columns, expressions
-or positions, with public keys for all, some or none of them; row subqueries
-in ``FROM`` and ``WITH`` tables (inlined into the same plan); the private
-table by the Session's ``name`` (``PUMS.PUMS``); ``[LEFT] JOIN`` public tables
-registered on the Session (``tables=``) on columns of the same name; and
-expressions over released values in the select list (``ROUND(AVG(x), 1)``,
-``COUNT(*) * 5``, ``SUM(a) / COUNT(*)``), ``HAVING``, ``ORDER BY``,
-``LIMIT``/``OFFSET`` and ``SELECT TOP n``, applied to the noisy result
-(post-processing: they cost nothing and see only released values; an
-aggregate used only there is measured as a hidden output). Anything else
-raises :class:`~privframe.errors.SQLError` naming the construct and its
-position.
+``APPROX_QUANTILES(x, n)`` as a list column, BigQuery's ``ANON_*`` forms) with
+aliases and bounds in the call (``SUM(x, 0, 100)``, ``x CLAMPED BETWEEN 0 AND
+100``, ``contribution_bounds_per_group => (0, 100)``); BigQuery/ZetaSQL's
+``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(...)`` and ``WITH ANONYMIZATION
+OPTIONS(...)`` (:mod:`~privframe.api.sql.options`: the query's own ε, δ and
+limits); arithmetic, comparisons, ``AND``/``OR``/``NOT``, ``IN`` (literal
+lists), ``BETWEEN``, ``IS [NOT] NULL``, ``LIKE`` with a leading or trailing
+``%``, ``CASE``, ``CAST``/``TRY_CAST`` (a failed cast gives NULL) and ``ABS``
+in row expressions; ``WHERE``; ``GROUP BY`` columns, expressions or positions,
+with public keys for all, some or none of them; row subqueries in ``FROM`` and
+``WITH`` tables (inlined into the same plan); the private table by the
+Session's ``name`` (``PUMS.PUMS``); ``[LEFT] JOIN`` public tables registered on
+the Session (``tables=``) on columns of the same name; and expressions over
+released values in the select list (``ROUND(AVG(x), 1)``, ``COUNT(*) * 5``,
+``SUM(a) / COUNT(*)``), ``HAVING``, ``ORDER BY``, ``LIMIT``/``OFFSET`` and
+``SELECT TOP n``, applied to the noisy result (post-processing: they cost
+nothing and see only released values; an aggregate used only there is measured
+as a hidden output). Anything else raises :class:`~privframe.errors.SQLError`
+naming the construct and its position.
 
 Sample vs population variance: both map to the same estimate (the bounded
 rows' plug-in variance with the noise bias removed); at the group sizes a

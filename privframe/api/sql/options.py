@@ -195,16 +195,17 @@ class PrivacyOptions:
                 give), or delta is given without epsilon.
         """
         self.check()
-        if self.epsilon is None:
+        epsilon, delta = self.epsilon, self.delta
+        if epsilon is None or delta is None:  # checked: both are given, or neither
             return None
         reserve = None
         if selects:
-            reserve = float(self.delta / 2)
+            reserve = float(delta / 2)
             # Read as privframe reads it (its repr's decimal); never more than half.
-            while exact("selection_delta", reserve) > self.delta / 2:
+            while exact("selection_delta", reserve) > delta / 2:
                 reserve = math.nextafter(reserve, 0.0)
-        converted = ApproxDP(self.epsilon, self.delta).to_zcdp(selection_delta=reserve or 0)
-        return OptionsBudget(converted.exact_rho, reserve, self.epsilon, self.delta)
+        converted = ApproxDP(epsilon, delta).to_zcdp(selection_delta=reserve or 0)
+        return OptionsBudget(converted.exact_rho, reserve, epsilon, delta)
 
 
 def read_options(clause: PrivacyClause, unit: str | None) -> PrivacyOptions:
