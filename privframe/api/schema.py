@@ -18,6 +18,7 @@ import pandas as pd
 import polars as pl
 
 from privframe.engines.expressions import check_types, plain_types
+from privframe.engines.names import refuse_case_twins
 from privframe.engines.spec import apply_steps
 from privframe.errors import InvalidArgumentError, InvalidValueError, columns_note
 from privframe.plan.ir import Plan
@@ -36,26 +37,7 @@ def schema_after(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Sch
         >>> dict(schema_after(pl.Schema({"x": pl.Int64}), None, Plan()))
         {'x': Int64}
     """
-    columns = set(data_schema)
-    for step in plan.steps:
-        if step.kind == "join" and step.table is not None:
-            clash = sorted((set(step.table.columns) - set(step.on)) & columns)
-            if clash:
-                raise InvalidValueError(
-                    f"the public table's columns {clash} already exist in the data; "
-                    "rename them before joining"
-                )
-            columns |= set(step.table.columns)
-        if step.kind == "with_columns":
-            outputs = (e.meta.output_name(raise_if_undetermined=False) for e in step.exprs)
-            names = {name for name in outputs if name is not None}
-            if unit is not None and unit in names:
-                raise InvalidValueError(
-                    f"with_columns may not rewrite the privacy unit column "
-                    f"{unit!r}: bounding is per unit, and a rewritten unit could "
-                    "split one person into many"
-                )
-            columns |= names
+    _check_new_names(list(data_schema), unit, plan)
     problem = None
     try:
         schema = data_schema
@@ -83,6 +65,39 @@ def schema_after(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Sch
             f"columns: {problem}"
         )
     return schema
+
+
+def _check_new_names(columns: list[str], unit: str | None, plan: Plan) -> None:
+    """Refuse a step that would replace a column it must not: the unit, or one of another case.
+
+    A join may add no column of the data; with_columns may rewrite any column
+    but the privacy unit's by its exact name. Neither may add a name that
+    differs from another column's in case only (:mod:`privframe.engines.names`:
+    Spark would take it for that column).
+    """
+    for step in plan.steps:
+        if step.kind == "join" and step.table is not None:
+            added = [c for c in step.table.columns if c not in step.on]
+            clash = sorted(set(added) & set(columns))
+            if clash:
+                raise InvalidValueError(
+                    f"the public table's columns {clash} already exist in the data; "
+                    "rename them before joining"
+                )
+            refuse_case_twins(added, columns, "the public table's column", unit)
+        elif step.kind == "with_columns":
+            outputs = (e.meta.output_name(raise_if_undetermined=False) for e in step.exprs)
+            added = [name for name in outputs if name is not None]
+            if unit is not None and unit in added:
+                raise InvalidValueError(
+                    f"with_columns may not rewrite the privacy unit column "
+                    f"{unit!r}: bounding is per unit, and a rewritten unit could "
+                    "split one person into many"
+                )
+            refuse_case_twins(added, columns, "with_columns column", unit)
+        else:
+            continue
+        columns += [name for name in dict.fromkeys(added) if name not in columns]
 
 
 def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:

@@ -15,6 +15,7 @@ import numpy.typing as npt
 import polars as pl
 import pyarrow as pa
 
+from privframe.engines.names import refuse_case_twins
 from privframe.engines.spark._columns import clip, col, long_literal
 from privframe.engines.spark.expressions import spark_type, to_spark
 from privframe.engines.spec import HistogramSpec, RowStep, ValueSpec, apply_steps, checked_step
@@ -179,16 +180,21 @@ def apply_spark_steps(
                 frame = frame.filter(to_spark(expr, schema))
             continue
         if step.kind == "with_columns":
+            named = {e.meta.output_name(): to_spark(e, schema) for e in step.exprs}
+            # Spark matches names ignoring case: a new "U" would replace "u" (the plan
+            # check refuses it first; an engine must not run it either way).
+            refuse_case_twins(list(named), list(schema), "with_columns column")
             # One projection: every expression sees the frame before the step, as in polars.
-            frame = frame.withColumns(
-                {e.meta.output_name(): to_spark(e, schema) for e in step.exprs}
-            )
+            frame = frame.withColumns(named)
         else:
             assert step.table is not None
             on = list(step.on)
+            added = [c for c in step.table.columns if c not in on]
+            refuse_case_twins(added, list(schema), "the public table's column")
             table = spark_table(frame.sparkSession, step.table)
-            # polars suffixes the table's clashing columns with "_right"; Spark would keep both.
-            clash = {c: f"{c}_right" for c in table.columns if c not in on and c in schema}
+            # polars suffixes the table's clashing columns with "_right"; Spark would keep
+            # both. A clash in case only was refused above: polars would keep both names.
+            clash = {c: f"{c}_right" for c in added if c in schema}
             if clash:
                 table = table.withColumnsRenamed(clash)
             frame = frame.join(f.broadcast(table), on=on, how=step.how)
