@@ -243,7 +243,7 @@ class Query:
                 by partition selection (a unit in k groups is in at most k
                 combinations, so the selection is the plain one's), and each
                 chosen combination gets a row for every public key (a noisy
-                zero where no data has it).
+                zero where no data has it). Its release needs ``delta=``.
             other: with ``keys`` over one string column, the label of one
                 extra group that collects the rows whose key is not public
                 (and null keys) instead of dropping them. It is a public key
@@ -404,7 +404,9 @@ class Query:
             label: a label for the ledger entry.
             delta: for a query that chooses its groups privately (a group_by
                 column without public keys), the δ spent on that choice; by
-                default all the δ the session has left. Other queries spend no δ.
+                default all the δ the session has left. With public keys for
+                some group columns only, ``delta`` must be given: the others
+                are chosen privately only when asked. Other queries spend no δ.
             clamp: clip each estimate into the range its true value can take
                 (counts >= 0, means and quantiles within their bounds, ...):
                 never a larger error, but biased near the range's edges; False
@@ -422,7 +424,8 @@ class Query:
             BudgetExceededError: ``rho`` does not fit in what remains; nothing
                 is released and nothing is charged.
             InvalidArgumentError: an argument it does not take (``epsilon=``:
-                the message says how to spend an (ε, δ) budget) or no ``rho``.
+                the message says how to spend an (ε, δ) budget), no ``rho``, or
+                no ``delta`` with public keys for some group columns only.
         """
         request = self.request(
             rho,
@@ -497,5 +500,13 @@ class Query:
             >>> [r.columns for r in sess.release_all([q.request(0.5), q.request(0.5)])]
             [['count'], ['count']]
         """
+        if delta is None and self.plan.keys is not None and self.plan.selected:
+            # Keys for some group columns only used to be refused: the default δ (all
+            # that is left) must not be spent on a column the user forgot to key.
+            raise InvalidArgumentError(
+                f"group_by columns {list(self.plan.selected)} have no public keys: their "
+                "combinations would be chosen privately, spending delta; pass delta=... to "
+                f"opt in, or give keys for every group column {list(self.plan.group_by)}"
+            )
         post = post_processing(self.plan, clamp, intervals, total)
         return Request(self, rho, with_error, weights, label, delta, post=post)

@@ -430,6 +430,13 @@ def _query(
         for aggregate in _aggregate(item, f"{where}.aggregates[{i}]", metadata)
     )
     keys = _keys(table, group_by, where, metadata)
+    unkeyed = [c for c in group_by if keys is not None and c not in keys.columns]
+    if unkeyed and delta is None:
+        raise SpecError(
+            f"{where}: group_by columns {unkeyed} have no keys (in the query or the "
+            "metadata): they would be chosen privately, spending delta; give delta = ... "
+            "to opt in, or keys for every group column"
+        )
     post = _post(table, where)
     if post.total and not group_by:
         raise SpecError(f"{where}.total adds a row for all groups together: it needs group_by")

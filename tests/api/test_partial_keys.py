@@ -127,19 +127,12 @@ def test_charges_exactly_what_a_plain_private_selection_charges() -> None:
     assert description["n_keys"] is None  # how many groups appear is not public
 
 
-def test_by_default_spends_the_delta_left_and_then_refuses() -> None:
-    sess = session()
-    partial_query(sess).release(RHO / 2)
-    assert sess.remaining.delta == 0
-    with pytest.raises(pf.InvalidBudgetError, match="'month'"):
-        partial_query(sess).release(RHO / 2)
-    assert len(sess.ledger) == 1
-
-
 def test_a_budget_without_delta_is_refused_before_anything_runs() -> None:
     sess = session(budget=pf.zCDP(rho=RHO))
     with pytest.raises(pf.InvalidBudgetError, match="public keys"):
-        partial_query(sess).release(RHO)
+        partial_query(sess).explain(RHO)
+    with pytest.raises(pf.BudgetExceededError, match="delta"):
+        partial_query(sess).release(RHO, delta=DELTA)
     assert sess.ledger == ()
 
 

@@ -75,7 +75,7 @@ def _audit(seed: int) -> RareAudit:
     )
     selection = query.explain(rho=RHO).plan.selection  # public: spends nothing
     assert selection is not None
-    result = query.release(rho=RHO)  # spends all the session's δ
+    result = query.release(rho=RHO, delta=DELTA)  # all the session's δ
     assert isinstance(result, pl.DataFrame)
     assert {"a", "b"} <= set(result["m"].to_list())  # 200 units: far above τ
     assert not result["m"].str.ends_with(f"_{K}").any()  # non-public rows: no combination
