@@ -121,3 +121,10 @@ def test_an_exact_rewrite_of_a_column_other_than_the_unit_still_runs(data: Any) 
     query = query.bound(max_groups=1, max_rows_per_group=1)
     released = query.agg(pf.sum("x", (0, 10)).alias("s")).release(rho=1e5)
     assert abs(first(released, "s")) < 1  # every x rewritten to 0: without the rewrite it is 5 × 51
+
+
+def test_spark_data_with_columns_differing_only_in_case_is_refused_when_opened(spark: Any) -> None:
+    # Spark cannot tell "u" from "U" apart (polars can: such data stays allowed there).
+    data = spark.createDataFrame([(1, 2, 5.0)], "u long, U long, x double")
+    with pytest.raises(pf.InvalidValueError, match="columns 'u' and 'U' differ only in case"):
+        pf.Session(data, "u", pf.zCDP(1.0))

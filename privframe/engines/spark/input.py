@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from privframe.engines.inputs import MISSING_UNITS, Opened, check_unit_column, exact_pandas
+from privframe.engines.names import case_twin
 from privframe.engines.spark.engine import SparkEngine
 from privframe.engines.spark.frames import has_missing_units, plain_frame, to_spark_result
 from privframe.errors import InvalidValueError
@@ -34,8 +35,19 @@ def open_input(data: Any, privacy_unit: str | None, results: str = "pandas") -> 
     Raises:
         InvalidArgumentError: the unit column's type cannot identify units exactly.
         InvalidValueError: the privacy unit column is missing, some rows have
-            no unit, or reading the unit column failed.
+            no unit, reading the unit column failed, or two columns' names
+            differ only in case.
     """
+    columns = list(data.columns)
+    for i, name in enumerate(columns):
+        twin = case_twin(name, columns[:i])
+        if twin is not None:
+            # Spark matches names ignoring case: neither could be read (or be the unit).
+            raise InvalidValueError(
+                f"the Spark DataFrame's columns {twin!r} and {name!r} differ only in case, "
+                "which Spark cannot tell apart; rename one, e.g. "
+                f"data.withColumnRenamed({name!r}, ...)"
+            )
     frame, schema = plain_frame(data, privacy_unit)
     check_unit_column(privacy_unit, schema)
     if privacy_unit is not None and has_missing_units(frame, privacy_unit, schema[privacy_unit]):
