@@ -42,6 +42,7 @@ from privframe.api.sql._common import (
 )
 from privframe.api.sql.metadata import Column, entry
 from privframe.api.sql.rows import Rows
+from privframe.engines.names import same_ignoring_case
 from privframe.errors import SQLError
 
 _PRIVATE = "\x00private"
@@ -131,8 +132,7 @@ class Scope:
         Case counts: an engine that matches names ignoring case (Spark) would
         take a new ``U`` for the unit column ``u``.
         """
-        folded = name.casefold()
-        return any(c.casefold() == folded for c in (*self._existing, *self.derived))
+        return any(same_ignoring_case(name, c) for c in (*self._existing, *self.derived))
 
     def derive(self, expr: pl.Expr, name: str) -> str:
         """Add a derived column under ``name``, or ``name_2``, ... if that is taken."""
