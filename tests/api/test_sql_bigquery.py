@@ -540,3 +540,29 @@ def test_approx_quantiles_needs_a_whole_count_of_quantiles(n: str) -> None:
     sess = session(keyed=True)
     text = f"SELECT APPROX_QUANTILES(quantity, {n}) AS q FROM data"
     assert "APPROX_QUANTILES" in refusal(sess, text).construct
+
+
+@pytest.mark.parametrize(
+    ("qualified", "source", "refused"),
+    [
+        ("members.id", "(SELECT * FROM data) AS members", False),
+        ("data.id", "data", False),
+        ("other.id", "data", True),
+        ("zones.id", "data", True),
+    ],
+)
+def test_a_qualified_privacy_unit_column_must_be_the_private_tables(
+    qualified: str, source: str, refused: bool
+) -> None:
+    sess = pf.Session(
+        DATA,
+        "id",
+        BIG,
+        contributions=pf.Bound(max_rows_per_group=3),
+        tables={"zones": pl.DataFrame({"id": [1], "zone": ["a"]})},
+    )
+    text = f"{DP}privacy_unit_column={qualified}) COUNT(*) AS n FROM {source}"
+    if refused:
+        assert refusal(sess, text).construct == "privacy_unit_column"
+    else:
+        assert sess.sql(text).options is not None

@@ -104,6 +104,11 @@ class Scope:
         where = "in the data" if table == _PRIVATE else f"in the table {table!r}"
         return resolve(node, self.columns_of(table), where)
 
+    def is_private(self, qualifier: exp.Expr) -> bool:
+        """Whether a column's qualifier (``d`` in ``d.id``) names the private table or its alias."""
+        found = lookup(*identifier(qualifier), self.aliases)
+        return len(found) == 1 and self.aliases[found[0]] == _PRIVATE
+
     def canonical(self, node: exp.Expr) -> exp.Expr:
         """``node`` with every column spelt as the column it names, without table prefix.
 

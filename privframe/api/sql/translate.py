@@ -70,6 +70,8 @@ def parse(
         nested = True
     if nested:
         raise SQLError("the SQL is nested too deeply to translate", construct="nesting")
+    if clause is not None:
+        _check_unit_table(clause, scope)
     if options is not None and options.public_groups and post.selection is not None:
         message, where = post.selection
         raise SQLError(
@@ -183,3 +185,24 @@ def _translate(
     )
     post = post_processing(statement, items, list(groups), scope.canonical, selection)
     return query, post, integers
+
+
+def _check_unit_table(clause: exp.Expr, scope: Scope) -> None:
+    """``privacy_unit_column=t.id`` must qualify the column by the private table (or its alias).
+
+    Its name is checked against the Session's unit when the options are read;
+    the qualifier only once FROM and JOIN have said what each table name means.
+    """
+    for option in clause.expressions:
+        column = option.expression if isinstance(option, exp.EQ) else None
+        if option.this.name.casefold() != "privacy_unit_column" or not isinstance(
+            column, exp.Column
+        ):
+            continue
+        if column.table and not scope.is_private(column.args["table"]):
+            raise refuse(
+                column,
+                "privacy_unit_column",
+                f"privacy_unit_column={column.sql()} names a column of {column.table!r}, which "
+                "is not the private table: the privacy unit is a column of the private table",
+            )
