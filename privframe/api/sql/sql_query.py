@@ -157,6 +157,9 @@ class SQLQuery:
         spend = self.spend()
         if spend is not None:
             notes += (spend.describe(),)
+            # Stated at the OPTIONS' delta: the selection's share plus the rest, which rho used.
+            rest = float(spend.delta - spend.exact_selection_delta)
+            explanation = dataclasses.replace(explanation, report_delta=rest)
         selection = self._post.selection
         if selection is not None and delta is None:
             chosen = ", ".join(self._query.plan.selected)
