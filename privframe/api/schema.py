@@ -114,6 +114,7 @@ def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
         privframe.errors.InvalidValueError: sum column 'y' is not in the data; ...
     """
     schema = schema_after(data_schema, unit, plan)
+    copies = _unit_copies(unit, plan)
     used = (*plan.group_by, *(c for a in plan.aggregates for c in a.columns))
     internal = sorted({c for c in (*used, unit or "") if c.startswith("__")})
     if internal:
@@ -143,6 +144,12 @@ def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
                 f"group_by column {column!r} is the privacy unit column; group by another "
                 "column (per-unit results are not what a private group-by releases)"
             )
+        if column in copies:
+            raise InvalidValueError(
+                f"group_by column {column!r} is computed from the privacy unit column "
+                f"{unit!r} alone; group by another column (per-unit results are not what a "
+                "private group-by releases)"
+            )
     if plan.other is not None and schema[plan.group_by[0]] != pl.String:
         raise InvalidArgumentError(
             f"other= needs a string key column; {plan.group_by[0]!r} has type "
@@ -157,6 +164,26 @@ def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
     if plan.keys is not None:
         exact_keys(plan.keys.to_polars(), schema)
     return schema
+
+
+def _unit_copies(unit: str | None, plan: Plan) -> set[str]:
+    """The derived columns computed from the privacy unit column alone (``uid = user_id``).
+
+    Grouping by one is grouping by the unit under another name, or by a
+    function of it: per-unit results, which the unit's own name is refused for.
+    """
+    copies: set[str] = set()
+    if unit is None:
+        return copies
+    for step in plan.steps:
+        for expr in step.exprs if step.kind == "with_columns" else ():
+            name = expr.meta.output_name(raise_if_undetermined=False)
+            roots = set(expr.meta.root_names())
+            if name is not None and roots and roots <= {unit, *copies}:
+                copies.add(name)
+            elif name is not None:
+                copies.discard(name)
+    return copies
 
 
 def _check_boolean(predicate: pl.Expr, schema: pl.Schema) -> None:

@@ -128,3 +128,17 @@ def test_spark_data_with_columns_differing_only_in_case_is_refused_when_opened(s
     data = spark.createDataFrame([(1, 2, 5.0)], "u long, U long, x double")
     with pytest.raises(pf.InvalidValueError, match="columns 'u' and 'U' differ only in case"):
         pf.Session(data, "u", pf.zCDP(1.0))
+
+
+@pytest.mark.parametrize(
+    "copy", [pl.col("u"), pl.col("u").cast(pl.String, strict=False), pl.col("u") + 0], ids=str
+)
+def test_grouping_by_a_column_computed_from_the_unit_alone_is_refused(copy: pl.Expr) -> None:
+    frame = pl.DataFrame(ROWS, schema=["u", "t", "x"], orient="row")
+    sess = session(frame)
+    query = sess.query().with_columns(uid=copy).bound(max_groups=1, max_rows_per_group=1)
+    with pytest.raises(pf.InvalidValueError, match="computed from the privacy unit column 'u'"):
+        query.group_by("uid").agg(pf.count()).release(rho=1.0, delta=1e-9)
+    assert sess.ledger == ()
+    grouped = sess.query().with_columns(big=pl.col("x") > 1).bound(1, 1)
+    assert grouped.group_by("big", keys=[True, False]).agg(pf.count()).explain(1.0)

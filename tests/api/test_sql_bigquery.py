@@ -578,3 +578,32 @@ def test_explain_states_a_selecting_options_query_at_its_own_delta_within_its_ep
     assert "at delta = 0.001:" in line
     epsilon = float(line.split("epsilon = ")[1].split()[0])
     assert epsilon <= 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT item, APPROX_QUANTILES(quantity, 2, 0, 100) AS q FROM data GROUP BY item "
+        "ORDER BY q + 1",
+        "SELECT item, APPROX_QUANTILES(quantity, 2, 0, 100) AS q FROM data GROUP BY item "
+        "ORDER BY CAST(q AS VARCHAR)",
+        "SELECT item, APPROX_QUANTILES(quantity, 2, 0, 100) AS q, COUNT(*) AS n FROM data "
+        "GROUP BY item HAVING q + 1 = q",
+        "SELECT APPROX_QUANTILES(quantity, 2, 0, 100) + 1 AS q FROM data",
+        "SELECT APPROX_QUANTILES(quantity) AS q FROM data",
+        "SELECT APPROX_QUANTILES(DISTINCT quantity, 2) AS q FROM data",
+        "SELECT item, [COUNT(*), 1] AS q FROM data GROUP BY item",
+        "SELECT item, [] AS q, COUNT(*) FROM data GROUP BY item",
+    ],
+)
+def test_a_list_column_is_computed_only_whole_and_refused_before_any_charge(text: str) -> None:
+    sess = session(keyed=True, contributions=pf.Bound(max_groups=3, max_rows_per_group=3))
+    with pytest.raises(pf.SQLError) as refused:
+        sess.sql(text, rho=1.0)
+    assert refused.value.__context__ is None
+    assert not sess.ledger
+
+
+def test_a_public_groups_list_matches_its_column_ignoring_case() -> None:
+    text = PUBLIC_GROUPS.replace("SELECT DISTINCT item", "SELECT DISTINCT ITEM")
+    assert session().sql(text).query.plan.keys is not None

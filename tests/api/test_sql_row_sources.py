@@ -183,3 +183,32 @@ def test_a_subquery_may_respell_a_column_and_a_public_table_may_be_called_data()
     sess = session(name="PUMS.PUMS", tables={"data": labels})
     plan = sess.sql("SELECT COUNT(*) FROM PUMS.PUMS JOIN data USING (sex) WHERE label = 'f'")
     assert plan.query.plan.steps
+
+
+@pytest.mark.parametrize(
+    ("text", "construct"),
+    [
+        ("SELECT SUM(age) FROM (SELECT * REPLACE (age * 0 AS age) FROM data) AS s", "EXCEPT"),
+        ("SELECT COUNT(*) FROM (SELECT * EXCEPT (income) FROM data) AS s", "EXCEPT"),
+        (
+            "WITH zones AS (SELECT sex, age AS zone FROM data) "
+            "SELECT COUNT(*) FROM data JOIN zones USING (sex)",
+            "JOIN 'zones'",
+        ),
+        ("SELECT uid, COUNT(*) FROM (SELECT pid AS uid FROM data) AS s GROUP BY uid", "query"),
+        ("SELECT CAST(pid AS VARCHAR) AS p, COUNT(*) FROM data GROUP BY p", "query"),
+    ],
+)
+def test_what_would_hide_or_copy_a_column_is_refused(text: str, construct: str) -> None:
+    sess = session(tables={"zones": pl.DataFrame({"sex": [0, 1], "zone": ["a", "b"]})})
+    with pytest.raises(pf.SQLError) as refused:
+        sess.sql(text, rho=1.0, delta=1e-9)
+    assert construct in refused.value.construct
+    assert not sess.ledger
+
+
+def test_an_integer_of_thousands_of_digits_is_refused_or_read_as_every_row() -> None:
+    sess = session()
+    with pytest.raises(pf.SQLError, match="64-bit"):
+        sess.sql("SELECT COUNT(*) FROM data WHERE age > " + "1" * 5000)
+    assert sess.sql("SELECT COUNT(*) AS n FROM data LIMIT " + "1" * 5000, rho=1.0).height == 1

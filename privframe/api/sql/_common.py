@@ -30,6 +30,9 @@ from privframe.errors import (
 TABLE = "data"
 """The name of the private table in FROM."""
 
+QUANTILE_LIST = "privframe_quantile_list"
+"""The mark (in ``meta``) on the array APPROX_QUANTILES becomes: the only array released."""
+
 # The clause and operator words a typo most often hits.
 KEYWORDS = (
     *("SELECT", "FROM", "WHERE", "GROUP", "BY", "HAVING", "ORDER", "LIMIT", "OFFSET"),
@@ -247,6 +250,11 @@ def literal_value(node: exp.Expr) -> Any:
         if node.is_string:
             return node.this
         text = node.this
+        # Over 19 digits is beyond 64 bits: refused before int() parses a huge number.
+        if text.lstrip("-").isdigit() and len(text.lstrip("-0")) > 19:
+            raise unsupported(
+                node, f"the integer {text[:30]}", "integers are 64-bit: write it as a decimal"
+            )
         number = int(text) if text.lstrip("-").isdigit() else float(text)
         if isinstance(number, int) and not -(2**63) <= number < 2**63:
             raise unsupported(

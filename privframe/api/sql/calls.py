@@ -39,7 +39,13 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
-from privframe.api.sql._common import construct, literal_value, refuse, unsupported
+from privframe.api.sql._common import (
+    QUANTILE_LIST,
+    construct,
+    literal_value,
+    refuse,
+    unsupported,
+)
 from privframe.api.sql.dialect import BOUNDED_FUNCTIONS, ORIGINAL_NAME, Clamped
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
@@ -106,6 +112,14 @@ def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope) -> Aggregate
         target = order.expressions[0].this
         q = literal_value(node.this.this)
         return _quantile(target, q, alias, "PERCENTILE_CONT", scope)
+    if isinstance(node, exp.ApproxQuantiles):
+        what = written_name(node)
+        raise unsupported(
+            node,
+            f"{what} inside an expression",
+            f"{what}(x, n) is a select-list item of its own (its list column); for one "
+            "quantile write PERCENTILE_CONT(x, q)",
+        )
     if isinstance(node, exp.Anonymous) and node.name.upper() in BOUNDED_FUNCTIONS:
         name = node.name.upper()
         raise unsupported(
@@ -140,20 +154,24 @@ def quantile_list(node: exp.Expr) -> exp.Expr:
     """
     if not isinstance(node, exp.ApproxQuantiles):
         return node
+    what = written_name(node)
+    if node.expression is None or isinstance(node.this, exp.Distinct):
+        raise unsupported(node, f"this {what}", f"write {what}(x, n), n the number of parts")
     n = literal_value(node.expression)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_QUANTILES:
-        what = written_name(node)
         raise unsupported(
             node,
             f"{what}(x, {node.expression.sql()})",
             f"n is a whole number, 1 to {MAX_QUANTILES}",
         )
-    return exp.Array(
+    array = exp.Array(
         expressions=[
             exp.PercentileCont(this=node.this.copy(), expression=exp.Literal.number(i / n))
             for i in range(n + 1)
         ]
     )
+    array.meta[QUANTILE_LIST] = True
+    return array
 
 
 def written_name(node: exp.Expr) -> str:

@@ -253,6 +253,8 @@ def _notes(select: exp.Select, items: list[Item], derived: tuple[Derived, ...]) 
 def _count_of(node: exp.Expr, clause: str) -> int:
     digits = isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()
     # A count beyond 64 bits is read, not refused: it keeps every row.
+    if digits and len(node.this.lstrip("0")) > 19:
+        return 2**63 - 1
     value = int(node.this) if digits else literal_value(node)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise unsupported(node, f"{clause} {node.sql()}", "use a non-negative integer literal")

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import polars as pl
 from sqlglot import exp
 
-from privframe.api.sql._common import literal_value, refuse, unsupported
+from privframe.api.sql._common import QUANTILE_LIST, literal_value, refuse, unsupported
 from privframe.api.sql.rows import Rows, sql_type
 
 __all__ = [
@@ -258,7 +258,9 @@ class Released(Rows):
                 raise unsupported(node, f"{what} with a second argument", f"write {what}(x)")
             value = self(node.this)
             return value.floor() if isinstance(node, exp.Floor) else value.ceil()
-        if isinstance(node, exp.Array):  # APPROX_QUANTILES' list, say
+        if isinstance(node, exp.Array):
+            if not node.meta.get(QUANTILE_LIST):
+                raise unsupported(node, "an ARRAY", "only APPROX_QUANTILES(x, n) makes one")
             return pl.concat_list([self(value) for value in node.expressions])
         if isinstance(node, exp.Coalesce):
             return pl.coalesce(self(value) for value in (node.this, *node.expressions))

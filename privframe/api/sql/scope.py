@@ -281,6 +281,10 @@ class Scope:
 
     def _subquery_item(self, item: exp.Expr, sub: Scope) -> list[str]:
         """The column names one item of a subquery's select list makes visible."""
+        star = item if isinstance(item, exp.Star) else item.this
+        modifiers = ("except", "except_", "replace", "rename")
+        if isinstance(star, exp.Star) and any(star.args.get(k) for k in modifiers):
+            raise unsupported(star, "SELECT * EXCEPT/REPLACE", "name the subquery's columns")
         if isinstance(item, exp.Star):
             self._renamed.update({n: n for n in sub._renamed})  # composed with sub's below
             return sub.available()
@@ -351,8 +355,8 @@ class Scope:
         select = join.this.this
         groups = self._group_list(select) if isinstance(select, exp.Select) else None
         side = (join.side or "").upper()
-        using = [identifier(c)[0] for c in join.args.get("using") or []]
-        if groups is None or side != "RIGHT" or using != [groups[0]]:
+        using = [identifier(c)[0].casefold() for c in join.args.get("using") or []]
+        if groups is None or side != "RIGHT" or using != [groups[0].casefold()]:
             raise unsupported(
                 join.this,
                 "a subquery in a JOIN",
@@ -386,6 +390,13 @@ class Scope:
         table = join.this
         if not isinstance(table, exp.Table):
             raise unsupported(table, "a JOIN on something other than a table")
+        if not table.args.get("db") and lookup(*identifier(table), self._ctes):
+            raise unsupported(
+                table,
+                f"JOIN {table.name!r}",
+                "it names a WITH table, which reads the private table: joining private rows "
+                "to private rows has no contribution bound",
+            )
         method = join.args.get("method")
         if method:
             raise unsupported(join, f"{str(method).upper()} JOIN", "join with ON or USING")

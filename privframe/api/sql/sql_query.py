@@ -264,8 +264,9 @@ class SQLQuery:
         """Refuse, before anything is charged, a query or HAVING/ORDER BY that cannot run.
 
         Runs the builder query's checks (:meth:`~privframe.api.query.Query.check`),
-        then the post-processing on an empty table with the release's column
-        types (with the error columns when ``with_error``).
+        then the post-processing on an empty table and on one row of made-up
+        values, with the release's column types (with the error columns when
+        ``with_error``).
 
         Raises:
             SQLError: the query does not fit the data's schema (the builder's
@@ -285,9 +286,12 @@ class SQLQuery:
                     columns[aggregate.output_name + suffix] = pl.Float64()
         failure = None
         try:
+            # On no rows, and on one row of made-up values: polars checks some types
+            # (arithmetic on a list, say) only on values. Neither holds any data.
             self._post.finish(pl.DataFrame(schema=columns), with_error)
+            self._post.finish(_made_up_row(columns), with_error)
         except pl.exceptions.PolarsError as err:
-            failure = f"{type(err).__name__}: {err}"  # of an empty table: no data in it
+            failure = f"{type(err).__name__}: {err}"  # of made-up tables: no data in them
         if failure is not None:
             # Raised outside the handler, so no polars error rides along as its context.
             raise SQLError(
@@ -333,3 +337,18 @@ class SQLQuery:
     def _repr_html_(self) -> str:
         """Notebook view: the SQL text and the equivalent plan."""
         return f"<pre>{html.escape(self._text)}</pre>" + query_html(self._query)
+
+
+def _made_up_row(columns: dict[str, pl.DataType]) -> pl.DataFrame:
+    """One row of the given types: 0, "" or False where a type has one, else null."""
+    made_up: dict[str, object] = {}
+    for name, dtype in columns.items():
+        value: object = None
+        if dtype.is_numeric():
+            value = 0
+        elif dtype == pl.String:
+            value = ""
+        elif dtype == pl.Boolean:
+            value = False
+        made_up[name] = pl.Series(name, [value], dtype=dtype)
+    return pl.DataFrame(made_up)
