@@ -306,6 +306,22 @@ def test_same_seed_same_choice():
     assert run(df, s).equals(run(df, s))
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_the_groups_kept_are_those_of_ranking_every_unit(seed: int) -> None:
+    """Only units over k are ranked; the kept set is the one a rank of every unit gives."""
+    df = pl.concat([small_data(seed), heavy_unit(n_rows=600, unit=-1), heavy_unit(300, -2, 4)])
+    s = spec(keys=KEYS, k=2, m=3, values=(vspec("sum", "x", -50, 50, j=2),), seed=seed)
+    cells = df.group_by("u", "g").agg(pl.len().alias("n"), pl.col("x").sum())
+    key = pl.col("g").cast(pl.Enum(KEYS)).to_physical().cast(pl.UInt32)
+    kept = cells.with_columns(key.alias("__key"))
+    kept = kept.with_columns(
+        pl.struct("u", "__key").hash(seed).rank("ordinal").over("u").alias("r")
+    ).filter(pl.col("r") <= 2)
+    counts = kept.group_by("g").agg(pl.col("n").clip(upper_bound=3).sum().alias("want"))
+    out = run(df, s).join(counts, on="g", how="left").with_columns(pl.col("want").fill_null(0))
+    assert out[COUNT].to_list() == out["want"].to_list()
+
+
 def test_a_units_choice_does_not_depend_on_other_units():
     heavy = heavy_unit()
     s = spec(keys=KEYS, k=2, m=3, seed=8)
