@@ -250,16 +250,16 @@ def literal_value(node: exp.Expr) -> Any:
         if node.is_string:
             return node.this
         text = node.this
-        # Over 19 digits is beyond 64 bits: refused before int() parses a huge number.
-        if text.lstrip("-").isdigit() and len(text.lstrip("-0")) > 19:
-            raise unsupported(
-                node, f"the integer {text[:30]}", "integers are 64-bit: write it as a decimal"
-            )
-        number = int(text) if text.lstrip("-").isdigit() else float(text)
-        if isinstance(number, int) and not -(2**63) <= number < 2**63:
-            raise unsupported(
-                node, f"the integer {text}", "integers are 64-bit: write it as a decimal, e.g. 1e20"
-            )
+        if text.lstrip("-").isdigit():
+            integer = whole_number(text)
+            if integer is None:
+                raise unsupported(
+                    node,
+                    f"the integer {text[:30]}",
+                    "integers are 64-bit: write it as a decimal, e.g. 1e20",
+                )
+            return integer
+        number = float(text)
         if not math.isfinite(number):
             raise unsupported(node, f"the number {text}", "it is beyond the largest float")
         return number
@@ -276,6 +276,23 @@ def literal_value(node: exp.Expr) -> Any:
             f"write the text in single quotes ('{name}')",
         )
     raise unsupported(node, construct(node), "only literal values are allowed here")
+
+
+def whole_number(text: str) -> int | None:
+    """The 64-bit integer a literal's digits spell, or None beyond 64 bits.
+
+    Over 19 digits is beyond 64 bits whatever they are: such text is never
+    parsed (``int()`` of thousands of digits is slow, and Python refuses it).
+
+    Example:
+        >>> from privframe.api.sql._common import whole_number
+        >>> whole_number("-42"), whole_number("9223372036854775808"), whole_number("1" * 5000)
+        (-42, None, None)
+    """
+    if len(text.lstrip("-").lstrip("0")) > 19:
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def position_number(node: exp.Literal, clause: str) -> int:

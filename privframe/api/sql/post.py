@@ -43,6 +43,7 @@ from privframe.api.sql._common import (
     position_number,
     resolve,
     unsupported,
+    whole_number,
 )
 from privframe.api.sql.released import Affine, Released, Requirement, affine
 from privframe.api.sql.select_list import Item
@@ -252,10 +253,11 @@ def _notes(select: exp.Select, items: list[Item], derived: tuple[Derived, ...]) 
 
 def _count_of(node: exp.Expr, clause: str) -> int:
     digits = isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()
-    # A count beyond 64 bits is read, not refused: it keeps every row.
-    if digits and len(node.this.lstrip("0")) > 19:
-        return 2**63 - 1
-    value = int(node.this) if digits else literal_value(node)
+    if digits:
+        # A count beyond 64 bits is read, not refused: it keeps every row.
+        value = whole_number(node.this)
+        return 2**63 - 1 if value is None else value
+    value = literal_value(node)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise unsupported(node, f"{clause} {node.sql()}", "use a non-negative integer literal")
     return min(value, 2**63 - 1)  # no table has more rows; polars takes at most this
