@@ -265,47 +265,53 @@ class Scope:
         if where is not None:
             query = query.filter(sub.rows(where.this))
         visible: list[str] = []
+        derived: dict[str, pl.Expr] = {}
         for item in inner.expressions:
-            for name in self._subquery_item(item, sub):
+            for name, expr in self._subquery_item(item, sub):
                 if lookup(name, False, visible):
                     raise refuse(item, "a subquery", f"two of its columns are called {name!r}")
                 visible.append(name)
-        if self.derived:
-            query = query.with_columns(**self.derived)
-            self._existing |= set(self.derived)
-            self.derived = {}
-        composed = {n: sub._renamed.get(s, s) for n, s in self._renamed.items()}
-        self._renamed = {n: s for n, s in composed.items() if n != s}
+                if expr is not None:
+                    derived[name] = expr
+        if derived:
+            query = query.with_columns(**derived)
+            self._existing |= set(derived)
         self._columns = visible
         return query
 
-    def _subquery_item(self, item: exp.Expr, sub: Scope) -> list[str]:
-        """The column names one item of a subquery's select list makes visible."""
+    def _subquery_item(self, item: exp.Expr, sub: Scope) -> list[tuple[str, pl.Expr | None]]:
+        """The columns one subquery item makes visible, each with its deriving expression.
+
+        The expression is None for a column of the subquery's own FROM, kept
+        as it is. A new name for a column (``age AS a``) keeps the column's metadata
+        (:meth:`metadata`), through any depth of subqueries.
+        """
         star = item if isinstance(item, exp.Star) else item.this
         modifiers = ("except", "except_", "replace", "rename")
         if isinstance(star, exp.Star) and any(star.args.get(k) for k in modifiers):
             raise unsupported(star, "SELECT * EXCEPT/REPLACE", "name the subquery's columns")
         if isinstance(item, exp.Star):
-            self._renamed.update({n: n for n in sub._renamed})  # composed with sub's below
-            return sub.available()
+            self._renamed.update(sub._renamed)
+            return [(c, None) for c in sub.available()]
         if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
-            return sub.columns_of(sub.aliases[resolve(item.args["table"], sub.aliases, "in FROM")])
+            table = sub.aliases[resolve(item.args["table"], sub.aliases, "in FROM")]
+            return [(c, None) for c in sub.columns_of(table)]
         name = item.alias_or_name
         node = item.this if isinstance(item, exp.Alias) else item
         if isinstance(node, exp.Column):
             column = sub.column(node)
+            source = sub._renamed.get(column, column)
             if column.casefold() == name.casefold():  # the column itself, however spelt
-                self._renamed.update({column: column} if column in sub._renamed else {})
-                return [column]
+                self._renamed.update({column: source} if source != column else {})
+                return [(column, None)]
             if self.taken(name):
                 raise self._shadowing(item, name)
-            self._renamed[name] = column
+            self._renamed[name] = source
         elif not isinstance(item, exp.Alias):
             raise refuse(item, "a subquery", f"name the subquery's column {item.sql()} (AS name)")
         elif self.taken(name):
             raise self._shadowing(item, name)
-        self.derived[name] = sub.rows(node)
-        return [name]
+        return [(name, sub.rows(node))]
 
     @staticmethod
     def _shadowing(item: exp.Expr, name: str) -> SQLError:
