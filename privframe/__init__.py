@@ -8,7 +8,7 @@ Example:
 
 import sys
 
-from privframe import accounting
+from privframe import accounting, progress
 from privframe.accounting import accountant, events, ledger, pld, rdp, replay
 from privframe.accounting.accountant import Accountant, BudgetReport, Spend
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
@@ -88,6 +88,7 @@ __all__ = [
     "median",
     "noise",
     "pld",
+    "progress",
     "quantile",
     "rdp",
     "show",

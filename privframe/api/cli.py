@@ -10,11 +10,14 @@ Example:
     5000
     >>> build_parser().parse_args(["report", "spec.toml", "--dry-run"]).dry_run
     True
+    >>> build_parser().parse_args(["report", "spec.toml", "--no-progress"]).no_progress
+    True
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import textwrap
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
+from privframe import progress
 from privframe.accounting.budgets import zCDP
 from privframe.api.datasets import REGIONS, synthetic_transactions
 from privframe.api.query import Query
@@ -128,6 +132,12 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
         "--dry-run",
         action="store_true",
         help="check the spec, the queries and the budget, print the plan, and spend nothing",
+    )
+    report.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="show no progress bar (in a terminal) or progress log events (elsewhere) while "
+        "the queries are computed; the lines on stderr stay",
     )
     report.add_argument(
         "--allow-seeded-noise",
@@ -252,7 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     if args.command == "report":
-        return _report(args.spec, args.out, args.dry_run, args.allow_seeded_noise)
+        with progress.disabled() if args.no_progress else contextlib.nullcontext():
+            return _report(args.spec, args.out, args.dry_run, args.allow_seeded_noise)
     try:
         if args.write_data:
             _write_data(args.write_data, args.rows, args.seed)

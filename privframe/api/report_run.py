@@ -23,7 +23,7 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,13 +35,14 @@ import polars as pl
 from privframe.accounting.budgets import zCDP
 from privframe.api import report_output
 from privframe.api.html import ReportSection, report_html
-from privframe.api.query import Bound, Query
+from privframe.api.query import Bound, Query, Request
 from privframe.api.report_spec import QuerySpec, ReportSpec, SpecError
 from privframe.api.session import Batch, Session
 from privframe.api.sql import Column, SQLQuery
 from privframe.errors import BudgetExceededError, PrivframeError
 from privframe.mechanisms.noise import SeededRandomness
 from privframe.plan.explanation import Explanation
+from privframe.progress import steps
 
 __all__ = ["Planned", "Report", "ReportError", "describe_error", "prepare"]
 
@@ -216,7 +217,10 @@ class Report:
         must be new, empty, or an earlier report's output (it is replaced
         whole, so no file of an older run is left among the new ones).
 
-        One line per query goes to ``progress`` (stderr by default). A
+        One line per query goes to ``progress`` (stderr by default), and
+        while the queries are computed :func:`privframe.progress.steps` shows
+        "queries: i/n": a bar in a terminal, log events otherwise, nothing
+        when turned off (:mod:`privframe.progress` says how). A
         seeded report's CSV files and page start with a :data:`NOT_PRIVATE`
         line (a ``#`` comment in CSV: read them with ``comment_prefix="#"``).
         Returns the path of ``report.html``.
@@ -288,25 +292,16 @@ class Report:
         return None
 
     def _compute(self, stream: TextIO) -> Batch:
-        """Every query computed exactly, nothing charged; failures become ReportErrors."""
+        """Every query computed exactly, nothing charged; failures become ReportErrors.
+
+        Progress shows "queries: step i of n" (a bar in a terminal) as each is computed.
+        """
         n = len(self.planned)
         print(f"computing {n} queries (nothing is charged yet) ...", file=stream, flush=True)
         failure = None
         try:
-            batch = self.session.batch(
-                [
-                    p.query.request(
-                        p.spec.rho,
-                        with_error=True,
-                        label=self.spec.label(p.spec),
-                        delta=p.cost.delta or None,
-                        clamp=p.spec.post.clamp,
-                        intervals=p.spec.post.intervals,
-                        total=p.spec.post.total,
-                    )
-                    for p in self.planned
-                ]
-            )
+            with steps("queries", n) as advance:
+                batch = self.session.batch(_Stepped(self._requests(), advance))
         except BudgetExceededError:
             raise
         except (Exception, KeyboardInterrupt) as err:
@@ -320,6 +315,21 @@ class Report:
             )
         print(f"charging {_cost(batch.cost)} to the ledger in one step", file=stream, flush=True)
         return batch
+
+    def _requests(self) -> list[Request]:
+        """The release requests of the planned queries, in order."""
+        return [
+            p.query.request(
+                p.spec.rho,
+                with_error=True,
+                label=self.spec.label(p.spec),
+                delta=p.cost.delta or None,
+                clamp=p.spec.post.clamp,
+                intervals=p.spec.post.intervals,
+                total=p.spec.post.total,
+            )
+            for p in self.planned
+        ]
 
     def _write(
         self,
@@ -346,6 +356,23 @@ class Report:
         )
         note = f"privframe report {self.spec.title!r}, charged {_cost(batch.cost)}"
         report_output.publish(staging, out, page, seeded=seeded, note=note)
+
+
+class _Stepped(list[Request]):
+    """Requests for :meth:`Session.batch` that advance the progress as each one is computed.
+
+    ``Session.batch`` computes each request before it takes the next, so taking
+    the next one (or finding none left) means the one before it is computed.
+    """
+
+    def __init__(self, requests: Sequence[Request], advance: Callable[[], None]) -> None:
+        super().__init__(requests)
+        self._advance = advance
+
+    def __iter__(self) -> Iterator[Request]:
+        for request in super().__iter__():
+            yield request
+            self._advance()
 
 
 @contextlib.contextmanager
