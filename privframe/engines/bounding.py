@@ -52,12 +52,15 @@ import polars as pl
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, HistogramSpec, ValueSpec
 
 __all__ = [
+    "CELL",
     "COUNTED",
     "GLOBAL",
     "GROUP_SALT",
     "INDEX",
     "KEY",
+    "PART",
     "PARTITION_SALT",
+    "RANK",
     "ROWS",
     "ROW_SALT",
     "TIE_SALT",
@@ -80,6 +83,9 @@ WEIGHT = "__weight"
 KEY = "__key"
 """Working column: the position of a row's key among the public keys."""
 
+CELL = "__cell"
+"""Working column: a (unit, key) cell packed into one integer (the polars engine's fast path)."""
+
 GLOBAL = "__all"
 """The one key column of a release without ``group_by`` (one global group)."""
 
@@ -90,6 +96,12 @@ Each unit is counted once per combination of the selected columns, at the
 lowest key position among its kept groups there; :func:`every_public_key`
 adds the counts up to the combination's distinct units.
 """
+
+PART = "__part"
+"""Working column: a row's unit partition (the polars engine's spill files, one per partition)."""
+
+RANK = "__rank"
+"""Working column: the keyed hash a unit's groups (or rows) are ranked by."""
 
 INDEX = "__index"
 """Working column: a row's number within its (unit, key) cell."""

@@ -306,10 +306,12 @@ def test_same_seed_same_choice():
     assert run(df, s).equals(run(df, s))
 
 
+@pytest.mark.parametrize("unit_type", [pl.Int64, pl.String])  # packed cells, (unit, key) cells
 @pytest.mark.parametrize("seed", range(5))
-def test_the_groups_kept_are_those_of_ranking_every_unit(seed: int) -> None:
+def test_the_groups_kept_are_those_of_ranking_every_unit(seed: int, unit_type) -> None:
     """Only units over k are ranked; the kept set is the one a rank of every unit gives."""
     df = pl.concat([small_data(seed), heavy_unit(n_rows=600, unit=-1), heavy_unit(300, -2, 4)])
+    df = df.with_columns(pl.col("u").cast(unit_type))
     s = spec(keys=KEYS, k=2, m=3, values=(vspec("sum", "x", -50, 50, j=2),), seed=seed)
     cells = df.group_by("u", "g").agg(pl.len().alias("n"), pl.col("x").sum())
     key = pl.col("g").cast(pl.Enum(KEYS)).to_physical().cast(pl.UInt32)

@@ -21,13 +21,20 @@ Example:
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Literal
+
 import polars as pl
 
 from privframe.engines.bounding import (
+    CELL,
     COUNTED,
     INDEX,
     KEY,
+    PART,
     PARTITION_SALT,
+    RANK,
     ROW_SALT,
     ROWS,
     TIE_SALT,
@@ -46,6 +53,7 @@ from privframe.engines.spec import (
     ValueSpec,
     apply_steps,
 )
+from privframe.progress import steps
 
 __all__ = ["PolarsEngine"]
 
@@ -79,7 +87,8 @@ class PolarsEngine:
             hash and aggregate one part at a time, adding the per-key results.
             Each unit's rows all fall in one part, so bounding is unchanged;
             the per-(unit, key) table, the largest thing held in memory, shrinks
-            by the factor, at the cost of one pass over the input per part.
+            by the factor. The input is read once and the parts spilled to
+            disk (:meth:`_by_partition`).
     """
 
     def __init__(
@@ -113,11 +122,7 @@ class PolarsEngine:
         if spec.unit is None or self._partitions == 1:
             result, *histograms = self._collect(frame, spec, keyed, names)
         else:
-            bucket = pl.col(spec.unit).hash(spec.seed ^ PARTITION_SALT) % self._partitions
-            parts = [
-                self._collect(frame.filter(bucket == b), spec, keyed, names)
-                for b in range(self._partitions)
-            ]
+            parts = self._by_partition(frame, spec, keyed, names)
             # Every unit is in exactly one part: the per-key totals are sums over parts.
             result, *histograms = (
                 pl.concat(pieces).group_by(group).agg(pl.exclude(group).sum())
@@ -128,6 +133,35 @@ class PolarsEngine:
                 )
             )
         return finish(result, keyed, names, list(zip(spec.histograms, histograms, strict=True)))
+
+    def _by_partition(
+        self, frame: pl.LazyFrame, spec: AggregationSpec, keyed: Grouping, names: list[str]
+    ) -> list[list[pl.DataFrame]]:
+        """Each unit partition's results, from one pass that spills the rows to disk.
+
+        One streaming pass writes the rows the aggregation reads (already keyed,
+        scaled to grid units and cut to its columns) into one Arrow IPC file per
+        partition, by a keyed hash of the unit; then each partition is read back
+        and aggregated in memory. The input is read once, whatever the number of
+        partitions, so the time per row stays flat as the input grows, and the
+        memory held is one partition's. The files live in a private temporary
+        directory (``tempfile``: mode 0700, under ``TMPDIR``) that is removed
+        when the release ends, whatever happens.
+        """
+        assert spec.unit is not None
+        bucket = pl.col(spec.unit).hash(spec.seed ^ PARTITION_SALT) % self._partitions
+        with tempfile.TemporaryDirectory(prefix="privframe-spill-") as spill:
+            frame.with_columns(bucket.alias(PART)).sink_ipc(
+                pl.PartitionBy(spill, key=PART, include_key=False), mkdir=True
+            )
+            parts = []
+            with steps("partitions", self._partitions) as advance:
+                for b in range(self._partitions):
+                    written = sorted((Path(spill) / f"{PART}={b}").glob("*.ipc"))
+                    rows = pl.scan_ipc(written) if written else frame.head(0)
+                    parts.append(self._collect(rows, spec, keyed, names, streaming=False))
+                    advance()
+        return parts
 
     def contributions(self, spec: ContributionSpec) -> Contributions:
         """Exact per-unit contribution histograms of the rows a release would aggregate.
@@ -143,66 +177,131 @@ class PolarsEngine:
         return contribution_tables(frame, spec, keyed.by, streaming=self._streaming)
 
     def _collect(
-        self, frame: pl.LazyFrame, spec: AggregationSpec, keyed: Grouping, names: list[str]
+        self,
+        frame: pl.LazyFrame,
+        spec: AggregationSpec,
+        keyed: Grouping,
+        names: list[str],
+        *,
+        streaming: bool | None = None,
     ) -> list[pl.DataFrame]:
-        """Per-key aggregates, then per-(key, position) counts per histogram, for these rows."""
-        by = keyed.by
-        if spec.unit is None:
-            per_key = frame.group_by(by).agg(
-                pl.len().cast(pl.Int64).alias(COUNT),
-                pl.len().cast(pl.Int64).alias(DISTINCT),
-                *(pl.col(n).sum() for n in names),
-            )
-            rows = frame
-        else:
-            frame = _known_units(frame, spec.unit)
-            partial = self._partials(frame, spec, by, names)
-            units = pl.len()
-            if keyed.kind == "mixed":
-                lowest = pl.col(KEY).min().over(spec.unit, *keyed.selected)
-                partial = partial.with_columns((pl.col(KEY) == lowest).alias(COUNTED))
-                units = pl.col(COUNTED).sum()
-            per_key = partial.group_by(by).agg(
-                pl.col(WEIGHT).sum().alias(COUNT),
-                units.cast(pl.Int64).alias(DISTINCT),
-                *(pl.col(nm).sum() for nm in names),
-            )
-            rows = _sampled_rows(frame, partial, spec.unit, by, spec)
-        counts = [
-            rows.filter(pl.col(h.name).is_not_null())
-            .group_by(*by, h.name)
-            .agg(pl.len().cast(pl.Int64))
-            for h in spec.histograms
-        ]
-        return pl.collect_all([per_key, *counts], engine="streaming" if self._streaming else "auto")
+        """Per-key aggregates, then per-(key, position) counts per histogram, for these rows.
 
-    @staticmethod
-    def _partials(
-        frame: pl.LazyFrame, spec: AggregationSpec, by: list[str], names: list[str]
-    ) -> pl.LazyFrame:
-        """Per (unit, key): rows n, bounded weight w, and each value's scaled, clipped sum."""
-        unit = spec.unit
-        assert unit is not None
-        partial = frame.group_by([unit, *by]).agg(
-            pl.len().cast(pl.Int64).alias(ROWS), *(pl.col(n).sum() for n in names)
+        ``streaming`` (default: the engine's) collects with polars' streaming engine.
+        """
+        stream = self._streaming if streaming is None else streaming
+        engine: Literal["auto", "streaming"] = "streaming" if stream else "auto"
+        if spec.unit is not None:
+            frame = _known_units(frame, spec.unit)
+        bits = _cell_bits(frame, spec, keyed)
+        if bits is not None:
+            # Packed cells are exact only if every unit fits, which the same pass checks.
+            packed = [*_per_key(frame, spec, keyed, names, bits), _units_fit(frame, spec, bits)]
+            *results, fits = pl.collect_all(packed, engine=engine)
+            if fits.item():
+                return results
+        return pl.collect_all(_per_key(frame, spec, keyed, names, None), engine=engine)
+
+
+def _per_key(
+    frame: pl.LazyFrame,
+    spec: AggregationSpec,
+    keyed: Grouping,
+    names: list[str],
+    bits: int | None,
+) -> list[pl.LazyFrame]:
+    """The plans of :meth:`PolarsEngine._collect`'s results (cells packed in ``bits``, or not)."""
+    by = keyed.by
+    if spec.unit is None:
+        per_key = frame.group_by(by).agg(
+            pl.len().cast(pl.Int64).alias(COUNT),
+            pl.len().cast(pl.Int64).alias(DISTINCT),
+            *(pl.col(n).sum() for n in names),
         )
-        if spec.max_groups is not None:
-            partial = _keep_groups(partial, unit, by, spec.max_groups, spec.seed)
-        partial = partial.with_columns(
-            pl.min_horizontal(pl.col(ROWS), pl.lit(spec.max_rows_per_group, pl.Int64)).alias(WEIGHT)
+        rows = frame
+    else:
+        partial = _partials(frame, spec, by, names, bits)
+        units = pl.len()
+        if keyed.kind == "mixed":
+            lowest = pl.col(KEY).min().over(spec.unit, *keyed.selected)
+            partial = partial.with_columns((pl.col(KEY) == lowest).alias(COUNTED))
+            units = pl.col(COUNTED).sum()
+        per_key = partial.group_by(by).agg(
+            pl.col(WEIGHT).sum().alias(COUNT),
+            units.cast(pl.Int64).alias(DISTINCT),
+            *(pl.col(nm).sum() for nm in names),
         )
-        if spec.max_rows is not None:
-            partial = _cap_rows(partial, unit, by, spec.max_rows, spec.seed)
-        w, n = pl.col(WEIGHT), pl.col(ROWS)
-        scaled = []
-        for v in spec.values:
-            s = pl.col(v.name)
-            shrunk = (s.cast(pl.Float64) * w / n).round().cast(pl.Int64)
-            lo, hi = centred_bounds(v)
-            scaled.append(
-                pl.when(w < n).then(shrunk).otherwise(s).clip(w * lo, w * hi).alias(v.name)
+        rows = _sampled_rows(frame, partial, spec.unit, by, spec)
+    counts = [
+        rows.filter(pl.col(h.name).is_not_null()).group_by(*by, h.name).agg(pl.len().cast(pl.Int64))
+        for h in spec.histograms
+    ]
+    return [per_key, *counts]
+
+
+def _cell_bits(frame: pl.LazyFrame, spec: AggregationSpec, keyed: Grouping) -> int | None:
+    """The key's bits in a packed (unit, key) cell code, or None when cells stay two columns.
+
+    A polars ``group_by`` on one int64 column costs about half of one on
+    (unit, key): with an integer unit and the public keys' positions as the
+    key, the cell is ``unit · 2^bits + key``. Packing is exact only while the
+    unit fits in the other ``63 − bits`` bits, which :func:`_units_fit` checks
+    in the same pass (the general path runs again when it does not).
+    """
+    if spec.unit is None or keyed.by != [KEY] or spec.histograms:
+        return None
+    if not frame.collect_schema()[spec.unit].is_integer():
+        return None
+    return max(1, (keyed.keys.height - 1).bit_length())
+
+
+def _units_fit(frame: pl.LazyFrame, spec: AggregationSpec, bits: int) -> pl.LazyFrame:
+    """One boolean: whether every unit fits in a cell code's ``63 − bits`` high bits."""
+    assert spec.unit is not None
+    unit = pl.col(spec.unit)
+    limit = 1 << (63 - bits)
+    dtype = frame.collect_schema()[spec.unit]
+    low = unit >= -limit if dtype.is_signed_integer() else pl.lit(True)
+    return frame.select((low & (unit < limit)).all())
+
+
+def _partials(
+    frame: pl.LazyFrame, spec: AggregationSpec, by: list[str], names: list[str], bits: int | None
+) -> pl.LazyFrame:
+    """Per (unit, key): rows n, bounded weight w, and each value's scaled, clipped sum."""
+    unit = spec.unit
+    assert unit is not None
+    sums = [pl.len().cast(pl.Int64).alias(ROWS), *(pl.col(n).sum() for n in names)]
+    if bits is None:
+        partial = frame.group_by([unit, *by]).agg(*sums)
+    else:
+        code = pl.col(unit).cast(pl.Int64, strict=False) * (1 << bits) + pl.col(KEY).cast(pl.Int64)
+        dtype = frame.collect_schema()[unit]
+        cell = pl.col(CELL)
+        partial = (
+            frame.group_by(code.alias(CELL))
+            .agg(*sums)
+            .with_columns(
+                (cell // (1 << bits)).cast(dtype).alias(unit),
+                (cell & ((1 << bits) - 1)).cast(pl.UInt32).alias(KEY),
             )
-        return partial.with_columns(scaled)
+            .drop(CELL)
+        )
+    if spec.max_groups is not None:
+        partial = _keep_groups(partial, unit, by, spec.max_groups, spec.seed)
+    partial = partial.with_columns(
+        pl.min_horizontal(pl.col(ROWS), pl.lit(spec.max_rows_per_group, pl.Int64)).alias(WEIGHT)
+    )
+    if spec.max_rows is not None:
+        partial = _cap_rows(partial, unit, by, spec.max_rows, spec.seed)
+    w, n = pl.col(WEIGHT), pl.col(ROWS)
+    scaled = []
+    for v in spec.values:
+        s = pl.col(v.name)
+        shrunk = (s.cast(pl.Float64) * w / n).round().cast(pl.Int64)
+        lo, hi = centred_bounds(v)
+        scaled.append(pl.when(w < n).then(shrunk).otherwise(s).clip(w * lo, w * hi).alias(v.name))
+    return partial.with_columns(scaled)
 
 
 def _keep_groups(
@@ -212,13 +311,14 @@ def _keep_groups(
 
     A unit in at most ``k`` groups keeps them all, so only the units over
     the limit (usually few) are ranked: the kept set is the same as ranking
-    every unit, at a fraction of the cost of a window over all of them.
+    every unit. Sorting their partials by the hash and taking each unit's
+    first ``k`` costs less than a rank in a window over the unit.
     """
     groups = pl.len().over(unit)
     within = partial.filter(groups <= k)
-    rank = pl.struct(unit, *by).hash(seed).rank("ordinal").over(unit)
-    over = partial.filter(groups > k).filter(rank <= k)
-    return pl.concat([within, over])
+    rank = pl.struct(unit, *by).hash(seed).alias(RANK)
+    over = partial.filter(groups > k).with_columns(rank).sort(RANK).group_by(unit).head(k)
+    return pl.concat([within, over.drop(RANK)], how="diagonal")
 
 
 def _keyed_rows(frame: pl.LazyFrame, keyed: Grouping) -> pl.LazyFrame:
