@@ -23,7 +23,7 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +42,6 @@ from privframe.api.sql import Column, SQLQuery
 from privframe.errors import BudgetExceededError, PrivframeError
 from privframe.mechanisms.noise import SeededRandomness
 from privframe.plan.explanation import Explanation
-from privframe.progress import steps
 
 __all__ = ["Planned", "Report", "ReportError", "describe_error", "prepare"]
 
@@ -294,14 +293,14 @@ class Report:
     def _compute(self, stream: TextIO) -> Batch:
         """Every query computed exactly, nothing charged; failures become ReportErrors.
 
-        Progress shows "queries: step i of n" (a bar in a terminal) as each is computed.
+        :meth:`Session.batch` shows "queries: step i of n" (a bar in a terminal) as
+        each is computed.
         """
         n = len(self.planned)
         print(f"computing {n} queries (nothing is charged yet) ...", file=stream, flush=True)
         failure = None
         try:
-            with steps("queries", n) as advance:
-                batch = self.session.batch(_Stepped(self._requests(), advance))
+            batch = self.session.batch(self._requests())
         except BudgetExceededError:
             raise
         except (Exception, KeyboardInterrupt) as err:
@@ -356,23 +355,6 @@ class Report:
         )
         note = f"privframe report {self.spec.title!r}, charged {_cost(batch.cost)}"
         report_output.publish(staging, out, page, seeded=seeded, note=note)
-
-
-class _Stepped(list[Request]):
-    """Requests for :meth:`Session.batch` that advance the progress as each one is computed.
-
-    ``Session.batch`` computes each request before it takes the next, so taking
-    the next one (or finding none left) means the one before it is computed.
-    """
-
-    def __init__(self, requests: Sequence[Request], advance: Callable[[], None]) -> None:
-        super().__init__(requests)
-        self._advance = advance
-
-    def __iter__(self) -> Iterator[Request]:
-        for request in super().__iter__():
-            yield request
-            self._advance()
 
 
 @contextlib.contextmanager

@@ -57,6 +57,7 @@ from privframe.plan.explanation import Explanation, explain
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.release import Batch, Computed, Pipeline
 from privframe.plan.split import Balance
+from privframe.progress import steps
 
 __all__ = ["Session"]
 
@@ -538,9 +539,12 @@ class Session:
         """
         computed: list[Computed] = []
         before = zCDP(0)
-        for request in requests:
-            computed.append(self._compute(request, before))
-            before += computed[-1].release.cost
+        # The number of requests is the caller's: a public count (privframe.progress).
+        with steps("queries", len(requests)) as advance:
+            for request in requests:
+                computed.append(self._compute(request, before))
+                before += computed[-1].release.cost
+                advance()
         return Batch(self._pipeline, computed, self._present)
 
     def _compute(self, request: Request, before: zCDP) -> Computed:

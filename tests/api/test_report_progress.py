@@ -19,6 +19,7 @@ import pytest
 import privframe as pf
 from privframe.api.cli import main
 from privframe.api.report import ExitCode, ReportError, load_spec, prepare
+from privframe.engines.polars import PolarsEngine
 
 # Seeded reports, so that runs with and without progress can be compared byte for byte.
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
@@ -194,15 +195,16 @@ def test_a_report_stopped_while_computing_closes_its_bar_and_charges_nothing(
     tmp_path: Path, data_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report = prepare(load_spec(_spec(tmp_path, data_file), allow_seeded_noise=True))
-    computed = report.session.batch
+    aggregate = PolarsEngine.aggregate
+    calls = []
 
-    def stopped_after_one(requests: list[pf.Request]) -> object:
-        taken = iter(requests)
-        computed([next(taken)])
-        next(taken)  # asking for the second query means the first was computed
-        raise KeyboardInterrupt
+    def stopped_at_the_second(engine: PolarsEngine, spec: object) -> object:
+        calls.append(spec)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return aggregate(engine, spec)
 
-    monkeypatch.setattr(report.session, "batch", stopped_after_one)
+    monkeypatch.setattr(PolarsEngine, "aggregate", stopped_at_the_second)
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     with pytest.raises(ReportError, match="Charged to the ledger: nothing"):
