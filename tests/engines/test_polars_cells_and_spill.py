@@ -103,3 +103,13 @@ def test_partitions_are_reported_as_steps(caplog) -> None:
         PolarsEngine(spread_data().lazy(), partitions=3).aggregate(public_spec(k=2, m=3))
     steps = [r.getMessage() for r in caplog.records if r.name == "privframe.progress"]
     assert steps == [f"partitions: step {i} of 3" for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("key_type", [pl.Categorical, pl.Enum(KEYS), pl.String])
+def test_spilled_partitions_keep_observed_keys_of_every_type(key_type) -> None:
+    df = spread_data().with_columns(pl.col("g").cast(key_type))
+    observed = AggregationSpec((), "u", ("g",), None, 2, 3, None, (), 9)
+    whole = PolarsEngine(df.lazy()).aggregate(observed)
+    split = PolarsEngine(df.lazy(), partitions=5).aggregate(observed)
+    assert split.equals(whole)
+    assert split.schema["g"] == df.schema["g"]

@@ -306,20 +306,49 @@ def test_same_seed_same_choice():
     assert run(df, s).equals(run(df, s))
 
 
-@pytest.mark.parametrize("unit_type", [pl.Int64, pl.String])  # packed cells, (unit, key) cells
+def ranked_by_struct_hash(cells: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:
+    """The general path's choice: each unit's k cells lowest by the keyed hash of (unit, key)."""
+    rank = pl.struct("u", "__key").hash(seed).rank("ordinal").over("u")
+    return cells.filter(rank <= k)
+
+
+def ranked_by_packed_order(cells: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:
+    """The packed path's choice (privframe.engines.polars.cells): the top bits of the keyed
+    hash of the packed cell u·2^4 + key, ties by key."""
+    span = int(cells["u"].max() - cells["u"].min())
+    hash_bits = 63 - 4 - span.bit_length()
+    cell = pl.col("u") * 16 + pl.col("__key").cast(pl.Int64)
+    top = cell.hash(seed) // (1 << (64 - hash_bits))
+    rank = pl.struct(top, pl.col("__key")).rank("ordinal").over("u")
+    return cells.filter(rank <= k)
+
+
+@pytest.mark.parametrize(
+    ("unit_type", "choice"),
+    [(pl.Int64, ranked_by_packed_order), (pl.String, ranked_by_struct_hash)],
+)
 @pytest.mark.parametrize("seed", range(5))
-def test_the_groups_kept_are_those_of_ranking_every_unit(seed: int, unit_type) -> None:
-    """Only units over k are ranked; the kept set is the one a rank of every unit gives."""
+def test_the_groups_kept_are_each_units_k_lowest_in_hash_order(seed: int, unit_type, choice):
+    """Only units over k are cut; the kept set is the k lowest of the path's keyed order."""
     df = pl.concat([small_data(seed), heavy_unit(n_rows=600, unit=-1), heavy_unit(300, -2, 4)])
     df = df.with_columns(pl.col("u").cast(unit_type))
     s = spec(keys=KEYS, k=2, m=3, values=(vspec("sum", "x", -50, 50, j=2),), seed=seed)
     cells = df.group_by("u", "g").agg(pl.len().alias("n"), pl.col("x").sum())
     key = pl.col("g").cast(pl.Enum(KEYS)).to_physical().cast(pl.UInt32)
-    kept = cells.with_columns(key.alias("__key"))
-    kept = kept.with_columns(
-        pl.struct("u", "__key").hash(seed).rank("ordinal").over("u").alias("r")
-    ).filter(pl.col("r") <= 2)
+    kept = choice(cells.with_columns(key.alias("__key")), 2, seed)
     counts = kept.group_by("g").agg(pl.col("n").clip(upper_bound=3).sum().alias("want"))
+    out = run(df, s).join(counts, on="g", how="left").with_columns(pl.col("want").fill_null(0))
+    assert out[COUNT].to_list() == out["want"].to_list()
+
+
+def test_units_spread_too_wide_for_the_sort_order_are_ranked_in_windows() -> None:
+    # Units 2^40 apart leave 63 − 4 − 41 = 18 < 24 hash bits: the window rank chooses.
+    df = pl.concat([heavy_unit(50, unit=0), heavy_unit(50, unit=2**40)])
+    s = spec(keys=KEYS, k=3, m=100, seed=11)
+    cells = df.group_by("u", "g").agg(pl.len().alias("n"))
+    key = pl.col("g").cast(pl.Enum(KEYS)).to_physical().cast(pl.UInt32)
+    kept = ranked_by_struct_hash(cells.with_columns(key.alias("__key")), 3, 11)
+    counts = kept.group_by("g").agg(pl.col("n").sum().alias("want"))
     out = run(df, s).join(counts, on="g", how="left").with_columns(pl.col("want").fill_null(0))
     assert out[COUNT].to_list() == out["want"].to_list()
 

@@ -28,13 +28,10 @@ from typing import Literal
 import polars as pl
 
 from privframe.engines.bounding import (
-    CELL,
     COUNTED,
     INDEX,
     KEY,
-    PART,
     PARTITION_SALT,
-    RANK,
     ROW_SALT,
     ROWS,
     TIE_SALT,
@@ -45,6 +42,14 @@ from privframe.engines.bounding import (
     grouping,
 )
 from privframe.engines.contributions import Contributions, ContributionSpec, contribution_tables
+from privframe.engines.polars.cells import (
+    cell_bits,
+    kept_cells,
+    packed_cells,
+    ranked_in_windows,
+    units_fit,
+)
+from privframe.engines.polars.spill import spill
 from privframe.engines.spec import (
     COUNT,
     DISTINCT,
@@ -139,29 +144,24 @@ class PolarsEngine:
     ) -> list[list[pl.DataFrame]]:
         """Each unit partition's results, from one pass that spills the rows to disk.
 
-        One streaming pass writes the rows the aggregation reads (already keyed,
-        scaled to grid units and cut to its columns) into one Arrow IPC file per
-        partition, by a keyed hash of the unit; then each partition is read back
-        and aggregated in memory. The input is read once, whatever the number of
-        partitions, so the time per row stays flat as the input grows, and the
-        memory held is one partition's. The files live in a private temporary
-        directory (``tempfile``: mode 0700, under ``TMPDIR``) that is removed
-        when the release ends, whatever happens.
+        The rows the aggregation reads (already keyed, scaled to grid units and
+        cut to its columns) are written once, by a keyed hash of the unit, into
+        one file per partition (:mod:`privframe.engines.polars.spill`); then each
+        partition is bounded in memory. The files live in a private temporary
+        directory (``tempfile``: mode 0700, under ``TMPDIR``), removed when the
+        release ends, whatever happens.
         """
         assert spec.unit is not None
         bucket = pl.col(spec.unit).hash(spec.seed ^ PARTITION_SALT) % self._partitions
-        with tempfile.TemporaryDirectory(prefix="privframe-spill-") as spill:
-            frame.with_columns(bucket.alias(PART)).sink_ipc(
-                pl.PartitionBy(spill, key=PART, include_key=False), mkdir=True
-            )
-            parts = []
+        with tempfile.TemporaryDirectory(prefix="privframe-spill-") as directory:
+            spilled = spill(frame, bucket, self._partitions, Path(directory))
+            results = []
             with steps("partitions", self._partitions) as advance:
-                for b in range(self._partitions):
-                    written = sorted((Path(spill) / f"{PART}={b}").glob("*.ipc"))
-                    rows = pl.scan_ipc(written) if written else frame.head(0)
-                    parts.append(self._collect(rows, spec, keyed, names, streaming=False))
+                for rows in spilled:
+                    part = frame.head(0) if rows is None else rows
+                    results.append(self._collect(part, spec, keyed, names, streaming=False))
                     advance()
-        return parts
+        return results
 
     def contributions(self, spec: ContributionSpec) -> Contributions:
         """Exact per-unit contribution histograms of the rows a release would aggregate.
@@ -191,16 +191,28 @@ class PolarsEngine:
         """
         stream = self._streaming if streaming is None else streaming
         engine: Literal["auto", "streaming"] = "streaming" if stream else "auto"
-        if spec.unit is not None:
-            frame = _known_units(frame, spec.unit)
-        bits = _cell_bits(frame, spec, keyed)
+        if spec.unit is None:
+            return pl.collect_all(_per_key(frame, spec, keyed, names, None), engine=engine)
+        frame = _known_units(frame, spec.unit)
+        schema = frame.collect_schema()
+        bits = cell_bits(schema, spec, keyed)
         if bits is not None:
             # Packed cells are exact only if every unit fits, which the same pass checks.
-            packed = [*_per_key(frame, spec, keyed, names, bits), _units_fit(frame, spec, bits)]
-            *results, fits = pl.collect_all(packed, engine=engine)
+            plans = [packed_cells(frame, spec.unit, names, bits), units_fit(frame, spec.unit, bits)]
+            cells, fits = pl.collect_all(plans, engine=engine)
             if fits.item():
-                return results
-        return pl.collect_all(_per_key(frame, spec, keyed, names, None), engine=engine)
+                kept = kept_cells(
+                    cells, spec.unit, schema[spec.unit], bits, spec.max_groups, spec.seed
+                )
+                partial = _bounded(kept, spec, keyed.by)
+                return pl.collect_all(_per_key(frame, spec, keyed, names, partial), engine=engine)
+        partial = frame.group_by([spec.unit, *keyed.by]).agg(
+            pl.len().cast(pl.Int64).alias(ROWS), *(pl.col(n).sum() for n in names)
+        )
+        if spec.max_groups is not None:
+            partial = ranked_in_windows(partial, spec.unit, keyed.by, spec.max_groups, spec.seed)
+        partial = _bounded(partial, spec, keyed.by)
+        return pl.collect_all(_per_key(frame, spec, keyed, names, partial), engine=engine)
 
 
 def _per_key(
@@ -208,11 +220,11 @@ def _per_key(
     spec: AggregationSpec,
     keyed: Grouping,
     names: list[str],
-    bits: int | None,
+    partial: pl.LazyFrame | None,
 ) -> list[pl.LazyFrame]:
-    """The plans of :meth:`PolarsEngine._collect`'s results (cells packed in ``bits``, or not)."""
+    """The plans of :meth:`PolarsEngine._collect`'s results, from the bounded partials if any."""
     by = keyed.by
-    if spec.unit is None:
+    if spec.unit is None or partial is None:
         per_key = frame.group_by(by).agg(
             pl.len().cast(pl.Int64).alias(COUNT),
             pl.len().cast(pl.Int64).alias(DISTINCT),
@@ -220,7 +232,6 @@ def _per_key(
         )
         rows = frame
     else:
-        partial = _partials(frame, spec, by, names, bits)
         units = pl.len()
         if keyed.kind == "mixed":
             lowest = pl.col(KEY).min().over(spec.unit, *keyed.selected)
@@ -239,61 +250,14 @@ def _per_key(
     return [per_key, *counts]
 
 
-def _cell_bits(frame: pl.LazyFrame, spec: AggregationSpec, keyed: Grouping) -> int | None:
-    """The key's bits in a packed (unit, key) cell code, or None when cells stay two columns.
-
-    A polars ``group_by`` on one int64 column costs about half of one on
-    (unit, key): with an integer unit and the public keys' positions as the
-    key, the cell is ``unit · 2^bits + key``. Packing is exact only while the
-    unit fits in the other ``63 − bits`` bits, which :func:`_units_fit` checks
-    in the same pass (the general path runs again when it does not).
-    """
-    if spec.unit is None or keyed.by != [KEY] or spec.histograms:
-        return None
-    if not frame.collect_schema()[spec.unit].is_integer():
-        return None
-    return max(1, (keyed.keys.height - 1).bit_length())
-
-
-def _units_fit(frame: pl.LazyFrame, spec: AggregationSpec, bits: int) -> pl.LazyFrame:
-    """One boolean: whether every unit fits in a cell code's ``63 − bits`` high bits."""
+def _bounded(partial: pl.LazyFrame, spec: AggregationSpec, by: list[str]) -> pl.LazyFrame:
+    """The kept per-(unit, key) partials with bounded weight w and scaled, clipped sums."""
     assert spec.unit is not None
-    unit = pl.col(spec.unit)
-    limit = 1 << (63 - bits)
-    dtype = frame.collect_schema()[spec.unit]
-    low = unit >= -limit if dtype.is_signed_integer() else pl.lit(True)
-    return frame.select((low & (unit < limit)).all())
-
-
-def _partials(
-    frame: pl.LazyFrame, spec: AggregationSpec, by: list[str], names: list[str], bits: int | None
-) -> pl.LazyFrame:
-    """Per (unit, key): rows n, bounded weight w, and each value's scaled, clipped sum."""
-    unit = spec.unit
-    assert unit is not None
-    sums = [pl.len().cast(pl.Int64).alias(ROWS), *(pl.col(n).sum() for n in names)]
-    if bits is None:
-        partial = frame.group_by([unit, *by]).agg(*sums)
-    else:
-        code = pl.col(unit).cast(pl.Int64, strict=False) * (1 << bits) + pl.col(KEY).cast(pl.Int64)
-        dtype = frame.collect_schema()[unit]
-        cell = pl.col(CELL)
-        partial = (
-            frame.group_by(code.alias(CELL))
-            .agg(*sums)
-            .with_columns(
-                (cell // (1 << bits)).cast(dtype).alias(unit),
-                (cell & ((1 << bits) - 1)).cast(pl.UInt32).alias(KEY),
-            )
-            .drop(CELL)
-        )
-    if spec.max_groups is not None:
-        partial = _keep_groups(partial, unit, by, spec.max_groups, spec.seed)
     partial = partial.with_columns(
         pl.min_horizontal(pl.col(ROWS), pl.lit(spec.max_rows_per_group, pl.Int64)).alias(WEIGHT)
     )
     if spec.max_rows is not None:
-        partial = _cap_rows(partial, unit, by, spec.max_rows, spec.seed)
+        partial = _cap_rows(partial, spec.unit, by, spec.max_rows, spec.seed)
     w, n = pl.col(WEIGHT), pl.col(ROWS)
     scaled = []
     for v in spec.values:
@@ -302,23 +266,6 @@ def _partials(
         lo, hi = centred_bounds(v)
         scaled.append(pl.when(w < n).then(shrunk).otherwise(s).clip(w * lo, w * hi).alias(v.name))
     return partial.with_columns(scaled)
-
-
-def _keep_groups(
-    partial: pl.LazyFrame, unit: str, by: list[str], k: int, seed: int
-) -> pl.LazyFrame:
-    """Each unit's per-key partials, cut to the ``k`` keys whose keyed hash ranks lowest.
-
-    A unit in at most ``k`` groups keeps them all, so only the units over
-    the limit (usually few) are ranked: the kept set is the same as ranking
-    every unit. Sorting their partials by the hash and taking each unit's
-    first ``k`` costs less than a rank in a window over the unit.
-    """
-    groups = pl.len().over(unit)
-    within = partial.filter(groups <= k)
-    rank = pl.struct(unit, *by).hash(seed).alias(RANK)
-    over = partial.filter(groups > k).with_columns(rank).sort(RANK).group_by(unit).head(k)
-    return pl.concat([within, over.drop(RANK)], how="diagonal")
 
 
 def _keyed_rows(frame: pl.LazyFrame, keyed: Grouping) -> pl.LazyFrame:
