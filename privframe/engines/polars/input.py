@@ -72,8 +72,11 @@ def _as_is(result: pl.DataFrame) -> Any:
     return result
 
 
-_ROWS_PER_PARTITION = 25_000_000  # a 100M-row file then peaks well under 4 GiB
-_CSV_BYTES_PER_PARTITION = 1 << 30
+# A partition is bounded in memory: at this size its per-(unit, key) table stays small
+# enough that the time per row does not grow with the file (benchmarks/bench_scale.py),
+# and a release peaks near 1-2 GiB whatever the file's size.
+_ROWS_PER_PARTITION = 12_500_000
+_CSV_BYTES_PER_PARTITION = 1 << 29
 
 
 def _partitions(data: object) -> int:
