@@ -13,7 +13,8 @@ the first ``k`` of each unit in the order of one 64-bit sort key,
 
     order = (unit − lowest unit) · 2^(h + bits) + ⌊hash(cell) / 2^(64 − h)⌋ · 2^bits + key,
 
-sorted once (a single-column sort, about half the cost of the window).
+one column sorted once (a third of the window's cost), whose kept values are
+then matched back to their cells.
 Both are exact only while the numbers fit in 64 bits:
 
 * the cell, while every unit fits in ``63 − bits`` bits: :func:`units_fit`
@@ -133,16 +134,19 @@ def kept_cells(
             cells.lazy().with_columns(decoded).drop(CELL), unit, [KEY], k, seed
         )
     top = cell.hash(seed) // (1 << (64 - hash_bits))
-    order = ((owner - lowest).cast(pl.UInt64) * (1 << hash_bits) + top) * whole + (
-        cell & (whole - 1)
-    ).cast(pl.UInt64)
+    offset = (owner - lowest).cast(pl.UInt64)
+    key = (cell & (whole - 1)).cast(pl.UInt64)
+    ranked = cells.with_columns(((offset * (1 << hash_bits) + top) * whole + key).alias(RANK))
+    # Sorting the order column alone and matching the kept values back costs less than
+    # sorting the cells with all their columns.
+    in_order = ranked.select(pl.col(RANK).sort())
+    unit_of = pl.col(RANK) // (1 << (hash_bits + bits))
     position = pl.int_range(pl.len(), dtype=pl.Int64)
-    first = pl.when(owner != owner.shift(1)).then(position).forward_fill().fill_null(0)
+    first = pl.when(unit_of != unit_of.shift(1)).then(position).forward_fill().fill_null(0)
+    kept = in_order.filter(position - first < k)[RANK]
     return (
-        cells.lazy()
-        .with_columns(order.alias(RANK))
-        .sort(RANK)
-        .filter(position - first < k)
+        ranked.lazy()
+        .filter(pl.col(RANK).is_in(kept.implode()))
         .with_columns(decoded)
         .drop(CELL, RANK)
     )

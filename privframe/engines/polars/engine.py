@@ -197,15 +197,16 @@ class PolarsEngine:
         schema = frame.collect_schema()
         bits = cell_bits(schema, spec, keyed)
         if bits is not None:
-            # Packed cells are exact only if every unit fits, which the same pass checks.
-            plans = [packed_cells(frame, spec.unit, names, bits), units_fit(frame, spec.unit, bits)]
-            cells, fits = pl.collect_all(plans, engine=engine)
-            if fits.item():
+            # The keyed rows, materialized, group faster than the lazy plan that makes them.
+            rows = frame.collect(engine=engine).lazy()
+            # Packed cells are exact only if every unit fits.
+            if units_fit(rows, spec.unit, bits).collect().item():
+                cells = packed_cells(rows, spec.unit, names, bits).collect()
                 kept = kept_cells(
                     cells, spec.unit, schema[spec.unit], bits, spec.max_groups, spec.seed
                 )
                 partial = _bounded(kept, spec, keyed.by)
-                return pl.collect_all(_per_key(frame, spec, keyed, names, partial), engine=engine)
+                return pl.collect_all(_per_key(rows, spec, keyed, names, partial))
         partial = frame.group_by([spec.unit, *keyed.by]).agg(
             pl.len().cast(pl.Int64).alias(ROWS), *(pl.col(n).sum() for n in names)
         )
