@@ -666,6 +666,17 @@ def _mean_target(results: dict[str, dict[str, Any]]) -> str | None:
     )
 
 
+def _speed_target(results: dict[str, dict[str, Any]]) -> str | None:
+    """Issue 18's speed target: a release within 5 x a plain polars group_by (min times)."""
+    own = results.get("privframe", {}).get("times")
+    plain = results.get("plain_polars", {}).get("times")
+    if not own or not plain:
+        return None
+    ratio = min(own) / min(plain)
+    verdict = "met" if ratio <= 5 else "MISSED"
+    return f"#  speed target (issue 18): release / plain group_by = {ratio:.1f} (<= 5): {verdict}"
+
+
 def report(
     results: dict[str, dict[str, Any]], args: argparse.Namespace, eps: float, target: list[str]
 ) -> None:
@@ -711,7 +722,7 @@ def report(
     if peers.INSTALL_SECONDS:
         done = ", ".join(f"{k} {v:.0f} s" for k, v in peers.INSTALL_SECONDS.items())
         print(f"#  first-use installs of peer virtualenvs: {done}")
-    for line in [*target, _mean_target(results)]:
+    for line in [*target, _mean_target(results), _speed_target(results)]:
         if line:
             print(line)
 
