@@ -1,14 +1,23 @@
-"""Shared fixtures: the independently computed reference values."""
+"""Shared fixtures: the independently computed reference values, Spark, accountants."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_setup import java_problem, unavailable
+from spark_services import SESSION_CONF, Cluster, Services, start_cluster
+from spark_setup import (
+    LocalSpark,
+    classic_session,
+    close_session,
+    connect_session,
+    legs,
+    require_spark,
+)
 
 import privframe as pf
 from privframe.accounting.accountant import Accountant
@@ -31,35 +40,68 @@ def reference_values() -> dict[str, Any]:
     raise FileNotFoundError(f"reference_values.json not found in {searched}")
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each Spark test runs on the legs spark_setup.legs gives its module (local[2] at least)."""
+    if "spark" in metafunc.fixturenames:
+        on = legs(metafunc.definition.path.name)
+        metafunc.parametrize("spark", on, indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """One local Spark (local[2]) for the whole run, started by the tests themselves.
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A standalone master, two workers and a Spark Connect server, all on 127.0.0.1.
 
-    pyspark (a test dependency) and Java 17 must be installed: without them the
-    Spark tests skip on a developer's machine and fail in CI (spark_setup.py).
+    Started by the tests (spark_services.py) when the first cluster test needs
+    them; every JVM is stopped at the end of the run, whether tests passed or not.
     """
+    require_spark(os.environ)
+    services = Services(tmp_path_factory.mktemp("spark-cluster"), os.environ)
     try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        unavailable("the Spark tests need pyspark: pip install -e '.[test]'", os.environ)
-    problem = java_problem(os.environ)
-    if problem is not None:
-        unavailable(problem, os.environ)
+        yield start_cluster(services)
+    finally:
+        services.stop()
 
-    warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("privframe-tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
+
+@pytest.fixture(scope="session")
+def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSpark]:
+    """The local[2] session's holder: started when first needed, stopped at the end."""
+    warehouse = str(tmp_path_factory.mktemp("spark-warehouse"))
+    local = LocalSpark(
+        {**SESSION_CONF, "spark.sql.warehouse.dir": warehouse, "spark.driver.memory": "2g"}
     )
-    session.sparkContext.setLogLevel("ERROR")
+    yield local
+    local.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(
+    request: pytest.FixtureRequest,
+    local_spark: LocalSpark,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Any]:
+    """A Spark session on this test's leg: local[2], the standalone cluster, or Spark Connect.
+
+    One per leg at a time (pytest groups the tests by leg); a test that asks for
+    it by name (``request.getfixturevalue``) gets local[2]. pyspark (a test
+    dependency) and Java 17 must be installed: without them the Spark tests
+    skip on a developer's machine and fail in CI (spark_setup.py).
+    """
+    require_spark(os.environ)
+    leg = getattr(request, "param", "local")
+    if leg == "local":
+        yield local_spark.get()
+        return
+    cluster = request.getfixturevalue("spark_cluster")
+    if leg == "standalone":
+        local_spark.stop()  # one classic Spark per process: local[2] starts again when next asked
+        warehouse = str(tmp_path_factory.mktemp("spark-warehouse"))
+        session = classic_session(
+            cluster.master, {**cluster.conf, "spark.sql.warehouse.dir": warehouse}
+        )
+    else:
+        session = connect_session(cluster.connect)
     yield session
-    session.stop()
+    close_session(session)
 
 
 @pytest.fixture(params=["memory", "file"])

@@ -4,6 +4,11 @@ Spark 4 runs on Java 17 or later, found as pyspark finds it: ``$JAVA_HOME/bin/ja
 when JAVA_HOME is set, else ``java`` on PATH. Without it the Spark tests skip on
 a developer's machine, with a message saying how to install Java, and fail in CI
 (the CI variable is set), where skipping would hide that they never ran.
+
+Which legs a Spark test runs on (:data:`LEGS`): every Spark test runs on
+``local[2]``; the engine, session and equivalence tests (:data:`CLUSTER_MODULES`)
+also on a standalone cluster and through Spark Connect, whose services
+``spark_services.py`` starts.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -63,3 +68,97 @@ def unavailable(problem: str, environ: Mapping[str, str]) -> NoReturn:
             f"{problem}. CI runs every Spark test: .ci/run installs Java {JAVA}", pytrace=False
         )
     pytest.skip(problem)
+
+
+def require_spark(environ: Mapping[str, str]) -> None:
+    """Skip (or in CI fail) the calling test unless pyspark and Java 17 are installed."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        unavailable("the Spark tests need pyspark: pip install -e '.[test]'", environ)
+    problem = java_problem(environ)
+    if problem is not None:
+        unavailable(problem, environ)
+
+
+LEGS = ("local", "standalone", "connect")
+"""Where a Spark test can run: ``local[2]`` in the test process, a standalone cluster of
+two workers, or a Spark Connect server on that cluster (spark_services.py)."""
+CLUSTER_MODULES = frozenset(
+    {
+        "test_spark_engine.py",
+        "test_spark_session.py",
+        "test_partial_keys_engines.py",
+        "test_fuzz_spark.py",
+        "test_spark_cluster.py",
+    }
+)
+"""The test modules run on every leg: the engine and its equivalence with polars, releases
+through a Session, the refusals of bad input. The other Spark tests (expression
+translation, unit types, name collisions, ...) check Spark SQL semantics, which the
+deployment does not change, and run on ``local[2]`` only."""
+
+
+CONNECT_MODULES = frozenset({"test_spark_connect.py"})
+"""The test modules of what only Spark Connect does (a DataFrame analysed when first asked)."""
+
+
+def legs(module: str) -> tuple[str, ...]:
+    """The legs the Spark tests of the test module named ``module`` run on."""
+    if module in CONNECT_MODULES:
+        return ("connect",)
+    return LEGS if module in CLUSTER_MODULES else LEGS[:1]
+
+
+def classic_session(master: str, conf: Mapping[str, str]) -> Any:
+    """A classic Spark session (driver in this process) on ``master``, configured by ``conf``."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName("privframe-tests")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class LocalSpark:
+    """The ``local[2]`` session, started when asked for, again after a cluster leg stopped it.
+
+    A process holds one classic Spark at a time, so the standalone leg stops
+    this one first; the tests that follow get a new one.
+    """
+
+    def __init__(self, conf: Mapping[str, str]) -> None:
+        self.conf = dict(conf)
+        self.session: Any = None
+
+    def get(self) -> Any:
+        """The running local session (started now if there is none)."""
+        if self.session is None:
+            self.session = classic_session("local[2]", self.conf)
+        return self.session
+
+    def stop(self) -> None:
+        """Stop the local session, if one runs."""
+        if self.session is not None:
+            self.session.stop()
+            self.session = None
+
+
+def connect_session(url: str) -> Any:
+    """A Spark Connect session: a client of the server at ``url`` (``sc://host:port``)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.remote(url).getOrCreate()
+
+
+def close_session(session: Any) -> None:
+    """Stop ``session``; after a Connect client, let pyspark build classic columns again.
+
+    pyspark marks the whole process as Spark Connect when a Connect session
+    starts (``pyspark.sql.functions`` then build Connect columns) and keeps the
+    mark when it stops.
+    """
+    session.stop()
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)

@@ -126,7 +126,9 @@ def assert_same(got: pl.DataFrame, expected: pl.DataFrame) -> None:
 
 
 def to_spark(spark: Any, df: pl.DataFrame) -> Any:
-    return spark.createDataFrame(df.to_arrow()).cache()
+    from privframe.engines.spark.rows import spark_table
+
+    return spark_table(spark, df).cache()  # with its schema: Connect infers none from no rows
 
 
 @pytest.fixture(scope="module")

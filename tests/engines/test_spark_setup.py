@@ -1,5 +1,8 @@
 """Without Java 17 the Spark tests skip on a developer's machine, saying how to install it,
 and fail in CI: the decision (tests/spark_setup.py) on fake PATH and JAVA_HOME, and end to end.
+The services the cluster tests start (tests/spark_services.py) are waited for with a
+timeout and a clear error, and stopped with every process they started; here on stand-in
+processes (the real cluster is checked by test_spark_cluster.py).
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from spark_setup import java_problem, unavailable
+import spark_services
+from spark_services import ServiceError, Services, alive_workers, free_port, wait_until
+from spark_setup import java_problem, legs, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,7 +85,7 @@ def _spark_test_without_java(tmp_path: Path, **extra: str) -> subprocess.Complet
             "-p",
             "no:cacheprovider",
             "-rs",
-            "tests/engines/test_spark_session.py::test_from_spark_table",
+            "tests/engines/test_spark_session.py::test_from_spark_table[local]",
         ],
         cwd=ROOT,
         env=env,
@@ -104,3 +109,65 @@ def test_spark_tests_fail_without_java_in_ci(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 error" in done.stdout
     assert "CI runs every Spark test" in done.stdout
+
+
+def test_the_cluster_legs_run_the_engine_tests_and_the_rest_runs_locally() -> None:
+    assert legs("test_spark_engine.py") == ("local", "standalone", "connect")
+    assert legs("test_partial_keys_engines.py") == ("local", "standalone", "connect")
+    assert legs("test_spark_expressions.py") == ("local",)
+    assert legs("test_spark_connect.py") == ("connect",)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not gone, not a zombie awaiting its parent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_stopping_ends_each_service_with_the_processes_it_started(tmp_path: Path) -> None:
+    services = Services(tmp_path, os.environ)
+    child = tmp_path / "child.pid"
+    # A stand-in for a worker and the executor it forks, then a second service.
+    parent = services.start("worker", "sh", "-c", f"sleep 300 & echo $! > {child}; wait")
+    other = services.start("master", "sleep", "300")
+    wait_until(child.exists, "the child's pid", [parent])
+    wait_until(lambda: child.read_text().strip() != "", "the child's pid", [parent])
+    pid = int(child.read_text())
+    assert _alive(pid)
+    services.stop()
+    assert parent.process.returncode is not None
+    assert other.process.returncode is not None
+    wait_until(lambda: not _alive(pid), "the child to end", [])
+    assert services.started == []
+
+
+def test_a_service_that_exits_while_awaited_is_named_with_its_log(tmp_path: Path) -> None:
+    services = Services(tmp_path, os.environ)
+    try:
+        broken = services.start("worker 0", "sh", "-c", "echo 'no JAVA_HOME here'; exit 3")
+        with pytest.raises(ServiceError, match="worker 0 exited with code 3") as info:
+            wait_until(lambda: False, "2 workers registered", [broken])
+        assert "no JAVA_HOME here" in str(info.value)
+    finally:
+        services.stop()
+
+
+def test_waiting_gives_up_at_the_timeout_with_the_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spark_services, "START_TIMEOUT", 0.5)
+    services = Services(tmp_path, os.environ)
+    try:
+        slow = services.start("master", "sh", "-c", "echo starting; sleep 300")
+        with pytest.raises(ServiceError, match="no 2 workers registered after 0 s") as info:
+            wait_until(lambda: False, "2 workers registered", [slow])
+        assert "starting" in str(info.value)
+    finally:
+        services.stop()
+
+
+def test_a_master_not_yet_listening_has_no_workers() -> None:
+    assert alive_workers(f"http://127.0.0.1:{free_port()}") == -1

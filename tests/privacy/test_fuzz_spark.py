@@ -1,7 +1,8 @@
 """Bad Spark input is refused without charge or leak (checks: fuzz_setup.py).
 
 Spark DataFrames broken in their unit or value columns, bad units, releases that
-fail on Spark, and bad tables; nothing reaches pyspark's own log either.
+fail on Spark, and bad tables; nothing reaches pyspark's own log either. Run on
+local[2], the standalone cluster and through Spark Connect (conftest.py).
 """
 
 from __future__ import annotations
@@ -162,13 +163,17 @@ def test_bad_spark_input_is_refused_without_charge_or_leak(
 ) -> None:
     from pyspark.logger import PySparkLogger
 
-    # pyspark logs failed jobs' messages itself: nothing may reach its log either.
+    # pyspark logs failed jobs' messages itself, and a Spark Connect client each failed call
+    # with the server's message when SPARK_CONNECT_LOG_LEVEL turns its log on (on here, at
+    # its most verbose): nothing may reach these logs either.
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]
-    logs = [
-        PySparkLogger.getLogger(n) for n in ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
-    ]
+    names = ("DataFrameQueryContextLogger", "SQLQueryContextLogger", "pyspark.sql.connect.logging")
+    logs = [PySparkLogger.getLogger(n) for n in names]
+    connect_log = logs[-1]
+    was = connect_log.disabled, connect_log.level
+    connect_log.disabled, connect_log.level = False, logging.DEBUG
     for log in logs:
         log.addHandler(handler)
     try:
@@ -176,5 +181,6 @@ def test_bad_spark_input_is_refused_without_charge_or_leak(
     finally:
         for log in logs:
             log.removeHandler(handler)
+        connect_log.disabled, connect_log.level = was
     for record in records:
         assert_clean(record.getMessage(), "pyspark's log")

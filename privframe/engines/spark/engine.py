@@ -9,6 +9,11 @@ and public key (:func:`~privframe.engines.bounding.every_public_key`), with
 Int64 counts and Int64 sums in grid units. Only those per-key aggregates are
 collected to the driver (through Arrow); the rows never leave the cluster.
 
+The frame may be classic or a Spark Connect DataFrame (``sc://`` sessions):
+the engine uses the DataFrame API only (no RDD, SparkContext or JVM handle),
+which both implement, so a Connect client sends plans and receives the same
+per-key aggregates.
+
 The arithmetic is the polars engine's, step for step (``docs/sensitivity.md``
 §2): row values are filled, clipped, snapped to the grid with the same
 round-half-to-even (Spark ``rint``, as polars' ``Expr.round()``) and clipped
@@ -76,7 +81,7 @@ class SparkEngine:
     (and the per-(key, position) histogram counts, in the same Spark job).
 
     Args:
-        frame: the private data, a ``pyspark.sql.DataFrame``.
+        frame: the private data, a ``pyspark.sql.DataFrame`` (classic or Spark Connect).
         schema: the polars types of its columns, as queries were checked
             against (each column must hold the Spark twin of its type,
             :func:`~privframe.engines.spark.expressions.spark_type`); by

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import polars as pl
 
 from privframe.engines.expressions import exact_unit_type
-from privframe.engines.inputs import exact_pandas
 from privframe.engines.spark._columns import col
+from privframe.engines.spark.rows import spark_table
 from privframe.errors import InvalidArgumentError, InvalidValueError
 
 if TYPE_CHECKING:
@@ -46,7 +46,12 @@ _T = TypeVar("_T")
 
 
 def is_spark_frame(data: object) -> bool:
-    """Whether ``data`` is a pyspark DataFrame (without importing pyspark).
+    """Whether ``data`` is a pyspark DataFrame, classic or Connect (without importing pyspark).
+
+    Classic frames are ``pyspark.sql.classic.dataframe.DataFrame`` (``pyspark.sql.dataframe``
+    before pyspark 4), Spark Connect ones ``pyspark.sql.connect.dataframe.DataFrame``: the
+    type's name and module say which, so the registry asks every input without importing
+    pyspark.
 
     Example:
         >>> from privframe.engines.spark.frames import is_spark_frame
@@ -58,8 +63,14 @@ def is_spark_frame(data: object) -> bool:
 
 
 # pyspark logs the message of every failed job's error through these (with the values it
-# quotes) as it converts the error to Python, whether or not the caller handles it.
-_QUERY_CONTEXT_LOGS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+# quotes) as it converts the error to Python, whether or not the caller handles it; a
+# Spark Connect client also logs each failed call with the server's message through its
+# own logger (when SPARK_CONNECT_LOG_LEVEL turns it on).
+_QUERY_CONTEXT_LOGS = (
+    "DataFrameQueryContextLogger",
+    "SQLQueryContextLogger",
+    "pyspark.sql.connect.logging",
+)
 
 
 def _drop(record: logging.LogRecord) -> bool:
@@ -71,8 +82,9 @@ def quiet_query_errors() -> Iterator[None]:
     """Silence pyspark's log of failed jobs' messages while Spark works on private data.
 
     pyspark (4.0 and later) logs an error's message as it converts a failed
-    job's Java exception, and the message can quote a data value (the input
-    of a failed cast). The error itself is then withheld by its handler.
+    job's Java exception (or a Spark Connect server's error), and the message
+    can quote a data value (the input of a failed cast). The error itself is
+    then withheld by its handler.
 
     Example:
         >>> from privframe.engines.spark.frames import quiet_query_errors
@@ -150,7 +162,10 @@ def catalog_table(spark: SparkSession, table: str) -> SparkDataFrame:
         )
     failure = ""
     try:
-        return spark.table(table)
+        frame = spark.table(table)
+        # Spark Connect looks the table up only when asked about it: ask here.
+        frame.schema  # noqa: B018
+        return frame
     except Exception as err:  # Spark's message is withheld as every other one is
         failure = _kind(err)
     raise InvalidValueError(
@@ -273,7 +288,12 @@ def has_missing_units(frame: SparkDataFrame, unit: str, dtype: pl.DataType) -> b
 
 
 def to_spark_result(spark: SparkSession, result: pl.DataFrame) -> SparkDataFrame:
-    """A released (noisy, public) table as a Spark DataFrame, for results="spark"."""
+    """A released (noisy, public) table as a DataFrame of ``spark``, for results="spark".
+
+    The input's kind of DataFrame: a Spark Connect session gives a Connect
+    DataFrame. Each column has the Spark twin of its polars type (with no rows
+    too, where Spark Connect could infer none).
+    """
     if result.height == 0 and not result.columns:
         raise InvalidValueError("an empty release has no columns to give Spark")
-    return spark.createDataFrame(exact_pandas(result))
+    return spark_table(spark, result)

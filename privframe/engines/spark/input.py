@@ -20,25 +20,32 @@ import polars as pl
 from privframe.engines.inputs import MISSING_UNITS, Opened, check_unit_column, exact_pandas
 from privframe.engines.names import case_twin
 from privframe.engines.spark.engine import SparkEngine
-from privframe.engines.spark.frames import has_missing_units, plain_frame, to_spark_result
+from privframe.engines.spark.frames import (
+    has_missing_units,
+    plain_frame,
+    run_job,
+    to_spark_result,
+)
 from privframe.errors import InvalidValueError
 
 __all__ = ["open_input"]
 
 
 def open_input(data: Any, privacy_unit: str | None, results: str = "pandas") -> Opened:
-    """A Spark DataFrame opened for queries, run by the Spark engine.
+    """A Spark DataFrame (classic or Spark Connect) opened for queries, run by the Spark engine.
 
     Releases come back as pandas DataFrames, or with ``results="spark"`` as
-    Spark DataFrames of the same Spark session.
+    DataFrames of the input's Spark session (Connect ones for a Connect input).
 
     Raises:
         InvalidArgumentError: the unit column's type cannot identify units exactly.
         InvalidValueError: the privacy unit column is missing, some rows have
-            no unit, reading the unit column failed, or two columns' names
-            differ only in case.
+            no unit, reading the schema or the unit column failed, or two
+            columns' names differ only in case.
     """
-    columns = list(data.columns)
+    # Spark Connect analyses a DataFrame only when asked: a frame built on a missing table
+    # or column fails here, and Spark's message is withheld as every other one is.
+    columns = run_job(lambda: list(data.schema.names), "reading the Spark DataFrame's schema")
     for i, name in enumerate(columns):
         twin = case_twin(name, columns[:i])
         if twin is not None:

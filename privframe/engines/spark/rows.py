@@ -132,8 +132,10 @@ def spark_table(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
     gives its polars type (the type row expressions expect): unsigned integers
     the next wider signed type, naive datetimes ``timestamp_ntz``. Types with
     no such twin: categoricals and enums become strings, UInt64 a
-    decimal(20, 0), and anything else the type Spark infers from Arrow.
+    decimal(20, 0), and anything else the type Spark reads its Arrow type as.
     """
+    from pyspark.sql.pandas.types import from_arrow_type
+
     casts: dict[type[pl.DataType], pl.DataType | type[pl.DataType]] = {
         pl.UInt8: pl.Int16,
         pl.UInt16: pl.Int32,
@@ -149,14 +151,13 @@ def spark_table(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
     )
     arrow = converted.to_arrow(compat_level=pl.CompatLevel.oldest())
     fields = []
-    for name, dtype in converted.schema.items():
+    for field, (name, dtype) in zip(arrow.schema, converted.schema.items(), strict=True):
         try:
             kind = spark_type(dtype)
-        except InvalidArgumentError:
-            if not isinstance(dtype, pl.Decimal):
-                return spark.createDataFrame(arrow)
-            kind = f"decimal({dtype.precision}, {dtype.scale})"
+        except InvalidArgumentError:  # no twin (decimals, lists, ...): Spark's type for Arrow's
+            kind = from_arrow_type(field.type).simpleString()
         fields.append("`" + name.replace("`", "``") + "` " + kind)
+    # Always a schema: Spark Connect infers none from a table without rows.
     return spark.createDataFrame(arrow, schema=", ".join(fields))
 
 
