@@ -13,8 +13,8 @@ the first ``k`` of each unit in the order of one 64-bit sort key,
 
     order = (unit − lowest unit) · 2^(h + bits) + ⌊hash(cell) / 2^(64 − h)⌋ · 2^bits + key,
 
-one column sorted once (a third of the window's cost), whose kept values are
-then matched back to their cells.
+sorted once: a cell is kept when the cell ``k`` places before it in that
+order belongs to another unit (half the window's cost).
 Both are exact only while the numbers fit in 64 bits:
 
 * the cell, while every unit fits in ``63 − bits`` bits: :func:`units_fit`
@@ -136,17 +136,16 @@ def kept_cells(
     top = cell.hash(seed) // (1 << (64 - hash_bits))
     offset = (owner - lowest).cast(pl.UInt64)
     key = (cell & (whole - 1)).cast(pl.UInt64)
-    ranked = cells.with_columns(((offset * (1 << hash_bits) + top) * whole + key).alias(RANK))
-    # Sorting the order column alone and matching the kept values back costs less than
-    # sorting the cells with all their columns.
-    in_order = ranked.select(pl.col(RANK).sort())
+    order = (offset * (1 << hash_bits) + top) * whole + key
     unit_of = pl.col(RANK) // (1 << (hash_bits + bits))
-    position = pl.int_range(pl.len(), dtype=pl.Int64)
-    first = pl.when(unit_of != unit_of.shift(1)).then(position).forward_fill().fill_null(0)
-    kept = in_order.filter(position - first < k)[RANK]
+    # Sorted by unit first, a cell is among its unit's first k exactly when the cell k
+    # places before it is another unit's (or there is none).
+    first_k = (unit_of != unit_of.shift(k)).fill_null(True)
     return (
-        ranked.lazy()
-        .filter(pl.col(RANK).is_in(kept.implode()))
+        cells.lazy()
+        .with_columns(order.alias(RANK))
+        .sort(RANK)
+        .filter(first_k)
         .with_columns(decoded)
         .drop(CELL, RANK)
     )
