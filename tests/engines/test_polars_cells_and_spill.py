@@ -14,6 +14,7 @@ import pytest
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
+from privframe.engines.polars import spill as spill_module
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec
 
 KEYS = [f"k{i}" for i in range(10)]  # 4 bits of key in a packed cell
@@ -66,8 +67,15 @@ def spread_data(units: int = 400) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["u", "g", "x"], orient="row")
 
 
+@pytest.mark.parametrize("memory", [0, 2_000, None], ids=["disk", "memory-then-disk", "memory"])
 @pytest.mark.parametrize("parts", [1, 3, 16])
-def test_spilled_partitions_give_the_aggregates_of_one_pass(parts: int, tmp_path) -> None:
+def test_spilled_partitions_give_the_aggregates_of_one_pass(
+    parts: int, memory: int | None, tmp_path, monkeypatch
+) -> None:
+    # Small batches, so that with 2,000 bytes some rows are held before all go to disk.
+    monkeypatch.setattr(spill_module, "BATCH_ROWS", 100)
+    if memory is not None:
+        monkeypatch.setattr(spill_module, "MEMORY_BYTES", memory)
     path = tmp_path / "data.parquet"
     spread_data().write_parquet(path)
     s = public_spec(k=2, m=3)
@@ -76,26 +84,39 @@ def test_spilled_partitions_give_the_aggregates_of_one_pass(parts: int, tmp_path
     assert split.equals(whole)
 
 
-def test_spill_files_are_removed_after_the_release(tmp_path, monkeypatch) -> None:
+@pytest.fixture
+def spill_dir(tmp_path, monkeypatch) -> list:
+    """TMPDIR for the spill, partitions always written to disk; the files written, listed."""
     spill = tmp_path / "tmp"
     spill.mkdir()
     monkeypatch.setenv("TMPDIR", str(spill))
     monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+    monkeypatch.setattr(spill_module, "MEMORY_BYTES", 0)
+    written: list = []
+    new_file = spill_module.ipc.new_file
+
+    def recorded(path, schema):
+        written.append(path)
+        return new_file(path, schema)
+
+    monkeypatch.setattr(spill_module.ipc, "new_file", recorded)
+    return written
+
+
+def test_spill_files_are_removed_after_the_release(spill_dir) -> None:
     PolarsEngine(spread_data().lazy(), partitions=4).aggregate(public_spec(k=2, m=3))
-    assert list(spill.iterdir()) == []
+    assert len(spill_dir) == 4
+    assert not any(path.exists() for path in spill_dir)
+    assert [p.name for p in spill_dir[0].parent.parent.iterdir()] == []
 
 
-def test_spill_files_are_removed_when_a_partition_fails(tmp_path, monkeypatch) -> None:
-    spill = tmp_path / "tmp"
-    spill.mkdir()
-    monkeypatch.setenv("TMPDIR", str(spill))
-    monkeypatch.setattr("tempfile.tempdir", None)
+def test_spill_files_are_removed_when_a_partition_fails(spill_dir) -> None:
     bad = AggregationSpec(
         (), "u", ("missing",), pl.DataFrame({"missing": ["a"]}), 1, 1, None, (), 1
     )
     with pytest.raises(pl.exceptions.PolarsError):
         PolarsEngine(spread_data().lazy(), partitions=4).aggregate(bad)
-    assert list(spill.iterdir()) == []
+    assert not any(path.exists() for path in spill_dir)
 
 
 def test_partitions_are_reported_as_steps(caplog) -> None:
