@@ -164,6 +164,29 @@ def _uint64_ids() -> Scenario:
     return Scenario(_one_key_each(ids), "id", _count_and_sum([f"k{i}" for i in range(8)]))
 
 
+def _int64_ids(ids: list[int]) -> Scenario:
+    """Integer IDs take the packed-cell path: ``unit · 2^3 + key`` with 8 keys."""
+    frame = _one_key_each(pl.Series(ids, dtype=pl.Int64))
+    return Scenario(frame, "id", _count_and_sum([f"k{i}" for i in range(len(ids))]))
+
+
+def _spread_groups() -> Scenario:
+    """Integer IDs each in 5 of 8 keys with 3 rows there: groups chosen by the packed order."""
+    ids = [u for u in range(8) for _ in range(15)]
+    keys = [f"k{(u + j) % 8}" for u in range(8) for j in range(5) for _ in range(3)]
+    frame = pl.DataFrame({"id": ids, "g": keys, "amount": np.linspace(0, 100, len(ids))})
+
+    def make_query(sess: pf.Session) -> Query:
+        return (
+            sess.query()
+            .bound(max_groups=2, max_rows_per_group=2)
+            .group_by("g", keys=[f"k{i}" for i in range(8)])
+            .agg(pf.count(), pf.sum("amount", bounds=(0, 100)))
+        )
+
+    return Scenario(frame, "id", make_query)
+
+
 def _integer_keys(dtype: pl.DataType, refused: bool) -> Scenario:
     # Each row its own person; one row holds 2^60, and the keys are 2^60 + i: as Float64
     # they are all 2^60 (spacing 256 there), so that row would count in 25 groups.
@@ -199,6 +222,11 @@ def _quantile_rows() -> Scenario:
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "decimal unit ids": _decimal_ids,
     "uint64 unit ids": _uint64_ids,
+    # 2^61 · 2^3 wraps to 0 in 64 bits: packed, these IDs would share cells.
+    "int64 unit ids too large to pack": lambda: _int64_ids([0, 2**61, -(2**61), 2**62, 1, 2, 3, 4]),
+    # Small IDs 2^50 apart: packed, but too spread for the sort order (window rank).
+    "int64 unit ids spread wide": lambda: _int64_ids([i * 2**50 for i in range(8)]),
+    "packed cells with units over max_groups": _spread_groups,
     "integer keys on an Int64 column": lambda: _integer_keys(pl.Int64(), refused=False),
     "integer keys on a Float64 column": lambda: _integer_keys(pl.Float64(), refused=True),
     "quantile row sampling": _quantile_rows,
