@@ -142,14 +142,15 @@ class PolarsEngine:
     def _by_partition(
         self, frame: pl.LazyFrame, spec: AggregationSpec, keyed: Grouping, names: list[str]
     ) -> list[list[pl.DataFrame]]:
-        """Each unit partition's results, from one pass that spills the rows to disk.
+        """Each unit partition's results, from one pass that spills the rows.
 
         The rows the aggregation reads (already keyed, scaled to grid units and
-        cut to its columns) are written once, by a keyed hash of the unit, into
-        one file per partition (:mod:`privframe.engines.polars.spill`); then each
-        partition is bounded in memory. The files live in a private temporary
-        directory (``tempfile``: mode 0700, under ``TMPDIR``), removed when the
-        release ends, whatever happens.
+        cut to its columns) are sorted once, by a keyed hash of the unit, into
+        partitions held in memory or written to disk
+        (:mod:`privframe.engines.polars.spill`); then each partition is bounded
+        in memory. Files live in a private temporary directory (``tempfile``:
+        mode 0700, under ``TMPDIR``), removed when the release ends, whatever
+        happens.
         """
         assert spec.unit is not None
         bucket = pl.col(spec.unit).hash(spec.seed ^ PARTITION_SALT) % self._partitions
@@ -198,15 +199,15 @@ class PolarsEngine:
         bits = cell_bits(schema, spec, keyed)
         if bits is not None:
             # The keyed rows, materialized, group faster than the lazy plan that makes them.
-            rows = frame.collect(engine=engine).lazy()
+            frame = frame.collect(engine=engine).lazy()
             # Packed cells are exact only if every unit fits.
-            if units_fit(rows, spec.unit, bits).collect().item():
-                cells = packed_cells(rows, spec.unit, names, bits).collect()
+            if units_fit(frame, spec.unit, bits).collect().item():
+                cells = packed_cells(frame, spec.unit, names, bits).collect()
                 kept = kept_cells(
                     cells, spec.unit, schema[spec.unit], bits, spec.max_groups, spec.seed
                 )
                 partial = _bounded(kept, spec, keyed.by)
-                return pl.collect_all(_per_key(rows, spec, keyed, names, partial))
+                return pl.collect_all(_per_key(frame, spec, keyed, names, partial))
         partial = frame.group_by([spec.unit, *keyed.by]).agg(
             pl.len().cast(pl.Int64).alias(ROWS), *(pl.col(n).sum() for n in names)
         )
