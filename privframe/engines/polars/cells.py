@@ -18,8 +18,8 @@ order belongs to another unit (half the window's cost).
 Both are exact only while the numbers fit in 64 bits:
 
 * the cell, while every unit fits in ``63 − bits`` bits: :func:`units_fit`
-  checks it in the same pass, and the engine runs the two-column path when
-  it does not;
+  checks the keyed rows before they are grouped, and the engine runs the
+  two-column path when one does not;
 * the order, while the units' span leaves ``h >= MIN_HASH_BITS`` bits of
   hash; else the kept groups come from the rank in a window, as on the
   two-column path.
