@@ -134,3 +134,17 @@ def test_spilled_partitions_keep_observed_keys_of_every_type(key_type) -> None:
     split = PolarsEngine(df.lazy(), partitions=5).aggregate(observed)
     assert split.equals(whole)
     assert split.schema["g"] == df.schema["g"]
+
+
+@pytest.mark.parametrize("memory", [0, None], ids=["disk", "memory"])
+def test_spilled_partitions_of_a_mixed_grouping_give_the_aggregates_of_one_pass(
+    memory: int | None, monkeypatch
+) -> None:
+    if memory is not None:
+        monkeypatch.setattr(spill_module, "MEMORY_BYTES", memory)
+    df = spread_data().with_columns((pl.col("u") % 3).alias("h"))
+    keys = pl.DataFrame({"g": KEYS})
+    mixed = AggregationSpec((), "u", ("g", "h"), keys, 2, 3, None, (), 4)
+    whole = PolarsEngine(df.lazy()).aggregate(mixed)
+    split = PolarsEngine(df.lazy(), partitions=4).aggregate(mixed)
+    assert split.equals(whole)

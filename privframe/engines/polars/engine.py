@@ -154,12 +154,17 @@ class PolarsEngine:
         """
         assert spec.unit is not None
         bucket = pl.col(spec.unit).hash(spec.seed ^ PARTITION_SALT) % self._partitions
+        # Key positions fit in fewer bytes than UInt32 with fewer keys: less to write and hold.
+        narrow = _narrowest_key(keyed)
+        spilled_rows = frame.with_columns(pl.col(KEY).cast(narrow)) if narrow else frame
         with tempfile.TemporaryDirectory(prefix="privframe-spill-") as directory:
-            spilled = spill(frame, bucket, self._partitions, Path(directory))
+            spilled = spill(spilled_rows, bucket, self._partitions, Path(directory))
             results = []
             with steps("partitions", self._partitions) as advance:
                 for rows in spilled:
                     part = frame.head(0) if rows is None else rows
+                    if narrow:
+                        part = part.with_columns(pl.col(KEY).cast(pl.UInt32))
                     results.append(self._collect(part, spec, keyed, names, streaming=False))
                     advance()
         return results
@@ -268,6 +273,14 @@ def _bounded(partial: pl.LazyFrame, spec: AggregationSpec, by: list[str]) -> pl.
         lo, hi = centred_bounds(v)
         scaled.append(pl.when(w < n).then(shrunk).otherwise(s).clip(w * lo, w * hi).alias(v.name))
     return partial.with_columns(scaled)
+
+
+def _narrowest_key(keyed: Grouping) -> pl.DataType | None:
+    """A smaller type than UInt32 that holds every key position, if the rows carry one."""
+    if keyed.observed:
+        return None
+    count = keyed.keys.height
+    return pl.UInt8() if count <= 1 << 8 else pl.UInt16() if count <= 1 << 16 else None
 
 
 def _keyed_rows(frame: pl.LazyFrame, keyed: Grouping) -> pl.LazyFrame:
