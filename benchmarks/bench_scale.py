@@ -13,6 +13,11 @@ clipped to [0, 1000], each user at most 3 regions and 10 rows per region,
 public keys, ρ = 1. Time per million rows should stay flat if the release
 scales linearly.
 
+Each file below 1 B rows is released ``--repeat`` times (default 3, each in a
+fresh process) and the fastest is reported: on a shared 2-core machine one
+10 M release varied from 1.3 to 1.7 s between runs, too much for a single
+run to anchor the ratios. 1 B rows run once.
+
 Targets (issue 18): 100 M rows within 1.2 × the time per row of 10 M, peak
 under 4 GiB; 1 B rows (about 15 GiB of parquet) within 1.5 ×, peak under
 8 GiB. The "/ 10M rate" column is that ratio. Progress is turned off in the
@@ -111,6 +116,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1000000,10000000,100000000")
     parser.add_argument("--dir", default=None, help="where to keep the parquet files")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="releases per file below 1 B rows, fastest reported (1 B rows: one release)",
+    )
     args = parser.parse_args()
     sizes = [int(x) for x in args.rows.split(",")]
     directory = Path(args.dir or tempfile.mkdtemp(prefix="privframe-scale-"))
@@ -131,7 +142,8 @@ def main() -> None:
             start = time.perf_counter()
             write_workload(path, rows)
             written = time.perf_counter() - start
-        got = run_release(path)
+        runs = [run_release(path) for _ in range(args.repeat if rows < 10**9 else 1)]
+        got = min(runs, key=lambda r: r["seconds"])
         size = path.stat().st_size / 2**20
         rates[rows] = got["seconds"] / (rows / 1e6)
         # The issue's flatness targets compare each size's time per row with 10 M rows'.
