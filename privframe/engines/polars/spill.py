@@ -46,7 +46,7 @@ from privframe.engines.bounding import PART
 __all__ = ["BATCH_ROWS", "MEMORY_BYTES", "spill"]
 
 BATCH_ROWS = 2_000_000
-"""Rows per batch of the spilling pass (its memory: a batch and one buffer per partition)."""
+"""Rows per batch of the spilling pass (what it holds beside the rows kept in memory)."""
 
 MEMORY_BYTES = 2 << 30
 """The partitions' rows stay in memory up to this size (2 GiB), and go to disk past it."""
