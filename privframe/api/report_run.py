@@ -35,7 +35,7 @@ import polars as pl
 from privframe.accounting.budgets import zCDP
 from privframe.api import report_output
 from privframe.api.html import ReportSection, report_html
-from privframe.api.query import Bound, Query, Request
+from privframe.api.query import Bound, Query
 from privframe.api.report_spec import QuerySpec, ReportSpec, SpecError
 from privframe.api.session import Batch, Session
 from privframe.api.sql import Column, SQLQuery
@@ -300,7 +300,20 @@ class Report:
         print(f"computing {n} queries (nothing is charged yet) ...", file=stream, flush=True)
         failure = None
         try:
-            batch = self.session.batch(self._requests())
+            batch = self.session.batch(
+                [
+                    p.query.request(
+                        p.spec.rho,
+                        with_error=True,
+                        label=self.spec.label(p.spec),
+                        delta=p.cost.delta or None,
+                        clamp=p.spec.post.clamp,
+                        intervals=p.spec.post.intervals,
+                        total=p.spec.post.total,
+                    )
+                    for p in self.planned
+                ]
+            )
         except BudgetExceededError:
             raise
         except (Exception, KeyboardInterrupt) as err:
@@ -314,21 +327,6 @@ class Report:
             )
         print(f"charging {_cost(batch.cost)} to the ledger in one step", file=stream, flush=True)
         return batch
-
-    def _requests(self) -> list[Request]:
-        """The release requests of the planned queries, in order."""
-        return [
-            p.query.request(
-                p.spec.rho,
-                with_error=True,
-                label=self.spec.label(p.spec),
-                delta=p.cost.delta or None,
-                clamp=p.spec.post.clamp,
-                intervals=p.spec.post.intervals,
-                total=p.spec.post.total,
-            )
-            for p in self.planned
-        ]
 
     def _write(
         self,

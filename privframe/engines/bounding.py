@@ -101,7 +101,7 @@ PART = "__part"
 """Working column: a row's unit partition (the polars engine's spill files, one per partition)."""
 
 RANK = "__rank"
-"""Working column: the keyed hash a unit's groups (or rows) are ranked by."""
+"""Working column: a unit's groups (or rows) ranked by a keyed hash: a rank or a sort key."""
 
 INDEX = "__index"
 """Working column: a row's number within its (unit, key) cell."""

@@ -92,8 +92,8 @@ class PolarsEngine:
             hash and aggregate one part at a time, adding the per-key results.
             Each unit's rows all fall in one part, so bounding is unchanged;
             the per-(unit, key) table, the largest thing held in memory, shrinks
-            by the factor. The input is read once and the parts spilled to
-            disk (:meth:`_by_partition`).
+            by the factor. The input is read once and the parts held in memory
+            or spilled to disk (:meth:`_by_partition`).
     """
 
     def __init__(

@@ -17,6 +17,7 @@ import polars as pl
 from privframe.engines.bounding import (
     GROUP_SALT,
     KEY,
+    RANK,
     ROW_SALT,
     ROWS,
     TIE_SALT,
@@ -32,10 +33,8 @@ from privframe.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["RANK", "key_index", "known_units", "partials", "sampled_rows"]
+__all__ = ["key_index", "known_units", "partials", "sampled_rows"]
 
-RANK = "__rank"
-"""Working column: a row's rank in its window."""
 _ID = "__id"
 _TOTAL = "__total"
 _BASE = "__base"
