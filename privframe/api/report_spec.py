@@ -35,30 +35,41 @@ Example:
 
 from __future__ import annotations
 
-import math
 import re
-import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from privframe.accounting._numbers import exact
-from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
+from privframe.accounting.budgets import Budget
 from privframe.accounting.replay import METHODS
-from privframe.api.query import Bound
-from privframe.errors import InvalidValueError, PrivframeError
+from privframe.api.spec_values import (
+    BUDGET_KEYS,
+    SpecError,
+    check_keys,
+    kind_of,
+    read_toml,
+    spec_bounds,
+    spec_budget,
+    spec_contributions,
+    spec_flag,
+    spec_guard,
+    spec_integer,
+    spec_metadata,
+    spec_names,
+    spec_positive,
+    spec_string,
+    spec_table,
+    spec_values,
+)
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.keys import KeySet, product
 from privframe.plan.postprocess import PostProcessing
 
 __all__ = ["QuerySpec", "ReportSpec", "SpecError", "load_spec"]
-
-
-class SpecError(InvalidValueError):
-    """A report spec is invalid, or one of its queries does not plan; nothing was spent."""
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -163,182 +174,32 @@ class ReportSpec:
         return f"{self.title}/{query.name}"
 
 
-def _table(value: object, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise SpecError(f"{where} must be a table, got {_type(value)}")
-    return value
-
-
-def _type(value: object) -> str:
-    return {bool: "a boolean", str: "a string", list: "an array", dict: "a table"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
-
-
-def _check_keys(
-    table: Mapping[str, Any], where: str, allowed: Sequence[str], required: Sequence[str] = ()
-) -> None:
-    for key in table:
-        if key not in allowed:
-            raise SpecError(
-                f"{where}: unknown key {key!r}; allowed keys: {', '.join(sorted(allowed))}"
-            )
-    for key in required:
-        if key not in table:
-            raise SpecError(f"{where}: missing the required key {key!r}")
-
-
-def _string(table: Mapping[str, Any], key: str, where: str) -> str:
-    value = table[key]
-    if not isinstance(value, str) or not value.strip():
-        raise SpecError(f"{where}.{key} must be a non-empty string, got {_type(value)}")
-    return value
-
-
-def _finite(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise SpecError(f"{where} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _number(table: Mapping[str, Any], key: str, where: str) -> float:
-    return _finite(table[key], f"{where}.{key}")
-
-
-def _positive(table: Mapping[str, Any], key: str, where: str) -> float:
-    value = _number(table, key, where)
-    if value <= 0:
-        raise SpecError(f"{where}.{key} must be > 0, got {value!r}")
-    return value
-
-
-def _flag(table: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
-    value = table.get(key, default)
-    if not isinstance(value, bool):
-        raise SpecError(f"{where}.{key} must be true or false, got {value!r}")
-    return value
-
-
 def _post(table: Mapping[str, Any], where: str) -> PostProcessing:
     return PostProcessing(
-        _flag(table, "clamp", where, True),
-        _flag(table, "intervals", where, False),
-        _flag(table, "total", where, False),
+        spec_flag(table, "clamp", where, True),
+        spec_flag(table, "intervals", where, False),
+        spec_flag(table, "total", where, False),
     )
-
-
-def _integer(table: Mapping[str, Any], key: str, where: str) -> int:
-    value = table[key]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(f"{where}.{key} must be a whole number, got {value!r}")
-    return value
-
-
-def _names(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = table[key]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise SpecError(f"{where}.{key} must be an array of column names, got {value!r}")
-    return tuple(value)
-
-
-def _values(value: object, where: str) -> list[Any]:
-    """A non-empty array of public key values: all strings, or all numbers."""
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value)
-    ):
-        raise SpecError(f"{where} must be a non-empty array of strings or numbers")
-    if len({isinstance(v, str) for v in value}) > 1:
-        # The builder refuses mixed keys too: a cast would have to pick one reading.
-        raise SpecError(f"{where} mixes strings and numbers; give all keys as one kind")
-    return value
-
-
-def _guard(where: str, build: Callable[[], Any]) -> Any:
-    """Run a privframe constructor, naming the spec key when it refuses the value."""
-    try:
-        return build()
-    except PrivframeError as err:
-        raise SpecError(f"{where}: {err}") from None
-
-
-def _budget(table: Mapping[str, Any]) -> Budget:
-    where = "budget"
-    _check_keys(
-        table,
-        where,
-        ("rho", "delta", "epsilon", "selection_delta", "mu", "ledger", "same_data"),
-        ("ledger",),
-    )
-    given = set(table) - {"ledger", "same_data"}
-    if given in ({"rho"}, {"rho", "delta"}):
-        rho = _positive(table, "rho", where)
-        delta = _number(table, "delta", where) if "delta" in table else 0.0
-        return _guard(where, lambda: zCDP(rho, delta))
-    if given in ({"epsilon", "delta"}, {"epsilon", "delta", "selection_delta"}):
-        epsilon, delta = _positive(table, "epsilon", where), _number(table, "delta", where)
-        reserve = _number(table, "selection_delta", where) if "selection_delta" in table else 0.0
-        return _guard(where, lambda: ApproxDP(epsilon, delta).to_zcdp(selection_delta=reserve))
-    if given == {"mu"}:
-        return GDP(_positive(table, "mu", where))
-    raise SpecError(
-        "budget: give rho (and optionally delta), or epsilon and delta (and optionally "
-        f"selection_delta), or mu; got {', '.join(sorted(given)) or 'none of them'}"
-    )
-
-
-def _bounds(value: object, where: str) -> tuple[float, float]:
-    if not isinstance(value, list) or len(value) != 2:
-        raise SpecError(f"{where} must be [lower, upper], got {value!r}")
-    return _finite(value[0], f"{where}[0]"), _finite(value[1], f"{where}[1]")
-
-
-def _metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    columns: dict[str, dict[str, Any]] = {}
-    for column, value in raw.items():
-        where = f"metadata.{column}"
-        table = _table(value, where)
-        _check_keys(table, where, ("bounds", "keys", "candidates"))
-        entry: dict[str, Any] = {}
-        if "bounds" in table:
-            entry["bounds"] = _bounds(table["bounds"], f"{where}.bounds")
-        if "keys" in table:
-            entry["keys"] = _values(table["keys"], f"{where}.keys")
-        if "candidates" in table:
-            entry["candidates"] = _integer(table, "candidates", where)
-        columns[column] = entry
-    return columns
-
-
-def _contributions(table: Mapping[str, Any]) -> dict[str, int]:
-    where = "contributions"
-    _check_keys(table, where, ("max_groups", "max_rows_per_group", "max_rows"))
-    limits = {key: _integer(table, key, where) for key in table}
-    if "max_rows_per_group" not in limits and "max_rows" not in limits:
-        raise SpecError(f"{where}: give max_rows_per_group or max_rows (a person's row limit)")
-    _guard(where, lambda: Bound(**limits))
-    return limits
 
 
 def _aggregate(
     raw: object, where: str, metadata: Mapping[str, Mapping[str, Any]]
 ) -> tuple[Aggregate, ...]:
-    table = _table(raw, where)
-    _check_keys(table, where, ("kind", "column", "bounds", "q", "candidates", "alias"), ("kind",))
-    kind = _string(table, "kind", where)
+    table = spec_table(raw, where)
+    check_keys(table, where, ("kind", "column", "bounds", "q", "candidates", "alias"), ("kind",))
+    kind = spec_string(table, "kind", where)
     if kind not in AGGREGATE_KINDS:
         raise SpecError(f"{where}.kind must be one of {', '.join(AGGREGATE_KINDS)}, got {kind!r}")
     build, allowed = AGGREGATE_KINDS[kind]
     where = f"{where} (kind = {kind!r})"
-    _check_keys(table, where, allowed, [k for k in ("column", "q") if k in allowed])
+    check_keys(table, where, allowed, [k for k in ("column", "q") if k in allowed])
     args: list[Any] = []
     facts: Mapping[str, Any] = {}
     if "column" in allowed:
-        column = _string(table, "column", where)
+        column = spec_string(table, "column", where)
         facts = metadata.get(column, {})
         if "bounds" in table:
-            bounds = _bounds(table["bounds"], f"{where}.bounds")
+            bounds = spec_bounds(table["bounds"], f"{where}.bounds")
         elif "bounds" in facts:
             bounds = facts["bounds"]
         else:
@@ -346,16 +207,16 @@ def _aggregate(
         args = [column, table["q"], bounds] if "q" in allowed else [column, bounds]
     options = {}
     if "candidates" in table:
-        options["candidates"] = _integer(table, "candidates", where)
+        options["candidates"] = spec_integer(table, "candidates", where)
     elif "candidates" in allowed and "candidates" in facts:
         options["candidates"] = facts["candidates"]
-    built = _guard(where, lambda: build(*args, **options))
+    built = spec_guard(where, lambda: build(*args, **options))
     aggregates = built if isinstance(built, tuple) else (built,)
     if "alias" in table:
         if len(aggregates) != 1:
             raise SpecError(f"{where}: alias needs a single output (q has several values)")
-        alias = _string(table, "alias", where)
-        aggregates = (_guard(where, lambda: aggregates[0].alias(alias)),)
+        alias = spec_string(table, "alias", where)
+        aggregates = (spec_guard(where, lambda: aggregates[0].alias(alias)),)
     return aggregates
 
 
@@ -375,10 +236,10 @@ def _keys(
         if len(group_by) != 1:
             raise SpecError(f"{where}.keys: with several group_by columns, give a table of arrays")
         given = {group_by[0]: given}
-    given = _table(given, f"{where}.keys")
-    _check_keys(given, f"{where}.keys", group_by)
+    given = spec_table(given, f"{where}.keys")
+    check_keys(given, f"{where}.keys", group_by)
     per_column = {
-        column: _values(given[column], f"{where}.keys.{column}")
+        column: spec_values(given[column], f"{where}.keys.{column}")
         if column in given
         else metadata.get(column, {}).get("keys")
         for column in group_by
@@ -386,7 +247,7 @@ def _keys(
     present = {c: values for c, values in per_column.items() if values is not None}
     if not present:
         return None  # chosen privately: the release spends δ
-    return _guard(f"{where}.keys", lambda: product(**present))
+    return spec_guard(f"{where}.keys", lambda: product(**present))
 
 
 def _query(
@@ -396,9 +257,9 @@ def _query(
     metadata: Mapping[str, Mapping[str, Any]],
 ) -> tuple[QuerySpec, Fraction | None]:
     """One query, and its share of ``[report] rho`` if it gave one."""
-    table = _table(raw, where)
-    _check_keys(table, where, (*_QUERY_KEYS, *_POST_KEYS), ("name",))
-    name = _string(table, "name", where)
+    table = spec_table(raw, where)
+    check_keys(table, where, (*_QUERY_KEYS, *_POST_KEYS), ("name",))
+    name = spec_string(table, "name", where)
     if not _NAME.fullmatch(name):
         raise SpecError(
             f"{where}.name {name!r} must be letters, digits, '_', '.' or '-' "
@@ -406,7 +267,7 @@ def _query(
         )
     where = f"{where} ({name!r})"
     rho, share = _query_rho(table, where, total)
-    delta = _positive(table, "delta", where) if "delta" in table else None
+    delta = spec_positive(table, "delta", where) if "delta" in table else None
     structured = [k for k in ("group_by", "keys", "aggregates") if k in table]
     if "sql" in table:
         if structured:
@@ -414,11 +275,11 @@ def _query(
                 f"{where}: give sql or a structured query (group_by, keys, aggregates), "
                 f"not both; found sql and {structured[0]}"
             )
-        sql = _string(table, "sql", where)
+        sql = spec_string(table, "sql", where)
         return QuerySpec(name, rho, delta, sql=sql, post=_post(table, where)), share
     if "aggregates" not in table:
         raise SpecError(f'{where}: give sql = "SELECT ..." or aggregates = [...]')
-    group_by = _names(table, "group_by", where) if "group_by" in table else ()
+    group_by = spec_names(table, "group_by", where) if "group_by" in table else ()
     if "keys" in table and not group_by:
         raise SpecError(f"{where}.keys needs group_by")
     listed = table["aggregates"]
@@ -450,34 +311,24 @@ def _query_rho(
     if ("rho" in table) == ("share" in table):
         raise SpecError(f"{where}: give exactly one of rho and share")
     if "rho" in table:
-        return exact("rho", _positive(table, "rho", where)), None
-    share = exact("share", _positive(table, "share", where))
+        return exact("rho", spec_positive(table, "rho", where)), None
+    share = exact("share", spec_positive(table, "share", where))
     if total is None:
         raise SpecError(f"{where}.share needs a total: [report] rho = ...")
     return share * total, share
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        # utf-8-sig: a spec saved by an editor that writes a byte-order mark reads too.
-        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as err:
-        raise SpecError(f"cannot read the spec {str(path)!r}: {err.strerror}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise SpecError(f"the spec {str(path)!r} is not valid TOML: {err}") from None
-
-
 def _report(report: Mapping[str, Any]) -> tuple[str, str, Fraction | None, int | None]:
     """The ``[report]`` table: its title, accounting method, total ρ and seed."""
-    _check_keys(report, "report", ("title", "rho", "seed", "accounting"), ("title",))
-    title = _string(report, "title", "report")
-    accounting = _string(report, "accounting", "report") if "accounting" in report else "zcdp"
+    check_keys(report, "report", ("title", "rho", "seed", "accounting"), ("title",))
+    title = spec_string(report, "title", "report")
+    accounting = spec_string(report, "accounting", "report") if "accounting" in report else "zcdp"
     if accounting not in METHODS:
         raise SpecError(
             f"report: accounting must be one of {', '.join(METHODS)}, got {accounting!r}"
         )
-    total = exact("rho", _positive(report, "rho", "report")) if "rho" in report else None
-    seed = _integer(report, "seed", "report") if "seed" in report else None
+    total = exact("rho", spec_positive(report, "rho", "report")) if "rho" in report else None
+    seed = spec_integer(report, "seed", "report") if "seed" in report else None
     return title, accounting, total, seed
 
 
@@ -519,32 +370,33 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
             seed without ``allow_seeded_noise``.
     """
     path = Path(path)
-    raw = _read(path)
-    _check_keys(
+    raw = read_toml(path)
+    check_keys(
         raw,
         "the spec",
         ("report", "data", "budget", "metadata", "contributions", "queries"),
         ("report", "data", "budget", "contributions", "queries"),
     )
-    title, accounting, total, seed = _report(_table(raw["report"], "report"))
-    data = _table(raw["data"], "data")
-    _check_keys(data, "data", ("path", "privacy_unit"), ("path", "privacy_unit"))
-    budget = _table(raw["budget"], "budget")
-    allowance = _budget(budget)
+    title, accounting, total, seed = _report(spec_table(raw["report"], "report"))
+    data = spec_table(raw["data"], "data")
+    check_keys(data, "data", ("path", "privacy_unit"), ("path", "privacy_unit"))
+    budget = spec_table(raw["budget"], "budget")
+    check_keys(budget, "budget", (*BUDGET_KEYS, "ledger", "same_data"), ("ledger",))
+    allowance = spec_budget(budget, also=("ledger", "same_data"))
     same_data = budget.get("same_data", False)
     if not isinstance(same_data, bool):
-        raise SpecError(f"budget.same_data must be true or false, got {_type(same_data)}")
-    contributions = _contributions(_table(raw["contributions"], "contributions"))
-    metadata = _metadata(_table(raw.get("metadata", {}), "metadata"))
+        raise SpecError(f"budget.same_data must be true or false, got {kind_of(same_data)}")
+    contributions = spec_contributions(spec_table(raw["contributions"], "contributions"))
+    metadata = spec_metadata(spec_table(raw.get("metadata", {}), "metadata"))
     queries = _queries(raw["queries"], total, metadata)
     folder = path.parent
     return ReportSpec(
         path=path,
         title=title,
-        data=folder / _string(data, "path", "data"),
-        privacy_unit=_string(data, "privacy_unit", "data"),
+        data=folder / spec_string(data, "path", "data"),
+        privacy_unit=spec_string(data, "privacy_unit", "data"),
         budget=allowance,
-        ledger=folder / _string(budget, "ledger", "budget"),
+        ledger=folder / spec_string(budget, "ledger", "budget"),
         metadata=metadata,
         contributions=contributions,
         queries=queries,
