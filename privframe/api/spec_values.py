@@ -291,7 +291,7 @@ def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return columns
 
 
-def spec_contributions(table: Mapping[str, Any]) -> dict[str, int]:
+def spec_contributions(table: Mapping[str, Any], where: str = "contributions") -> dict[str, int]:
     """A ``[contributions]`` table: the limits of :class:`~privframe.Bound`, checked.
 
     Example:
@@ -299,7 +299,6 @@ def spec_contributions(table: Mapping[str, Any]) -> dict[str, int]:
         >>> spec_contributions({"max_rows": 4})
         {'max_rows': 4}
     """
-    where = "contributions"
     check_keys(table, where, ("max_groups", "max_rows_per_group", "max_rows"))
     limits = {key: spec_integer(table, key, where) for key in table}
     if "max_rows_per_group" not in limits and "max_rows" not in limits:
