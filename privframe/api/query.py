@@ -88,6 +88,8 @@ class Request:
     Build it with :meth:`Query.request` or :meth:`SQLQuery.request
     <privframe.api.sql.SQLQuery.request>`; the fields are those of ``release``.
     ``finish`` post-processes the noisy table (SQL's HAVING, ORDER BY, LIMIT).
+    ``sql`` is the SQL text the request was parsed from (None for a builder
+    query), so a remote session can send the text instead of a plan.
 
     Example:
         >>> import polars as pl
@@ -106,6 +108,7 @@ class Request:
     delta: float | None = None
     finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None
     post: PostProcessing = dataclasses.field(default_factory=PostProcessing)
+    sql: str | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -258,6 +258,7 @@ class SQLQuery:
             delta,
             finish=lambda frame: self._post.finish(self._rounded(frame), errors),
             post=post,
+            sql=self._text,
         )
 
     def check(self, with_error: bool = False) -> None:

@@ -1,0 +1,209 @@
+"""A release request on the wire: a plan or SQL text, and the release's options.
+
+::
+
+    {"version": 1,
+     "plan": <plan>,                 # or "sql": "SELECT ...", never both
+     "rho": "1/10",                  # exact rational text (wire.values)
+     "delta": "1/1000000",           # or null
+     "with_error": false, "label": "", "clamp": true, "intervals": false, "total": false,
+     "weights": null}     # or {"weights": {"amount_sum": 2.0}}, or
+                          # {"balance": {"rows": 500, "expected": {"amount_sum": 2e4}}}
+
+The server rebuilds a plan through its session's query builder
+(:func:`~privframe.api.wire.plan.decode_plan_query`) and parses SQL text
+with its session's ``sql``, then makes the request as a local query makes
+it (``.request(rho, ...)``): every check runs again on the server. A SQL
+query whose ``OPTIONS(epsilon, delta)`` set its budget is parsed again
+there, and refused unless the ρ and δ it spends are the ones the client
+sent.
+
+Example:
+    >>> import json
+    >>> import polars as pl
+    >>> import privframe as pf
+    >>> from privframe.api.wire import decode_request, encode_request
+    >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+    >>> request = sess.query().agg(pf.count()).request(0.1, label="n")
+    >>> data = json.loads(json.dumps(encode_request(request)))
+    >>> data["rho"], data["label"]
+    ('1/10', 'n')
+    >>> decoded = decode_request(data, sess)
+    >>> decoded.rho, decoded.label, sess.release_all([decoded])[0].columns
+    (Fraction(1, 10), 'n', ['count'])
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Protocol
+
+from privframe.accounting._numbers import exact
+from privframe.api.query import Query, Request
+from privframe.api.wire.plan import decode_plan_query, encode_plan
+from privframe.api.wire.reading import (
+    WIRE_VERSION,
+    WireError,
+    guarded,
+    read_bool,
+    read_float,
+    read_int,
+    read_mapping,
+    read_object,
+    read_optional,
+    read_string,
+    shown,
+)
+from privframe.api.wire.values import decode_number, encode_number
+from privframe.plan.split import Balance, balance
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from privframe.api.sql import SQLQuery
+
+__all__ = ["WireSession", "decode_request", "encode_request"]
+
+_OPTIONS = ("with_error", "label", "clamp", "intervals", "total")
+_KEYS = ("version", "plan", "sql", "rho", "delta", "weights", *_OPTIONS)
+_WHERE = "request"
+
+
+class WireSession(Protocol):
+    """What decoding a request needs of the server's session: :class:`~privframe.Session` is one."""
+
+    def query(self) -> Query:
+        """Start a query."""
+        ...
+
+    def sql(self, text: str) -> SQLQuery:
+        """Parse SQL text into a query."""
+        ...
+
+
+def encode_request(request: Request) -> dict[str, Any]:
+    """A release request as its JSON-ready wire object (the client's side).
+
+    Raises:
+        WireError: a part with no wire form (an expression off the allow-list, a
+            table of a type that cannot be sent exactly, a builder request with
+            a ``finish`` step).
+        InvalidBudgetError: ρ or δ is negative or not finite.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> from privframe.api.wire import encode_request
+        >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+        >>> encode_request(sess.sql("SELECT COUNT(*) AS n FROM data").request(0.5))["sql"]
+        'SELECT COUNT(*) AS n FROM data'
+    """
+    data: dict[str, Any] = {"version": WIRE_VERSION}
+    if request.sql is not None:
+        data["sql"] = request.sql
+    elif request.finish is not None:
+        raise WireError(f"{_WHERE}: a request that post-processes its table is sent as SQL text")
+    else:
+        data["plan"] = encode_plan(request.query.plan, f"{_WHERE}.plan")
+    post = request.post
+    data.update(
+        rho=encode_number(request.rho),
+        delta=None if request.delta is None else encode_number(request.delta),
+        weights=_encode_weights(request.weights),
+        with_error=request.with_error,
+        label=request.label,
+        clamp=post.clamp,
+        intervals=post.intervals,
+        total=post.total,
+    )
+    return data
+
+
+def _encode_weights(weights: Mapping[str, float] | Balance | None) -> dict[str, Any] | None:
+    where = f"{_WHERE}.weights"
+    if weights is None:
+        return None
+    if isinstance(weights, Balance):
+        expected = {k: read_float(v, f"{where}.expected") for k, v in weights.expected.items()}
+        return {"balance": {"rows": read_float(weights.rows, where), "expected": expected}}
+    if not hasattr(weights, "items"):
+        raise WireError(f"{where}: expected a mapping of output names to weights or pf.balance")
+    named = read_mapping(dict(weights), where)
+    return {"weights": {k: read_float(v, f"{where}[{shown(k)}]") for k, v in named.items()}}
+
+
+def decode_request(data: object, session: WireSession) -> Request:
+    """The request a wire object asks, made on the server's ``session`` (the server's side).
+
+    Raises:
+        WireError: a malformed request (the message names its JSON path), or
+            one the builder refuses.
+        PrivframeError: SQL text the session's parser refuses (:class:`SQLError`).
+    """
+    top = read_object(data, _WHERE, _KEYS, ("version", "rho"))
+    version = read_int(top["version"], f"{_WHERE}.version")
+    if version != WIRE_VERSION:
+        raise WireError(
+            f"{_WHERE}.version: this server reads version {WIRE_VERSION}, not {version}"
+        )
+    if ("plan" in top) == ("sql" in top):
+        raise WireError(f"{_WHERE}: give exactly one of 'plan' and 'sql'")
+    rho = decode_number(top["rho"], f"{_WHERE}.rho")
+    delta = read_optional(top, "delta", _WHERE, decode_number)
+    options: dict[str, Any] = {
+        "with_error": read_bool(top.get("with_error", False), f"{_WHERE}.with_error"),
+        "label": read_string(top.get("label", ""), f"{_WHERE}.label"),
+        "weights": _decode_weights(top.get("weights")),
+        **{
+            k: read_bool(top[k], f"{_WHERE}.{k}")
+            for k in ("clamp", "intervals", "total")
+            if k in top
+        },
+    }
+    if "sql" in top:
+        text = read_string(top["sql"], f"{_WHERE}.sql", empty=False)
+        return _sql_request(session.sql(text), rho, delta, options)
+    query = decode_plan_query(top["plan"], session.query(), f"{_WHERE}.plan")
+    # δ stays exact: the release pipeline reads it as a Number (selection_delta).
+    options["delta"] = delta
+    return guarded(_WHERE, lambda: query.request(rho, **options))
+
+
+def _sql_request(
+    parsed: SQLQuery, rho: Fraction, delta: Fraction | None, options: dict[str, Any]
+) -> Request:
+    """The SQL query's request; with OPTIONS, only if they spend the ρ and δ that were sent."""
+    if parsed.spend() is None:
+        return parsed.request(rho, **{**options, "delta": delta})  # δ exact, as for a plan
+    request = parsed.request(None, **options)
+    sent = (rho, delta)
+    spent = (
+        exact("rho", request.rho),
+        None if request.delta is None else exact("delta", request.delta),
+    )
+    if sent != spent:
+        raise WireError(
+            f"{_WHERE}.rho: the query's OPTIONS spend rho={spent[0]} and delta={spent[1]}, "
+            f"not the rho={sent[0]} and delta={sent[1]} that were sent"
+        )
+    return request
+
+
+def _decode_weights(data: object) -> Mapping[str, float] | Balance | None:
+    where = f"{_WHERE}.weights"
+    if data is None:
+        return None
+    given = read_object(data, where, ("weights", "balance"))
+    if len(given) != 1:
+        raise WireError(f"{where}: expected exactly one of 'weights' and 'balance'")
+    if "weights" in given:
+        named = read_mapping(given["weights"], f"{where}.weights")
+        return {k: read_float(v, f"{where}.weights[{shown(k)}]") for k, v in named.items()}
+    at = f"{where}.balance"
+    body = read_object(given["balance"], at, ("rows", "expected"), ("rows",))
+    rows = read_float(body["rows"], f"{at}.rows")
+    named = read_mapping(body.get("expected", {}), f"{at}.expected")
+    if "rows" in named:
+        raise WireError(f"{at}.expected: 'rows' is not an output name")
+    expected = {k: read_float(v, f"{at}.expected[{shown(k)}]") for k, v in named.items()}
+    return guarded(at, lambda: balance(rows, **expected))
