@@ -284,22 +284,28 @@ def grouped(sess: pf.Session) -> pf.Query:
 
 
 BUILDERS = {
-    "keys, every aggregate, all post options": lambda q: q.group_by(
-        ["region", "band"], keys=pf.keys.product(region=REGIONS, band=["[18, 40)", "[40, 70]"])
-    )
-    .agg(*all_aggregates())
-    .request(2.5, with_error=True, label="full", intervals=True, total=True, clamp=False),
-    "other and weights": lambda q: q.group_by("region", keys=["north", "south"], other="rest")
-    .agg(pf.count(), pf.sum("amount", (0, 100)))
-    .request(Fraction(1, 3), weights={"count": 3.0, "amount_sum": 1}),
-    "balance": lambda q: q.group_by("zone", keys=[1, 2, 3])
-    .agg(pf.count(), pf.mean("amount", (0, 100)))
-    .request(Decimal("0.75"), weights=pf.balance(rows=40, amount_mean=45.0)),
-    "partial keys and delta": lambda q: q.group_by(
-        ["region", "month"], keys=pf.keys.product(region=REGIONS)
-    )
-    .agg(pf.count())
-    .request(1.0, delta=1e-6),
+    "keys, every aggregate, all post options": lambda q: (
+        q.group_by(
+            ["region", "band"], keys=pf.keys.product(region=REGIONS, band=["[18, 40)", "[40, 70]"])
+        )
+        .agg(*all_aggregates())
+        .request(2.5, with_error=True, label="full", intervals=True, total=True, clamp=False)
+    ),
+    "other and weights": lambda q: (
+        q.group_by("region", keys=["north", "south"], other="rest")
+        .agg(pf.count(), pf.sum("amount", (0, 100)))
+        .request(Fraction(1, 3), weights={"count": 3.0, "amount_sum": 1})
+    ),
+    "balance": lambda q: (
+        q.group_by("zone", keys=[1, 2, 3])
+        .agg(pf.count(), pf.mean("amount", (0, 100)))
+        .request(Decimal("0.75"), weights=pf.balance(rows=40, amount_mean=45.0))
+    ),
+    "partial keys and delta": lambda q: (
+        q.group_by(["region", "month"], keys=pf.keys.product(region=REGIONS))
+        .agg(pf.count())
+        .request(1.0, delta=1e-6)
+    ),
     "private groups": lambda q: q.group_by("big").agg(pf.count()).request(0.5, delta=2e-6),
     "no grouping": lambda q: q.agg(pf.sum("amount", (0, 100))).request(0.1),
 }
