@@ -302,7 +302,7 @@ def decode_expression(
 def _decode_args(
     node: Mapping[str, Any], arity: int, where: str, budget: Budget, depth: int
 ) -> list[pl.Expr]:
-    args = read_list(node["args"], f"{where}.args", arity)
+    args = read_list(node["args"], f"{where}.args")
     if len(args) != arity:
         raise WireError(f"{where}.args: expected {arity} arguments, got {len(args)}")
     return [
@@ -343,7 +343,7 @@ def _decode_call(
 
 
 def _decode_when(node: Mapping[str, Any], where: str, budget: Budget, depth: int) -> pl.Expr:
-    branches = read_list(node["when"], f"{where}.when", budget.nodes)
+    branches = budget.list_of_nodes(node["when"], f"{where}.when")
     if not branches:
         raise WireError(f"{where}.when: expected at least one [condition, value] pair")
     chain: Any = pl

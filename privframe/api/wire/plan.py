@@ -214,7 +214,7 @@ def _decode_step(step: object, query: Query, where: str, budget: Budget) -> Quer
         return guarded(at, lambda: query.join(table, on, how))  # type: ignore[arg-type]
     exprs = [
         decode_expression(e, f"{at}[{i}]", budget)
-        for i, e in enumerate(read_list(body, at, budget.nodes))
+        for i, e in enumerate(budget.list_of_nodes(body, at))
     ]
     if kind == "with_columns":
         return guarded(at, lambda: query.with_columns(*exprs))

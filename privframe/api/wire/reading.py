@@ -279,6 +279,13 @@ class Budget:
     def __init__(self, nodes: int = MAX_NODES) -> None:
         self.nodes = nodes
 
+    def list_of_nodes(self, value: object, where: str) -> list[Any]:
+        """A JSON list of expressions, refused at once if it holds more than the nodes left."""
+        items = read_list(value, where)
+        if len(items) > self.nodes:
+            raise WireError(f"{where}: more than {MAX_NODES} expression nodes")
+        return items
+
     def take(self, where: str, depth: int) -> None:
         """Spend one node at ``depth``; refuse past :data:`MAX_DEPTH` or :data:`MAX_NODES`."""
         if depth > MAX_DEPTH:

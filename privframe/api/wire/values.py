@@ -205,15 +205,15 @@ def _zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones()) | {"UTC"}
 
 
-def _value_kind(dtype: PolarsType) -> str:
+def _value_kind(dtype: PolarsType, where: str) -> str:
     """The wire name of a type whose values can be sent exactly, else a WireError."""
     if isinstance(dtype, pl.Datetime):
         return "Datetime"
     name = encode_dtype(dtype)
     if name not in _VALUED:
         raise WireError(
-            f"values of type {dtype} cannot be sent exactly: use integers, floats, booleans, "
-            "strings, dates or datetimes"
+            f"{where}: values of type {dtype} cannot be sent exactly: use integers, floats, "
+            "booleans, strings, dates or datetimes"
         )
     return str(name)
 
@@ -227,7 +227,7 @@ def encode_values(series: pl.Series) -> list[Any]:
         >>> encode_values(pl.Series([1.5, float("inf"), None]))
         [1.5, 'inf', None]
     """
-    kind = _value_kind(series.dtype)
+    kind = _value_kind(series.dtype, f"column {shown(series.name)}")
     if kind in _PHYSICAL:
         return series.to_physical().to_list()
     values = series.to_list()
@@ -249,7 +249,7 @@ def decode_values(data: object, dtype: PolarsType, where: str, name: str = "") -
         >>> decode_values(["nan", 2], pl.Float64, "values").to_list()
         [nan, 2.0]
     """
-    kind = _value_kind(dtype)
+    kind = _value_kind(dtype, where)
     values = [
         None if v is None else _value(v, kind, f"{where}[{i}]")
         for i, v in enumerate(read_list(data, where))
@@ -267,7 +267,9 @@ def _value(value: object, kind: str, where: str) -> Any:
         if isinstance(value, str) and value in _NON_FINITE:
             return _NON_FINITE[value]
         number = read_float(value, where)
-        if kind == "Float32" and (abs(number) > _FLOAT32_MAX or np.float32(number) != number):
+        if kind == "Float32" and (
+            abs(number) > _FLOAT32_MAX or float(np.float32(number)) != number
+        ):
             raise WireError(f"{where}: {shown(value)} is not exactly a Float32")
         return number
     if kind == "Boolean":
@@ -290,7 +292,7 @@ def decode_value(data: object, dtype: PolarsType, where: str) -> Any:
     """
     if isinstance(dtype, pl.List):
         return None if data is None else decode_values(data, dtype.inner, where).to_list()
-    kind = _value_kind(dtype)
+    kind = _value_kind(dtype, where)
     return None if data is None else _value(data, kind, where)
 
 
