@@ -134,7 +134,12 @@ class Accountant:
             remembers its creation budget: reopening it with a larger budget
             raises :class:`~privframe.errors.LedgerError`; reopening it with a
             smaller one is allowed, and this accountant then enforces the
-            smaller budget against everything the file has recorded.
+            smaller budget against everything the file has recorded. Or a
+            :class:`~privframe.accounting.ledger.Ledger` instance (say, a
+            server's :class:`~privframe.accounting.ledger.DatabaseLedger`),
+            used as it is: this budget is checked against its totals, and
+            the ledger may refuse more (a database ledger checks its own
+            budget too); ``data`` then is not checked.
         delta: the reporting δ: the slack of the ρ → (ε, δ) conversion, to
             which each row adds the δ spent outright (see
             :class:`BudgetReport`), read exactly. Default: for a budget given as an
@@ -154,7 +159,7 @@ class Accountant:
     Raises:
         InvalidBudgetError: ``budget`` is not a Budget, or ``delta`` is not in (0, 1).
         InvalidArgumentError: ``delta`` is not a real number.
-        InvalidArgumentError: ``ledger`` is neither None nor a str or os.PathLike path.
+        InvalidArgumentError: ``ledger`` is not None, a str or os.PathLike path, or a Ledger.
         LedgerError: the ledger file cannot be used (see
             :class:`~privframe.accounting.ledger.SQLiteLedger`).
 
@@ -179,7 +184,7 @@ class Accountant:
     def __init__(
         self,
         budget: Budget,
-        ledger: str | os.PathLike[str] | None = None,
+        ledger: str | os.PathLike[str] | Ledger | None = None,
         *,
         delta: Number | None = None,
         data: DataIdentity | None = None,
@@ -205,9 +210,11 @@ class Accountant:
             self._ledger = Ledger()
         elif isinstance(ledger, str | os.PathLike):
             self._ledger = SQLiteLedger(ledger, self._budget, data=data, same_data=same_data)
+        elif isinstance(ledger, Ledger):
+            self._ledger = ledger
         else:
             raise InvalidArgumentError(
-                f"ledger must be None or a file path (str or os.PathLike), "
+                f"ledger must be None, a file path (str or os.PathLike) or a Ledger, "
                 f"got {type(ledger).__name__}"
             )
         # Known at open: newer privframe never writes float entries.

@@ -53,6 +53,14 @@ journal, ``synchronous=FULL``):
   reported as busy, not as damage. What the chain can and cannot prove is in
   ``docs/operations.md``.
 
+:class:`DatabaseLedgers` keeps the many ledgers of a server (one per analyst
+and dataset) in one SQLite file or PostgreSQL database (:class:`Database`),
+each with a budget stored in the database and grouped in pools (datasets)
+that may have a cap across their ledgers; a :class:`DatabaseLedger` is one of
+them. Each append is one transaction that locks its pool, checks the budget
+and the cap in the database and commits before it returns (see
+:mod:`privframe.accounting.ledger._database`).
+
 Example:
     >>> from fractions import Fraction
     >>> from privframe.accounting.ledger import Ledger
@@ -65,10 +73,16 @@ Example:
     True
 """
 
+from privframe.accounting.ledger._database import (
+    LEDGERS_SCHEMA_VERSION,
+    DatabaseLedger,
+    DatabaseLedgers,
+)
 from privframe.accounting.ledger._entry import LedgerEntry, LedgerSummary
 from privframe.accounting.ledger._format import APPLICATION_ID, SCHEMA_VERSION
 from privframe.accounting.ledger._identity import DataIdentity
 from privframe.accounting.ledger._memory import Charge, Check, Ledger, LedgerEntries
+from privframe.accounting.ledger._sql import Database, Transaction, is_postgres_url
 from privframe.accounting.ledger._sqlite import DEFAULT_TIMEOUT, SQLiteLedger, accept_restored
 from privframe.accounting.ledger._state import (
     STATE_DIR_ENV,
@@ -80,11 +94,15 @@ from privframe.accounting.ledger._state import (
 __all__ = [
     "APPLICATION_ID",
     "DEFAULT_TIMEOUT",
+    "LEDGERS_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "STATE_DIR_ENV",
     "Charge",
     "Check",
     "DataIdentity",
+    "Database",
+    "DatabaseLedger",
+    "DatabaseLedgers",
     "Ledger",
     "LedgerEntries",
     "LedgerEntry",
@@ -92,6 +110,8 @@ __all__ = [
     "LedgerStateWarning",
     "LedgerSummary",
     "SQLiteLedger",
+    "Transaction",
     "accept_restored",
+    "is_postgres_url",
     "state_file",
 ]
