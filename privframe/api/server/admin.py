@@ -149,26 +149,31 @@ def _budget_command(store: Store, config: ServerConfig, args: argparse.Namespace
 
 
 def _list(store: Store) -> None:
-    rows = [("analyst", "dataset", "budget rho", "spent rho", "remaining rho")]
-    deltas = False
+    """One row per grant (and per analyst without one); delta columns when a grant has delta."""
+    rows = [["analyst", "dataset", "budget rho", "spent rho", "remaining rho", "budget delta",
+             "spent delta"]]  # fmt: skip
     for analyst in store.analysts():
         datasets = store.granted(analyst)
         if not datasets:
-            rows.append((analyst, "-", "-", "-", "-"))
+            rows.append([analyst] + ["-"] * 6)
         for dataset in datasets:
             budget, spent = store.budget(analyst, dataset) or zCDP(0), store.spent(analyst, dataset)
             left = max(budget.exact_rho - spent.exact_rho, Fraction(0))
-            deltas = deltas or bool(budget.exact_delta or spent.exact_delta)
-            rows.append(
-                (analyst, dataset, figure(budget.exact_rho), figure(spent.exact_rho), figure(left))
+            figures = (
+                budget.exact_rho,
+                spent.exact_rho,
+                left,
+                budget.exact_delta,
+                spent.exact_delta,
             )
+            rows.append([analyst, dataset, *map(figure, figures)])
+    if all(row[5] in ("0", "-") and row[6] in ("0", "-") for row in rows[1:]):
+        rows = [row[:5] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         )
-    if deltas:
-        print("(some grants spend delta too: see each analyst's ledger)")
 
 
 def _audit(store: Store, limit: int) -> None:
