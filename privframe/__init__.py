@@ -18,7 +18,8 @@ from privframe.accounting.ledger import (
     LedgerMissingWarning,
     LedgerStateWarning,
 )
-from privframe.api import cli, datasets, html, query, report, session, sql
+from privframe.api import cli, client, datasets, html, query, report, session, sql
+from privframe.api.client import RemoteSession, connect
 from privframe.api.html import show
 from privframe.api.query import Request
 from privframe.api.session import Session
@@ -36,6 +37,7 @@ from privframe.errors import (
     PrivframeError,
     PrivframeWarning,
     SeededRandomnessWarning,
+    ServerError,
     SQLError,
 )
 from privframe.mechanisms import dpsgd, noise, quantiles, selection
@@ -68,14 +70,17 @@ __all__ = [
     "LedgerStateWarning",
     "PrivframeError",
     "PrivframeWarning",
+    "RemoteSession",
     "Request",
     "SQLError",
     "SeededRandomnessWarning",
+    "ServerError",
     "Session",
     "Spend",
     "accounting",
     "balance",
     "bin",
+    "connect",
     "count",
     "count_distinct",
     "datasets",
@@ -102,6 +107,7 @@ __all__ = [
 # keep working as names for the modules that now live in the layered packages.
 for _module in (
     accountant,
+    client,
     aggregates,
     cli,
     datasets,

@@ -48,6 +48,28 @@ class LedgerError(PrivframeError):
     """A persisted ledger is missing, corrupted, foreign, or opened with a larger budget."""
 
 
+class ServerError(PrivframeError):
+    """A privframe server refused a request for a reason of its own, or could not be reached.
+
+    Refusals that a local Session would give (a bad argument, a budget
+    exceeded, ...) come back from a server as those errors; this one is for
+    the rest: no valid token (401), a dataset not granted (404), a body too
+    large (413), the server unreachable or failing. Nothing was charged.
+
+    Attributes:
+        status: the HTTP status, or None when no answer came.
+
+    Example:
+        >>> from privframe.errors import ServerError
+        >>> ServerError("a valid bearer token is required", status=401).status
+        401
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class SQLError(InvalidValueError):
     """A SQL query privframe cannot release: a syntax error or an unsupported construct.
 

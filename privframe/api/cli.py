@@ -1,8 +1,10 @@
-"""The ``privframe`` command line: ``privframe demo`` and ``privframe report``.
+"""The ``privframe`` command line: ``demo``, ``report``, ``serve`` and ``admin``.
 
 ``privframe demo`` runs the README example end to end (or, with
 ``--write-data``, writes its synthetic data to a file); ``privframe report``
-runs a scripted report (``docs/reports.md``).
+runs a scripted report (``docs/reports.md``); ``privframe serve`` serves
+datasets to analysts and ``privframe admin`` manages their tokens and budgets
+(``docs/server.md``).
 
 Example:
     >>> from privframe.api.cli import build_parser
@@ -102,6 +104,22 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _report_arguments(report)
+    serve = commands.add_parser(
+        "serve",
+        help="serve datasets to analysts, each with a budget (needs privframe[server])",
+        description=(
+            "Serve the datasets of a configuration file (docs/server.md) over HTTP(S): analysts "
+            "query them with pf.connect and the same API, never seeing a row, each charged to "
+            "their own budget in the server's database. Manage analysts with privframe admin."
+        ),
+    )
+    serve.add_argument("config", help="the server's configuration (TOML)")
+    admin = commands.add_parser(
+        "admin",
+        help="manage a server's analysts, tokens and budgets: privframe admin CONFIG --help",
+        add_help=False,
+    )
+    admin.add_argument("arguments", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -254,6 +272,27 @@ def _report(spec_path: str, out: str | None, dry_run: bool, allow_seeded_noise: 
     return ExitCode.OK
 
 
+def _serve(config_path: str) -> int:
+    """Run ``privframe serve`` until interrupted; 2 if the configuration or database is refused."""
+    from privframe.api.server.config import load_config
+
+    try:
+        config = load_config(config_path)
+        from privframe.api.server import app  # the server's extra, only when asked for
+    except ImportError:
+        _error("privframe serve needs the server extra: pip install 'privframe[server]'")
+        return 2
+    except PrivframeError as err:
+        _error(str(err))
+        return 2
+    try:
+        app.serve(config)
+    except PrivframeError as err:
+        _error(str(err))
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
@@ -261,6 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     :class:`~privframe.api.report.ExitCode`.
     """
     args = build_parser().parse_args(argv)
+    if args.command == "admin":
+        from privframe.api.server import admin  # the server's extra, only when asked for
+
+        return admin.main(args.arguments)
+    if args.command == "serve":
+        return _serve(args.config)
     if args.command == "report":
         with progress.disabled() if args.no_progress else contextlib.nullcontext():
             return _report(args.spec, args.out, args.dry_run, args.allow_seeded_noise)

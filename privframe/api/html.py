@@ -36,7 +36,7 @@ from privframe._html import (
 )
 from privframe.accounting.accountant import BudgetReport
 from privframe.accounting.budgets import zCDP
-from privframe.accounting.ledger import LedgerEntries, LedgerEntry
+from privframe.accounting.ledger import LedgerEntry
 from privframe.accounting.replay import guarantee
 from privframe.api._chart import bar_chart
 from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
@@ -50,7 +50,7 @@ class SessionView(Protocol):
     """What the session's view reads: its ledger and its budget report (no data)."""
 
     @property
-    def ledger(self) -> LedgerEntries:
+    def ledger(self) -> Sequence[LedgerEntry]:
         """The ledger's entries."""
         ...
 

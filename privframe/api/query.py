@@ -105,7 +105,7 @@ class Request:
     with_error: bool = False
     weights: Mapping[str, float] | Balance | None = None
     label: str = ""
-    delta: float | None = None
+    delta: Number | None = None
     finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None
     post: PostProcessing = dataclasses.field(default_factory=PostProcessing)
     sql: str | None = None

@@ -59,7 +59,7 @@ from privframe.plan.release import Batch, Computed, Pipeline
 from privframe.plan.split import Balance
 from privframe.progress import steps
 
-__all__ = ["Session"]
+__all__ = ["Session", "sql_outcome"]
 
 _RELEASE_DEFAULTS = {
     name: parameter.default
@@ -69,6 +69,39 @@ _RELEASE_DEFAULTS = {
 """The defaults of a release's keywords, which ``Session.sql`` without ``rho`` must not move."""
 
 DataSource: TypeAlias = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
+
+
+def sql_outcome(
+    parsed: SQLQuery, rho: Number | None, release: Mapping[str, Any]
+) -> SQLQuery | pl.DataFrame | pd.DataFrame:
+    """What ``sql(text, rho, **release)`` returns: the released table, or without ``rho`` the query.
+
+    Shared by :meth:`Session.sql` and a remote session's ``sql``.
+
+    Raises:
+        InvalidArgumentError: a release keyword without ``rho`` (nothing
+            would be released, so it would be dropped).
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> from privframe.api.session import sql_outcome
+        >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+        >>> type(sql_outcome(sess.sql("SELECT COUNT(*) FROM data"), None, {})).__name__
+        'SQLQuery'
+    """
+    if rho is None:
+        # Without rho nothing is released, so these would be silently dropped.
+        given = [name for name, value in release.items() if value != _RELEASE_DEFAULTS[name]]
+        if given:
+            shown = ", ".join(f"{name}=..." for name in given)
+            raise InvalidArgumentError(
+                f"{shown} configure a release, and without rho sql() only parses: pass "
+                f"rho=..., or call .release({shown}) on the query it returns (a query "
+                "with OPTIONS(epsilon=..., delta=...) spends those: .release() takes no rho)"
+            )
+        return parsed
+    return parsed.release(rho, **release)
 
 
 class Session:
@@ -401,27 +434,7 @@ class Session:
             "intervals": intervals,
             "total": total,
         }
-        if rho is None:
-            # Without rho nothing is released, so these would be silently dropped.
-            given = [name for name, value in release.items() if value != _RELEASE_DEFAULTS[name]]
-            if given:
-                shown = ", ".join(f"{name}=..." for name in given)
-                raise InvalidArgumentError(
-                    f"{shown} configure a release, and without rho sql() only parses: pass "
-                    f"rho=..., or call .release({shown}) on the query it returns (a query "
-                    "with OPTIONS(epsilon=..., delta=...) spends those: .release() takes no rho)"
-                )
-            return parsed
-        return parsed.release(
-            rho,
-            with_error=with_error,
-            weights=weights,
-            label=label,
-            delta=delta,
-            clamp=clamp,
-            intervals=intervals,
-            total=total,
-        )
+        return sql_outcome(parsed, rho, release)
 
     # -- used by Query ------------------------------------------------------------------
 

@@ -1,0 +1,427 @@
+"""An analyst's session on a privframe server: the same API, the data never at hand.
+
+:func:`connect` opens a :class:`RemoteSession` on one dataset of a server
+started with ``privframe serve`` (``docs/server.md``). It is a
+:class:`~privframe.api.query.Door` like a local :class:`~privframe.Session`:
+``query()`` gives the same builder, ``sql()`` the same SQL front end, and their
+``check``, ``explain`` and ``release`` send the plan as data (the versioned
+JSON of :mod:`privframe.api.wire`; SQL as its text) for the server to rebuild
+through its own checks and charge to this analyst's budget on this dataset.
+The budget views (``spent``, ``remaining``, ``ledger``, ``report()``,
+``guarantee()``, the notebook view) read this analyst's own ledger. Results
+come back as pandas (the default) or polars. A refusal is raised as the same
+error a local Session raises; a refusal of the server's own (no valid token,
+a dataset not granted, a body too large, the server unreachable) as
+:class:`~privframe.errors.ServerError`.
+
+Needs httpx (``pip install 'privframe[client]'``).
+
+Example:
+    >>> import privframe as pf
+    >>> sess = pf.connect("http://127.0.0.1:8765", dataset="transactions",
+    ...                   token="pf_...")  # doctest: +SKIP
+    >>> sess.sql("SELECT region, COUNT(*) AS n FROM data GROUP BY region",
+    ...          rho=0.05)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
+
+import polars as pl
+
+from privframe import errors
+from privframe._arguments import RHO_HINTS, hinted
+from privframe.accounting import replay
+from privframe.accounting._numbers import Number
+from privframe.accounting._report import BudgetReport
+from privframe.accounting.budgets import zCDP
+from privframe.accounting.ledger import LedgerEntry
+from privframe.accounting.replay import Guarantee
+from privframe.api.html import session_html
+from privframe.api.query import Query, Request
+from privframe.api.session import sql_outcome
+from privframe.api.sql import TABLE, Column, SQLQuery, parse
+from privframe.api.wire import (
+    WIRE_VERSION,
+    decode_number,
+    decode_schema,
+    encode_plan,
+    encode_request,
+)
+from privframe.engines.inputs import exact_pandas
+from privframe.plan.explanation import Explanation, explain
+from privframe.plan.ir import Bound, Plan
+from privframe.plan.split import Balance
+
+if TYPE_CHECKING:
+    import httpx
+    import pandas as pd
+
+__all__ = ["TOKEN_ENV", "RemoteBatch", "RemoteSession", "connect"]
+
+TOKEN_ENV = "PRIVFRAME_TOKEN"
+"""The environment variable :func:`connect` reads the token from when none is given."""
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError:
+        raise errors.ServerError(
+            "pf.connect needs httpx: pip install 'privframe[client]'"
+        ) from None
+    return httpx
+
+
+def _zcdp(data: Mapping[str, str]) -> zCDP:
+    return zCDP(decode_number(data["rho"]), decode_number(data["delta"]))
+
+
+def _raise(status: int, body: Any) -> None:
+    """Raise what a refusal's body names: the library's own error, or a ServerError."""
+    error = body.get("error") if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str):
+        message = f"the server answered {status} without an explanation"
+    cls = getattr(errors, kind, None) if isinstance(kind, str) else None
+    if (
+        isinstance(cls, type)
+        and issubclass(cls, errors.PrivframeError)
+        and cls is not errors.ServerError
+    ):
+        raise cls(message)
+    raise errors.ServerError(message, status=status)
+
+
+class RemoteSession:
+    """One analyst's session on one dataset of a privframe server; make it with :func:`connect`.
+
+    Args:
+        url: the server's address, ``https://...`` (``http://`` on the loopback
+            interface only: ``docs/server.md``).
+        dataset: the dataset's name on the server.
+        token: the analyst's access token.
+        results: released tables as ``"pandas"`` or ``"polars"``.
+        timeout: seconds to wait for an answer.
+        verify: check the server's certificate (True), against a CA bundle
+            (its path), or not at all (False: tests only).
+        client: an ``httpx.Client`` to send requests with, instead of a new one
+            (tests pass an in-process one).
+
+    Raises:
+        ServerError: the server cannot be reached, the token is not valid, or
+            the dataset is not granted to this analyst.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        dataset: str,
+        token: str,
+        *,
+        results: Literal["pandas", "polars"] = "pandas",
+        timeout: float = 300.0,
+        verify: bool | str = True,
+        client: httpx.Client | None = None,
+    ) -> None:
+        if results not in ("pandas", "polars"):
+            raise errors.InvalidArgumentError(
+                f"results must be 'pandas' or 'polars', got {results!r}"
+            )
+        if not isinstance(token, str) or not token:
+            raise errors.InvalidArgumentError(
+                f"token must be the access token the data owner gave you (or set {TOKEN_ENV})"
+            )
+        if client is None:
+            client = _httpx().Client(base_url=url, timeout=timeout, verify=verify)
+        self._http = client
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._url, self._dataset, self._results = url, dataset, results
+        self._base = f"/v1/datasets/{quote(dataset, safe='')}"
+        info = self._call("GET", self._base)
+        self._unit: str | None = info["privacy_unit"]
+        self._schema = decode_schema(info["schema"])
+        self._metadata = {
+            column: Column(
+                bounds=tuple(facts["bounds"]) if "bounds" in facts else None,
+                keys=tuple(facts["keys"]) if "keys" in facts else None,
+                candidates=facts.get("candidates"),
+            )
+            for column, facts in info["metadata"].items()
+        }
+        limits = info["contributions"]
+        self._contributions = None if limits is None else Bound(**limits)
+
+    # -- transport ----------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        httpx = _httpx()
+        failure = None
+        try:
+            answer = self._http.request(method, path, json=body, headers=self._headers)
+        except httpx.HTTPError as err:
+            failure = f"{type(err).__name__}: {err}"
+        if failure is not None:
+            raise errors.ServerError(f"cannot reach the privframe server at {self._url}: {failure}")
+        try:
+            payload = answer.json() if "json" in answer.headers.get("content-type", "") else None
+        except ValueError:
+            payload = None
+        if answer.status_code != 200:
+            _raise(answer.status_code, payload)
+        return payload if payload is not None else answer.text
+
+    def _table(self, text: str) -> pl.DataFrame | pd.DataFrame:
+        frame = pl.read_ipc_stream(io.BytesIO(base64.b64decode(text)))
+        return exact_pandas(frame) if self._results == "pandas" else frame
+
+    # -- the Door a query goes through --------------------------------------------------
+
+    @property
+    def columns(self) -> list[str]:
+        """The dataset's column names (its public schema)."""
+        return list(self._schema)
+
+    @property
+    def privacy_unit(self) -> str | None:
+        """The column identifying a person on the server's dataset."""
+        return self._unit
+
+    @property
+    def dataset(self) -> str:
+        """The dataset's name on the server."""
+        return self._dataset
+
+    @property
+    def metadata(self) -> dict[str, Column]:
+        """The public facts the data owner published per column (bounds, keys)."""
+        return dict(self._metadata)
+
+    def query(self) -> Query:
+        """Start a query, as on a local Session: chain, then explain or release."""
+        return Query(self)
+
+    def check(self, plan: Plan, with_error: bool = False) -> pl.Schema:
+        """The server's check of ``plan`` against the public schema; the schema it sees."""
+        body = {"version": WIRE_VERSION, "plan": encode_plan(plan), "with_error": with_error}
+        return decode_schema(self._call("POST", f"{self._base}/check", body)["schema"])
+
+    def explain(
+        self,
+        plan: Plan,
+        rho: Number,
+        weights: Mapping[str, float] | Balance | None = None,
+        delta: Number | None = None,
+    ) -> Explanation:
+        """What releasing ``plan`` at ``rho`` would do; spends nothing.
+
+        The server checks the plan and answers the facts of this analyst's
+        budget an explanation needs (the ρ a release would spend, the δ a
+        private selection would, the reporting δ); the explanation is then
+        derived from those public facts as a local Session derives it.
+        """
+        request = Request(Query(self, plan), rho, weights=weights, delta=delta)
+        body = {"version": WIRE_VERSION, "request": encode_request(request)}
+        facts = self._call("POST", f"{self._base}/explain", body)
+        chosen = facts["delta"]
+        return explain(
+            plan,
+            facts["has_unit"],
+            decode_number(facts["affordable"]),
+            weights,
+            None if chosen is None else decode_number(chosen),
+            float(decode_number(facts["reporting_delta"])),
+        )
+
+    def release_all(self, requests: Sequence[Request]) -> list[pl.DataFrame | pd.DataFrame]:
+        """Release requests all or nothing, charged to this analyst's budget in one step."""
+        return self.batch(requests).release()
+
+    def batch(self, requests: Sequence[Request]) -> RemoteBatch:
+        """The requests as one all-or-nothing release, sent by :meth:`RemoteBatch.release`."""
+        return RemoteBatch(self, list(requests))
+
+    def send(self, requests: Sequence[Request]) -> tuple[list[Any], list[LedgerEntry]]:
+        """Send ``requests`` to be released all or nothing: their tables and ledger entries."""
+        body = {"version": WIRE_VERSION, "requests": [encode_request(r) for r in requests]}
+        answer = self._call("POST", f"{self._base}/release", body)
+        tables = [self._table(text) for text in answer["tables"]]
+        return tables, [LedgerEntry.from_dict(entry) for entry in answer["entries"]]
+
+    def present(self, table: pl.DataFrame) -> Any:
+        """A public table as this session's kind of frame (pandas or polars)."""
+        return exact_pandas(table) if self._results == "pandas" else table
+
+    # -- SQL ----------------------------------------------------------------------------
+
+    @hinted(**RHO_HINTS)
+    def sql(
+        self,
+        text: str,
+        rho: Number | None = None,
+        *,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
+    ) -> SQLQuery | pl.DataFrame | pd.DataFrame:
+        """A SQL SELECT over the dataset (``FROM data``), as ``Session.sql``.
+
+        Bounds, keys and contribution limits come from the metadata the data
+        owner published (:attr:`metadata`); the server parses the text again
+        with its own copy when it releases.
+        """
+        parsed = parse(
+            text,
+            self.query(),
+            unit=self._unit,
+            metadata=self._metadata,
+            contributions=self._contributions,
+            tables={},
+            table=TABLE,
+        )
+        release = {
+            "with_error": with_error,
+            "weights": weights,
+            "label": label,
+            "delta": delta,
+            "clamp": clamp,
+            "intervals": intervals,
+            "total": total,
+        }
+        return sql_outcome(parsed, rho, release)
+
+    # -- the budget ---------------------------------------------------------------------
+
+    def _budget(self) -> tuple[BudgetReport, tuple[LedgerEntry, ...]]:
+        answer = self._call("GET", f"{self._base}/budget")
+        fields: dict[str, Any] = {
+            name: _zcdp(value) if isinstance(value, dict) else value
+            for name, value in answer["report"].items()
+        }
+        entries = tuple(LedgerEntry.from_dict(entry) for entry in answer["ledger"])
+        return BudgetReport(**fields), entries
+
+    def report(self) -> BudgetReport:
+        """This analyst's budget on the dataset, spent and remaining, in ρ, (ε, δ) and μ."""
+        return self._budget()[0]
+
+    @property
+    def spent(self) -> zCDP:
+        """What this analyst has spent on the dataset."""
+        return self.report().spent
+
+    @property
+    def remaining(self) -> zCDP:
+        """What this analyst has left on the dataset."""
+        return self.report().remaining
+
+    @property
+    def ledger(self) -> tuple[LedgerEntry, ...]:
+        """This analyst's releases on the dataset, in order (no other analyst's)."""
+        return self._budget()[1]
+
+    def guarantee(self, delta: float | None = None, method: str = "zcdp") -> float:
+        """The ε of this analyst's releases so far, as ``Session.guarantee``."""
+        return self.guarantee_statement(delta, method).epsilon
+
+    def guarantee_statement(self, delta: float | None = None, method: str = "zcdp") -> Guarantee:
+        """Like :meth:`guarantee`, with δ, the method and how the ε was derived."""
+        report, entries = self._budget()
+        if delta is None:
+            delta = float(Fraction(report.delta) + report.spent.exact_delta)
+        return replay.guarantee(entries, delta, method, total=report.spent)
+
+    # -- views and lifecycle ------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"RemoteSession(url={self._url!r}, dataset={self._dataset!r})"
+
+    def _repr_html_(self) -> str:
+        """Notebook view: this analyst's budget gauge, guarantee and ledger."""
+        return session_html(self)
+
+    def close(self) -> None:
+        """Close the connection to the server."""
+        self._http.close()
+
+    def __enter__(self) -> RemoteSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RemoteBatch:
+    """Requests to release all or nothing on a server: :meth:`release` sends them.
+
+    The remote counterpart of :class:`~privframe.Batch`: the server checks,
+    computes, charges the total in one ledger step and draws the noise, in
+    that order, in one request.
+    """
+
+    def __init__(self, session: RemoteSession, requests: list[Request]) -> None:
+        self._session, self._requests = session, requests
+        self._entries: list[LedgerEntry] = []
+
+    @property
+    def cost(self) -> zCDP:
+        """What the batch will charge, from each request's explanation (nothing spent)."""
+        total = zCDP(0)
+        for r in self._requests:
+            total += self._session.explain(r.query.plan, r.rho, r.weights, r.delta).plan.cost
+        return total
+
+    @property
+    def entries(self) -> list[LedgerEntry]:
+        """The ledger entries the release recorded (empty before it)."""
+        return list(self._entries)
+
+    def release(self) -> list[Any]:
+        """Send the requests; their released tables, in order."""
+        tables, self._entries = self._session.send(self._requests)
+        return tables
+
+
+def connect(
+    url: str,
+    dataset: str,
+    token: str | None = None,
+    *,
+    results: Literal["pandas", "polars"] = "pandas",
+    timeout: float = 300.0,
+    verify: bool | str = True,
+) -> RemoteSession:
+    """Open a session on a dataset of a privframe server (see the module doc).
+
+    Args:
+        url: the server's address.
+        dataset: the dataset's name on the server.
+        token: the access token the data owner gave you; by default the
+            ``PRIVFRAME_TOKEN`` environment variable (keep tokens out of
+            notebooks).
+        results: released tables as ``"pandas"`` or ``"polars"``.
+        timeout: seconds to wait for an answer.
+        verify: check the server's TLS certificate (True), against a CA
+            bundle (its path), or not (False: tests only).
+
+    Example:
+        >>> import privframe as pf
+        >>> sess = pf.connect("https://dp.example.org", "transactions")  # doctest: +SKIP
+        >>> sess.remaining  # doctest: +SKIP
+        zCDP(rho=1.0, delta=0.0)
+    """
+    if token is None:
+        token = os.environ.get(TOKEN_ENV, "")
+    return RemoteSession(url, dataset, token, results=results, timeout=timeout, verify=verify)

@@ -1,0 +1,220 @@
+"""A RemoteSession is the same API as a local Session: same plans, same results, own budget.
+
+The app runs in-process (FastAPI's TestClient) with a seeded noise source on
+both sides, so a remote release and a local one of the same query on the
+same data must give the same table exactly; tests/server/test_server_process.py
+runs the real server process with the OS CSPRNG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+from fastapi.testclient import TestClient
+from polars.testing import assert_frame_equal
+from server_setup import DATASET, REGIONS, add_analyst, write_config
+
+import privframe as pf
+from privframe.api.client import RemoteSession
+from privframe.api.server.app import create_app
+from privframe.api.server.config import load_config
+from privframe.api.server.store import Store
+from privframe.errors import BudgetExceededError, InvalidArgumentError, ServerError
+from privframe.mechanisms.randomness import SeededRandomness
+
+SEED = 11
+# Both sides draw from the same seeded stream so that their tables can be compared exactly.
+pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+
+
+class Served:
+    def __init__(self, folder: Path) -> None:
+        self.config = load_config(write_config(folder))
+        self.app = create_app(self.config, rng=SeededRandomness(SEED))
+        self.http = TestClient(self.app)
+        self.http.__enter__()
+        self.database = self.config.database
+        self.tokens: dict[str, str] = {}
+
+    def analyst(self, name: str, rho: float = 1.0) -> RemoteSession:
+        self.tokens[name] = add_analyst(self.database, name, rho)
+        return self.connect(name)
+
+    def connect(self, name: str, results: str = "polars") -> RemoteSession:
+        return RemoteSession(
+            "http://testserver", DATASET, self.tokens[name], results=results, client=self.http
+        )
+
+    def local(self, rho: float = 1.0) -> pf.Session:
+        dataset = self.config.datasets[DATASET]
+        return pf.Session(
+            pl.read_parquet(dataset.data),
+            "user_id",
+            pf.zCDP(rho),
+            rng=SeededRandomness(SEED),
+            metadata={"amount": pf.Column(bounds=(0, 1000)), "region": pf.Column(keys=REGIONS)},
+            contributions=pf.Bound(max_groups=3, max_rows_per_group=5),
+        )
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    server = Served(tmp_path)
+    yield server
+    server.http.__exit__(None, None, None)
+
+
+def readme_query(sess: pf.Session | RemoteSession) -> pf.query.Query:
+    return (
+        sess.query()
+        .filter(pl.col("age") >= 18)
+        .bound(max_groups=3, max_rows_per_group=5)
+        .group_by("region", keys=REGIONS)
+        .agg(
+            pf.count(),
+            pf.sum("amount", bounds=(0, 1000)),
+            pf.mean("amount", bounds=(0, 1000)).alias("avg_amount"),
+        )
+    )
+
+
+def test_the_readme_query_released_remotely_equals_the_local_release(served: Served) -> None:
+    remote, local = served.analyst("alice"), served.local()
+    got = readme_query(remote).release(rho=0.1, with_error=True)
+    want = readme_query(local).release(rho=0.1, with_error=True)
+    assert isinstance(got, pl.DataFrame)
+    assert_frame_equal(got, want)
+    assert remote.spent == local.spent == pf.zCDP(0.1)
+
+
+def test_explain_remotely_is_the_local_explanation(served: Served) -> None:
+    remote, local = served.analyst("alice"), served.local()
+    assert str(readme_query(remote).explain(rho=0.1)) == str(readme_query(local).explain(rho=0.1))
+    assert remote.spent == pf.zCDP(0)
+
+
+def test_sql_released_remotely_equals_the_local_release(served: Served) -> None:
+    remote, local = served.analyst("alice"), served.local()
+    text = (
+        "SELECT region, COUNT(*) AS n, AVG(amount) AS mean_amount FROM data "
+        "WHERE age >= 18 GROUP BY region ORDER BY region LIMIT 3"
+    )
+    assert_frame_equal(remote.sql(text, rho=0.05), local.sql(text, rho=0.05))
+    parsed = remote.sql(text)
+    assert str(parsed.explain(rho=0.05)) == str(local.sql(text).explain(rho=0.05))
+
+
+def test_the_budget_views_are_the_analysts_own(served: Served) -> None:
+    alice, bob = served.analyst("alice"), served.analyst("bob", rho=2.0)
+    readme_query(alice).release(rho=0.25, label="first")
+    alice.sql("SELECT COUNT(*) AS n FROM data", rho=0.125, label="second")
+    assert [e.label for e in alice.ledger] == ["first", "second"]
+    assert alice.spent == pf.zCDP(0.375)
+    assert alice.remaining == pf.zCDP(0.625)
+    assert bob.ledger == ()
+    assert bob.remaining == pf.zCDP(2.0)
+    report = alice.report()
+    assert report.n_entries == 2
+    assert report.budget == pf.zCDP(1.0)
+    assert alice.guarantee() == pytest.approx(pf.zCDP(0.375).epsilon(report.delta))
+    html = alice._repr_html_()
+    assert "first" in html
+    assert "second" in html
+
+
+def test_results_come_back_as_pandas_when_asked(served: Served) -> None:
+    served.analyst("alice")
+    remote = served.connect("alice", results="pandas")
+    result = readme_query(remote).release(rho=0.1)
+    assert type(result).__name__ == "DataFrame"
+    assert not isinstance(result, pl.DataFrame)
+    assert list(result["region"]) == REGIONS
+
+
+def test_a_release_over_the_budget_is_refused_and_charges_nothing(served: Served) -> None:
+    alice = served.analyst("alice", rho=0.5)
+    query = readme_query(alice)
+    with pytest.raises(BudgetExceededError):
+        query.release(rho=0.75)
+    with pytest.raises(BudgetExceededError):
+        alice.release_all([query.request(0.25), query.request(0.5)])
+    assert alice.spent == pf.zCDP(0)
+    assert alice.ledger == ()
+
+
+def test_a_refused_plan_gives_the_local_error_and_charges_nothing(served: Served) -> None:
+    alice = served.analyst("alice")
+    with pytest.raises(pf.InvalidValueError, match="not in the data"):
+        alice.query().agg(pf.sum("no_such_column", bounds=(0, 1))).release(rho=0.1)
+    with pytest.raises(pf.SQLError):
+        alice.sql("SELECT COUNT(*) FROM data WINDOW w AS ()", rho=0.1)
+    assert alice.spent == pf.zCDP(0)
+
+
+def test_the_dataset_cap_stops_analysts_together(tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, cap=0.5))
+    with TestClient(create_app(config, rng=SeededRandomness(SEED))) as http:
+        sessions = []
+        for name in ("alice", "bob"):
+            token = add_analyst(config.database, name, 0.4)
+            sessions.append(RemoteSession("http://testserver", DATASET, token, client=http))
+        readme_query(sessions[0]).release(rho=0.3)
+        with pytest.raises(BudgetExceededError):
+            readme_query(sessions[1]).release(rho=0.3)  # within bob's 0.4, over the cap
+        readme_query(sessions[1]).release(rho=0.2)
+        assert [s.spent for s in sessions] == [pf.zCDP(0.3), pf.zCDP(0.2)]
+
+
+def test_no_token_a_wrong_token_and_an_ungranted_dataset_are_refused(served: Served) -> None:
+    served.analyst("alice")
+    for token in ("", "pf_not_a_token", served.tokens["alice"] + "x"):
+        with pytest.raises((ServerError, InvalidArgumentError)) as err:
+            RemoteSession("http://testserver", DATASET, token or " ", client=served.http)
+        if isinstance(err.value, ServerError):
+            assert err.value.status == 401
+    with pytest.raises(ServerError) as err:
+        RemoteSession("http://testserver", "other", served.tokens["alice"], client=served.http)
+    assert err.value.status == 404
+
+
+def test_a_revoked_token_stops_working_at_once(served: Served) -> None:
+    alice = served.analyst("alice")
+    store = Store(served.database)
+    store.revoke("alice")
+    store.close()
+    with pytest.raises(ServerError) as err:
+        readme_query(alice).release(rho=0.1)
+    assert err.value.status == 401
+
+
+def test_a_budget_topped_up_by_the_admin_is_usable_at_once(served: Served) -> None:
+    alice = served.analyst("alice", rho=0.25)
+    readme_query(alice).release(rho=0.25)
+    store = Store(served.database)
+    store.top_up("alice", DATASET, pf.zCDP(0.5))
+    store.close()
+    readme_query(alice).release(rho=0.5)
+    assert alice.spent == pf.zCDP(0.75)
+    assert alice.remaining == pf.zCDP(0)
+
+
+def test_every_request_and_refusal_is_audited_without_values(served: Served) -> None:
+    alice = served.analyst("alice", rho=0.2)
+    readme_query(alice).release(rho=0.1)
+    with pytest.raises(BudgetExceededError):
+        readme_query(alice).release(rho=0.5)
+    store = Store(served.database)
+    records = store.audit_records()
+    store.close()
+    releases = [r for r in records if r.action == "release"]
+    assert [r.status for r in releases] == [200, 409]
+    assert all(r.analyst == "alice" and r.dataset == DATASET for r in releases)
+    frame = pl.read_parquet(served.config.datasets[DATASET].data)
+    values = {str(v) for v in frame["amount"].head(200)} | {
+        str(v) for v in frame["user_id"].head(200)
+    }
+    text = " ".join(f"{r.action} {r.detail}" for r in records)
+    assert not any(v in text for v in values if len(v) > 3)

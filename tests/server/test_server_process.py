@@ -1,0 +1,208 @@
+"""The real server process on 127.0.0.1, driven by the real client (``pf.connect``).
+
+* the README quickstart run remotely has the noise distribution of a local run
+  (two-sample Kolmogorov-Smirnov at alpha = 1e-3 on 240 released counts each);
+* 16 analysts releasing 100 times each at once never overspend their budgets
+  nor the dataset's cap, and every answered release is one ledger entry;
+* a server killed (SIGKILL) mid-release and restarted has a consistent ledger
+  holding every release it answered;
+* the dashboard page renders each analyst's budget in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+
+import polars as pl
+import pytest
+from scipy import stats
+from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, write_config
+
+import privframe as pf
+from privframe.api.server.config import load_config
+from privframe.api.server.store import Store
+from privframe.errors import BudgetExceededError, ServerError
+
+ALPHA = 1e-3
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    with ServerProcess(write_config(tmp_path, cap=12.0)) as running:
+        yield running
+
+
+def _database(server: ServerProcess) -> str:
+    return load_config(server.config).database
+
+
+def _quickstart(sess: pf.Session | pf.api.client.RemoteSession) -> pf.query.Query:
+    return (
+        sess.query()
+        .filter(pl.col("age") >= 18)
+        .bound(max_groups=3, max_rows_per_group=5)
+        .group_by("region", keys=REGIONS)
+        .agg(pf.count(), pf.mean("amount", bounds=(0, 1000)).alias("avg_amount"))
+    )
+
+
+@pytest.mark.statistical
+def test_the_quickstart_run_remotely_has_the_local_noise_distribution(
+    server: ServerProcess,
+) -> None:
+    token = add_analyst(_database(server), "alice", 100.0)
+    remote = pf.connect(server.url, DATASET, token, results="polars")
+    data = pl.read_parquet(load_config(server.config).datasets[DATASET].data)
+    local = pf.Session(data, "user_id", pf.zCDP(100.0))
+    remote_counts, local_counts = [], []
+    for _ in range(60):
+        remote_counts += _quickstart(remote).release(rho=0.02)["count"].to_list()
+        local_counts += _quickstart(local).release(rho=0.02)["count"].to_list()
+    # Same data, same plan: the same exact counts per region plus noise of one distribution.
+    by_region = [stats.ks_2samp(remote_counts[i::4], local_counts[i::4]).pvalue for i in range(4)]
+    assert min(by_region) > ALPHA / 4, by_region
+    assert remote.spent == pf.zCDP(Fraction(60 * 2, 100))
+    remote.close()
+
+
+def test_sixteen_analysts_releasing_at_once_never_overspend(server: ServerProcess) -> None:
+    database = _database(server)
+    tokens = {f"analyst{i}": add_analyst(database, f"analyst{i}", 1.0) for i in range(16)}
+    answered: dict[str, list[str]] = {name: [] for name in tokens}
+    refused: dict[str, int] = dict.fromkeys(tokens, 0)
+    unexpected: list[str] = []
+
+    def run(name: str) -> None:
+        sess = pf.connect(server.url, DATASET, tokens[name], results="polars")
+        query = sess.query().bound(max_groups=1, max_rows_per_group=1).agg(pf.count())
+        for i in range(100):
+            try:
+                query.release(rho=0.02, label=f"{name}/{i}")
+                answered[name].append(f"{name}/{i}")
+            except BudgetExceededError:
+                refused[name] += 1
+            except Exception as err:  # reported below: the test must see every failure
+                unexpected.append(f"{type(err).__name__}: {err}")
+        sess.close()
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in tokens]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert unexpected == []
+    store = Store(database)
+    try:
+        total = Fraction(0)
+        for name in tokens:
+            ledger = store.ledger(name, DATASET)
+            entries = [e.label for e in ledger.entries]
+            assert sorted(entries) == sorted(answered[name])  # each answer is one entry
+            spent = ledger.totals()[0]
+            assert spent <= 1
+            assert spent == Fraction(len(entries), 50)
+            total += spent
+            ledger.close()
+        assert total == 12  # the cap, reached exactly and not passed
+        assert store.pool_spent(DATASET) == pf.zCDP(12)
+    finally:
+        store.close()
+    assert sum(len(a) for a in answered.values()) == 600
+    assert sum(refused.values()) == 1600 - 600
+
+
+def test_a_server_killed_mid_release_restarts_with_a_consistent_ledger(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    database = load_config(config).database
+    token = add_analyst(database, "alice", 100.0)
+    answered: list[str] = []
+    with ServerProcess(config) as server:
+        stop = threading.Event()
+
+        def run(worker: int) -> None:
+            sess = pf.connect(server.url, DATASET, token, results="polars")
+            i = 0
+            while not stop.is_set():
+                label = f"w{worker}/{i}"
+                try:
+                    _quickstart(sess).release(rho=0.01, label=label)
+                    answered.append(label)
+                except ServerError:
+                    return  # the server is gone
+                i += 1
+
+        threads = [threading.Thread(target=run, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        while len(answered) < 40:
+            threading.Event().wait(0.01)
+        server.kill()  # mid-release: four clients are waiting for answers
+        stop.set()
+        for thread in threads:
+            thread.join()
+    with ServerProcess(config) as server:
+        sess = pf.connect(server.url, DATASET, token, results="polars")
+        entries = sess.ledger
+        labels = {e.label for e in entries}
+        assert set(answered) <= labels  # nothing was answered before its charge was durable
+        assert len(labels) == len(entries)
+        assert sess.spent == pf.zCDP(Fraction(len(entries), 100))
+        _quickstart(sess).release(rho=0.01, label="after")  # and it goes on charging
+        assert len(sess.ledger) == len(entries) + 1
+        sess.close()
+    store = Store(database)
+    ledger = store.ledger("alice", DATASET)
+    ledger.verify()  # the hash chain and the totals, from the first entry
+    ledger.close()
+    store.close()
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium); runs in CI")
+    return found
+
+
+def _rendered(url: str, profile: Path) -> str:
+    command = [
+        _chromium(),
+        "--headless",
+        "--disable-gpu",
+        "--no-sandbox",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        url,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+
+
+def test_the_dashboard_shows_the_analysts_budget_in_headless_chromium(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    token = add_analyst(_database(server), "alice", 1.0)
+    sess = pf.connect(server.url, DATASET, token, results="polars")
+    _quickstart(sess).release(rho=0.25, label="regions-by-count")
+    dom = _rendered(f"{server.url}/dashboard#token={token}", tmp_path / "profile")
+    assert 'data-state="shown"' in dom
+    assert f'data-name="{DATASET}"' in dom
+    assert "regions-by-count" in dom  # the ledger's entry
+    assert "0.25" in dom
+    assert "0.75" in dom
+    refused = _rendered(f"{server.url}/dashboard#token=pf_wrong", tmp_path / "profile2")
+    assert 'data-state="refused"' in refused
+    assert "regions-by-count" not in refused
+    sess.close()
