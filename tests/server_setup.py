@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 import privframe as pf
+from privframe.api.client import tls_context
 from privframe.api.server.store import Store
 
 DATASET = "transactions"
@@ -111,7 +112,8 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the server exited: {self.log()}")
             try:
-                if httpx.get(f"{self.url}/v1/health", verify=self._verify).status_code == 200:
+                answer = httpx.get(f"{self.url}/v1/health", verify=tls_context(self._verify))
+                if answer.status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass

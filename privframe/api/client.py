@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import ssl
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     import httpx
     import pandas as pd
 
-__all__ = ["TOKEN_ENV", "RemoteBatch", "RemoteSession", "connect"]
+__all__ = ["TOKEN_ENV", "RemoteBatch", "RemoteSession", "connect", "tls_context"]
 
 TOKEN_ENV = "PRIVFRAME_TOKEN"
 """The environment variable :func:`connect` reads the token from when none is given."""
@@ -78,6 +79,17 @@ def _httpx() -> Any:
             "pf.connect needs httpx: pip install 'privframe[client]'"
         ) from None
     return httpx
+
+
+def tls_context(verify: bool | str) -> bool | ssl.SSLContext:
+    """What httpx's ``verify`` takes for ``verify``: a CA bundle's path becomes a TLS context.
+
+    Example:
+        >>> from privframe.api.client import tls_context
+        >>> tls_context(True)
+        True
+    """
+    return ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
 
 
 def _zcdp(data: Mapping[str, str]) -> zCDP:
@@ -141,7 +153,7 @@ class RemoteSession:
                 f"token must be the access token the data owner gave you (or set {TOKEN_ENV})"
             )
         if client is None:
-            client = _httpx().Client(base_url=url, timeout=timeout, verify=verify)
+            client = _httpx().Client(base_url=url, timeout=timeout, verify=tls_context(verify))
         self._http = client
         self._headers = {"Authorization": f"Bearer {token}"}
         self._url, self._dataset, self._results = url, dataset, results

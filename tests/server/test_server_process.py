@@ -6,6 +6,8 @@
   nor the dataset's cap, and every answered release is one ledger entry;
 * a server killed (SIGKILL) mid-release and restarted has a consistent ledger
   holding every release it answered;
+
+these two on both databases: SQLite, and a real PostgreSQL server the tests start;
 * the dashboard page renders each analyst's budget in headless Chromium.
 """
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from postgres_service import database_url, postgres_url  # noqa: F401  (fixtures)
 from scipy import stats
 from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, write_config
 
@@ -71,8 +74,15 @@ def test_the_quickstart_run_remotely_has_the_local_noise_distribution(
     remote.close()
 
 
-def test_sixteen_analysts_releasing_at_once_never_overspend(server: ServerProcess) -> None:
-    database = _database(server)
+def test_sixteen_analysts_releasing_at_once_never_overspend(
+    tmp_path: Path,
+    database_url: str,  # noqa: F811  (a fixture: SQLite, then PostgreSQL)
+) -> None:
+    with ServerProcess(write_config(tmp_path, cap=12.0, database=database_url)) as server:
+        _sixteen_analysts(server, database_url)
+
+
+def _sixteen_analysts(server: ServerProcess, database: str) -> None:
     tokens = {f"analyst{i}": add_analyst(database, f"analyst{i}", 1.0) for i in range(16)}
     answered: dict[str, list[str]] = {name: [] for name in tokens}
     refused: dict[str, int] = dict.fromkeys(tokens, 0)
@@ -117,8 +127,11 @@ def test_sixteen_analysts_releasing_at_once_never_overspend(server: ServerProces
     assert sum(refused.values()) == 1600 - 600
 
 
-def test_a_server_killed_mid_release_restarts_with_a_consistent_ledger(tmp_path: Path) -> None:
-    config = write_config(tmp_path)
+def test_a_server_killed_mid_release_restarts_with_a_consistent_ledger(
+    tmp_path: Path,
+    database_url: str,  # noqa: F811
+) -> None:
+    config = write_config(tmp_path, database=database_url)
     database = load_config(config).database
     token = add_analyst(database, "alice", 100.0)
     answered: list[str] = []
@@ -206,3 +219,35 @@ def test_the_dashboard_shows_the_analysts_budget_in_headless_chromium(
     assert 'data-state="refused"' in refused
     assert "regions-by-count" not in refused
     sess.close()
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (openssl, which ships with Python's ssl)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    cert, key = folder / "server.pem", folder / "server-key.pem"
+    subprocess.run(
+        [
+            *(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def test_the_server_speaks_https_when_given_a_certificate(tmp_path: Path) -> None:
+    cert, key = _certificate(tmp_path)
+    config = write_config(tmp_path, tls=(cert, key))
+    token = add_analyst(load_config(config).database, "alice", 1.0)
+    with ServerProcess(config, scheme="https", verify=str(cert)) as server:
+        sess = pf.connect(server.url, DATASET, token, results="polars", verify=str(cert))
+        assert _quickstart(sess).release(rho=0.1).height == len(REGIONS)
+        sess.close()
+        with pytest.raises(ServerError, match=r"CERTIFICATE_VERIFY_FAILED|certificate"):
+            pf.connect(server.url, DATASET, token)  # the system's CAs do not know it
+        with pytest.raises(ServerError):
+            pf.connect(server.url.replace("https", "http"), DATASET, token)
