@@ -143,25 +143,42 @@ def fresh_schema(url: str) -> str:
     return f"{url}?options=-csearch_path%3D{schema}"
 
 
+_SERVER: list[PostgresServer] = []
+"""The one server of this test session, shared by every module that imports the fixture."""
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """The URL of a database on a PostgreSQL server started for this test session."""
-    bindir = _bindir()
-    if bindir is None:
-        if os.environ.get("CI"):
-            pytest.fail(
-                "PostgreSQL is not installed: .ci/run installs it (apt-get install postgresql); "
-                "the PostgreSQL tests must not be skipped in CI"
-            )
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql); runs in CI")
-    server = PostgresServer(bindir, Path(tempfile.mkdtemp(prefix="privframe-pg-")))
-    atexit.register(server.stop)
+    """The URL of a database on the PostgreSQL server started for this test session.
+
+    Each module importing this fixture gets its own (session-scoped) copy of
+    it; they share one server, started by the first and stopped by the first
+    teardown, at the end of the session (or at exit, if the run is cut short).
+    """
+    if not _SERVER:
+        bindir = _bindir()
+        if bindir is None:
+            if os.environ.get("CI"):
+                pytest.fail(
+                    "PostgreSQL is not installed: .ci/run installs it (apt-get install "
+                    "postgresql); the PostgreSQL tests must not be skipped in CI"
+                )
+            pytest.skip("PostgreSQL is not installed (apt-get install postgresql); runs in CI")
+        server = PostgresServer(bindir, Path(tempfile.mkdtemp(prefix="privframe-pg-")))
+        atexit.register(server.stop)
+        _SERVER.append(server)
+        try:
+            server.start()
+        except BaseException:
+            server.stop()
+            raise
+    server = _SERVER[0]
+    if not server.started:
+        pytest.fail("the PostgreSQL server of this session did not start (see the first error)")
     try:
-        server.start()
         yield server.url()
     finally:
         server.stop()
-        atexit.unregister(server.stop)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
