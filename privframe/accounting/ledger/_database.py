@@ -46,7 +46,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterator
 from fractions import Fraction
@@ -54,6 +53,20 @@ from typing import Any
 
 from privframe.accounting._report import figure, refusal
 from privframe.accounting.budgets import zCDP
+from privframe.accounting.ledger._database_rows import (
+    LEDGERS_SCHEMA_VERSION,
+    TABLES,
+    ZERO,
+    checked_name,
+    checked_zcdp,
+    damaged,
+    database_genesis,
+    exceeds,
+    lock_pool,
+    missing_ledger,
+    stored_ratio,
+    stored_zcdp,
+)
 from privframe.accounting.ledger._entry import (
     LedgerEntry,
     LedgerSummary,
@@ -61,7 +74,6 @@ from privframe.accounting.ledger._entry import (
     stored_costs,
 )
 from privframe.accounting.ledger._format import (
-    canonical_json,
     chain_link,
     entry_json,
     now,
@@ -75,80 +87,8 @@ from privframe.errors import BudgetExceededError, InvalidArgumentError, LedgerEr
 
 __all__ = ["LEDGERS_SCHEMA_VERSION", "DatabaseLedger", "DatabaseLedgers"]
 
-LEDGERS_SCHEMA_VERSION = 1
-"""The version of the ledger tables (``pf_schema`` row ``ledgers``) this module writes."""
-
-_TABLES = (
-    """CREATE TABLE pf_pools (
-        name        TEXT PRIMARY KEY,
-        cap_rho     TEXT,
-        cap_delta   TEXT,
-        entries     BIGINT NOT NULL,
-        spent_rho   TEXT NOT NULL,
-        spent_delta TEXT NOT NULL
-    )""",
-    """CREATE TABLE pf_ledgers (
-        id           TEXT PRIMARY KEY,
-        pool         TEXT NOT NULL REFERENCES pf_pools(name),
-        created      TEXT NOT NULL,
-        genesis      TEXT NOT NULL,
-        budget_rho   TEXT NOT NULL,
-        budget_delta TEXT NOT NULL,
-        entries      BIGINT NOT NULL,
-        spent_rho    TEXT NOT NULL,
-        spent_delta  TEXT NOT NULL,
-        seeded       BIGINT NOT NULL,
-        head         TEXT NOT NULL
-    )""",
-    "CREATE INDEX pf_ledgers_pool ON pf_ledgers(pool)",
-    """CREATE TABLE pf_entries (
-        ledger      TEXT NOT NULL REFERENCES pf_ledgers(id),
-        idx         BIGINT NOT NULL,
-        recorded    TEXT NOT NULL,
-        label       TEXT NOT NULL,
-        rho         TEXT NOT NULL,
-        delta       TEXT NOT NULL,
-        description TEXT NOT NULL,
-        seeded      INTEGER NOT NULL,
-        hash        TEXT NOT NULL,
-        PRIMARY KEY (ledger, idx)
-    )""",
-)
-
 _PAGE = 512
 """Entries read per query when a ledger is verified."""
-_ZERO = "0/1"
-
-
-def _name(value: object, what: str) -> str:
-    """A ledger id or pool name: non-empty text, at most 200 characters, no NUL."""
-    if not isinstance(value, str):
-        raise InvalidArgumentError(f"{what} must be a str, got {type(value).__name__}")
-    if not 0 < len(value) <= 200 or "\x00" in value or not value.isprintable():
-        raise InvalidArgumentError(
-            f"{what} must be 1 to 200 printable characters, got {value[:40]!r}"
-        )
-    return value
-
-
-def _zcdp(value: object, what: str) -> zCDP:
-    if not isinstance(value, zCDP):
-        raise InvalidArgumentError(f"{what} must be a zCDP, got {type(value).__name__}")
-    return value
-
-
-def _genesis(ledger_id: str, pool: str, created: str) -> str:
-    """Root of a database ledger's hash chain: binds its entries to its id, pool and creation."""
-    payload = canonical_json({"created": created, "ledger": ledger_id, "pool": pool})
-    return hashlib.sha256(b"privframe-database-ledger\x00" + payload.encode()).hexdigest()
-
-
-def _over(spent: tuple[Fraction, Fraction], cost: zCDP, limit: zCDP) -> bool:
-    """Whether ``cost`` on top of ``spent`` exceeds ``limit``, in ρ or in δ (exactly)."""
-    return (
-        spent[0] + cost.exact_rho > limit.exact_rho
-        or spent[1] + cost.exact_delta > limit.exact_delta
-    )
 
 
 class DatabaseLedgers:
@@ -188,7 +128,7 @@ class DatabaseLedgers:
     def __init__(self, url: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.database = Database(url, timeout=timeout)
         try:
-            self.database.ensure_schema("ledgers", LEDGERS_SCHEMA_VERSION, _TABLES)
+            self.database.ensure_schema("ledgers", LEDGERS_SCHEMA_VERSION, TABLES)
         except BaseException:
             self.database.close()
             raise
@@ -214,9 +154,9 @@ class DatabaseLedgers:
         Raises:
             LedgerError: a ledger ``ledger_id`` exists already.
         """
-        _name(ledger_id, "ledger_id")
-        _name(pool, "pool")
-        _zcdp(budget, "budget")
+        checked_name(ledger_id, "ledger_id")
+        checked_name(pool, "pool")
+        checked_zcdp(budget, "budget")
         created = now()
         with self.database.transaction(f"creating ledger {ledger_id!r}", write=True) as tx:
             if tx.one("SELECT 1 FROM pf_ledgers WHERE id = ?", (ledger_id,)) is not None:
@@ -224,15 +164,15 @@ class DatabaseLedgers:
             tx.run(
                 "INSERT INTO pf_pools(name, cap_rho, cap_delta, entries, spent_rho, spent_delta) "
                 "VALUES (?, NULL, NULL, 0, ?, ?) ON CONFLICT (name) DO NOTHING",
-                (pool, _ZERO, _ZERO),
+                (pool, ZERO, ZERO),
             )
-            genesis = _genesis(ledger_id, pool, created)
+            genesis = database_genesis(ledger_id, pool, created)
             tx.run(
                 "INSERT INTO pf_ledgers(id, pool, created, genesis, budget_rho, budget_delta, "
                 "entries, spent_rho, spent_delta, seeded, head) "
                 "VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, 0, ?)",
                 (ledger_id, pool, created, genesis, ratio_text(budget.exact_rho),
-                 ratio_text(budget.exact_delta), _ZERO, _ZERO, genesis),
+                 ratio_text(budget.exact_delta), ZERO, ZERO, genesis),
             )  # fmt: skip
 
     def ledgers(self, prefix: str = "") -> dict[str, str]:
@@ -248,12 +188,12 @@ class DatabaseLedgers:
 
     def budget(self, ledger_id: str) -> zCDP | None:
         """The budget of ledger ``ledger_id`` in the database, or None if there is no such one."""
-        _name(ledger_id, "ledger_id")
+        checked_name(ledger_id, "ledger_id")
         with self.database.transaction("reading a budget", write=False) as tx:
             row = tx.one(
                 "SELECT budget_rho, budget_delta FROM pf_ledgers WHERE id = ?", (ledger_id,)
             )
-        return None if row is None else _stored_zcdp(row, f"ledger {ledger_id!r}")
+        return None if row is None else stored_zcdp(row, f"ledger {ledger_id!r}")
 
     def spent(self, ledger_id: str) -> zCDP:
         """The exact total ledger ``ledger_id`` has recorded.
@@ -261,12 +201,12 @@ class DatabaseLedgers:
         Raises:
             LedgerError: there is no such ledger.
         """
-        _name(ledger_id, "ledger_id")
+        checked_name(ledger_id, "ledger_id")
         with self.database.transaction("reading a ledger's total", write=False) as tx:
             row = tx.one("SELECT spent_rho, spent_delta FROM pf_ledgers WHERE id = ?", (ledger_id,))
         if row is None:
-            raise _missing(ledger_id)
-        return _stored_zcdp(row, f"ledger {ledger_id!r}")
+            raise missing_ledger(ledger_id)
+        return stored_zcdp(row, f"ledger {ledger_id!r}")
 
     def set_budget(self, ledger_id: str, budget: zCDP) -> None:
         """Set the budget of ledger ``ledger_id`` (smaller than its spent total: nothing more fits).
@@ -274,7 +214,7 @@ class DatabaseLedgers:
         Raises:
             LedgerError: there is no such ledger.
         """
-        _zcdp(budget, "budget")
+        checked_zcdp(budget, "budget")
         self._change_budget(ledger_id, lambda _: budget)
 
     def top_up(self, ledger_id: str, extra: zCDP) -> zCDP:
@@ -284,21 +224,21 @@ class DatabaseLedgers:
             LedgerError: there is no such ledger.
             InvalidBudgetError: the new δ would reach 1.
         """
-        _zcdp(extra, "extra")
+        checked_zcdp(extra, "extra")
         return self._change_budget(ledger_id, lambda old: old + extra)
 
     def _change_budget(self, ledger_id: str, change: Any) -> zCDP:
-        _name(ledger_id, "ledger_id")
+        checked_name(ledger_id, "ledger_id")
         with self.database.transaction(f"changing the budget of {ledger_id!r}", write=True) as tx:
             row = tx.one("SELECT pool FROM pf_ledgers WHERE id = ?", (ledger_id,))
             if row is None:
-                raise _missing(ledger_id)
-            _lock_pool(tx, row[0])
+                raise missing_ledger(ledger_id)
+            lock_pool(tx, row[0])
             old = tx.one(
                 "SELECT budget_rho, budget_delta FROM pf_ledgers WHERE id = ?", (ledger_id,)
             )
             assert old is not None
-            budget: zCDP = change(_stored_zcdp(old, f"ledger {ledger_id!r}"))
+            budget: zCDP = change(stored_zcdp(old, f"ledger {ledger_id!r}"))
             tx.run(
                 "UPDATE pf_ledgers SET budget_rho = ?, budget_delta = ? WHERE id = ?",
                 (ratio_text(budget.exact_rho), ratio_text(budget.exact_delta), ledger_id),
@@ -313,34 +253,34 @@ class DatabaseLedgers:
         The pool is created if it does not exist yet. A cap below what the
         pool has spent lets nothing more be spent from it.
         """
-        _name(pool, "pool")
+        checked_name(pool, "pool")
         values: tuple[str | None, str | None] = (None, None)
         if cap is not None:
-            values = (ratio_text(_zcdp(cap, "cap").exact_rho), ratio_text(cap.exact_delta))
+            values = (ratio_text(checked_zcdp(cap, "cap").exact_rho), ratio_text(cap.exact_delta))
         with self.database.transaction(f"setting the cap of {pool!r}", write=True) as tx:
             tx.run(
                 "INSERT INTO pf_pools(name, cap_rho, cap_delta, entries, spent_rho, spent_delta) "
                 "VALUES (?, NULL, NULL, 0, ?, ?) ON CONFLICT (name) DO NOTHING",
-                (pool, _ZERO, _ZERO),
+                (pool, ZERO, ZERO),
             )
-            _lock_pool(tx, pool)
+            lock_pool(tx, pool)
             tx.run("UPDATE pf_pools SET cap_rho = ?, cap_delta = ? WHERE name = ?", (*values, pool))
 
     def cap(self, pool: str) -> zCDP | None:
         """The cap of ``pool``, or None (no cap, or no such pool)."""
-        _name(pool, "pool")
+        checked_name(pool, "pool")
         with self.database.transaction("reading a cap", write=False) as tx:
             row = tx.one("SELECT cap_rho, cap_delta FROM pf_pools WHERE name = ?", (pool,))
         if row is None or row[0] is None:
             return None
-        return _stored_zcdp(row, f"pool {pool!r}")
+        return stored_zcdp(row, f"pool {pool!r}")
 
     def pool_spent(self, pool: str) -> zCDP:
         """The exact total all of ``pool``'s ledgers recorded (zero for an unknown pool)."""
-        _name(pool, "pool")
+        checked_name(pool, "pool")
         with self.database.transaction("reading a pool's total", write=False) as tx:
             row = tx.one("SELECT spent_rho, spent_delta FROM pf_pools WHERE name = ?", (pool,))
-        return zCDP(0) if row is None else _stored_zcdp(row, f"pool {pool!r}")
+        return zCDP(0) if row is None else stored_zcdp(row, f"pool {pool!r}")
 
     def open(self, ledger_id: str) -> DatabaseLedger:
         """The ledger ``ledger_id`` as a :class:`DatabaseLedger`.
@@ -349,48 +289,6 @@ class DatabaseLedgers:
             LedgerError: there is no such ledger.
         """
         return DatabaseLedger(self, ledger_id)
-
-
-def _missing(ledger_id: str) -> LedgerError:
-    return LedgerError(f"there is no ledger {ledger_id!r} in the server database")
-
-
-def _corrupt(where: str, what: str) -> LedgerError:
-    return LedgerError(
-        f"{where} in the server database: {what}. The database is damaged or was modified "
-        "outside privframe; it was not used. Restore it from a backup (docs/server.md)"
-    )
-
-
-def _ratio(text: object, where: str) -> Fraction:
-    problem = ""
-    try:
-        if not isinstance(text, str):
-            raise ValueError(f"{type(text).__name__} where a ratio belongs")
-        return parse_ratio(text)
-    except ValueError as err:
-        problem = str(err)
-    raise _corrupt(where, f"a stored amount is malformed ({problem})")
-
-
-def _stored_zcdp(row: tuple[Any, ...], where: str) -> zCDP:
-    rho, delta = _ratio(row[0], where), _ratio(row[1], where)
-    if delta >= 1:
-        raise _corrupt(where, "a stored delta is not below 1")
-    return zCDP(rho, delta)
-
-
-def _lock_pool(tx: Transaction, pool: str) -> tuple[Any, ...]:
-    """Lock ``pool``'s row for the transaction (SQLite's write transaction holds it already)."""
-    lock = " FOR UPDATE" if tx.postgres else ""
-    row = tx.one(
-        f"SELECT cap_rho, cap_delta, spent_rho, spent_delta, entries FROM pf_pools "
-        f"WHERE name = ?{lock}",
-        (pool,),
-    )
-    if row is None:
-        raise _corrupt(f"pool {pool!r}", "its row is missing")
-    return row
 
 
 class DatabaseLedger(Ledger):
@@ -437,7 +335,7 @@ class DatabaseLedger(Ledger):
                 f"ledgers must be a DatabaseLedgers, got {type(ledgers).__name__}"
             )
         self._db = ledgers.database
-        self.ledger_id = _name(ledger_id, "ledger_id")
+        self.ledger_id = checked_name(ledger_id, "ledger_id")
         self._where = f"ledger {ledger_id!r}"
         self._pending_head = ""
         self._tx: Transaction | None = None
@@ -447,10 +345,10 @@ class DatabaseLedger(Ledger):
             row = tx.one("SELECT pool, created, genesis FROM pf_ledgers WHERE id = ?",
                          (ledger_id,))  # fmt: skip
             if row is None:
-                raise _missing(ledger_id)
+                raise missing_ledger(ledger_id)
             self.pool, created, self._genesis = row
-            if _genesis(ledger_id, self.pool, created) != self._genesis:
-                raise _corrupt(self._where, "its genesis hash does not match its id and pool")
+            if database_genesis(ledger_id, self.pool, created) != self._genesis:
+                raise damaged(self._where, "its genesis hash does not match its id and pool")
             self._load(tx)
 
     def __repr__(self) -> str:
@@ -474,12 +372,12 @@ class DatabaseLedger(Ledger):
             (self.ledger_id,),
         )
         if row is None:
-            raise _missing(self.ledger_id)
+            raise missing_ledger(self.ledger_id)
         budget_rho, budget_delta, count, rho, delta, seeded, head = row
-        self._budget = _stored_zcdp((budget_rho, budget_delta), self._where)
-        rho, delta = _ratio(rho, self._where), _ratio(delta, self._where)
+        self._budget = stored_zcdp((budget_rho, budget_delta), self._where)
+        rho, delta = stored_ratio(rho, self._where), stored_ratio(delta, self._where)
         if count < self._summary.count:
-            raise _corrupt(self._where, f"it holds {count} entries, fewer than it held before")
+            raise damaged(self._where, f"it holds {count} entries, fewer than it held before")
         self._summary = LedgerSummary(count, rho, delta, (Fraction(0), Fraction(0)), seeded)
         self._head = head
 
@@ -490,14 +388,14 @@ class DatabaseLedger(Ledger):
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[None]:
         with self._db.transaction(f"recording a spend on {self._where}", write=True) as tx:
-            self._pool_row = _lock_pool(tx, self.pool)
+            self._pool_row = lock_pool(tx, self.pool)
             self._load(tx)
             count = self._summary.count
             if count:
                 last = tx.one("SELECT hash FROM pf_entries WHERE ledger = ? AND idx = ?",
                               (self.ledger_id, count - 1))  # fmt: skip
                 if last is None or last[0] != self._head:
-                    raise _corrupt(self._where, f"its last entry ({count - 1}) is not its head")
+                    raise damaged(self._where, f"its last entry ({count - 1}) is not its head")
             self._tx = tx
             try:
                 yield
@@ -531,8 +429,8 @@ class DatabaseLedger(Ledger):
         tx.run(
             "UPDATE pf_pools SET entries = ?, spent_rho = ?, spent_delta = ? WHERE name = ?",
             (pool_count + len(entries),
-             ratio_text(_ratio(pool_rho, self._where) + cost.exact_rho),
-             ratio_text(_ratio(pool_delta, self._where) + cost.exact_delta), self.pool),
+             ratio_text(stored_ratio(pool_rho, self._where) + cost.exact_rho),
+             ratio_text(stored_ratio(pool_delta, self._where) + cost.exact_delta), self.pool),
         )  # fmt: skip
         self._pending_head = prev
 
@@ -548,7 +446,7 @@ class DatabaseLedger(Ledger):
         )
         spent = (self._summary.rho, self._summary.delta)
         budget = self._budget
-        if _over(spent, cost, budget):
+        if exceeds(spent, cost, budget):
             left = zCDP(max(budget.exact_rho - spent[0], Fraction(0)),
                         max(budget.exact_delta - spent[1], Fraction(0)))  # fmt: skip
             message = refusal(cost, what, "it requests", spent, budget, left)
@@ -559,8 +457,10 @@ class DatabaseLedger(Ledger):
         cap_rho, cap_delta, pool_rho, pool_delta, _ = self._pool_row
         if cap_rho is None:
             return
-        cap = _stored_zcdp((cap_rho, cap_delta), f"pool {self.pool!r}")
-        if _over((_ratio(pool_rho, self._where), _ratio(pool_delta, self._where)), cost, cap):
+        cap = stored_zcdp((cap_rho, cap_delta), f"pool {self.pool!r}")
+        if exceeds(
+            (stored_ratio(pool_rho, self._where), stored_ratio(pool_delta, self._where)), cost, cap
+        ):
             # What the other ledgers spent is theirs: the message does not tell it.
             raise BudgetExceededError(
                 f"{what} refused, nothing was recorded: it requests rho={figure(cost.exact_rho)}, "
@@ -581,11 +481,11 @@ class DatabaseLedger(Ledger):
             prev = self._genesis
             if start:
                 if not rows or rows[0][1] != start - 1:
-                    raise _corrupt(self._where, f"entry {start - 1} is missing")
+                    raise damaged(self._where, f"entry {start - 1} is missing")
                 prev, rows = rows[0][-1], rows[1:]
             last, entries, _ = self._scan(rows, start, prev)
             if len(rows) < hi - start + 1 or (hi == count - 1 and last != head):
-                raise _corrupt(self._where, "its entries do not end at its recorded head")
+                raise damaged(self._where, "its entries do not end at its recorded head")
             return entries[: stop - start]
 
     def _verify_all(self) -> None:
@@ -598,9 +498,9 @@ class DatabaseLedger(Ledger):
             prev, _, summary = self._scan(rows, lo, prev)
             total += summary
         if total.count != count or prev != self._head:
-            raise _corrupt(self._where, "its entries do not end at its recorded head")
+            raise damaged(self._where, "its entries do not end at its recorded head")
         if total != self._summary:
-            raise _corrupt(self._where, "its entries do not add up to its recorded totals")
+            raise damaged(self._where, "its entries do not add up to its recorded totals")
 
     def _rows(self, tx: Transaction, lo: int, hi: int) -> list[tuple[Any, ...]]:
         return tx.run(
@@ -616,7 +516,7 @@ class DatabaseLedger(Ledger):
         entries = []
         for offset, (_, idx, time, label, rho, delta, text, seeded, stored) in enumerate(rows):
             if idx != start + offset:
-                raise _corrupt(self._where, f"entry {start + offset} is missing")
+                raise damaged(self._where, f"entry {start + offset} is missing")
             problem = ""
             try:
                 link = chain_link(
@@ -627,9 +527,9 @@ class DatabaseLedger(Ledger):
             except (TypeError, ValueError) as err:
                 problem = str(err)
             if problem:
-                raise _corrupt(self._where, f"entry {idx} is malformed ({problem})")
+                raise damaged(self._where, f"entry {idx} is malformed ({problem})")
             if link != stored:
-                raise _corrupt(self._where, f"entry {idx} does not match its hash")
+                raise damaged(self._where, f"entry {idx} does not match its hash")
             entries.append(entry)
             prev = link
         return prev, entries, LedgerSummary.of(entries)

@@ -256,6 +256,15 @@ class Store:
         find, so one keyed hash suffices and keeps authentication fast. A
         token whose id is unknown is checked against a dummy digest, so the
         work done does not reveal which ids exist.
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe.api.server.store import Store
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     with Store(os.path.join(d, "server.db")) as store:
+            ...         token = store.add_analyst("alice")
+            ...         print(store.authenticate(token), store.authenticate("pf_x_y"))
+            alice None
         """
         match = _TOKEN.fullmatch(token) if isinstance(token, str) else None
         if match is None:
@@ -317,6 +326,17 @@ class Store:
 
         Raises:
             InvalidValueError: the dataset is not granted to the analyst.
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe import zCDP
+            >>> from privframe.api.server.store import Store
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     with Store(os.path.join(d, "server.db")) as store:
+            ...         _ = store.add_analyst("alice")
+            ...         store.grant("alice", "sales", zCDP(0.5))
+            ...         print(store.top_up("alice", "sales", zCDP(0.25)))
+            zCDP(rho=0.75, delta=0.0)
         """
         _budget(extra, "extra")
         return self.ledgers.top_up(self._granted_ledger(analyst, dataset), extra)
@@ -372,7 +392,23 @@ class Store:
         self.ledgers.set_cap(dataset, None if cap is None else _budget(cap, "cap"))
 
     def pool_spent(self, dataset: str) -> zCDP:
-        """What all analysts together spent on ``dataset``, exactly."""
+        """What all analysts together spent on ``dataset``, exactly.
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe import zCDP
+            >>> from privframe.accounting.accountant import Accountant
+            >>> from privframe.api.server.store import Store
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     with Store(os.path.join(d, "server.db")) as store:
+            ...         for name in ("alice", "bob"):
+            ...             _ = store.add_analyst(name)
+            ...             store.grant(name, "sales", zCDP(1.0))
+            ...             acct = Accountant(zCDP(1.0), ledger=store.ledger(name, "sales"))
+            ...             _ = acct.spend(zCDP(0.25), label="q")
+            ...         print(store.pool_spent("sales"))
+            zCDP(rho=0.5, delta=0.0)
+        """
         return self.ledgers.pool_spent(_checked_name(dataset, "dataset"))
 
     # -- the audit log --------------------------------------------------------------------
@@ -418,7 +454,19 @@ class Store:
             )
 
     def audit_records(self, limit: int = 1000) -> list[AuditRecord]:
-        """The latest ``limit`` records of the audit log, oldest first."""
+        """The latest ``limit`` records of the audit log, oldest first.
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe.api.server.store import Store
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     with Store(os.path.join(d, "server.db")) as store:
+            ...         store.audit(analyst=None, action="release", dataset="sales", status=401)
+            ...         store.audit(analyst="alice", action="release", dataset="sales",
+            ...                     status=200, detail="rho=0.1")
+            ...         print([(r.analyst, r.status) for r in store.audit_records()])
+            [(None, 401), ('alice', 200)]
+        """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidValueError(f"limit must be a whole number >= 1, got {limit!r}")
         with self._db.transaction("reading the audit log", write=False) as tx:
