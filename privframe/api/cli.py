@@ -158,6 +158,18 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
         "the queries are computed; the lines on stderr stay",
     )
     report.add_argument(
+        "--server",
+        metavar="URL",
+        help="run on a privframe server: the spec's [data] dataset = ... names the dataset, the "
+        "token is read from PRIVFRAME_TOKEN, and the budget is yours on the server "
+        "(docs/server.md)",
+    )
+    report.add_argument(
+        "--ca",
+        metavar="FILE",
+        help="with --server: the CA certificate(s) the server's certificate is checked against",
+    )
+    report.add_argument(
         "--allow-seeded-noise",
         action="store_true",
         help="for tests only: accept the spec's [report] seed, which makes the noise "
@@ -229,15 +241,16 @@ def _error(message: str) -> None:
     print(f"privframe: error: {message}", file=sys.stderr)
 
 
-def _report(spec_path: str, out: str | None, dry_run: bool, allow_seeded_noise: bool) -> ExitCode:
+def _report(args: argparse.Namespace) -> ExitCode:
     """Run ``privframe report``; every outcome maps to one :class:`~.report.ExitCode`."""
+    out, dry_run = args.out, args.dry_run
     try:
-        spec = load_spec(spec_path, allow_seeded_noise=allow_seeded_noise)
+        spec = load_spec(args.spec, allow_seeded_noise=args.allow_seeded_noise)
         if spec.seed is not None:
             # First on both streams, before anything else is printed.
             print(NOT_PRIVATE, flush=True)
             print(NOT_PRIVATE, file=sys.stderr, flush=True)
-        report = prepare(spec, dry_run=dry_run)
+        report = prepare(spec, dry_run=dry_run, server=args.server, verify=args.ca or True)
         if dry_run:
             print(report.plan_text())
             print("\ndry run: nothing was spent")
@@ -266,7 +279,7 @@ def _report(spec_path: str, out: str | None, dry_run: bool, allow_seeded_noise: 
     left = report.session.remaining
     print(
         f"report {spec.title!r}: {len(report.planned)} queries released for rho = "
-        f"{report.cost.rho:.6g}; the ledger has rho = {left.rho:.6g} left\n"
+        f"{report.cost.rho:.6g}; {spec.spends_from} has rho = {left.rho:.6g} left\n"
         f"wrote {page} and {len(report.planned)} CSV files beside it"
     )
     return ExitCode.OK
@@ -308,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args.config)
     if args.command == "report":
         with progress.disabled() if args.no_progress else contextlib.nullcontext():
-            return _report(args.spec, args.out, args.dry_run, args.allow_seeded_noise)
+            return _report(args)
     try:
         if args.write_data:
             _write_data(args.write_data, args.rows, args.seed)

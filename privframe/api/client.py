@@ -32,7 +32,7 @@ import os
 import ssl
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 from urllib.parse import quote
 
 import polars as pl
@@ -274,6 +274,34 @@ class RemoteSession:
 
     # -- SQL ----------------------------------------------------------------------------
 
+    @overload
+    def sql(
+        self,
+        text: str,
+        rho: None = None,
+        *,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
+    ) -> SQLQuery: ...
+    @overload
+    def sql(
+        self,
+        text: str,
+        rho: Number,
+        *,
+        with_error: bool = False,
+        weights: Mapping[str, float] | Balance | None = None,
+        label: str = "",
+        delta: float | None = None,
+        clamp: bool = True,
+        intervals: bool = False,
+        total: bool = False,
+    ) -> pl.DataFrame | pd.DataFrame: ...
     @hinted(**RHO_HINTS)
     def sql(
         self,
@@ -324,6 +352,22 @@ class RemoteSession:
         }
         entries = tuple(LedgerEntry.from_dict(entry) for entry in answer["ledger"])
         return BudgetReport(**fields), entries
+
+    def check_cost(self, cost: zCDP) -> None:
+        """Refuse a ``cost`` over what this analyst has left now; spends nothing.
+
+        The server checks again when it charges, together with the dataset's
+        cap across analysts, which this check cannot see.
+
+        Raises:
+            BudgetExceededError: ``cost`` does not fit.
+        """
+        left = self.remaining
+        if cost.exact_rho > left.exact_rho or cost.exact_delta > left.exact_delta:
+            raise errors.BudgetExceededError(
+                f"rho = {cost.rho:.6g} (delta = {cost.delta:.3g}) does not fit what is left "
+                f"on {self._dataset!r}: {left!r}; nothing was spent"
+            )
 
     def report(self) -> BudgetReport:
         """This analyst's budget on the dataset, spent and remaining, in ρ, (ε, δ) and μ."""

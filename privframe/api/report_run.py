@@ -34,6 +34,7 @@ import polars as pl
 
 from privframe.accounting.budgets import zCDP
 from privframe.api import report_output
+from privframe.api.client import TOKEN_ENV, RemoteBatch, RemoteSession, connect
 from privframe.api.html import ReportSection, report_html
 from privframe.api.query import Bound, Query
 from privframe.api.report_spec import QuerySpec, ReportSpec, SpecError
@@ -94,6 +95,8 @@ class Planned:
 
 def _session(spec: ReportSpec, ledger: Path | None) -> Session:
     """The session over the spec's data; SQL queries take their bounds, keys and limits from it."""
+    if spec.data is None or spec.budget is None:  # a spec without a dataset has both
+        raise SpecError("the spec names neither a data file and budget nor a server's dataset")
     metadata = {column: Column(**facts) for column, facts in spec.metadata.items()}
     rng = None if spec.seed is None else SeededRandomness(spec.seed)
     try:
@@ -111,7 +114,7 @@ def _session(spec: ReportSpec, ledger: Path | None) -> Session:
         raise SpecError(f"cannot open the data and its ledger: {err}") from None
 
 
-def _build(sess: Session, spec: ReportSpec, query: QuerySpec) -> Releasable:
+def _build(sess: Session | RemoteSession, spec: ReportSpec, query: QuerySpec) -> Releasable:
     if query.sql is not None:
         return sess.sql(query.sql)
     built: Query = sess.query().bound(**spec.contributions)
@@ -120,30 +123,59 @@ def _build(sess: Session, spec: ReportSpec, query: QuerySpec) -> Releasable:
     return built.agg(*query.aggregates)
 
 
-def prepare(spec: ReportSpec, *, dry_run: bool = False) -> Report:
+def prepare(
+    spec: ReportSpec,
+    *,
+    dry_run: bool = False,
+    server: str | None = None,
+    verify: bool | str = True,
+) -> Report:
     """Open the session, build and explain every query, and check the whole report fits.
 
     Nothing is spent. A ledger file that does not exist yet is created only
     once every check has passed, and never by a dry run: a new file fixes the
     budget of the data, so a spec that fails its checks must not create one.
+    A spec whose ``[data]`` names a ``dataset`` runs on the privframe server
+    at ``server`` (``privframe report --server URL``), with the token in
+    ``PRIVFRAME_TOKEN`` and ``verify`` as :func:`~privframe.connect` takes it.
 
     Raises:
-        SpecError: the data or ledger cannot be opened, or a query does not
-            build or plan (all such queries are named).
+        SpecError: the data or ledger (or the server's dataset) cannot be
+            opened, or a query does not build or plan (all such queries are
+            named).
         BudgetExceededError: the report's total cost does not fit what the
             ledger has left.
     """
-    fresh = not spec.ledger.exists()
+    if spec.dataset is not None or server is not None:
+        return _checked(spec, _remote(spec, server, verify))
+    fresh = spec.ledger is None or not spec.ledger.exists()
     # With no ledger file nothing was spent yet: the budget in memory answers the checks.
-    report = _checked(spec, None if fresh else spec.ledger)
+    report = _checked(spec, _session(spec, None if fresh else spec.ledger))
     if fresh and not dry_run:
-        report = _checked(spec, spec.ledger)
+        report = _checked(spec, _session(spec, spec.ledger))
     return report
 
 
-def _checked(spec: ReportSpec, ledger: Path | None) -> Report:
-    """The report over a session with ``ledger``, once every query plans and the total fits."""
-    sess = _session(spec, ledger)
+def _remote(spec: ReportSpec, server: str | None, verify: bool | str) -> RemoteSession:
+    """The analyst's session on the server's dataset the spec names."""
+    if spec.dataset is None:
+        raise SpecError(
+            "--server runs a spec whose [data] names the server's dataset (dataset = "
+            '"..."); this spec reads a file: run it without --server'
+        )
+    if server is None:
+        raise SpecError(
+            f"this spec runs on a privframe server ([data] dataset = {spec.dataset!r}): "
+            f"give --server URL, and the token in {TOKEN_ENV}"
+        )
+    try:
+        return connect(server, spec.dataset, verify=verify)
+    except PrivframeError as err:
+        raise SpecError(f"cannot open the server's dataset {spec.dataset!r}: {err}") from None
+
+
+def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
+    """The report over ``sess``, once every query plans and the total fits."""
     planned, problems = [], []
     for query in spec.queries:
         try:
@@ -163,12 +195,12 @@ def _checked(spec: ReportSpec, ledger: Path | None) -> Report:
         raise SpecError("\n".join(problems))
     report = Report(spec, sess, tuple(planned))
     try:
-        sess.accountant.check(report.cost)
+        sess.check_cost(report.cost)
     except BudgetExceededError:
         left = sess.remaining
         raise BudgetExceededError(
-            f"report {spec.title!r} needs {_cost(report.cost)} but the ledger "
-            f"{str(spec.ledger)!r} has {_cost(left)} left; nothing was spent. "
+            f"report {spec.title!r} needs {_cost(report.cost)} but {spec.spends_from} "
+            f"has {_cost(left)} left; nothing was spent. "
             "Per query: " + "; ".join(f"{p.spec.name} ({_cost(p.cost)})" for p in planned)
         ) from None
     return report
@@ -183,7 +215,7 @@ class Report:
     """A prepared report: its session and planned queries. Build it with :func:`prepare`."""
 
     spec: ReportSpec
-    session: Session
+    session: Session | RemoteSession
     planned: tuple[Planned, ...]
     created: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -269,12 +301,12 @@ class Report:
         """The error of a run refused at its charge: another job spent since the checks."""
         return BudgetExceededError(
             f"report {self.spec.title!r} needs {_cost(self.cost)}, but another job spent "
-            f"from the ledger {str(self.spec.ledger)!r} since the checks and "
+            f"from {self.spec.spends_from} since the checks and "
             f"{_cost(self.session.remaining)} is left; nothing was spent"
         )
 
     def _charge_and_write(
-        self, batch: Batch, staging: Path, out: Path, stream: TextIO
+        self, batch: Batch | RemoteBatch, staging: Path, out: Path, stream: TextIO
     ) -> str | None:
         """Charge and release ``batch``, then write the outputs; what failed in writing, if any.
 
@@ -290,7 +322,7 @@ class Report:
             return describe_error(err)
         return None
 
-    def _compute(self, stream: TextIO) -> Batch:
+    def _compute(self, stream: TextIO) -> Batch | RemoteBatch:
         """Every query computed exactly, nothing charged; failures become ReportErrors.
 
         :meth:`Session.batch` shows "queries: step i of n" (a bar in a terminal) as
@@ -333,7 +365,7 @@ class Report:
         staging: Path,
         out: Path,
         results: Sequence[pl.DataFrame | pd.DataFrame],
-        batch: Batch,
+        batch: Batch | RemoteBatch,
         stream: TextIO,
     ) -> None:
         """Write every output into ``staging``, then put it in place of ``out``."""

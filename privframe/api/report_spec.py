@@ -125,13 +125,16 @@ class ReportSpec:
     Attributes:
         path: the spec file.
         title: the report's title; ledger labels are ``<title>/<query name>``.
-        data: the data file (``.parquet`` or ``.csv``).
-        privacy_unit: the column identifying a person.
-        budget: the ledger's total budget.
-        ledger: the SQLite ledger file.
         metadata: per column, its public ``bounds`` and ``keys``.
         contributions: ``max_groups``, ``max_rows_per_group`` and ``max_rows``.
         queries: the queries, in order.
+        data: the data file (``.parquet`` or ``.csv``); None for a server's dataset.
+        privacy_unit: the column identifying a person; None for a server's dataset.
+        budget: the ledger's total budget; None for a server's dataset.
+        ledger: the SQLite ledger file; None for a server's dataset.
+        dataset: ``[data] dataset``: the dataset of a privframe server the
+            report runs on (``privframe report --server URL``), which keeps
+            the budget and draws the noise; None for a local file.
         seed: a seed for the noise: the results are then NOT private (tests only).
         accounting: how the report states its guarantee: ``"zcdp"`` (default),
             ``"rdp"`` or ``"pld"`` (see :mod:`privframe.accounting.replay`).
@@ -148,13 +151,14 @@ class ReportSpec:
 
     path: Path
     title: str
-    data: Path
-    privacy_unit: str
-    budget: Budget
-    ledger: Path
     metadata: Mapping[str, Mapping[str, Any]]
     contributions: Mapping[str, int]
     queries: tuple[QuerySpec, ...]
+    data: Path | None = None
+    privacy_unit: str | None = None
+    budget: Budget | None = None
+    ledger: Path | None = None
+    dataset: str | None = None
     seed: int | None = None
     accounting: str = "zcdp"
     allow_seeded_noise: bool = False
@@ -168,6 +172,20 @@ class ReportSpec:
                 "line, or, for a test, run with --allow-seeded-noise (privframe report) or "
                 "allow_seeded_noise=True (load_spec). Nothing was spent."
             )
+
+    @property
+    def spends_from(self) -> str:
+        """Where the report's budget is, in words: its ledger file or the server's dataset.
+
+        Example:
+            >>> from pathlib import Path
+            >>> from privframe.api.report_spec import ReportSpec
+            >>> ReportSpec(Path("s.toml"), "t", {}, {}, (), dataset="sales").spends_from
+            "your budget on the server's dataset 'sales'"
+        """
+        if self.dataset is not None:
+            return f"your budget on the server's dataset {self.dataset!r}"
+        return f"the ledger {str(self.ledger)!r}"
 
     def label(self, query: QuerySpec) -> str:
         """The ledger label of a query's release."""
@@ -375,33 +393,60 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
         raw,
         "the spec",
         ("report", "data", "budget", "metadata", "contributions", "queries"),
-        ("report", "data", "budget", "contributions", "queries"),
+        ("report", "data", "contributions", "queries"),
     )
     title, accounting, total, seed = _report(spec_table(raw["report"], "report"))
     data = spec_table(raw["data"], "data")
-    check_keys(data, "data", ("path", "privacy_unit"), ("path", "privacy_unit"))
-    budget = spec_table(raw["budget"], "budget")
-    check_keys(budget, "budget", (*BUDGET_KEYS, "ledger", "same_data"), ("ledger",))
-    allowance = spec_budget(budget, also=("ledger", "same_data"))
-    same_data = budget.get("same_data", False)
-    if not isinstance(same_data, bool):
-        raise SpecError(f"budget.same_data must be true or false, got {kind_of(same_data)}")
+    if "dataset" in data:
+        source = _remote_source(raw, data, seed)
+    else:
+        source = _local_source(raw, data, path.parent)
     contributions = spec_contributions(spec_table(raw["contributions"], "contributions"))
     metadata = spec_metadata(spec_table(raw.get("metadata", {}), "metadata"))
     queries = _queries(raw["queries"], total, metadata)
-    folder = path.parent
     return ReportSpec(
         path=path,
         title=title,
-        data=folder / spec_string(data, "path", "data"),
-        privacy_unit=spec_string(data, "privacy_unit", "data"),
-        budget=allowance,
-        ledger=folder / spec_string(budget, "ledger", "budget"),
         metadata=metadata,
         contributions=contributions,
         queries=queries,
         seed=seed,
         accounting=accounting,
         allow_seeded_noise=allow_seeded_noise,
-        same_data=same_data,
+        **source,
     )
+
+
+def _local_source(raw: Mapping[str, Any], data: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """The data file, its privacy unit and the ledger with its budget, of a spec run locally."""
+    check_keys(data, "data", ("path", "privacy_unit"), ("path", "privacy_unit"))
+    if "budget" not in raw:
+        raise SpecError("the spec: missing the required key 'budget' (or give [data] dataset)")
+    budget = spec_table(raw["budget"], "budget")
+    check_keys(budget, "budget", (*BUDGET_KEYS, "ledger", "same_data"), ("ledger",))
+    allowance = spec_budget(budget, also=("ledger", "same_data"))
+    same_data = budget.get("same_data", False)
+    if not isinstance(same_data, bool):
+        raise SpecError(f"budget.same_data must be true or false, got {kind_of(same_data)}")
+    return {
+        "data": folder / spec_string(data, "path", "data"),
+        "privacy_unit": spec_string(data, "privacy_unit", "data"),
+        "budget": allowance,
+        "ledger": folder / spec_string(budget, "ledger", "budget"),
+        "same_data": same_data,
+    }
+
+
+def _remote_source(
+    raw: Mapping[str, Any], data: Mapping[str, Any], seed: int | None
+) -> dict[str, Any]:
+    """The dataset of a spec run on a privframe server, whose budget and noise are the server's."""
+    check_keys(data, "data", ("dataset",))
+    if "budget" in raw:
+        raise SpecError(
+            "budget: a spec run on a server ([data] dataset) spends the analyst's budget on "
+            "the server, which keeps it; remove [budget]"
+        )
+    if seed is not None:
+        raise SpecError("report.seed: a server draws its own noise; remove the seed")
+    return {"dataset": spec_string(data, "dataset", "data")}

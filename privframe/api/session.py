@@ -279,6 +279,23 @@ class Session:
         """
         return self._accountant.entries
 
+    def check_cost(self, cost: zCDP) -> None:
+        """Refuse a ``cost`` that would not fit what remains now; spends nothing.
+
+        For plans and dry runs (a scripted report checks its total before
+        computing anything); the charge checks again, atomically.
+
+        Raises:
+            BudgetExceededError: ``cost`` does not fit.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+            >>> sess.check_cost(pf.zCDP(0.5))
+        """
+        self._accountant.check(cost)
+
     def report(self) -> BudgetReport:
         """The budget, spent and remaining, in ρ, (ε, δ) and μ."""
         return self._accountant.report()
