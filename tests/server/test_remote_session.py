@@ -8,6 +8,7 @@ runs the real server process with the OS CSPRNG.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from server_setup import DATASET, REGIONS, add_analyst, write_config
 
 import privframe as pf
 from privframe.api.client import RemoteSession
+from privframe.api.server import admin
 from privframe.api.server.app import create_app
 from privframe.api.server.config import load_config
 from privframe.api.server.store import Store
@@ -211,6 +213,7 @@ def test_every_request_and_refusal_is_audited_without_values(served: Served) -> 
     store.close()
     releases = [r for r in records if r.action == "release"]
     assert [r.status for r in releases] == [200, 409]
+    assert [r.detail for r in releases] == ["rho=1/10", "rho=1/2; BudgetExceededError"]
     assert all(r.analyst == "alice" and r.dataset == DATASET for r in releases)
     frame = pl.read_parquet(served.config.datasets[DATASET].data)
     values = {str(v) for v in frame["amount"].head(200)} | {
@@ -218,3 +221,26 @@ def test_every_request_and_refusal_is_audited_without_values(served: Served) -> 
     }
     text = " ".join(f"{r.action} {r.detail}" for r in records)
     assert not any(v in text for v in values if len(v) > 3)
+
+
+@pytest.mark.parametrize(
+    "tampering",
+    [
+        "UPDATE pf_ledgers SET spent_rho = '0', entries = 0",  # a spend forgotten
+        "UPDATE pf_entries SET rho = '1/100'",  # an entry made cheaper
+        "UPDATE pf_pools SET spent_rho = '0'",  # the cap's total rolled back
+    ],
+)
+def test_a_database_changed_outside_privframe_is_not_served(
+    served: Served, tmp_path: Path, tampering: str
+) -> None:
+    alice = served.analyst("alice")
+    readme_query(alice).release(rho=0.25)
+    assert admin.main([str(served.config.path), "verify"]) == 0
+    connection = sqlite3.connect(served.database)
+    with connection:
+        connection.execute(tampering)
+    connection.close()
+    with pytest.raises(pf.LedgerError):
+        create_app(served.config)
+    assert admin.main([str(served.config.path), "verify"]) == 2

@@ -107,6 +107,9 @@ def _parser() -> _Parser:
         command.add_argument("--rho", type=_amount, required=True, help="zCDP rho")
         command.add_argument("--delta", type=_amount, default=Fraction(0), help="delta (0)")
     commands.add_parser("list", help="analysts, their grants, budgets, spent and remaining")
+    commands.add_parser(
+        "verify", help="check every ledger's entries and totals (privframe serve does at start)"
+    )
     audit = commands.add_parser("audit", help="the latest records of the audit log")
     audit.add_argument("--limit", type=_limit, default=50, help="how many records (50)")
     return parser
@@ -200,6 +203,9 @@ def _run(store: Store, config: ServerConfig, args: argparse.Namespace) -> tuple[
         return args.dataset, _budget_command(store, config, args)
     elif command == "list":
         _list(store)
+    elif command == "verify":
+        count = store.verify()
+        print(f"Verified {count} ledger{'s' if count != 1 else ''} and each dataset's total.")
     else:
         _audit(store, args.limit)
     return "", ""
@@ -234,14 +240,14 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _audited(store: Store, config: ServerConfig, args: argparse.Namespace) -> int:
-    """Run the command and record it in the audit log (not list and audit, which change nothing)."""
+    """Run the command and record it in the audit log (not those that change nothing)."""
     try:
         dataset, detail = _run(store, config, args)
         status, message = 200, ""
     except (PrivframeError, _UsageError) as err:
         dataset, detail = getattr(args, "dataset", ""), type(err).__name__
         status, message = 400, str(err)
-    if args.command not in ("list", "audit"):
+    if args.command not in ("list", "audit", "verify"):
         try:
             store.audit(analyst=getattr(args, "name", None), action=f"admin:{args.command}",
                         dataset=dataset or None, status=status, detail=detail)  # fmt: skip

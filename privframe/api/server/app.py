@@ -14,8 +14,8 @@ transaction), and the response is built only after that charge committed.
 RefusalErrors are 4xx with ``{"error": {"type", "message"}}``: the type is a
 :mod:`privframe.errors` class the client raises again, and the message is the
 library's own, which never holds a data value. Every request, answered or
-refused, is one record of the audit log, holding its route, status, ρ and
-error type only.
+refused, is one record of the audit log, holding its route, status, the ρ a
+release asked, and the error type only.
 
 ==============================  ==========================================
 ``GET  /v1/datasets``           the datasets granted to the analyst
@@ -42,6 +42,7 @@ import json
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import polars as pl
@@ -52,6 +53,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from privframe import errors
+from privframe.accounting._numbers import exact
 from privframe.accounting.accountant import Accountant
 from privframe.accounting.budgets import zCDP
 from privframe.api.html import session_html
@@ -188,6 +190,8 @@ class Served:
         self._lock = threading.Lock()
         for name, dataset in config.datasets.items():
             store.set_cap(name, dataset.cap)
+        # A database changed outside privframe is refused before anything is served from it.
+        store.verify()
 
     def analyst(self, authorization: str | None) -> str:
         """The analyst a request's ``Authorization`` header names, or a 401 refusal."""
@@ -325,6 +329,7 @@ def create_app(
         except Exception as err:  # a bug: its message may hold anything, so none is sent or kept
             status, detail = 500, type(err).__name__
             response = _error(RefusalError(500, "InternalError", "the server failed"))
+        asked = getattr(request.state, "asked", "")
         try:
             await run_in_threadpool(
                 served.store.audit,
@@ -332,7 +337,7 @@ def create_app(
                 action=action,
                 dataset=dataset,
                 status=status,
-                detail=detail,
+                detail="; ".join(part for part in (asked, detail) if part),
             )
         except errors.PrivframeError:
             # Every answer is audited: one that cannot be is not given.
@@ -425,6 +430,8 @@ def create_app(
             def work(analyst: str) -> Any:
                 session = served.session(analyst, name)
                 requests = [decode_request(r, session) for r in body.requests]
+                asked = sum((exact("rho", r.rho) for r in requests), Fraction(0))
+                request.state.asked = f"rho={encode_number(asked)}"
                 batch = session.batch(requests)
                 tables = batch.release()
                 return {

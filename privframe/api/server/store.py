@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger import DatabaseLedger, DatabaseLedgers, Transaction
 from privframe.api.server.config import NAME
-from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError
 
 __all__ = ["STORE_SCHEMA_VERSION", "AuditRecord", "Store"]
 
@@ -385,6 +385,45 @@ class Store:
                 "(privframe admin CONFIG grant NAME DATASET --rho R)"
             )
         return ledger
+
+    def verify(self) -> int:
+        """Verify every ledger in full, and each dataset's total against its ledgers; their count.
+
+        Each grant's entries against its hash chain and recorded totals
+        (:meth:`~privframe.accounting.ledger.Ledger.verify`), then each
+        dataset's running total, which the cap is checked against, against
+        the sum of its grants' totals. ``privframe serve`` runs it before it
+        serves, and ``privframe admin CONFIG verify`` on demand.
+
+        Raises:
+            LedgerError: an entry, a ledger's totals or a dataset's total were
+                changed outside privframe.
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe.api.server.store import Store
+            >>> with Store(os.path.join(tempfile.mkdtemp(), "server.db")) as store:
+            ...     store.verify()
+            0
+        """
+        pools: dict[str, zCDP] = {}
+        count = 0
+        for analyst in self.analysts():
+            for dataset in self.granted(analyst):
+                ledger = self.ledger(analyst, dataset)
+                try:
+                    ledger.verify()
+                finally:
+                    ledger.close()
+                pools[dataset] = pools.get(dataset, zCDP(0)) + self.spent(analyst, dataset)
+                count += 1
+        for dataset, total in pools.items():
+            if self.pool_spent(dataset) != total:
+                raise LedgerError(
+                    f"{self!r}: the total spent on dataset {dataset!r} does not equal the sum "
+                    "of its grants' ledgers: the database was changed outside privframe"
+                )
+        return count
 
     def set_cap(self, dataset: str, cap: zCDP | None) -> None:
         """Set (None: remove) the cap on what all analysts together may spend on ``dataset``."""
