@@ -208,6 +208,11 @@ class RemoteSession:
         return self._unit
 
     @property
+    def schema(self) -> pl.Schema:
+        """The dataset's column names and types (public)."""
+        return pl.Schema(self._schema)
+
+    @property
     def dataset(self) -> str:
         """The dataset's name on the server."""
         return self._dataset
