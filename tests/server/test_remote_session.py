@@ -26,6 +26,7 @@ from privframe.api.server.config import load_config
 from privframe.api.server.store import Store
 from privframe.errors import BudgetExceededError, InvalidArgumentError, ServerError
 from privframe.mechanisms.randomness import SeededRandomness
+from privframe.plan.ir import Plan
 
 SEED = 11
 # Both sides draw from the same seeded stream so that their tables can be compared exactly.
@@ -244,3 +245,14 @@ def test_a_database_changed_outside_privframe_is_not_served(
     with pytest.raises(pf.LedgerError):
         create_app(served.config)
     assert admin.main([str(served.config.path), "verify"]) == 2
+
+
+def test_the_published_facts_are_readable_and_tune_is_refused_by_name(served: Served) -> None:
+    alice = served.analyst("alice")
+    local = served.local()
+    assert alice.columns == local.columns
+    assert alice.schema == local.check(Plan())  # the whole public schema
+    assert alice.metadata["amount"].bounds == (0, 1000)
+    with pytest.raises(InvalidArgumentError, match="does not tune"):
+        readme_query(alice).tune(0.1, plan_rho=0.5)
+    assert alice.spent == pf.zCDP(0)
