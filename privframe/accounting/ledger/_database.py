@@ -282,6 +282,35 @@ class DatabaseLedgers:
             row = tx.one("SELECT spent_rho, spent_delta FROM pf_pools WHERE name = ?", (pool,))
         return zCDP(0) if row is None else stored_zcdp(row, f"pool {pool!r}")
 
+    def verify_pool(self, pool: str) -> None:
+        """Check that ``pool``'s total (what its cap is checked against) is its ledgers' sum.
+
+        Read under the pool's lock, so that no append falls between the two
+        reads: a server may keep charging meanwhile.
+
+        Raises:
+            LedgerError: the totals disagree (the database was changed outside privframe).
+
+        Example:
+            >>> import os, tempfile
+            >>> from privframe import zCDP
+            >>> from privframe.accounting.ledger import DatabaseLedgers
+            >>> with DatabaseLedgers(os.path.join(tempfile.mkdtemp(), "db.sqlite")) as ledgers:
+            ...     ledgers.create("alice/sales", "sales", zCDP(1.0))
+            ...     ledgers.verify_pool("sales")
+        """
+        checked_name(pool, "pool")
+        where = f"pool {pool!r}"
+        with self.database.transaction(f"verifying {where}", write=True) as tx:
+            row = lock_pool(tx, pool)
+            rows = tx.run(
+                "SELECT spent_rho, spent_delta, entries FROM pf_ledgers WHERE pool = ?", (pool,)
+            )
+        spent = [stored_zcdp(r, where) for r in rows]
+        total = sum(spent, zCDP(0))
+        if total != stored_zcdp(row[2:4], where) or sum(int(r[2]) for r in rows) != int(row[4]):
+            raise damaged(where, "its total does not equal the sum of its ledgers' totals")
+
     def open(self, ledger_id: str) -> DatabaseLedger:
         """The ledger ``ledger_id`` as a :class:`DatabaseLedger`.
 
