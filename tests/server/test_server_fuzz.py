@@ -11,7 +11,9 @@ charge nothing. The data holds a planted value that no answer may contain.
 
 from __future__ import annotations
 
+import base64
 import copy
+import io
 import json
 import random
 from collections.abc import Callable
@@ -20,6 +22,7 @@ from typing import Any
 
 import httpx
 import polars as pl
+from postgres_service import database_url, postgres_url  # noqa: F401  (fixtures)
 from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, write_config, write_data
 
 import privframe as pf
@@ -159,6 +162,11 @@ def _mutations(rng: random.Random, bodies: dict[str, Any]) -> Callable[[], tuple
         text = json.dumps(bodies["release"])
         return "release", text[: rng.randrange(1, len(text) - 1)]
 
+    def control_text() -> tuple[str, Any]:
+        body = copy.deepcopy(bodies["release"])
+        body["requests"][0]["label"] = rng.choice(["x\x00y", "\x00", "a\udc80b"])
+        return "release", body
+
     def oversized() -> tuple[str, Any]:
         body = copy.deepcopy(bodies["release"])
         body["requests"][0]["label"] = "x" * 2_000_000
@@ -180,6 +188,7 @@ def _mutations(rng: random.Random, bodies: dict[str, Any]) -> Callable[[], tuple
         wrong_version,
         garbage,
         truncated,
+        control_text,
         oversized,
         many_requests,
     ]
@@ -192,9 +201,23 @@ def _get(body: Any, path: tuple[Any, ...]) -> Any:
     return body
 
 
-def test_five_hundred_hostile_requests_get_4xx_and_charge_nothing(tmp_path: Path) -> None:
+def _shown(text: str) -> str:
+    """An answer's text with any released tables (base64 Arrow) decoded into it."""
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return text
+    tables = answer.get("tables", []) if isinstance(answer, dict) else []
+    decoded = [pl.read_ipc_stream(io.BytesIO(base64.b64decode(t))) for t in tables]
+    return text + "".join(str(frame.to_dicts()) for frame in decoded)
+
+
+def test_five_hundred_hostile_requests_get_4xx_and_charge_nothing(
+    tmp_path: Path,
+    database_url: str,  # noqa: F811  (a fixture: SQLite, then PostgreSQL)
+) -> None:
     _plant(tmp_path)
-    config = write_config(tmp_path, max_body_bytes=1 << 20)
+    config = write_config(tmp_path, max_body_bytes=1 << 20, database=database_url)
     database = load_config(config).database
     token = add_analyst(database, "mallory", 1e-9)
     rng = random.Random(SEED)
@@ -232,7 +255,7 @@ def test_five_hundred_hostile_requests_get_4xx_and_charge_nothing(tmp_path: Path
                         content=content,
                         headers={**headers, "Content-Type": "application/json"},
                     )
-                answers.append((answer.status_code, answer.text))
+                answers.append((answer.status_code, _shown(answer.text)))
         assert httpx.get(f"{server.url}/v1/health").status_code == 200
     statuses = sorted({status for status, _ in answers})
     assert all(400 <= status < 500 for status in statuses), statuses
