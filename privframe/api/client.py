@@ -33,7 +33,7 @@ import ssl
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal, overload
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import polars as pl
 
@@ -47,6 +47,7 @@ from privframe.accounting.ledger import LedgerEntry
 from privframe.accounting.replay import Guarantee
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request
+from privframe.api.server.config import is_loopback
 from privframe.api.session import sql_outcome
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
 from privframe.api.wire import (
@@ -104,6 +105,13 @@ def _raise(status: int, body: Any) -> None:
     if not isinstance(message, str):
         message = f"the server answered {status} without an explanation"
     cls = getattr(errors, kind, None) if isinstance(kind, str) else None
+    if cls is errors.SQLError and isinstance(error, dict):
+        construct, position = error.get("construct"), error.get("position")
+        raise errors.SQLError(
+            message,
+            construct=construct if isinstance(construct, str) else "",
+            position=tuple(position) if isinstance(position, list) else None,
+        )
     if (
         isinstance(cls, type)
         and issubclass(cls, errors.PrivframeError)
@@ -111,6 +119,22 @@ def _raise(status: int, body: Any) -> None:
     ):
         raise cls(message)
     raise errors.ServerError(message, status=status)
+
+
+def _check_url(url: object, insecure_http: bool) -> str:
+    """``url`` if it is an http(s) address; plain HTTP only to this machine unless allowed."""
+    parsed = urlsplit(url) if isinstance(url, str) else None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise errors.InvalidArgumentError(
+            f"url must be the server's https:// (or http://127.0.0.1) address, got {url!r}"
+        )
+    if parsed.scheme == "http" and not is_loopback(parsed.hostname) and not insecure_http:
+        raise errors.InvalidArgumentError(
+            f"{url} is plain HTTP to another machine: your token and results would cross the "
+            "network in clear text. Use https://, or pass insecure_http=True if a TLS tunnel "
+            "you trust carries the connection (docs/server.md)"
+        )
+    return url  # type: ignore[return-value]  # a str, checked above
 
 
 class RemoteSession:
@@ -125,6 +149,8 @@ class RemoteSession:
         timeout: seconds to wait for an answer.
         verify: check the server's certificate (True), against a CA bundle
             (its path), or not at all (False: tests only).
+        insecure_http: allow ``http://`` to another machine (the token would
+            cross the network in clear text unless a tunnel carries it).
         client: an ``httpx.Client`` to send requests with, instead of a new one
             (tests pass an in-process one).
 
@@ -142,6 +168,7 @@ class RemoteSession:
         results: Literal["pandas", "polars"] = "pandas",
         timeout: float = 300.0,
         verify: bool | str = True,
+        insecure_http: bool = False,
         client: httpx.Client | None = None,
     ) -> None:
         if results not in ("pandas", "polars"):
@@ -153,6 +180,7 @@ class RemoteSession:
                 f"token must be the access token the data owner gave you (or set {TOKEN_ENV})"
             )
         if client is None:
+            url = _check_url(url, insecure_http)
             client = _httpx().Client(base_url=url, timeout=timeout, verify=tls_context(verify))
         self._http = client
         self._headers = {"Authorization": f"Bearer {token}"}
@@ -182,7 +210,14 @@ class RemoteSession:
         except httpx.HTTPError as err:
             failure = f"{type(err).__name__}: {err}"
         if failure is not None:
-            raise errors.ServerError(f"cannot reach the privframe server at {self._url}: {failure}")
+            charged = (
+                "; the release may have been charged all the same: see sess.ledger"
+                if path.endswith("/release")
+                else ""
+            )
+            raise errors.ServerError(
+                f"cannot reach the privframe server at {self._url}: {failure}{charged}"
+            )
         try:
             payload = answer.json() if "json" in answer.headers.get("content-type", "") else None
         except ValueError:
@@ -349,14 +384,14 @@ class RemoteSession:
 
     # -- the budget ---------------------------------------------------------------------
 
-    def _budget(self) -> tuple[BudgetReport, tuple[LedgerEntry, ...]]:
-        answer = self._call("GET", f"{self._base}/budget")
+    def _budget(self, entries: bool = True) -> tuple[BudgetReport, tuple[LedgerEntry, ...]]:
+        answer = self._call("GET", f"{self._base}/budget?entries={str(entries).lower()}")
         fields: dict[str, Any] = {
             name: _zcdp(value) if isinstance(value, dict) else value
             for name, value in answer["report"].items()
         }
-        entries = tuple(LedgerEntry.from_dict(entry) for entry in answer["ledger"])
-        return BudgetReport(**fields), entries
+        ledger = tuple(LedgerEntry.from_dict(entry) for entry in answer["ledger"])
+        return BudgetReport(**fields), ledger
 
     def check_cost(self, cost: zCDP) -> None:
         """Refuse a ``cost`` over what this analyst has left now; spends nothing.
@@ -376,7 +411,7 @@ class RemoteSession:
 
     def report(self) -> BudgetReport:
         """This analyst's budget on the dataset, spent and remaining, in ρ, (ε, δ) and μ."""
-        return self._budget()[0]
+        return self._budget(entries=False)[0]
 
     @property
     def spent(self) -> zCDP:
@@ -463,6 +498,7 @@ def connect(
     results: Literal["pandas", "polars"] = "pandas",
     timeout: float = 300.0,
     verify: bool | str = True,
+    insecure_http: bool = False,
 ) -> RemoteSession:
     """Open a session on a dataset of a privframe server (see the module doc).
 
@@ -476,6 +512,8 @@ def connect(
         timeout: seconds to wait for an answer.
         verify: check the server's TLS certificate (True), against a CA
             bundle (its path), or not (False: tests only).
+        insecure_http: allow ``http://`` to another machine (see
+            :class:`RemoteSession`); plain HTTP is for 127.0.0.1 otherwise.
 
     Example:
         >>> import privframe as pf
@@ -485,4 +523,12 @@ def connect(
     """
     if token is None:
         token = os.environ.get(TOKEN_ENV, "")
-    return RemoteSession(url, dataset, token, results=results, timeout=timeout, verify=verify)
+    return RemoteSession(
+        url,
+        dataset,
+        token,
+        results=results,
+        timeout=timeout,
+        verify=verify,
+        insecure_http=insecure_http,
+    )

@@ -21,7 +21,7 @@ from server_setup import DATASET, REGIONS, add_analyst, write_config
 import privframe as pf
 from privframe.api.client import RemoteSession
 from privframe.api.server import admin
-from privframe.api.server.app import create_app
+from privframe.api.server.app import create_app, public_error
 from privframe.api.server.config import load_config
 from privframe.api.server.store import Store
 from privframe.errors import BudgetExceededError, InvalidArgumentError, ServerError
@@ -152,9 +152,38 @@ def test_a_refused_plan_gives_the_local_error_and_charges_nothing(served: Served
     alice = served.analyst("alice")
     with pytest.raises(pf.InvalidValueError, match="not in the data"):
         alice.query().agg(pf.sum("no_such_column", bounds=(0, 1))).release(rho=0.1)
-    with pytest.raises(pf.SQLError):
+    with pytest.raises(pf.SQLError) as err:
         alice.sql("SELECT COUNT(*) FROM data WINDOW w AS ()", rho=0.1)
+    assert err.value.construct  # the SQL error's fields travel with it
     assert alice.spent == pf.zCDP(0)
+
+
+def test_a_malformed_plan_is_refused_as_the_library_error_it_is(served: Served) -> None:
+    served.analyst("alice")
+    answer = served.http.post(
+        f"/v1/datasets/{DATASET}/check",
+        json={"version": 1, "plan": {"steps": [{"filter": [{"op": "Foo", "args": []}]}]}},
+        headers={"Authorization": f"Bearer {served.tokens['alice']}"},
+    )
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["type"] == "InvalidArgumentError"  # a WireError, named by its privframe base
+    assert "unknown op 'Foo'" in error["message"]
+
+
+def test_database_failures_are_not_described_to_clients() -> None:
+    refusal = public_error(pf.LedgerError("server database 'postgresql://u@db:5432/x': refused"))
+    assert refusal.status == 503
+    assert refusal.kind == "LedgerError"
+    assert "postgresql" not in refusal.message
+    assert "busy or unavailable" in refusal.message
+
+
+def test_plain_http_to_another_machine_is_refused_before_any_connection() -> None:
+    with pytest.raises(InvalidArgumentError, match="plain HTTP to another machine"):
+        pf.connect("http://dp.example.org:8765", DATASET, "pf_token")
+    with pytest.raises(InvalidArgumentError, match="https://"):
+        pf.connect("ftp://dp.example.org", DATASET, "pf_token")
 
 
 def test_the_dataset_cap_stops_analysts_together(tmp_path: Path) -> None:

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
+import httpx
 import polars as pl
 import pytest
 from postgres_service import database_url, postgres_url  # noqa: F401  (fixtures)
@@ -251,3 +254,27 @@ def test_the_server_speaks_https_when_given_a_certificate(tmp_path: Path) -> Non
             pf.connect(server.url, DATASET, token)  # the system's CAs do not know it
         with pytest.raises(ServerError):
             pf.connect(server.url.replace("https", "http"), DATASET, token)
+
+
+def test_a_request_stuck_on_the_database_does_not_hold_up_the_others(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    database = load_config(config).database
+    token = add_analyst(database, "alice", 1.0)
+    with ServerProcess(config) as server:
+        lock = sqlite3.connect(database, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")  # as a backup or an admin command might, for a while
+        stuck = threading.Thread(
+            target=httpx.get,
+            args=(f"{server.url}/v1/datasets",),
+            kwargs={"headers": {"Authorization": f"Bearer {token}"}, "timeout": 120},
+        )
+        stuck.start()
+        try:
+            start = time.monotonic()
+            assert httpx.get(f"{server.url}/v1/health", timeout=120).status_code == 200
+            assert time.monotonic() - start < 10  # not the database's 30 s busy timeout
+            assert stuck.is_alive()  # the other request is still waiting for the database
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+            stuck.join()

@@ -1,4 +1,4 @@
-"""The server's HTTP API: each analyst's plans, rebuilt and released on the data it never sees.
+r"""The server's HTTP API: each analyst's plans, rebuilt and released on the data it never sees.
 
 Every route under ``/v1`` needs ``Authorization: Bearer <token>``
 (:meth:`~privframe.api.server.store.Store.authenticate`); a dataset not granted
@@ -28,75 +28,66 @@ release asked, and the error type only.
 ``GET  /dashboard``             the budget dashboard page
 ==============================  ==========================================
 
+The work behind each route is :class:`~privframe.api.server.served.Served`'s.
+
 Example:
-    >>> import privframe.api.server.app as app  # doctest: +SKIP
-    >>> app.create_app(load_config("serve.toml"))  # doctest: +SKIP
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import privframe as pf
+    >>> from fastapi.testclient import TestClient
+    >>> from privframe.api.server.app import create_app
+    >>> from privframe.api.server.config import load_config
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> pf.datasets.synthetic_transactions(1_000).write_parquet(folder / "t.parquet")
+    >>> _ = (folder / "serve.toml").write_text(
+    ...     '[datasets.t]\ndata = "t.parquet"\nprivacy_unit = "user_id"\n')
+    >>> with TestClient(create_app(load_config(folder / "serve.toml"))) as http:
+    ...     answer = http.get("/v1/datasets", headers={"Authorization": "Bearer pf_x"})
+    >>> answer.status_code, answer.json()["error"]["type"]
+    (401, 'ServerError')
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import io
 import json
-import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, TypeVar
 
-import polars as pl
 import pydantic
 from fastapi import FastAPI
 from fastapi import Request as HTTPRequest
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from polars.exceptions import PanicException
 from starlette.concurrency import run_in_threadpool
 
 from privframe import errors
-from privframe.accounting._numbers import exact
-from privframe.accounting.accountant import Accountant
-from privframe.accounting.budgets import zCDP
-from privframe.api.html import session_html
-from privframe.api.server.config import DatasetConfig, ServerConfig
+from privframe.api.server.config import ServerConfig
 from privframe.api.server.dashboard import DASHBOARD_HTML, DASHBOARD_JS
+from privframe.api.server.served import RefusalError, Served
 from privframe.api.server.store import Store
-from privframe.api.session import Session
-from privframe.api.sql import Column
-from privframe.api.wire import (
-    WIRE_VERSION,
-    decode_plan_query,
-    decode_request,
-    encode_number,
-    encode_schema,
-)
+from privframe.api.wire import WIRE_VERSION
 from privframe.mechanisms.noise import Randomness
-from privframe.plan.ir import Bound, Plan
 
-__all__ = ["RefusalError", "Served", "create_app", "encode_report", "encode_table", "serve"]
+__all__ = ["create_app", "public_error", "serve"]
 
 _HEADERS = {
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+_PAGE_POLICY = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; "
+        "img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    )
+}
 _MAX_REQUESTS = 64
 """The most requests one release body may hold (a report's queries)."""
-
-
-class RefusalError(Exception):
-    """An answer other than 200: its HTTP status and the error the client raises again."""
-
-    def __init__(self, status: int, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.kind, self.message = status, kind, message
-
-
-def _status(err: errors.PrivframeError) -> int:
-    if isinstance(err, errors.BudgetExceededError):
-        return 409
-    if isinstance(err, errors.LedgerError):
-        return 503
-    return 400
+_DATABASE_DOWN = (
+    "the server's database is busy or unavailable; nothing was released. Retry, or tell "
+    "the data owner"
+)
 
 
 class _Envelope(pydantic.BaseModel):
@@ -121,124 +112,33 @@ class _ReleaseBody(_Envelope):
     requests: list[dict[str, Any]] = pydantic.Field(min_length=1, max_length=_MAX_REQUESTS)
 
 
-def encode_table(frame: pl.DataFrame) -> str:
-    """A released (public) table as base64 Arrow IPC: exact types, read back by the client.
+def public_error(err: errors.PrivframeError) -> RefusalError:
+    """What a client is told of a refusal: the nearest error class of :mod:`privframe.errors`.
+
+    The library's messages hold no data values, so they are sent as they
+    are, with an SQL error's construct and position; a database failure's
+    message (paths, hosts, driver text) is kept from the client.
 
     Example:
-        >>> import polars as pl
-        >>> from privframe.api.server.app import encode_table
-        >>> text = encode_table(pl.DataFrame({"n": [3]}))
-        >>> import base64, io
-        >>> pl.read_ipc_stream(io.BytesIO(base64.b64decode(text))).item()
-        3
+        >>> from privframe.api.server.app import public_error
+        >>> from privframe.api.wire import WireError
+        >>> refusal = public_error(WireError("request.rho: expected a ratio"))
+        >>> refusal.status, refusal.kind
+        (400, 'InvalidArgumentError')
     """
-    sink = io.BytesIO()
-    frame.write_ipc_stream(sink)
-    return base64.b64encode(sink.getvalue()).decode("ascii")
-
-
-def _zcdp(budget: zCDP) -> dict[str, str]:
-    return {"rho": encode_number(budget.exact_rho), "delta": encode_number(budget.exact_delta)}
-
-
-def encode_report(session: Session) -> dict[str, Any]:
-    """A session's budget report and ledger as JSON: exact budgets as rational text.
-
-    Example:
-        >>> import polars as pl
-        >>> import privframe as pf
-        >>> from privframe.api.server.app import encode_report
-        >>> sess = pf.Session(pl.DataFrame({"u": [1]}), "u", pf.zCDP(1.0))
-        >>> encode_report(sess)["report"]["budget"]
-        {'rho': '1', 'delta': '0'}
-    """
-    report = session.report()
-    fields: dict[str, Any] = {}
-    for name in type(report).__dataclass_fields__:
-        value = getattr(report, name)
-        fields[name] = _zcdp(value) if isinstance(value, zCDP) else value
-    return {"report": fields, "ledger": [entry.to_dict() for entry in session.ledger]}
-
-
-def _metadata(dataset: DatasetConfig) -> dict[str, Any]:
-    return {column: dict(facts) for column, facts in dataset.metadata.items()}
-
-
-@dataclass
-class _Cached:
-    budget: zCDP
-    session: Session
-
-
-class Served:
-    """The server's state: its configuration, database and each grant's open Session.
-
-    A grant's Session is opened at its first request and kept; when an admin
-    changes the grant's budget it is opened again with the new one (the
-    database checks every charge against the current budget in any case).
-
-    Args:
-        config: the server's configuration.
-        store: its database.
-        rng: the noise source; None for the OS CSPRNG. Tests alone pass a
-            seeded one (the results are then not private).
-    """
-
-    def __init__(self, config: ServerConfig, store: Store, rng: Randomness | None = None) -> None:
-        self.config, self.store, self._rng = config, store, rng
-        self._sessions: dict[tuple[str, str], _Cached] = {}
-        self._lock = threading.Lock()
-        for name, dataset in config.datasets.items():
-            store.set_cap(name, dataset.cap)
-        # A database changed outside privframe is refused before anything is served from it.
-        store.verify()
-
-    def analyst(self, authorization: str | None) -> str:
-        """The analyst a request's ``Authorization`` header names, or a 401 refusal."""
-        scheme, _, token = (authorization or "").partition(" ")
-        analyst = self.store.authenticate(token.strip()) if scheme.lower() == "bearer" else None
-        if analyst is None:
-            raise RefusalError(401, "AuthenticationError", "a valid bearer token is required")
-        return analyst
-
-    def dataset(self, analyst: str, name: str) -> tuple[DatasetConfig, zCDP]:
-        """The dataset and the analyst's budget on it; 404 unless it is served and granted."""
-        dataset = self.config.datasets.get(name)
-        budget = None if dataset is None else self.store.budget(analyst, name)
-        if dataset is None or budget is None:
-            raise RefusalError(404, "NotFound", f"no dataset {name[:64]!r} is granted to you")
-        return dataset, budget
-
-    def session(self, analyst: str, name: str) -> Session:
-        """The analyst's Session on the dataset, opened again if its budget changed."""
-        dataset, budget = self.dataset(analyst, name)
-        with self._lock:
-            cached = self._sessions.get((analyst, name))
-            if cached is None or cached.budget != budget:
-                cached = _Cached(budget, self._open(analyst, dataset, budget))
-                self._sessions[(analyst, name)] = cached
-            return cached.session
-
-    def _open(self, analyst: str, dataset: DatasetConfig, budget: zCDP) -> Session:
-        accountant = Accountant(budget, ledger=self.store.ledger(analyst, dataset.name))
-        limits = dataset.contributions
-        return Session(
-            dataset.data,
-            dataset.privacy_unit,
-            accountant,
-            rng=self._rng,
-            metadata={column: Column(**facts) for column, facts in dataset.metadata.items()},
-            contributions=None if limits is None else Bound(**limits),
-        )
-
-    def close(self) -> None:
-        """Close the database."""
-        self.store.close()
+    kind = next(c.__name__ for c in type(err).__mro__ if getattr(errors, c.__name__, None) is c)
+    if isinstance(err, errors.BudgetExceededError):
+        return RefusalError(409, kind, str(err))
+    if isinstance(err, errors.LedgerError):
+        return RefusalError(503, kind, _DATABASE_DOWN)
+    if isinstance(err, errors.SQLError):
+        return RefusalError(400, kind, str(err), construct=err.construct, position=err.position)
+    return RefusalError(400, kind, str(err))
 
 
 async def _body(request: HTTPRequest, limit: int) -> Any:
     """The request's JSON body, read up to ``limit`` bytes; 413 or 400 otherwise."""
-    too_large = RefusalError(413, "PayloadTooLarge", f"the request body is over {limit} bytes")
+    too_large = RefusalError(413, "ServerError", f"the request body is over {limit} bytes")
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
         raise too_large
@@ -279,8 +179,60 @@ def _error(refusal: RefusalError) -> JSONResponse:
     headers = dict(_HEADERS)
     if refusal.status == 401:
         headers["WWW-Authenticate"] = "Bearer"
-    body = {"error": {"type": refusal.kind, "message": refusal.message}}
+    body = {"error": {"type": refusal.kind, "message": refusal.message, **refusal.fields}}
     return JSONResponse(body, status_code=refusal.status, headers=headers)
+
+
+async def _answer(
+    served: Served,
+    request: HTTPRequest,
+    action: str,
+    dataset: str | None,
+    work: Callable[[str, Any, dict[str, str]], Any],
+    model: type[_Envelope] | None = None,
+) -> Response:
+    """Authenticate, read the body, run ``work`` off the event loop, audit, answer.
+
+    Everything that touches the database or the data runs in the thread
+    pool: a slow database or a long release never holds up other requests.
+    The token is checked before the body is read.
+    """
+    analyst: str | None = None
+    noted: dict[str, str] = {}
+    try:
+        analyst = await run_in_threadpool(served.analyst, request.headers.get("authorization"))
+        body = (
+            None
+            if model is None
+            else _envelope(model, await _body(request, served.config.max_body_bytes))
+        )
+        result = await run_in_threadpool(work, analyst, body, noted)
+        response: Response = (
+            result if isinstance(result, Response) else JSONResponse(result, headers=_HEADERS)
+        )
+        status, kind = 200, ""
+    except RefusalError as refused:
+        status, kind, response = refused.status, refused.kind, _error(refused)
+    except errors.PrivframeError as err:
+        public = public_error(err)
+        status, kind, response = public.status, type(err).__name__, _error(public)
+    except (Exception, PanicException) as err:  # a bug: its message may hold anything
+        status, kind = 500, type(err).__name__
+        response = _error(RefusalError(500, "ServerError", "the server failed"))
+    detail = "; ".join(part for part in (noted.get("asked", ""), kind) if part)
+    try:
+        await run_in_threadpool(
+            served.store.audit,
+            analyst=analyst,
+            action=action,
+            dataset=dataset,
+            status=status,
+            detail=detail,
+        )
+    except errors.PrivframeError:
+        # Every answer is audited: one that cannot be is not given.
+        return _error(RefusalError(503, "ServerError", "the audit log cannot be written"))
+    return response
 
 
 def create_app(
@@ -288,7 +240,7 @@ def create_app(
 ) -> FastAPI:
     """The ASGI application serving ``config``'s datasets from ``store`` (its database by default).
 
-    ``rng`` is for tests only (see :class:`Served`).
+    ``rng`` is for tests only (see :class:`~privframe.api.server.served.Served`).
     """
     served = Served(config, store or Store(config.database), rng)
 
@@ -304,45 +256,6 @@ def create_app(
         redoc_url=None,
         lifespan=lifespan,
     )
-    app.state.served = served
-    limit = config.max_body_bytes
-
-    async def answer(
-        request: HTTPRequest,
-        action: str,
-        dataset: str | None,
-        work: Callable[[str], Any],
-    ) -> Response:
-        analyst: str | None = None
-        try:
-            analyst = served.analyst(request.headers.get("authorization"))
-            result = await run_in_threadpool(work, analyst)
-            response: Response = (
-                result if isinstance(result, Response) else JSONResponse(result, headers=_HEADERS)
-            )
-            status, detail = 200, ""
-        except RefusalError as refused:
-            status, detail, response = refused.status, refused.kind, _error(refused)
-        except errors.PrivframeError as err:
-            status, detail = _status(err), type(err).__name__
-            response = _error(RefusalError(status, detail, str(err)))
-        except Exception as err:  # a bug: its message may hold anything, so none is sent or kept
-            status, detail = 500, type(err).__name__
-            response = _error(RefusalError(500, "InternalError", "the server failed"))
-        asked = getattr(request.state, "asked", "")
-        try:
-            await run_in_threadpool(
-                served.store.audit,
-                analyst=analyst,
-                action=action,
-                dataset=dataset,
-                status=status,
-                detail="; ".join(part for part in (asked, detail) if part),
-            )
-        except errors.PrivframeError:
-            # Every answer is audited: one that cannot be is not given.
-            return _error(RefusalError(503, "ServerError", "the audit log cannot be written"))
-        return response
 
     @app.get("/v1/health")
     async def health() -> dict[str, Any]:
@@ -350,99 +263,39 @@ def create_app(
 
     @app.get("/v1/datasets")
     async def datasets(request: HTTPRequest) -> Response:
-        def work(analyst: str) -> Any:
-            served_names = config.datasets
-            return {"datasets": [n for n in served.store.granted(analyst) if n in served_names]}
-
-        return await answer(request, "datasets", None, work)
+        return await _answer(served, request, "datasets", None, lambda a, _, __: served.granted(a))
 
     @app.get("/v1/datasets/{name}")
     async def describe(request: HTTPRequest, name: str) -> Response:
-        def work(analyst: str) -> Any:
-            session = served.session(analyst, name)
-            dataset = config.datasets[name]
-            return {
-                "name": name,
-                "privacy_unit": session.privacy_unit,
-                "schema": encode_schema(session.check(Plan())),
-                "metadata": _metadata(dataset),
-                "contributions": dataset.contributions,
-                "version": WIRE_VERSION,
-            }
-
-        return await answer(request, "describe", name, work)
+        work = lambda a, _, __: served.describe(a, name)  # noqa: E731
+        return await _answer(served, request, "describe", name, work)
 
     @app.get("/v1/datasets/{name}/budget")
-    async def budget(request: HTTPRequest, name: str) -> Response:
-        return await answer(
-            request, "budget", name, lambda analyst: encode_report(served.session(analyst, name))
-        )
+    async def budget(request: HTTPRequest, name: str, entries: bool = True) -> Response:
+        work = lambda a, _, __: served.budget(a, name, entries)  # noqa: E731
+        return await _answer(served, request, "budget", name, work)
 
     @app.get("/v1/datasets/{name}/view")
     async def view(request: HTTPRequest, name: str) -> Response:
-        def work(analyst: str) -> Any:
-            return HTMLResponse(session_html(served.session(analyst, name)), headers=_HEADERS)
+        def work(analyst: str, _: Any, __: Any) -> Response:
+            return HTMLResponse(served.view(analyst, name), headers=_HEADERS)
 
-        return await answer(request, "view", name, work)
+        return await _answer(served, request, "view", name, work)
 
     @app.post("/v1/datasets/{name}/check")
     async def check(request: HTTPRequest, name: str) -> Response:
-        async def run() -> Callable[[str], Any]:
-            body = _envelope(_PlanBody, await _body(request, limit))
-
-            def work(analyst: str) -> Any:
-                session = served.session(analyst, name)
-                plan = decode_plan_query(body.plan, session.query()).plan
-                return {"schema": encode_schema(session.check(plan, body.with_error))}
-
-            return work
-
-        return await _with_body(answer, request, "check", name, run)
+        work = lambda a, body, _: served.check(a, name, body.plan, body.with_error)  # noqa: E731
+        return await _answer(served, request, "check", name, work, _PlanBody)
 
     @app.post("/v1/datasets/{name}/explain")
     async def explain(request: HTTPRequest, name: str) -> Response:
-        async def run() -> Callable[[str], Any]:
-            body = _envelope(_ExplainBody, await _body(request, limit))
-
-            def work(analyst: str) -> Any:
-                session = served.session(analyst, name)
-                asked = decode_request(body.request, session)
-                plan = asked.query.plan
-                explanation = session.explain(plan, asked.rho, asked.weights, asked.delta)
-                delta = session.pipeline.selection_delta(plan, asked.delta)
-                return {
-                    "affordable": encode_number(session.accountant.affordable(asked.rho)),
-                    "delta": None if delta is None else encode_number(delta),
-                    "reporting_delta": encode_number(session.accountant.delta),
-                    "has_unit": session.privacy_unit is not None,
-                    "cost": _zcdp(explanation.plan.cost),
-                }
-
-            return work
-
-        return await _with_body(answer, request, "explain", name, run)
+        work = lambda a, body, _: served.explain(a, name, body.request)  # noqa: E731
+        return await _answer(served, request, "explain", name, work, _ExplainBody)
 
     @app.post("/v1/datasets/{name}/release")
     async def release(request: HTTPRequest, name: str) -> Response:
-        async def run() -> Callable[[str], Any]:
-            body = _envelope(_ReleaseBody, await _body(request, limit))
-
-            def work(analyst: str) -> Any:
-                session = served.session(analyst, name)
-                requests = [decode_request(r, session) for r in body.requests]
-                asked = sum((exact("rho", r.rho) for r in requests), Fraction(0))
-                request.state.asked = f"rho={encode_number(asked)}"
-                batch = session.batch(requests)
-                tables = batch.release()
-                return {
-                    # A Session over a file releases polars tables.
-                    "tables": [encode_table(table) for table in tables],
-                    "entries": [entry.to_dict() for entry in batch.entries],
-                }
-
-            return work
-
-        return await _with_body(answer, request, "release", name, run)
+        work = lambda a, body, noted: served.release(a, name, body.requests, noted)  # noqa: E731
+        return await _answer(served, request, "release", name, work, _ReleaseBody)
 
     @app.get("/dashboard")
     async def dashboard() -> Response:
@@ -453,33 +306,6 @@ def create_app(
         return Response(DASHBOARD_JS, media_type="text/javascript", headers=_HEADERS)
 
     return app
-
-
-_PAGE_POLICY = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; "
-        "img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-    )
-}
-
-
-async def _with_body(
-    answer: Callable[..., Any],
-    request: HTTPRequest,
-    action: str,
-    name: str,
-    run: Callable[[], Any],
-) -> Response:
-    """``answer`` for a route with a body: reading and checking it may refuse first."""
-    try:
-        work = await run()
-    except RefusalError as refusal:
-        failed = refusal
-
-        def work(analyst: str) -> Any:
-            raise failed
-
-    return await answer(request, action, name, work)
 
 
 def serve(config: ServerConfig) -> None:

@@ -1,0 +1,282 @@
+r"""What the server does for one analyst's request, without HTTP: the work behind each route.
+
+:class:`Served` holds the configuration, the database and each grant's open
+:class:`~privframe.Session`; its methods take the authenticated analyst and
+the decoded body and return JSON-ready answers. Refusals are privframe
+errors (or :class:`RefusalError` for the server's own: a token, a dataset
+not granted); :mod:`privframe.api.server.app` maps both to HTTP.
+
+Example:
+    >>> import os, tempfile
+    >>> import privframe as pf
+    >>> from pathlib import Path
+    >>> from privframe.api.server.config import load_config
+    >>> from privframe.api.server.served import Served
+    >>> from privframe.api.server.store import Store
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> pf.datasets.synthetic_transactions(1_000).write_parquet(folder / "t.parquet")
+    >>> _ = (folder / "serve.toml").write_text(
+    ...     '[datasets.t]\ndata = "t.parquet"\nprivacy_unit = "user_id"\n')
+    >>> config = load_config(folder / "serve.toml")
+    >>> served = Served(config, Store(config.database))
+    >>> token = served.store.add_analyst("alice")
+    >>> served.store.grant("alice", "t", pf.zCDP(1.0))
+    >>> served.analyst(f"Bearer {token}")
+    'alice'
+    >>> served.describe("alice", "t")["privacy_unit"]
+    'user_id'
+    >>> served.close()
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import polars as pl
+
+from privframe import errors
+from privframe.accounting._numbers import exact
+from privframe.accounting.accountant import Accountant
+from privframe.accounting.budgets import zCDP
+from privframe.api.html import session_html
+from privframe.api.server.config import DatasetConfig, ServerConfig
+from privframe.api.server.store import Store
+from privframe.api.session import Session
+from privframe.api.spec_values import SpecError
+from privframe.api.sql import Column
+from privframe.api.wire import (
+    WIRE_VERSION,
+    decode_plan_query,
+    decode_request,
+    encode_number,
+    encode_schema,
+)
+from privframe.engines.registry import open_input
+from privframe.mechanisms.noise import Randomness
+from privframe.plan.ir import Bound, Plan
+
+__all__ = ["RefusalError", "Served", "encode_report", "encode_table"]
+
+
+class RefusalError(Exception):
+    """An answer other than 200: its HTTP status and the error the client raises again.
+
+    Example:
+        >>> from privframe.api.server.served import RefusalError
+        >>> RefusalError(404, "ServerError", "no dataset 'x' is granted to you").status
+        404
+    """
+
+    def __init__(self, status: int, kind: str, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message, self.fields = status, kind, message, fields
+
+
+def encode_table(frame: pl.DataFrame) -> str:
+    """A released (public) table as base64 Arrow IPC: exact types, read back by the client.
+
+    Example:
+        >>> import base64, io
+        >>> import polars as pl
+        >>> from privframe.api.server.served import encode_table
+        >>> text = encode_table(pl.DataFrame({"n": [3]}))
+        >>> pl.read_ipc_stream(io.BytesIO(base64.b64decode(text))).item()
+        3
+    """
+    sink = io.BytesIO()
+    frame.write_ipc_stream(sink)
+    return base64.b64encode(sink.getvalue()).decode("ascii")
+
+
+def _zcdp(budget: zCDP) -> dict[str, str]:
+    return {"rho": encode_number(budget.exact_rho), "delta": encode_number(budget.exact_delta)}
+
+
+def encode_report(session: Session, entries: bool = True) -> dict[str, Any]:
+    """A session's budget report (and ledger) as JSON: exact budgets as rational text.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> from privframe.api.server.served import encode_report
+        >>> sess = pf.Session(pl.DataFrame({"u": [1]}), "u", pf.zCDP(1.0))
+        >>> encode_report(sess)["report"]["budget"]
+        {'rho': '1', 'delta': '0'}
+    """
+    report = session.report()
+    fields: dict[str, Any] = {}
+    for name in type(report).__dataclass_fields__:
+        value = getattr(report, name)
+        fields[name] = _zcdp(value) if isinstance(value, zCDP) else value
+    ledger = [entry.to_dict() for entry in session.ledger] if entries else []
+    return {"report": fields, "ledger": ledger}
+
+
+@dataclass
+class _Cached:
+    budget: zCDP
+    session: Session
+
+
+class Served:
+    """The server's state: its configuration, database and each grant's open Session.
+
+    At start it records each dataset's cap, verifies the database
+    (:meth:`Store.verify <privframe.api.server.store.Store.verify>`) and opens
+    each dataset once, so that a missing file or privacy unit column stops
+    the server rather than answering analysts. A grant's Session is opened at
+    its first request and kept; when an admin changes the grant's budget it
+    is opened again with the new one (the database checks every charge
+    against the current budget in any case).
+
+    Args:
+        config: the server's configuration.
+        store: its database.
+        rng: the noise source; None for the OS CSPRNG. Tests alone pass a
+            seeded one (the results are then not private).
+
+    Raises:
+        SpecError: a dataset cannot be opened (the message names it).
+        LedgerError: the database cannot be used, or was changed outside privframe.
+    """
+
+    def __init__(self, config: ServerConfig, store: Store, rng: Randomness | None = None) -> None:
+        self.config, self.store, self._rng = config, store, rng
+        self._sessions: dict[tuple[str, str], _Cached] = {}
+        self._lock = threading.Lock()
+        for name, dataset in config.datasets.items():
+            store.set_cap(name, dataset.cap)
+            try:
+                open_input(dataset.data, dataset.privacy_unit)
+            except errors.PrivframeError as err:
+                raise SpecError(f"datasets.{name}: {err}") from None
+        store.verify()
+
+    # -- who and what ------------------------------------------------------------------
+
+    def analyst(self, authorization: str | None) -> str:
+        """The analyst a request's ``Authorization`` header names, or a 401 refusal."""
+        scheme, _, token = (authorization or "").partition(" ")
+        analyst = self.store.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+        if analyst is None:
+            raise RefusalError(401, "ServerError", "a valid bearer token is required")
+        return analyst
+
+    def dataset(self, analyst: str, name: str) -> tuple[DatasetConfig, zCDP]:
+        """The dataset and the analyst's budget on it; 404 unless it is served and granted.
+
+        The database is asked either way, so that the time of the answer does
+        not tell a dataset that is served from one that is not.
+        """
+        budget = self.store.budget(analyst, name)
+        dataset = self.config.datasets.get(name)
+        if dataset is None or budget is None:
+            raise RefusalError(404, "ServerError", f"no dataset {name[:64]!r} is granted to you")
+        return dataset, budget
+
+    def session(self, analyst: str, name: str) -> Session:
+        """The analyst's Session on the dataset, opened again if its budget changed."""
+        dataset, budget = self.dataset(analyst, name)
+        with self._lock:
+            cached = self._sessions.get((analyst, name))
+            if cached is None or cached.budget != budget:
+                if cached is not None:
+                    cached.session.accountant.close()
+                cached = _Cached(budget, self._open(analyst, dataset, budget))
+                self._sessions[(analyst, name)] = cached
+            return cached.session
+
+    def _open(self, analyst: str, dataset: DatasetConfig, budget: zCDP) -> Session:
+        accountant = Accountant(budget, ledger=self.store.ledger(analyst, dataset.name))
+        limits = dataset.contributions
+        return Session(
+            dataset.data,
+            dataset.privacy_unit,
+            accountant,
+            rng=self._rng,
+            metadata={column: Column(**facts) for column, facts in dataset.metadata.items()},
+            contributions=None if limits is None else Bound(**limits),
+        )
+
+    # -- the routes' work -----------------------------------------------------------------
+
+    def granted(self, analyst: str) -> dict[str, Any]:
+        """The datasets served and granted to ``analyst``."""
+        names = self.store.granted(analyst)
+        return {"datasets": [name for name in names if name in self.config.datasets]}
+
+    def describe(self, analyst: str, name: str) -> dict[str, Any]:
+        """A dataset's public facts: privacy unit, schema, metadata, contribution limits."""
+        session = self.session(analyst, name)
+        dataset = self.config.datasets[name]
+        return {
+            "name": name,
+            "privacy_unit": session.privacy_unit,
+            "schema": encode_schema(session.check(Plan())),
+            "metadata": {column: dict(facts) for column, facts in dataset.metadata.items()},
+            "contributions": dataset.contributions,
+            "version": WIRE_VERSION,
+        }
+
+    def budget(self, analyst: str, name: str, entries: bool = True) -> dict[str, Any]:
+        """The analyst's budget report on a dataset, with its ledger unless ``entries`` is False."""
+        return encode_report(self.session(analyst, name), entries)
+
+    def view(self, analyst: str, name: str) -> str:
+        """The notebook view of the analyst's budget on a dataset (HTML)."""
+        return session_html(self.session(analyst, name))
+
+    def check(self, analyst: str, name: str, plan: dict[str, Any], with_error: bool) -> Any:
+        """A plan checked against the dataset's public schema; the schema it sees."""
+        session = self.session(analyst, name)
+        decoded = decode_plan_query(plan, session.query()).plan
+        return {"schema": encode_schema(session.check(decoded, with_error))}
+
+    def explain(self, analyst: str, name: str, request: dict[str, Any]) -> dict[str, Any]:
+        """The budget facts an explanation needs, for a request checked like a release."""
+        session = self.session(analyst, name)
+        asked = decode_request(request, session)
+        plan = asked.query.plan
+        delta = session.pipeline.selection_delta(plan, asked.delta)
+        explanation = session.explain(plan, asked.rho, asked.weights, asked.delta)
+        return {
+            "affordable": encode_number(session.accountant.affordable(asked.rho)),
+            "delta": None if delta is None else encode_number(delta),
+            "reporting_delta": encode_number(session.accountant.delta),
+            "has_unit": session.privacy_unit is not None,
+            "cost": _zcdp(explanation.plan.cost),
+        }
+
+    def release(
+        self, analyst: str, name: str, requests: list[dict[str, Any]], noted: dict[str, str]
+    ) -> dict[str, Any]:
+        """Requests released all or nothing; ``noted["asked"]`` gets their ρ for the audit log.
+
+        The answer is built only once :meth:`Batch.release <privframe.Batch.release>`
+        has returned, that is once the charge is committed to the database.
+        """
+        session = self.session(analyst, name)
+        decoded = [decode_request(r, session) for r in requests]
+        noted["asked"] = (
+            f"rho={encode_number(sum((exact('rho', r.rho) for r in decoded), Fraction(0)))}"
+        )
+        batch = session.batch(decoded)
+        tables = batch.release()
+        return {
+            # A Session over a file releases polars tables.
+            "tables": [encode_table(table) for table in tables],
+            "entries": [entry.to_dict() for entry in batch.entries],
+        }
+
+    def close(self) -> None:
+        """Close the grants' ledgers and the database."""
+        with self._lock:
+            for cached in self._sessions.values():
+                cached.session.accountant.close()
+            self._sessions.clear()
+        self.store.close()
