@@ -32,13 +32,12 @@ import os
 import ssl
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, urlsplit
 
 import polars as pl
 
 from privframe import errors
-from privframe._arguments import RHO_HINTS, hinted
 from privframe.accounting import replay
 from privframe.accounting._numbers import Number
 from privframe.accounting._report import BudgetReport
@@ -48,8 +47,8 @@ from privframe.accounting.replay import Guarantee
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request
 from privframe.api.server.config import is_loopback
-from privframe.api.session import sql_outcome
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
+from privframe.api.sql_entry import SQLEntry
 from privframe.api.wire import (
     WIRE_VERSION,
     decode_number,
@@ -137,7 +136,7 @@ def _check_url(url: object, insecure_http: bool) -> str:
     return url  # type: ignore[return-value]  # a str, checked above
 
 
-class RemoteSession:
+class RemoteSession(SQLEntry):
     """One analyst's session on one dataset of a privframe server; make it with :func:`connect`.
 
     Args:
@@ -314,55 +313,25 @@ class RemoteSession:
 
     # -- SQL ----------------------------------------------------------------------------
 
-    @overload
-    def sql(
+    def parse_sql(
         self,
         text: str,
-        rho: None = None,
-        *,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> SQLQuery: ...
-    @overload
-    def sql(
-        self,
-        text: str,
-        rho: Number,
-        *,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> pl.DataFrame | pd.DataFrame: ...
-    @hinted(**RHO_HINTS)
-    def sql(
-        self,
-        text: str,
-        rho: Number | None = None,
-        *,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> SQLQuery | pl.DataFrame | pd.DataFrame:
-        """A SQL SELECT over the dataset (``FROM data``), as ``Session.sql``.
+        metadata: Mapping[str, Column] | None = None,
+        contributions: Bound | None = None,
+    ) -> SQLQuery:
+        """``text`` parsed over ``data`` with the metadata the data owner published.
 
-        Bounds, keys and contribution limits come from the metadata the data
-        owner published (:attr:`metadata`); the server parses the text again
-        with its own copy when it releases.
+        The server parses the text again with its own copy when it releases,
+        so facts of the analyst's own (``metadata=``, ``contributions=``) are
+        refused rather than silently not used: give other bounds with the builder.
         """
-        parsed = parse(
+        if metadata or contributions is not None:
+            raise errors.InvalidArgumentError(
+                "on a privframe server, SQL takes its bounds, keys and limits from the metadata "
+                "the data owner published (sess.metadata); metadata= and contributions= are "
+                "not sent: give other bounds and limits with the builder (sess.query())"
+            )
+        return parse(
             text,
             self.query(),
             unit=self._unit,
@@ -371,16 +340,6 @@ class RemoteSession:
             tables={},
             table=TABLE,
         )
-        release = {
-            "with_error": with_error,
-            "weights": weights,
-            "label": label,
-            "delta": delta,
-            "clamp": clamp,
-            "intervals": intervals,
-            "total": total,
-        }
-        return sql_outcome(parsed, rho, release)
 
     # -- the budget ---------------------------------------------------------------------
 

@@ -19,16 +19,15 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Literal, TypeAlias, overload
+from typing import Any, Literal, TypeAlias
 
 import pandas as pd
 import polars as pl
 
-from privframe._arguments import BUDGET_HINTS, RHO_HINTS, hinted
+from privframe._arguments import BUDGET_HINTS, hinted
 from privframe.accounting import replay
 from privframe.accounting._numbers import Number
 from privframe.accounting.accountant import Accountant, BudgetReport
@@ -46,6 +45,7 @@ from privframe.api.html import session_html
 from privframe.api.query import Query, Request
 from privframe.api.schema import validate
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
+from privframe.api.sql_entry import SQLEntry
 from privframe.engines.registry import open_input
 from privframe.engines.spark import frames as spark
 from privframe.errors import (
@@ -59,52 +59,12 @@ from privframe.plan.release import Batch, Computed, Pipeline
 from privframe.plan.split import Balance
 from privframe.progress import steps
 
-__all__ = ["Session", "sql_outcome"]
-
-_RELEASE_DEFAULTS = {
-    name: parameter.default
-    for name, parameter in inspect.signature(SQLQuery.release).parameters.items()
-    if parameter.default is not inspect.Parameter.empty
-}
-"""The defaults of a release's keywords, which ``Session.sql`` without ``rho`` must not move."""
+__all__ = ["Session"]
 
 DataSource: TypeAlias = pd.DataFrame | pl.DataFrame | pl.LazyFrame | str | os.PathLike[str]
 
 
-def sql_outcome(
-    parsed: SQLQuery, rho: Number | None, release: Mapping[str, Any]
-) -> SQLQuery | pl.DataFrame | pd.DataFrame:
-    """What ``sql(text, rho, **release)`` returns: the released table, or without ``rho`` the query.
-
-    Shared by :meth:`Session.sql` and a remote session's ``sql``.
-
-    Raises:
-        InvalidArgumentError: a release keyword without ``rho`` (nothing
-            would be released, so it would be dropped).
-
-    Example:
-        >>> import polars as pl
-        >>> import privframe as pf
-        >>> from privframe.api.session import sql_outcome
-        >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
-        >>> type(sql_outcome(sess.sql("SELECT COUNT(*) FROM data"), None, {})).__name__
-        'SQLQuery'
-    """
-    if rho is None:
-        # Without rho nothing is released, so these would be silently dropped.
-        given = [name for name, value in release.items() if value != _RELEASE_DEFAULTS[name]]
-        if given:
-            shown = ", ".join(f"{name}=..." for name in given)
-            raise InvalidArgumentError(
-                f"{shown} configure a release, and without rho sql() only parses: pass "
-                f"rho=..., or call .release({shown}) on the query it returns (a query "
-                "with OPTIONS(epsilon=..., delta=...) spends those: .release() takes no rho)"
-            )
-        return parsed
-    return parsed.release(rho, **release)
-
-
-class Session:
+class Session(SQLEntry):
     """Private data with a privacy unit and a budget; every release goes through it.
 
     Args:
@@ -354,104 +314,32 @@ class Session:
         """Notebook view: a budget gauge, the guarantee so far and the ledger (no data facts)."""
         return session_html(self)
 
-    @overload
-    def sql(
+    def parse_sql(
         self,
         text: str,
-        rho: None = None,
-        *,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> SQLQuery: ...
-    @overload
-    def sql(
-        self,
-        text: str,
-        rho: Number,
-        *,
-        metadata: Mapping[str, Column] | None = None,
-        contributions: Bound | None = None,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> pl.DataFrame | pd.DataFrame: ...
-    @hinted(**RHO_HINTS)
-    def sql(
-        self,
-        text: str,
-        rho: Number | None = None,
-        *,
-        metadata: Mapping[str, Column] | None = None,
-        contributions: Bound | None = None,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> SQLQuery | pl.DataFrame | pd.DataFrame:
-        """A SQL SELECT over the private table (``data``, or the Session's ``name``).
+    ) -> SQLQuery:
+        """``text`` parsed over this Session's table, facts and tables (:meth:`sql` without rho).
 
-        Parsed with sqlglot into the same plan the builder makes
-        (:mod:`privframe.api.sql` lists what is supported). Bounds, keys and
-        limits come from the Session's ``metadata`` and ``contributions``;
-        ``metadata=`` and ``contributions=`` here override them for this query.
-        With ``rho`` it is released at once; the other keywords are those of
-        :meth:`Query.release <privframe.api.query.Query.release>` (``clamp=``,
-        ``intervals=``, ``total=`` post-process the noisy table before HAVING
-        and ORDER BY) and need ``rho``. A query with BigQuery's ``OPTIONS(epsilon=...,
-        delta=...)`` carries its own budget: call ``.release()`` on the parsed query.
-
-        Returns:
-            without ``rho``: an :class:`~privframe.api.sql.SQLQuery` (``explain``,
-            ``release``); with ``rho``: the released DataFrame.
-
-        Raises:
-            SQLError: a syntax error or unsupported construct, with its position.
-            InvalidArgumentError: a release keyword without ``rho`` (nothing
-                would be released, so it would be dropped).
+        ``metadata`` and ``contributions`` override the Session's for this query.
 
         Example:
             >>> import polars as pl
             >>> import privframe as pf
-            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0),
-            ...                   metadata={"x": pf.Column(bounds=(0, 5))})
-            >>> sorted(sess.sql("SELECT COUNT(*) AS n, SUM(x) FROM data", rho=0.5).columns)
-            ['n', 'x_sum']
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
+            >>> sess.parse_sql("SELECT COUNT(*) AS n FROM data").text
+            'SELECT COUNT(*) AS n FROM data'
         """
-        merged = {**self._metadata, **check_metadata(metadata)}
-        limits = check_contributions(contributions) or self._contributions
-        parsed = parse(
+        return parse(
             text,
             self.query(),
             unit=self._unit,
-            metadata=merged,
-            contributions=limits,
+            metadata={**self._metadata, **check_metadata(metadata)},
+            contributions=check_contributions(contributions) or self._contributions,
             tables=self._tables,
             table=self._name,
         )
-        release = {
-            "with_error": with_error,
-            "weights": weights,
-            "label": label,
-            "delta": delta,
-            "clamp": clamp,
-            "intervals": intervals,
-            "total": total,
-        }
-        return sql_outcome(parsed, rho, release)
 
     # -- used by Query ------------------------------------------------------------------
 

@@ -285,3 +285,12 @@ def test_the_published_facts_are_readable_and_tune_is_refused_by_name(served: Se
     with pytest.raises(InvalidArgumentError, match="does not tune"):
         readme_query(alice).tune(0.1, plan_rho=0.5)
     assert alice.spent == pf.zCDP(0)
+
+
+def test_sql_refuses_facts_the_server_would_not_use(served: Served) -> None:
+    alice = served.analyst("alice")
+    with pytest.raises(InvalidArgumentError, match="metadata the data owner published"):
+        alice.sql("SELECT SUM(age) FROM data", metadata={"age": pf.Column(bounds=(0, 99))})
+    with pytest.raises(InvalidArgumentError, match="without rho sql"):
+        alice.sql("SELECT COUNT(*) FROM data", label="n")  # a release keyword without rho
+    assert alice.spent == pf.zCDP(0)
