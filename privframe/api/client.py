@@ -1,4 +1,4 @@
-"""An analyst's session on a privframe server: the same API, the data never at hand.
+r"""An analyst's session on a privframe server: the same API, the data never at hand.
 
 :func:`connect` opens a :class:`RemoteSession` on one dataset of a server
 started with ``privframe serve`` (``docs/server.md``). It is a
@@ -17,11 +17,38 @@ a dataset not granted, a body too large, the server unreachable) as
 Needs httpx (``pip install 'privframe[client]'``).
 
 Example:
+    A server in this process (a test's ``client=``; an analyst gives the
+    server's address instead), its data never in the analyst's hands:
+
+    >>> import tempfile
+    >>> from pathlib import Path
     >>> import privframe as pf
-    >>> sess = pf.connect("http://127.0.0.1:8765", dataset="transactions",
-    ...                   token="pf_...")  # doctest: +SKIP
-    >>> sess.sql("SELECT region, COUNT(*) AS n FROM data GROUP BY region",
-    ...          rho=0.05)  # doctest: +SKIP
+    >>> from fastapi.testclient import TestClient
+    >>> from privframe.api.client import RemoteSession
+    >>> from privframe.api.server.app import create_app
+    >>> from privframe.api.server.config import load_config
+    >>> from privframe.api.server.store import Store
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> pf.datasets.synthetic_transactions(2_000).write_parquet(folder / "t.parquet")
+    >>> _ = (folder / "serve.toml").write_text(
+    ...     '[datasets.t]\ndata = "t.parquet"\nprivacy_unit = "user_id"\n')
+    >>> config = load_config(folder / "serve.toml")
+    >>> with Store(config.database) as store:
+    ...     token = store.add_analyst("alice")
+    ...     store.grant("alice", "t", pf.zCDP(1.0))
+    >>> http = TestClient(create_app(config)).__enter__()
+    >>> sess = RemoteSession("http://testserver", "t", token, results="polars", client=http)
+    >>> query = sess.query().bound(max_groups=1, max_rows_per_group=1).agg(pf.count())
+    >>> query.explain(rho=0.25).plan.cost
+    zCDP(rho=0.25, delta=0.0)
+    >>> query.release(rho=0.25).columns
+    ['count']
+    >>> batch = sess.batch([query.request(0.25, label="again")])
+    >>> batch.cost, [table.height for table in batch.release()], [e.label for e in batch.entries]
+    (zCDP(rho=0.25, delta=0.0), [1], ['again'])
+    >>> sess.spent, [e.label for e in sess.ledger]
+    (zCDP(rho=0.5, delta=0.0), ['', 'again'])
+    >>> http.__exit__(None, None, None)
 """
 
 from __future__ import annotations
@@ -156,6 +183,15 @@ class RemoteSession(SQLEntry):
     Raises:
         ServerError: the server cannot be reached, the token is not valid, or
             the dataset is not granted to this analyst.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.RemoteSession("http://dp.example.org", "sales", "pf_token")
+        Traceback (most recent call last):
+        privframe.errors.InvalidArgumentError: http://dp.example.org is plain HTTP to another \
+machine: ...
+
+        The module's example runs a whole session against a server.
     """
 
     def __init__(
@@ -476,9 +512,12 @@ def connect(
 
     Example:
         >>> import privframe as pf
-        >>> sess = pf.connect("https://dp.example.org", "transactions")  # doctest: +SKIP
-        >>> sess.remaining  # doctest: +SKIP
-        zCDP(rho=1.0, delta=0.0)
+        >>> pf.connect("https://dp.example.org", "transactions", token="")
+        Traceback (most recent call last):
+        privframe.errors.InvalidArgumentError: token must be the access token the data owner \
+gave you (or set PRIVFRAME_TOKEN)
+
+        The module's example runs a whole session against a server.
     """
     if token is None:
         token = os.environ.get(TOKEN_ENV, "")

@@ -221,11 +221,7 @@ class Store:
             InvalidValueError: no analyst ``name``.
         """
         with self._db.transaction(f"making a token for {name!r}", write=True) as tx:
-            self._existing(tx, name)
-            tx.run(
-                "UPDATE pf_tokens SET revoked = ? WHERE analyst = ? AND revoked IS NULL",
-                (_now(), name),
-            )
+            self._revoke(tx, name)
             return self._insert_token(tx, name)
 
     def revoke(self, name: str) -> None:
@@ -235,11 +231,15 @@ class Store:
             InvalidValueError: no analyst ``name``.
         """
         with self._db.transaction(f"revoking the tokens of {name!r}", write=True) as tx:
-            self._existing(tx, name)
-            tx.run(
-                "UPDATE pf_tokens SET revoked = ? WHERE analyst = ? AND revoked IS NULL",
-                (_now(), name),
-            )
+            self._revoke(tx, name)
+
+    def _revoke(self, tx: Transaction, name: str) -> None:
+        """Mark every live token of the existing analyst ``name`` revoked, now."""
+        self._existing(tx, name)
+        tx.run(
+            "UPDATE pf_tokens SET revoked = ? WHERE analyst = ? AND revoked IS NULL",
+            (_now(), name),
+        )
 
     def analysts(self) -> list[str]:
         """Every analyst's name, sorted."""
