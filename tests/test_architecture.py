@@ -27,7 +27,7 @@ import pytest
 
 import privframe as pf
 from privframe.api.query import Query
-from privframe.api.report_spec import AGGREGATE_KINDS
+from privframe.api.spec_values import AGGREGATE_KINDS
 from privframe.engines.inputs import Opened
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.registry import EngineEntry, engine_for, register, unregister

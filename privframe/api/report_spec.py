@@ -36,7 +36,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -46,6 +46,7 @@ from privframe.accounting._numbers import exact
 from privframe.accounting.budgets import Budget
 from privframe.accounting.replay import METHODS
 from privframe.api.spec_values import (
+    AGGREGATE_KINDS,
     BUDGET_KEYS,
     SpecError,
     check_keys,
@@ -64,7 +65,6 @@ from privframe.api.spec_values import (
     spec_table,
     spec_values,
 )
-from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.keys import KeySet, product
 from privframe.plan.postprocess import PostProcessing
@@ -73,22 +73,8 @@ __all__ = ["QuerySpec", "ReportSpec", "SpecError", "load_spec"]
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_BOUNDED_KEYS = ("kind", "column", "bounds", "alias")
 _POST_KEYS = ("clamp", "intervals", "total")
 _QUERY_KEYS = ("name", "sql", "group_by", "keys", "aggregates", "rho", "share", "delta")
-_Builder = Callable[..., Aggregate | tuple[Aggregate, ...]]
-AGGREGATE_KINDS: dict[str, tuple[_Builder, tuple[str, ...]]] = {
-    "count": (agg.count, ("kind", "alias")),
-    "count_distinct": (agg.count_distinct, ("kind", "alias")),
-    "sum": (agg.sum, _BOUNDED_KEYS),
-    "mean": (agg.mean, _BOUNDED_KEYS),
-    "var": (agg.var, _BOUNDED_KEYS),
-    "std": (agg.std, _BOUNDED_KEYS),
-    "quantile": (agg.quantile, (*_BOUNDED_KEYS, "q", "candidates")),
-    "median": (agg.median, (*_BOUNDED_KEYS, "candidates")),
-}
-"""Per aggregate kind of a report spec (each family's ``spec_name``, and ``median``): its
-builder and the keys its spec table may hold."""
 
 
 @dataclass(frozen=True)

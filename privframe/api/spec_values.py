@@ -23,8 +23,11 @@ from typing import Any
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
 from privframe.api.query import Bound
 from privframe.errors import InvalidValueError, PrivframeError
+from privframe.plan import aggregates as agg
+from privframe.plan.aggregates import Aggregate
 
 __all__ = [
+    "AGGREGATE_KINDS",
     "BUDGET_KEYS",
     "SpecError",
     "check_keys",
@@ -46,6 +49,21 @@ __all__ = [
     "spec_values",
 ]
 
+
+_BOUNDED_KEYS = ("kind", "column", "bounds", "alias")
+_Builder = Callable[..., Aggregate | tuple[Aggregate, ...]]
+AGGREGATE_KINDS: dict[str, tuple[_Builder, tuple[str, ...]]] = {
+    "count": (agg.count, ("kind", "alias")),
+    "count_distinct": (agg.count_distinct, ("kind", "alias")),
+    "sum": (agg.sum, _BOUNDED_KEYS),
+    "mean": (agg.mean, _BOUNDED_KEYS),
+    "var": (agg.var, _BOUNDED_KEYS),
+    "std": (agg.std, _BOUNDED_KEYS),
+    "quantile": (agg.quantile, (*_BOUNDED_KEYS, "q", "candidates")),
+    "median": (agg.median, (*_BOUNDED_KEYS, "candidates")),
+}
+"""Per aggregate kind a spec names (each family's ``spec_name``, and ``median``): its public
+constructor and the keys its table may hold, in a report spec's TOML and a plan's wire JSON."""
 
 BUDGET_KEYS = ("rho", "delta", "epsilon", "selection_delta", "mu")
 """The keys a budget table may give (:func:`spec_budget`)."""

@@ -15,7 +15,7 @@ The plan is an object with these keys (each optional; absent means empty)::
 Expressions are those of :mod:`~privframe.api.wire.expressions`, tables
 those of :mod:`~privframe.api.wire.values`. An aggregate is its family's
 ``spec_name`` (:data:`~privframe.plan.aggregates.FAMILIES`) with its public
-fields, as a report spec writes it (:data:`privframe.api.report_spec.AGGREGATE_KINDS`).
+fields, as a report spec writes it (:data:`privframe.api.spec_values.AGGREGATE_KINDS`).
 
 :func:`decode_plan_query` replays the plan on a query of the server's own
 session: ``filter`` (once per expression), ``with_columns``, ``join``,
@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from privframe.api.query import Query
-from privframe.api.report_spec import AGGREGATE_KINDS
+from privframe.api.spec_values import AGGREGATE_KINDS
 from privframe.api.wire.expressions import decode_expression, encode_expression
 from privframe.api.wire.reading import (
     Budget,
