@@ -92,8 +92,10 @@ def spark(
         yield local_spark.get()
         return
     cluster = request.getfixturevalue("spark_cluster")
+    # One classic Spark per process, and pyspark starts no Connect client beside one:
+    # local[2] starts again when next asked (pytest may order a local test in between).
+    local_spark.stop()
     if leg == "standalone":
-        local_spark.stop()  # one classic Spark per process: local[2] starts again when next asked
         warehouse = str(tmp_path_factory.mktemp("spark-warehouse"))
         session = classic_session(
             cluster.master, {**cluster.conf, "spark.sql.warehouse.dir": warehouse}
