@@ -128,8 +128,7 @@ def _message(
     by_name: Mapping[str, str],
 ) -> str:
     """What was wrong with the call, the hints that apply, and what the call takes."""
-    # A class is called by its name: Session(...), not Session.__init__(...).
-    call = f"{func.__qualname__.removesuffix('.__init__')}()"
+    call = _caller(func, args)
     params = signature.parameters
     named = {n: p for n, p in params.items() if p.kind in _NAMED}
     any_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -160,6 +159,21 @@ def _message(
         sentences.append(hint)
     sentences.append(f"{call} takes: {_accepted(params)}")
     return " ".join(s if s.endswith(("?", ".")) else f"{s}." for s in sentences)
+
+
+def _caller(func: Callable[..., object], args: tuple[object, ...]) -> str:
+    """How a message names the call, as the user wrote it.
+
+    ``Session()``, not ``Session.__init__()``; and a method a class inherits
+    from a shared base by the caller's class (``RemoteSession.sql()``, not
+    ``SQLEntry.sql()``).
+    """
+    owner, _, name = func.__qualname__.rpartition(".")
+    if args and owner in {base.__qualname__ for base in type(args[0]).__mro__[1:]}:
+        owner = type(args[0]).__qualname__
+    if name == "__init__":
+        return f"{owner}()"
+    return f"{owner}.{name}()" if owner else f"{name}()"
 
 
 def _missing(

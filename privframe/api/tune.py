@@ -173,7 +173,7 @@ def _door(query: object) -> tuple[TuningDoor, Plan]:
     plan = getattr(query, "plan", None)
     if not isinstance(session, TuningDoor) or not isinstance(plan, Plan):
         raise InvalidArgumentError(
-            "tune takes a query built from a local privframe Session, e.g. "
+            "tune takes a query built from a privframe Session over local data, e.g. "
             "sess.query().group_by(...).agg(...); a session on a privframe server "
             "(pf.connect) does not tune: give the bounds and limits yourself"
         )

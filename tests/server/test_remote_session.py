@@ -155,6 +155,8 @@ def test_a_refused_plan_gives_the_local_error_and_charges_nothing(served: Served
     with pytest.raises(pf.SQLError) as err:
         alice.sql("SELECT COUNT(*) FROM data WINDOW w AS ()", rho=0.1)
     assert err.value.construct  # the SQL error's fields travel with it
+    with pytest.raises(pf.InvalidValueError, match="NUL"):
+        readme_query(alice).release(rho=0.1, label="x\x00y")  # PostgreSQL's text cannot hold it
     assert alice.spent == pf.zCDP(0)
 
 

@@ -83,7 +83,12 @@ from privframe.accounting.ledger._format import (
 from privframe.accounting.ledger._memory import Ledger
 from privframe.accounting.ledger._sql import Database, Transaction
 from privframe.accounting.ledger._sqlite import DEFAULT_TIMEOUT
-from privframe.errors import BudgetExceededError, InvalidArgumentError, LedgerError
+from privframe.errors import (
+    BudgetExceededError,
+    InvalidArgumentError,
+    InvalidValueError,
+    LedgerError,
+)
 
 __all__ = ["LEDGERS_SCHEMA_VERSION", "DatabaseLedger", "DatabaseLedgers"]
 
@@ -434,6 +439,12 @@ class DatabaseLedger(Ledger):
     def _write(self, entries: list[LedgerEntry]) -> None:
         tx = self._tx
         assert tx is not None
+        if any("\x00" in entry.label for entry in entries):
+            # PostgreSQL's text cannot hold NUL; refused on SQLite too, so both answer alike.
+            raise InvalidValueError(
+                "a label holds a NUL character (\\x00), which the server's ledger database "
+                "cannot store; remove it. Nothing was charged"
+            )
         cost = zCDP(sum(e.exact_rho for e in entries), sum(e.exact_delta for e in entries))
         self._check_limits(entries, cost)
         prev, rows = self._head, []

@@ -120,16 +120,7 @@ def exact_cost(rho: object, delta: object) -> tuple[Fraction, Fraction]:
 
 
 def _check_text(text: str, where: str) -> None:
-    """Raise unless ``text`` is valid Unicode: the file stores, and the chain hashes, UTF-8.
-
-    NUL is refused too: PostgreSQL's text cannot hold it, so a server's
-    ledger database (:mod:`privframe.accounting.ledger._database`) could not.
-    """
-    if "\x00" in text:
-        raise InvalidValueError(
-            f"{where} holds a NUL character (\\x00) at position {text.index(chr(0))}, which a "
-            "ledger cannot store; remove it"
-        )
+    """Raise unless ``text`` is valid Unicode: the file stores, and the chain hashes, UTF-8."""
     if text.isascii():
         return
     try:

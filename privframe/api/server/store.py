@@ -32,11 +32,11 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -288,11 +288,10 @@ class Store:
 
     @staticmethod
     def _insert_token(tx: Transaction, name: str) -> str:
-        token_id, secret, salt = (
-            secrets.token_hex(8),
-            secrets.token_urlsafe(32),
-            secrets.token_bytes(32),
-        )
+        # The OS CSPRNG, privframe's one source of randomness (no other module may draw).
+        token_id = os.urandom(8).hex()
+        secret = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode("ascii")
+        salt = os.urandom(32)
         tx.run(
             "INSERT INTO pf_tokens(id, analyst, salt, digest, created, revoked) "
             "VALUES (?, ?, ?, ?, ?, NULL)",
