@@ -188,7 +188,9 @@ def test_plain_http_to_another_machine_is_refused_before_any_connection() -> Non
         pf.connect("ftp://dp.example.org", DATASET, "pf_token")
 
 
-def test_the_dataset_cap_stops_analysts_together(tmp_path: Path) -> None:
+def test_the_dataset_cap_stops_analysts_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = load_config(write_config(tmp_path, cap=0.5))
     with TestClient(create_app(config, rng=SeededRandomness(SEED))) as http:
         sessions = []
@@ -200,6 +202,15 @@ def test_the_dataset_cap_stops_analysts_together(tmp_path: Path) -> None:
             readme_query(sessions[1]).release(rho=0.3)  # within bob's 0.4, over the cap
         readme_query(sessions[1]).release(rho=0.2)
         assert [s.spent for s in sessions] == [pf.zCDP(0.3), pf.zCDP(0.2)]
+    assert admin.main([str(config.path), "datasets"]) == 0
+    assert capsys.readouterr().out == (
+        f"{DATASET}: cap rho=0.5, delta=0; all analysts together spent rho=0.5, delta=0\n"
+    )
+    config.path.write_text(config.path.read_text().replace("rho = 0.5", "rho = 1.0"))
+    assert admin.main([str(config.path), "datasets"]) == 0
+    assert "(the configuration says rho=1, delta=0: privframe serve applies it at start)" in (
+        capsys.readouterr().out
+    )
 
 
 def test_no_token_a_wrong_token_and_an_ungranted_dataset_are_refused(served: Served) -> None:

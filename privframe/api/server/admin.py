@@ -108,6 +108,9 @@ def _parser() -> _Parser:
         command.add_argument("--delta", type=_amount, default=Fraction(0), help="delta (0)")
     commands.add_parser("list", help="analysts, their grants, budgets, spent and remaining")
     commands.add_parser(
+        "datasets", help="each dataset's cap across analysts and what they spent together"
+    )
+    commands.add_parser(
         "verify", help="check every ledger's entries and totals (privframe serve does at start)"
     )
     audit = commands.add_parser("audit", help="the latest records of the audit log")
@@ -179,6 +182,17 @@ def _list(store: Store) -> None:
         )
 
 
+def _datasets(store: Store, config: ServerConfig) -> None:
+    """Per dataset: the cap in force, the configuration's if it differs, and the total spent."""
+    for name, dataset in config.datasets.items():
+        cap = store.ledgers.cap(name)
+        line = f"{name}: cap {_show(cap) if cap is not None else 'none'}"
+        if cap != dataset.cap:
+            wanted = _show(dataset.cap) if dataset.cap is not None else "none"
+            line += f" (the configuration says {wanted}: privframe serve applies it at start)"
+        print(f"{line}; all analysts together spent {_show(store.pool_spent(name))}")
+
+
 def _audit(store: Store, limit: int) -> None:
     for record in store.audit_records(limit):
         print(
@@ -203,6 +217,8 @@ def _run(store: Store, config: ServerConfig, args: argparse.Namespace) -> tuple[
         return args.dataset, _budget_command(store, config, args)
     elif command == "list":
         _list(store)
+    elif command == "datasets":
+        _datasets(store, config)
     elif command == "verify":
         count = store.verify()
         print(f"Verified {count} ledger{'s' if count != 1 else ''} and each dataset's total.")
@@ -247,7 +263,7 @@ def _audited(store: Store, config: ServerConfig, args: argparse.Namespace) -> in
     except (PrivframeError, _UsageError) as err:
         dataset, detail = getattr(args, "dataset", ""), type(err).__name__
         status, message = 400, str(err)
-    if args.command not in ("list", "audit", "verify"):
+    if args.command not in ("list", "datasets", "audit", "verify"):
         try:
             store.audit(analyst=getattr(args, "name", None), action=f"admin:{args.command}",
                         dataset=dataset or None, status=status, detail=detail)  # fmt: skip
