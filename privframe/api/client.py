@@ -53,8 +53,6 @@ Example:
 
 from __future__ import annotations
 
-import base64
-import io
 import os
 import ssl
 from collections.abc import Mapping, Sequence
@@ -79,6 +77,7 @@ from privframe.api.sql_entry import SQLEntry
 from privframe.api.wire import (
     WIRE_VERSION,
     decode_number,
+    decode_released,
     decode_schema,
     encode_plan,
     encode_request,
@@ -261,10 +260,6 @@ machine: ...
             _raise(answer.status_code, payload)
         return payload if payload is not None else answer.text
 
-    def _table(self, text: str) -> pl.DataFrame | pd.DataFrame:
-        frame = pl.read_ipc_stream(io.BytesIO(base64.b64decode(text)))
-        return exact_pandas(frame) if self._results == "pandas" else frame
-
     # -- the Door a query goes through --------------------------------------------------
 
     @property
@@ -340,7 +335,7 @@ machine: ...
         """Send ``requests`` to be released all or nothing: their tables and ledger entries."""
         body = {"version": WIRE_VERSION, "requests": [encode_request(r) for r in requests]}
         answer = self._call("POST", f"{self._base}/release", body)
-        tables = [self._table(text) for text in answer["tables"]]
+        tables = [self.present(decode_released(text)) for text in answer["tables"]]
         return tables, [LedgerEntry.from_dict(entry) for entry in answer["entries"]]
 
     def present(self, table: pl.DataFrame) -> Any:

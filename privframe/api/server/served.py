@@ -30,14 +30,10 @@ Example:
 
 from __future__ import annotations
 
-import base64
-import io
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
-
-import polars as pl
 
 from privframe import errors
 from privframe.accounting._numbers import exact
@@ -54,13 +50,14 @@ from privframe.api.wire import (
     decode_plan_query,
     decode_request,
     encode_number,
+    encode_released,
     encode_schema,
 )
 from privframe.engines.registry import open_input
 from privframe.mechanisms.noise import Randomness
 from privframe.plan.ir import Bound, Plan
 
-__all__ = ["RefusalError", "Served", "encode_report", "encode_table"]
+__all__ = ["RefusalError", "Served", "encode_report"]
 
 
 class RefusalError(Exception):
@@ -75,22 +72,6 @@ class RefusalError(Exception):
     def __init__(self, status: int, kind: str, message: str, **fields: Any) -> None:
         super().__init__(message)
         self.status, self.kind, self.message, self.fields = status, kind, message, fields
-
-
-def encode_table(frame: pl.DataFrame) -> str:
-    """A released (public) table as base64 Arrow IPC: exact types, read back by the client.
-
-    Example:
-        >>> import base64, io
-        >>> import polars as pl
-        >>> from privframe.api.server.served import encode_table
-        >>> text = encode_table(pl.DataFrame({"n": [3]}))
-        >>> pl.read_ipc_stream(io.BytesIO(base64.b64decode(text))).item()
-        3
-    """
-    sink = io.BytesIO()
-    frame.write_ipc_stream(sink)
-    return base64.b64encode(sink.getvalue()).decode("ascii")
 
 
 def _zcdp(budget: zCDP) -> dict[str, str]:
@@ -269,7 +250,7 @@ class Served:
         tables = batch.release()
         return {
             # A Session over a file releases polars tables.
-            "tables": [encode_table(table) for table in tables],
+            "tables": [encode_released(table) for table in tables],
             "entries": [entry.to_dict() for entry in batch.entries],
         }
 

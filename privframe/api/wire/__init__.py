@@ -57,10 +57,12 @@ from privframe.api.wire.request import WireSession, decode_request, encode_reque
 from privframe.api.wire.values import (
     decode_dtype,
     decode_number,
+    decode_released,
     decode_schema,
     decode_table,
     encode_dtype,
     encode_number,
+    encode_released,
     encode_schema,
     encode_table,
 )
@@ -78,6 +80,7 @@ __all__ = [
     "decode_expression",
     "decode_number",
     "decode_plan_query",
+    "decode_released",
     "decode_request",
     "decode_schema",
     "decode_table",
@@ -86,6 +89,7 @@ __all__ = [
     "encode_expression",
     "encode_number",
     "encode_plan",
+    "encode_released",
     "encode_request",
     "encode_schema",
     "encode_table",

@@ -32,6 +32,8 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import io
 import math
 import re
 import zoneinfo
@@ -61,12 +63,14 @@ from privframe.api.wire.reading import (
 __all__ = [
     "decode_dtype",
     "decode_number",
+    "decode_released",
     "decode_schema",
     "decode_table",
     "decode_value",
     "decode_values",
     "encode_dtype",
     "encode_number",
+    "encode_released",
     "encode_schema",
     "encode_table",
     "encode_values",
@@ -364,3 +368,25 @@ def decode_schema(data: object, where: str = "schema") -> pl.Schema:
     if len({name for name, _ in fields}) != len(fields):
         raise WireError(f"{where}: a column name appears twice")
     return pl.Schema(fields)
+
+
+def encode_released(frame: pl.DataFrame) -> str:
+    """A released (noisy, public) table as the server answers it: base64 Arrow IPC.
+
+    The one table that travels the other way, server to client: Arrow keeps its
+    exact types (integer keys, nullable counts) as JSON values could not.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.api.wire import decode_released, encode_released
+        >>> decode_released(encode_released(pl.DataFrame({"n": [3]}))).item()
+        3
+    """
+    sink = io.BytesIO()
+    frame.write_ipc_stream(sink)
+    return base64.b64encode(sink.getvalue()).decode("ascii")
+
+
+def decode_released(text: str) -> pl.DataFrame:
+    """The table of :func:`encode_released` (read by the client, from its own server)."""
+    return pl.read_ipc_stream(io.BytesIO(base64.b64decode(text)))
