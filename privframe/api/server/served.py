@@ -166,8 +166,8 @@ class Served:
         with self._lock:
             cached = self._sessions.get((analyst, name))
             if cached is None or cached.budget != budget:
-                if cached is not None:
-                    cached.session.accountant.close()
+                # The old Session is not closed: a release may still be charging through it
+                # (its database ledger holds no connection of its own, so nothing leaks).
                 cached = _Cached(budget, self._open(analyst, dataset, budget))
                 self._sessions[(analyst, name)] = cached
             return cached.session
