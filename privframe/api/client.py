@@ -65,7 +65,7 @@ import polars as pl
 from privframe import errors
 from privframe.accounting import replay
 from privframe.accounting._numbers import Number
-from privframe.accounting._report import BudgetReport
+from privframe.accounting._report import BudgetReport, refusal
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger import LedgerEntry
 from privframe.accounting.replay import Guarantee
@@ -392,12 +392,13 @@ machine: ...
         Raises:
             BudgetExceededError: ``cost`` does not fit.
         """
-        left = self.remaining
+        report = self.report()
+        spent, left = report.spent, report.remaining
         if cost.exact_rho > left.exact_rho or cost.exact_delta > left.exact_delta:
-            raise errors.BudgetExceededError(
-                f"rho = {cost.rho:.6g} (delta = {cost.delta:.3g}) does not fit what is left "
-                f"on {self._dataset!r}: {left!r}; nothing was spent"
-            )
+            spent_exact = (spent.exact_rho, spent.exact_delta)
+            # The words a local Accountant.check refuses with.
+            why = refusal(cost, "spend", "it requests", spent_exact, report.budget, left)
+            raise errors.BudgetExceededError(why)
 
     def report(self) -> BudgetReport:
         """This analyst's budget on the dataset, spent and remaining, in ρ, (ε, δ) and μ."""
