@@ -14,7 +14,6 @@ Example:
     zCDP(rho=0.5, delta=0.0)
 """
 
-from privframe.accounting._numbers import Number, exact, round_down, round_up
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, mu_estimate, to_zcdp, zCDP
 from privframe.accounting.calibration import (
     analytic_gaussian_sigma,
@@ -24,6 +23,7 @@ from privframe.accounting.calibration import (
 )
 from privframe.accounting.pld import PLDAccountant
 from privframe.accounting.rdp import RDPAccountant
+from privframe.numeric import Number, exact, round_down, round_up
 
 __all__ = [
     "GDP",

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import fft, special
+import scipy
 
-from privframe.accounting._numbers import ULP
 from privframe.accounting._subsampled import log_sum_exp
 from privframe.errors import InvalidValueError
+from privframe.numeric import ULP
 
 __all__ = [
     "MAX_COUNT",
@@ -92,10 +92,15 @@ def gaussian_loss(mu: float) -> LossCDF:
     def cdf(eps: np.ndarray) -> tuple[np.ndarray, ...]:
         zp = (eps - mean) / sd
         zq = (eps + mean) / sd
-        return special.ndtr(zp), special.ndtr(-zp), special.ndtr(zq), special.ndtr(-zq)
+        return (
+            scipy.special.ndtr(zp),
+            scipy.special.ndtr(-zp),
+            scipy.special.ndtr(zq),
+            scipy.special.ndtr(-zq),
+        )
 
     def loss_range(tail: float) -> tuple[float, float]:
-        z = -float(special.ndtri(tail))
+        z = -float(scipy.special.ndtri(tail))
         return mean - z * sd, mean + z * sd
 
     return LossCDF(cdf, loss_range, mean + 40 * sd)
@@ -126,17 +131,24 @@ def sampled_loss(q: float, sigma: float, *, remove: bool) -> LossCDF:
     def mixture(y: np.ndarray, upper: bool) -> np.ndarray:
         """P[Y <= y] (or P[Y > y]) for Y ~ (1−q)N(0,σ²) + qN(1,σ²)."""
         sign = -1.0 if upper else 1.0
-        return (1 - q) * special.ndtr(sign * y / sigma) + q * special.ndtr(sign * (y - 1) / sigma)
+        return (1 - q) * scipy.special.ndtr(sign * y / sigma) + q * scipy.special.ndtr(
+            sign * (y - 1) / sigma
+        )
 
     if remove:
 
         def cdf(eps: np.ndarray) -> tuple[np.ndarray, ...]:
             y = threshold(eps)
             z = y / sigma
-            return mixture(y, False), mixture(y, True), special.ndtr(z), special.ndtr(-z)
+            return (
+                mixture(y, False),
+                mixture(y, True),
+                scipy.special.ndtr(z),
+                scipy.special.ndtr(-z),
+            )
 
         def loss_range(tail: float) -> tuple[float, float]:
-            z = -float(special.ndtri(tail))
+            z = -float(scipy.special.ndtri(tail))
             return psi(-sigma * z), psi(1 + sigma * z)
 
     else:
@@ -145,10 +157,15 @@ def sampled_loss(q: float, sigma: float, *, remove: bool) -> LossCDF:
             # −ψ(y) <= ε  ⇔  ψ(y) >= −ε  ⇔  y >= threshold(−ε).
             y = threshold(-eps)
             z = y / sigma
-            return special.ndtr(-z), special.ndtr(z), mixture(y, True), mixture(y, False)
+            return (
+                scipy.special.ndtr(-z),
+                scipy.special.ndtr(z),
+                mixture(y, True),
+                mixture(y, False),
+            )
 
         def loss_range(tail: float) -> tuple[float, float]:
-            z = -float(special.ndtri(tail))
+            z = -float(scipy.special.ndtri(tail))
             return -psi(sigma * z), -psi(-sigma * z)
 
     return LossCDF(cdf, loss_range, (2 + 40 * sigma) / var + abs(log_q))
@@ -385,8 +402,8 @@ def _wide(pmf: np.ndarray) -> np.ndarray:
 def convolve(a: GridPLD, b: GridPLD, tail: float) -> GridPLD:
     size = a.pmf.size + b.pmf.size - 1
     n = _fft_size(size)
-    spectrum = fft.rfft(_wide(a.pmf), n) * fft.rfft(_wide(b.pmf), n)
-    out = np.maximum(fft.irfft(spectrum, n)[:size].astype(np.float64), 0.0)
+    spectrum = scipy.fft.rfft(_wide(a.pmf), n) * scipy.fft.rfft(_wide(b.pmf), n)
+    out = np.maximum(scipy.fft.irfft(spectrum, n)[:size].astype(np.float64), 0.0)
     norms = np.linalg.norm(a.pmf) + np.linalg.norm(b.pmf) + 2 * np.linalg.norm(out)
     # + the rounding of the result to float64, relative u per entry.
     fft_error = _FFT_GAMMA * math.log2(n) * math.sqrt(n) * float(norms) + 2 * ULP
@@ -451,8 +468,8 @@ def self_compose(pld: GridPLD, count: int, tail: float) -> GridPLD:
             f"composing this event {count} times needs {n} grid points (limit {_MAX_POINTS}); "
             "use a coarser value_discretization_interval"
         )
-    spectrum = fft.rfft(_wide(pld.pmf), n)
-    circular = fft.irfft(spectrum**count, n).astype(np.float64)
+    spectrum = scipy.fft.rfft(_wide(pld.pmf), n)
+    circular = scipy.fft.irfft(spectrum**count, n).astype(np.float64)
     # Position p holds the sums of grid indices ≡ p (mod n); pick those in [lo, lo + n).
     shift = (lo - count * pld.offset) % n
     out = np.maximum(np.roll(circular, -shift)[: hi - lo + 1], 0.0)

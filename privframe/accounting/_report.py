@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from privframe.accounting._numbers import round_up
 from privframe.accounting.budgets import zCDP
+from privframe.numeric import round_up
 
 __all__ = ["BudgetReport", "figure", "refusal"]
 

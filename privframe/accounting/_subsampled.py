@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+import scipy
 
-from privframe.accounting._numbers import ULP, up
 from privframe.accounting.events import ComposedEvent, Event, GaussianEvent, SelfComposedEvent
 from privframe.errors import InvalidValueError
+from privframe.numeric import ULP, up
 
 __all__ = [
     "effective_noise_multiplier",
@@ -65,7 +65,7 @@ def log_sum_exp(values: np.ndarray) -> float:
 
 def _log_erfc(x: float) -> float:
     """The natural log of erfc(x), accurate for large x."""
-    return math.log(2) + float(special.log_ndtr(-x * 2**0.5))
+    return math.log(2) + float(scipy.special.log_ndtr(-x * 2**0.5))
 
 
 def _series_error(weighted: float, largest: float, n_terms: int) -> float:
@@ -85,9 +85,9 @@ def _log_a_int(q: float, sigma: float, alpha: int) -> tuple[float, float]:
     Mironov, Talwar & Zhang 2019, Sec. 3.2.
     """
     i = np.arange(alpha + 1, dtype=np.float64)
-    g_n = float(special.gammaln(alpha + 1))
-    g_k = special.gammaln(i + 1)
-    g_nk = special.gammaln(alpha - i + 1)
+    g_n = float(scipy.special.gammaln(alpha + 1))
+    g_k = scipy.special.gammaln(i + 1)
+    g_nk = scipy.special.gammaln(alpha - i + 1)
     log_q, log1mq = math.log(q), math.log1p(-q)
     two_var = 2 * (sigma**2)
     log_a = -math.inf
@@ -126,10 +126,10 @@ def _log_a_frac(q: float, sigma: float, alpha: float) -> tuple[float, float]:
     last_s0 = last_s1 = -math.inf
     terms = []
     largest = 0.0
-    g_n = float(special.gammaln(alpha + 1))
+    g_n = float(scipy.special.gammaln(alpha + 1))
     for i in range(_MAX_STEPS_LOG_A_FRAC):
-        g_k = float(special.gammaln(i + 1))
-        g_nk = float(special.gammaln(alpha - i + 1))
+        g_k = float(scipy.special.gammaln(i + 1))
+        g_nk = float(scipy.special.gammaln(alpha - i + 1))
         log_coef = g_n - g_k - g_nk
         j = alpha - i
         log_t0 = log_coef + i * log_q + j * log1mq
@@ -213,8 +213,8 @@ def zhu_wang_rdp(q: float, rho: float, alpha: int) -> float:
     """Zhu & Wang 2019, Thm. 6 at one integer order α >= 2, rounded up."""
     log_q, log1mq = math.log(q), math.log1p(-q)
     ell = np.arange(2, alpha + 1, dtype=np.float64)
-    log_binom = float(special.gammaln(alpha + 1)) - special.gammaln(ell + 1)
-    log_binom = log_binom - special.gammaln(alpha - ell + 1)
+    log_binom = float(scipy.special.gammaln(alpha + 1)) - scipy.special.gammaln(ell + 1)
+    log_binom = log_binom - scipy.special.gammaln(alpha - ell + 1)
     with np.errstate(over="ignore"):
         terms = log_binom + ell * log_q + (alpha - ell) * log1mq + (ell - 1) * ell * rho
     terms[1:] += math.log(3)
@@ -224,6 +224,6 @@ def zhu_wang_rdp(q: float, rho: float, alpha: int) -> float:
         return math.inf  # a term past the float range: no finite bound at this order
     top = float(everything.max())
     log_a = log_sum_exp(everything)
-    magnitude = float(np.abs(everything).max()) + abs(float(special.gammaln(alpha + 1))) + 1.0
+    magnitude = float(np.abs(everything).max()) + abs(float(scipy.special.gammaln(alpha + 1))) + 1.0
     rdp = up(log_a, _series_error(magnitude, abs(log_a) + abs(top), alpha)) / (alpha - 1)
     return max(0.0, up(rdp, 2 * ULP * abs(rdp)))

@@ -52,8 +52,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from privframe.accounting import _numbers
-from privframe.accounting._numbers import Number
+from privframe import numeric
 from privframe.accounting._report import BudgetReport, figure, refusal
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, to_zcdp, zCDP
 from privframe.accounting.ledger import (
@@ -69,6 +68,7 @@ from privframe.errors import (
     InvalidBudgetError,
     SeededRandomnessWarning,
 )
+from privframe.numeric import Number
 
 __all__ = ["DEFAULT_REPORTING_DELTA", "Accountant", "BudgetReport", "Spend"]
 
@@ -197,12 +197,12 @@ class Accountant:
         self._budget = to_zcdp(budget)
         source = self._budget.converted_from
         if delta is not None:
-            self._delta = _numbers.exact("delta", delta, positive=True)
+            self._delta = numeric.exact("delta", delta, positive=True)
         elif source is not None:
             # The budget row then reads (ε_ρ(δ − δ_s), δ): the user's own statement.
             self._delta = source.exact_delta - self._budget.exact_delta
         else:
-            self._delta = _numbers.exact("delta", DEFAULT_REPORTING_DELTA)
+            self._delta = numeric.exact("delta", DEFAULT_REPORTING_DELTA)
         if self._delta >= 1:
             raise InvalidBudgetError(f"delta must be in (0, 1), got {delta!r}")
         self._ledger: Ledger
@@ -335,7 +335,7 @@ class Accountant:
             >>> float(acct.affordable(0.1))
             0.1
         """
-        asked = _numbers.exact("rho", rho, positive=True)
+        asked = numeric.exact("rho", rho, positive=True)
         left = self.remaining.exact_rho
         if left < asked <= left + self._budget.exact_rho * _ROUNDING:
             return left

@@ -42,9 +42,19 @@ import math
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
 
-from scipy.optimize import brentq
+import scipy
 
-from privframe.accounting._numbers import (
+from privframe.accounting.conversions import (
+    check_not_larger,
+    epsilon_up,
+    exp_up,
+    from_approx_dp,
+    gaussian_log_delta,
+    gdp_epsilon,
+    zcdp_log_delta_cks,
+)
+from privframe.errors import InvalidArgumentError, InvalidBudgetError
+from privframe.numeric import (
     FLOAT_MAX,
     Number,
     check_conversion_delta,
@@ -58,16 +68,6 @@ from privframe.accounting._numbers import (
     sqrt_down,
     sqrt_up,
 )
-from privframe.accounting.conversions import (
-    check_not_larger,
-    epsilon_up,
-    exp_up,
-    from_approx_dp,
-    gaussian_log_delta,
-    gdp_epsilon,
-    zcdp_log_delta_cks,
-)
-from privframe.errors import InvalidArgumentError, InvalidBudgetError
 
 # ---------------------------------------------------------------------------
 # Budget value types
@@ -678,7 +678,9 @@ def mu_estimate(epsilon: float, delta: float) -> float:
         hi *= 2
         if hi > 2.0**60:
             return math.inf
-    return float(brentq(lambda mu: GDP(mu).epsilon(delta) - eps, 0.0, hi, xtol=1e-12))
+    return float(
+        scipy.optimize.brentq(lambda mu: GDP(mu).epsilon(delta) - eps, 0.0, hi, xtol=1e-12)
+    )
 
 
 Budget = zCDP | ApproxDP | GDP

@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from privframe.accounting._numbers import (
+from privframe.accounting.conversions import exp_up, gaussian_log_delta, increase_until
+from privframe.errors import CalibrationError
+from privframe.numeric import (
     GUARD,
     LOG_FLOOR,
     Number,
@@ -28,8 +30,6 @@ from privframe.accounting._numbers import (
     sqrt_up,
     up,
 )
-from privframe.accounting.conversions import exp_up, gaussian_log_delta, increase_until
-from privframe.errors import CalibrationError
 
 # ---------------------------------------------------------------------------
 # Calibration

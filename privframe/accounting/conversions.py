@@ -17,9 +17,10 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 
-from scipy.special import log_ndtr, ndtri
+import scipy
 
-from privframe.accounting._numbers import (
+from privframe.errors import InvalidBudgetError
+from privframe.numeric import (
     GUARD,
     LOG_FLOOR,
     ULP,
@@ -30,7 +31,6 @@ from privframe.accounting._numbers import (
     solve,
     up,
 )
-from privframe.errors import InvalidBudgetError
 
 # ---------------------------------------------------------------------------
 # zCDP -> (ε, δ): Bun & Steinke 2016 and Canonne, Kamath & Steinke 2020
@@ -137,10 +137,10 @@ def gaussian_log_delta(mu: float, epsilon: float, *, upper: bool = False) -> flo
     z_a = half - shift
     z_b = -half - shift
     slack = 4 * ULP * (abs(shift) + half) if upper else 0.0
-    log_a = float(log_ndtr(z_a + slack))
+    log_a = float(scipy.special.log_ndtr(z_a + slack))
     if log_a == -math.inf:
         return -math.inf
-    log_phi_b = float(log_ndtr(z_b - slack))
+    log_phi_b = float(scipy.special.log_ndtr(z_b - slack))
     if upper:
         log_a = up(log_a, GUARD * abs(log_a))
         log_b = down(epsilon + log_phi_b, GUARD * (epsilon + abs(log_phi_b)))
@@ -195,7 +195,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     if certified(0.0):
         return 0.0
     # δ_μ(ε) <= Φ(μ/2 − ε/μ) <= δ once ε >= μ²/2 − μ Φ⁻¹(δ).
-    hi = mu * mu / 2 + mu * max(0.0, -float(ndtri(delta))) + 1.0
+    hi = mu * mu / 2 + mu * max(0.0, -float(scipy.special.ndtri(delta))) + 1.0
     while excess(hi) >= 0:
         hi *= 2
         if math.isinf(hi):

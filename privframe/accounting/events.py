@@ -40,14 +40,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from privframe.accounting._numbers import (
+from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.numeric import (
     check_count,
     check_delta,
     check_nonnegative,
     check_positive,
     check_real,
 )
-from privframe.errors import InvalidArgumentError, InvalidValueError
 
 __all__ = [
     "EVENT_FORMAT_VERSION",

@@ -106,16 +106,6 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from privframe.accounting._numbers import (
-    check_conversion_delta,
-    check_count,
-    check_nonnegative,
-    check_positive,
-    conversion_slack,
-    round_up,
-    sqrt_down,
-    sqrt_up,
-)
 from privframe.accounting._pld_grid import (
     MAX_COUNT,
     GridPLD,
@@ -138,6 +128,16 @@ from privframe.accounting.events import (
 )
 from privframe.accounting.rdp import RDPAccountant
 from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.numeric import (
+    check_conversion_delta,
+    check_count,
+    check_nonnegative,
+    check_positive,
+    conversion_slack,
+    round_up,
+    sqrt_down,
+    sqrt_up,
+)
 
 __all__ = ["PLDAccountant", "mu_estimate"]
 

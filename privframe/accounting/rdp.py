@@ -60,17 +60,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from privframe.accounting._numbers import (
-    ULP,
-    check_conversion_delta,
-    check_count,
-    check_nonnegative,
-    check_positive,
-    check_probability,
-    conversion_slack,
-    round_up,
-    up,
-)
 from privframe.accounting._subsampled import (
     effective_noise_multiplier,
     subsampled_gaussian_rdp,
@@ -88,6 +77,17 @@ from privframe.accounting.events import (
     ZCDPEvent,
 )
 from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.numeric import (
+    ULP,
+    check_conversion_delta,
+    check_count,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+    conversion_slack,
+    round_up,
+    up,
+)
 
 __all__ = [
     "DEFAULT_ORDERS",

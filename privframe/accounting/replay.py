@@ -33,7 +33,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from privframe.accounting._numbers import round_up
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.events import (
     ComposedEvent,
@@ -49,6 +48,7 @@ from privframe.accounting.ledger import LedgerEntry
 from privframe.accounting.pld import PLDAccountant
 from privframe.accounting.rdp import RDPAccountant
 from privframe.errors import InvalidValueError, PrivframeError
+from privframe.numeric import round_up
 
 __all__ = ["METHODS", "Guarantee", "entry_events", "guarantee"]
 

@@ -64,7 +64,6 @@ import polars as pl
 
 from privframe import errors
 from privframe.accounting import replay
-from privframe.accounting._numbers import Number
 from privframe.accounting._report import BudgetReport, refusal
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger import LedgerEntry
@@ -83,6 +82,7 @@ from privframe.api.wire import (
     encode_request,
 )
 from privframe.engines.inputs import exact_pandas
+from privframe.numeric import Number
 from privframe.plan.explanation import Explanation, explain
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.split import Balance

@@ -22,7 +22,7 @@ import operator
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-from scipy.special import ndtri
+import scipy
 
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.mechanisms.noise import SeededRandomness
@@ -57,7 +57,7 @@ class _Stream:
 
     def normal(self, n: int) -> npt.NDArray[np.float64]:
         """Return n standard normals by inversion: Φ⁻¹(u)."""
-        return np.asarray(ndtri(self.uniform(n)), dtype=np.float64)
+        return np.asarray(scipy.special.ndtri(self.uniform(n)), dtype=np.float64)
 
     def choice(self, n: int, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
         """Return n indices into ``weights``, drawn with those (unnormalized) probabilities."""

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
-from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
 from privframe.api.schema import public_table
 from privframe.api.tune import Tuned, tune
 from privframe.engines.expressions import Bin, check_expression, check_filter
 from privframe.engines.spec import RowStep
 from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.numeric import Number
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan

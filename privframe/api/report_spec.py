@@ -42,7 +42,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from privframe.accounting._numbers import exact
 from privframe.accounting.budgets import Budget
 from privframe.accounting.replay import METHODS
 from privframe.api.spec_values import (
@@ -65,6 +64,7 @@ from privframe.api.spec_values import (
     spec_table,
     spec_values,
 )
+from privframe.numeric import exact
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.keys import KeySet, product
 from privframe.plan.postprocess import PostProcessing

@@ -29,7 +29,6 @@ import polars as pl
 
 from privframe._arguments import BUDGET_HINTS, hinted
 from privframe.accounting import replay
-from privframe.accounting._numbers import Number
 from privframe.accounting.accountant import Accountant, BudgetReport
 from privframe.accounting.budgets import Budget, zCDP
 from privframe.accounting.ledger import DataIdentity, LedgerEntries
@@ -53,6 +52,7 @@ from privframe.errors import (
     InvalidValueError,
 )
 from privframe.mechanisms.noise import Randomness
+from privframe.numeric import Number
 from privframe.plan.explanation import Explanation, explain
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.release import Batch, Computed, Pipeline

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, overload
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
-from privframe.accounting._numbers import Number
 from privframe.api.sql import Column, SQLQuery
 from privframe.errors import InvalidArgumentError
+from privframe.numeric import Number
 from privframe.plan.ir import Bound
 from privframe.plan.split import Balance
 

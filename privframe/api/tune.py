@@ -55,10 +55,10 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
-from privframe.accounting._numbers import Number, exact
 from privframe.engines.contributions import ContributionSpec
 from privframe.engines.spec import AggregationSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.numeric import Number, exact
 from privframe.plan.aggregates import Bounded
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import plan_release

@@ -51,7 +51,6 @@ from typing import Any
 
 import polars as pl
 
-from privframe.accounting._numbers import check_real
 from privframe.engines.allow_list import (
     ARITHMETIC,
     COMPARISONS,
@@ -64,6 +63,7 @@ from privframe.engines.allow_list import (
 )
 from privframe.engines.checked_arithmetic import checked
 from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.numeric import check_real
 
 __all__ = [
     "Bin",

@@ -22,17 +22,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from privframe.accounting._numbers import (
-    check_conversion_delta,
-    check_count,
-    check_positive,
-    check_probability,
-)
 from privframe.accounting._pld_grid import GridTooLargeError
 from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
 from privframe.accounting.pld import PLDAccountant
 from privframe.accounting.rdp import RDPAccountant
 from privframe.errors import CalibrationError, InvalidValueError
+from privframe.numeric import (
+    check_conversion_delta,
+    check_count,
+    check_positive,
+    check_probability,
+)
 
 __all__ = ["dpsgd_epsilon", "dpsgd_noise_multiplier"]
 

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from privframe.accounting._numbers import Number, check_positive, round_up, sqrt_up
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.calibration import gaussian_sigma
 from privframe.errors import CalibrationError, InvalidArgumentError, InvalidValueError
 from privframe.mechanisms.randomness import Randomness, resolve_randomness
 from privframe.mechanisms.sampler import MAX_SIGMA, MIN_SIGMA, DiscreteGaussianSampler
+from privframe.numeric import Number, check_positive, round_up, sqrt_up
 
 if TYPE_CHECKING:
     from privframe.accounting.accountant import Accountant

@@ -51,10 +51,10 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from privframe.accounting._numbers import check_positive
 from privframe.errors import InvalidValueError
 from privframe.mechanisms.exponential import exponential_choice
 from privframe.mechanisms.randomness import Randomness
+from privframe.numeric import check_positive
 
 __all__ = ["MAX_SCALE", "choose", "cost", "rank_error", "scale"]
 

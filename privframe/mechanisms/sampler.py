@@ -18,9 +18,8 @@ from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
+import scipy
 
-from privframe.accounting._numbers import check_positive
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms._coins import (
     TWO_M53,
@@ -31,6 +30,7 @@ from privframe.mechanisms._coins import (
     uniform_below,
 )
 from privframe.mechanisms.randomness import Randomness, resolve_randomness
+from privframe.numeric import check_positive
 
 __all__ = [
     "MAX_SIGMA",
@@ -210,7 +210,7 @@ def discrete_gaussian_halfwidth(sigma: float, level: float = 0.95) -> int:
     if not 0 < level < 1:
         raise InvalidValueError(f"level must be in (0, 1), got {level!r}")
     if s > 1e4:
-        return math.ceil(float(special.ndtri((1 + level) / 2)) * s - 0.5)
+        return math.ceil(float(scipy.special.ndtri((1 + level) / 2)) * s - 0.5)
     support = np.arange(0, math.ceil(14 * s) + 2, dtype=np.float64)
     weights = np.exp(-(support**2) / (2 * s * s))
     weights[1:] *= 2  # ±x

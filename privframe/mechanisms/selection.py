@@ -36,9 +36,11 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy import special
+import scipy
 
-from privframe.accounting._numbers import (
+from privframe.accounting.budgets import zCDP
+from privframe.errors import InvalidArgumentError, InvalidBudgetError
+from privframe.numeric import (
     GUARD,
     check_conversion_delta,
     check_nonnegative,
@@ -47,8 +49,6 @@ from privframe.accounting._numbers import (
     sum_up,
     up,
 )
-from privframe.accounting.budgets import zCDP
-from privframe.errors import InvalidArgumentError, InvalidBudgetError
 
 __all__ = [
     "discrete_selection_delta",
@@ -83,7 +83,7 @@ def gaussian_threshold(sigma: float, k: int, delta: float) -> float:
     """
     s = check_positive("sigma", sigma)
     p = _per_group_delta(check_conversion_delta(delta), _check_k(k))
-    return 1 - s * float(special.ndtri(p))
+    return 1 - s * float(scipy.special.ndtri(p))
 
 
 def gaussian_threshold_union_bound(sigma: float, k: int, delta: float) -> float:
@@ -96,7 +96,7 @@ def gaussian_threshold_union_bound(sigma: float, k: int, delta: float) -> float:
     """
     s = check_positive("sigma", sigma)
     p = check_conversion_delta(delta) / _check_k(k)
-    return 1 - s * float(special.ndtri(p))
+    return 1 - s * float(scipy.special.ndtri(p))
 
 
 def discrete_tail(sigma: float, t: int) -> float:
@@ -113,7 +113,7 @@ def discrete_tail(sigma: float, t: int) -> float:
     """
     s = check_positive("sigma", sigma)
     if s > 1e4 and t >= 1:
-        return float(special.ndtr(-(t - 1) / s))
+        return float(scipy.special.ndtr(-(t - 1) / s))
     span = math.ceil(40 * s) + 2
     xs = np.arange(-span, span + 1, dtype=np.float64)
     # Subtract the largest exponent in the tail so tiny tails keep their digits.

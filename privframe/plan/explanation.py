@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from privframe._html import number, paragraph, table, text
-from privframe.accounting._numbers import Number, round_up
 from privframe.mechanisms.selection import joint_selection_epsilon, standard_selection_epsilon
+from privframe.numeric import Number, round_up
 from privframe.plan.ir import Plan
 from privframe.plan.measurements import Measurement
 from privframe.plan.planner import ReleasePlan, Selection, plan_release

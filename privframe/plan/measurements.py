@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
-from privframe.accounting._numbers import round_down, sqrt_up
 from privframe.accounting.calibration import gaussian_sigma
 from privframe.engines.spec import ValueSpec
 from privframe.errors import PrivframeError
 from privframe.mechanisms.noise import discrete_gaussian_halfwidth
+from privframe.numeric import round_down, sqrt_up
 from privframe.plan.limits import Limits
 
 __all__ = [

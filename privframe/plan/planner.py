@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from fractions import Fraction
 
-from scipy import special
+import scipy
 
-from privframe.accounting._numbers import Number, check_positive, exact, round_down
 from privframe.accounting.budgets import zCDP
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA
 from privframe.mechanisms.selection import discrete_tail, discrete_threshold
+from privframe.numeric import Number, check_positive, exact, round_down
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.aggregates.distinct import SELECTION_KEY, DistinctNeed
 from privframe.plan.aggregates.quantile import QuantileMeasurement
@@ -90,7 +90,7 @@ class Selection:
     def survival_count(self, probability: float) -> int:
         """The distinct-unit count at which a group is kept with at least ``probability``."""
         sigma = self.measurement.sigma_units
-        return max(1, math.ceil(self.threshold + float(special.ndtri(probability)) * sigma))
+        return max(1, math.ceil(self.threshold + float(scipy.special.ndtri(probability)) * sigma))
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,6 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from privframe.accounting._numbers import Number
-from privframe.accounting._numbers import exact as exact_number
 from privframe.accounting.accountant import Accountant, Spend
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
@@ -48,6 +46,8 @@ from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, RowStep
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.draws import discrete_gaussian_vectors
 from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
+from privframe.numeric import Number
+from privframe.numeric import exact as exact_number
 from privframe.plan.aggregates.quantile import choose_quantiles, histogram_specs
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys

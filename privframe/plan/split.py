@@ -40,10 +40,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize
+import scipy
 
-from privframe.accounting._numbers import check_positive, check_real
 from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.numeric import check_positive, check_real
 
 __all__ = ["Balance", "balance", "balanced_fractions", "weighted_fractions"]
 
@@ -173,7 +173,7 @@ def balanced_fractions(b: Sequence[Sequence[float]]) -> list[float]:
     def gradient(lam: np.ndarray) -> np.ndarray:
         return -(sub @ (0.5 / np.sqrt(np.maximum(sub.T @ lam, 1e-300))))
 
-    dual_solution = optimize.minimize(
+    dual_solution = scipy.optimize.minimize(
         negative_value,
         np.full(outputs, 1.0 / outputs),
         jac=gradient,
@@ -212,6 +212,6 @@ def _polish(b: np.ndarray, start: np.ndarray) -> np.ndarray:
 
     z = np.log(start)
     for sharpness in (10.0, 100.0, 1000.0, 10000.0):
-        z = optimize.minimize(smooth, z, args=(sharpness,), method="BFGS").x
+        z = scipy.optimize.minimize(smooth, z, args=(sharpness,), method="BFGS").x
     f = np.exp(z - z.max())
     return f / f.sum()

@@ -62,7 +62,7 @@ from fractions import Fraction
 from typing import Literal
 
 import numpy as np
-from scipy import special
+import scipy
 
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.calibration import gaussian_sigma
@@ -146,7 +146,7 @@ class Piece:
     @property
     def threshold(self) -> float:
         """τ: noisy bins below it are read as empty (weight units of the array)."""
-        return self.sigma_units * float(special.ndtri(1 - _FALSE_BIN / self.bins))
+        return self.sigma_units * float(scipy.special.ndtri(1 - _FALSE_BIN / self.bins))
 
     def counts(self, tables: Contributions) -> np.ndarray:
         """Its exact histogram among the engine's (never shown before noise)."""

@@ -8,8 +8,7 @@ from fractions import Fraction
 import pytest
 
 import privframe as pf
-from privframe import accounting
-from privframe.accounting import _numbers
+from privframe import accounting, numeric
 from privframe.accounting.accountant import DEFAULT_REPORTING_DELTA, Accountant, BudgetReport
 from privframe.errors import (
     BudgetExceededError,
@@ -55,13 +54,13 @@ def test_reporting_delta_type_validated(delta: object) -> None:
 def test_reporting_delta_uses_the_shared_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     # One reading rule for a number the user gives: accounting's, not a copy of it.
     seen: list[object] = []
-    real = _numbers.exact
+    real = numeric.exact
 
     def spy(name: str, value: object, **kw: bool) -> Fraction:
         seen.append(value)
         return real(name, value, **kw)
 
-    monkeypatch.setattr(_numbers, "exact", spy)
+    monkeypatch.setattr(numeric, "exact", spy)
     assert Accountant(pf.zCDP(1.0), delta=1e-5).delta == 1e-5
     assert seen[-1] == 1e-5  # the reporting delta, read by the same rule as budgets
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import privframe as pf
-from privframe.accounting import _numbers, calibration, conversions
+from privframe import numeric
+from privframe.accounting import calibration, conversions
 from privframe.errors import CalibrationError, InvalidArgumentError, InvalidBudgetError
 
 # ---------------------------------------------------------------------------
@@ -83,11 +84,11 @@ def test_extreme_inputs_give_valid_bounds_not_tracebacks(rho: float, delta: floa
     budget = pf.zCDP(rho)
     eps = budget.epsilon(delta)
     # 5e-324 is read as 5·10⁻³²⁴, a little more than the float: ρ rounds up, δ down.
-    rho_up = _numbers.round_up(_numbers.exact("rho", rho))
+    rho_up = numeric.round_up(numeric.exact("rho", rho))
     assert (
         0.0
         <= eps
-        <= conversions.zcdp_epsilon_simple(rho_up, _numbers.round_down(_numbers.exact("d", delta)))
+        <= conversions.zcdp_epsilon_simple(rho_up, numeric.round_down(numeric.exact("d", delta)))
     )
     assert 0.0 <= budget.delta_at(eps) <= 1.0
     assert budget.to_gdp().epsilon(delta) >= 0.0
@@ -162,16 +163,16 @@ def test_integers_are_accepted(cast: Any) -> None:
 
 
 def test_private_validators_for_other_modules() -> None:
-    assert _numbers.check_positive("sigma", np.float32(2.5)) == 2.5
-    assert type(_numbers.check_positive("sigma", np.int64(3))) is float
-    assert _numbers.check_conversion_delta(np.float64(1e-6)) == 1e-6
-    assert _numbers.check_real("shift", -2) == -2.0
+    assert numeric.check_positive("sigma", np.float32(2.5)) == 2.5
+    assert type(numeric.check_positive("sigma", np.int64(3))) is float
+    assert numeric.check_conversion_delta(np.float64(1e-6)) == 1e-6
+    assert numeric.check_real("shift", -2) == -2.0
     with pytest.raises(InvalidBudgetError, match="sigma must be > 0"):
-        _numbers.check_positive("sigma", np.float64(0.0))
+        numeric.check_positive("sigma", np.float64(0.0))
     with pytest.raises(InvalidArgumentError, match="sigma"):
-        _numbers.check_positive("sigma", "1")
+        numeric.check_positive("sigma", "1")
     with pytest.raises(InvalidBudgetError, match="delta must be in"):
-        _numbers.check_conversion_delta(np.float32(0.0))
+        numeric.check_conversion_delta(np.float32(0.0))
 
 
 def test_negative_zero_is_zero() -> None:
@@ -184,7 +185,7 @@ def test_negative_zero_is_zero() -> None:
 )
 def test_values_that_no_float_represents_are_refused_not_rounded(inexact: object) -> None:
     with pytest.raises(InvalidBudgetError, match="not exactly a float"):
-        _numbers.check_real("rho", inexact)
+        numeric.check_real("rho", inexact)
     with pytest.raises(InvalidBudgetError, match="l2_sensitivity"):
         calibration.gaussian_sigma(inexact, 0.5)  # type: ignore[arg-type]
 
@@ -219,7 +220,7 @@ def test_gdp_subtraction_inverts_composition_rounding_down() -> None:
     assert pf.GDP(2.0) - pf.GDP(0.0) == pf.GDP(2.0)
     for a, b in [(1.0, 0.3), (2.9, 1.7), (0.3, 0.1), (1e300, 1e299), (1e-300, 3e-301)]:
         left = (pf.GDP(a) - pf.GDP(b)).mu
-        exact = _numbers.exact("a", a) ** 2 - _numbers.exact("b", b) ** 2
+        exact = numeric.exact("a", a) ** 2 - numeric.exact("b", b) ** 2
         assert Fraction(left) ** 2 <= exact  # an allowance: rounded down ...
         assert Fraction(math.nextafter(left, math.inf)) ** 2 > exact  # ... by less than an ulp
         assert (pf.GDP(b) + pf.GDP(left)).mu <= math.nextafter(a, math.inf)

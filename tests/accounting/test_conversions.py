@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import privframe as pf
-from privframe.accounting import _numbers, budgets, calibration, conversions
+from privframe import numeric
+from privframe.accounting import budgets, calibration, conversions
 from privframe.errors import CalibrationError, InvalidBudgetError
 
 CLOSED = 1e-12  # meta.suggested_tolerances: closed forms
@@ -212,7 +213,7 @@ def test_zcdp_zero_rho() -> None:
     assert pf.zCDP(0.0).epsilon(1e-6) == 0.0
     assert pf.zCDP(0.0).delta_at(0.0) == 0.0
     # δ₀ = 1e-7 exactly; stated as a float it rounds up.
-    assert pf.zCDP(0.0, delta=1e-7).delta_at(0.3) == _numbers.round_up(Fraction(1, 10**7))
+    assert pf.zCDP(0.0, delta=1e-7).delta_at(0.3) == numeric.round_up(Fraction(1, 10**7))
     assert pf.zCDP(0.0).to_gdp() == pf.GDP(0.0)
     assert pf.GDP(0.0).epsilon(1e-9) == 0.0
     assert pf.GDP(0.0).delta(0.0) == 0.0
@@ -342,13 +343,13 @@ def test_gdp_delta_at_zero_is_total_variation() -> None:
 
 def test_gdp_to_zcdp_is_exact_and_zcdp_to_gdp_rounds_up() -> None:
     for mu in (0.1, 0.3, 1.7, 2.9):  # μ²/2 not a float, but exact: μ is read as written
-        exact = _numbers.exact("mu", mu) ** 2 / 2
+        exact = numeric.exact("mu", mu) ** 2 / 2
         assert pf.GDP(mu).to_zcdp().exact_rho == exact == budgets.to_zcdp(pf.GDP(mu)).exact_rho
     assert pf.GDP(0.3).to_zcdp() == pf.zCDP(0.045)
     for rho in (0.1, 0.3, 0.7, 1e-5):
         mu = pf.zCDP(rho).to_gdp().mu
-        assert Fraction(mu) ** 2 >= 2 * _numbers.exact("rho", rho)
-        assert Fraction(math.nextafter(mu, 0.0)) ** 2 < 2 * _numbers.exact("rho", rho)
+        assert Fraction(mu) ** 2 >= 2 * numeric.exact("rho", rho)
+        assert Fraction(math.nextafter(mu, 0.0)) ** 2 < 2 * numeric.exact("rho", rho)
 
 
 # ---------------------------------------------------------------------------
@@ -363,13 +364,13 @@ def test_gaussian_sigma_is_smallest_float_within_rho() -> None:
     for sens in SENSITIVITIES:
         for rho in TARGET_RHOS:
             sigma = calibration.gaussian_sigma(sens, rho)
-            share = _numbers.exact("rho", rho)  # ρ is a budget, read as written
+            share = numeric.exact("rho", rho)  # ρ is a budget, read as written
             spent = Fraction(sens) ** 2 / (2 * Fraction(sigma) ** 2)
             assert spent <= share
             smaller = math.nextafter(sigma, 0.0)
             assert Fraction(sens) ** 2 / (2 * Fraction(smaller) ** 2) > share
             assert close(sigma, sens / math.sqrt(2 * rho), 1e-15)
-            assert calibration.gaussian_rho(sens, sigma) <= _numbers.round_up(share)
+            assert calibration.gaussian_rho(sens, sigma) <= numeric.round_up(share)
 
 
 def test_gaussian_rho_rounds_up() -> None:
@@ -379,7 +380,7 @@ def test_gaussian_rho_rounds_up() -> None:
             exact = Fraction(sens) ** 2 / (2 * Fraction(sigma) ** 2)
             # The float up, or the one after it when that one's decimal reads below.
             below = math.nextafter(math.nextafter(rho, 0.0), 0.0)
-            assert _numbers.exact("rho", rho) >= exact > Fraction(below)
+            assert numeric.exact("rho", rho) >= exact > Fraction(below)
 
 
 def test_gaussian_sigma_monotone() -> None:
@@ -390,10 +391,10 @@ def test_gaussian_sigma_monotone() -> None:
 def test_budget_arithmetic_is_exact_on_the_numbers_as_written() -> None:
     pairs = [(0.1, 0.2), (1 / 3, 1 / 7), (0.7, 1e-17), (1e-3, 0.3), (Fraction(1, 3), 0.25)]
     for a, b in pairs:
-        x, y = _numbers.exact("a", a), _numbers.exact("b", b)
+        x, y = numeric.exact("a", a), numeric.exact("b", b)
         total = pf.zCDP(a, delta=b / 10) + pf.zCDP(b, delta=a / 10)
         assert total.exact_rho == x + y
-        assert total.exact_delta == _numbers.exact("d", b / 10) + _numbers.exact("d", a / 10)
+        assert total.exact_delta == numeric.exact("d", b / 10) + numeric.exact("d", a / 10)
         assert (pf.ApproxDP(a, 1e-9) + pf.ApproxDP(b, 1e-9)).exact_epsilon == x + y
         if x >= y:
             assert (pf.zCDP(a) - pf.zCDP(b)).exact_rho == x - y

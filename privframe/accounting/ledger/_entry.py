@@ -22,7 +22,6 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-from privframe.accounting._numbers import Number
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger._format import (
     canonical_json,
@@ -32,6 +31,7 @@ from privframe.accounting.ledger._format import (
     ratio_text,
 )
 from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.numeric import Number
 
 __all__ = [
     "LedgerEntry",

@@ -24,7 +24,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol, overload
 
-from privframe.accounting._numbers import Number
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger._entry import (
     LedgerEntry,
@@ -35,6 +34,7 @@ from privframe.accounting.ledger._entry import (
 )
 from privframe.accounting.ledger._format import now
 from privframe.errors import InvalidArgumentError, LedgerError
+from privframe.numeric import Number
 
 __all__ = ["Charge", "Check", "Ledger", "LedgerEntries"]
 

@@ -36,7 +36,6 @@ from fractions import Fraction
 from typing import Any
 
 from privframe import errors
-from privframe.accounting._numbers import exact
 from privframe.accounting.accountant import Accountant
 from privframe.accounting.budgets import zCDP
 from privframe.api.html import session_html
@@ -55,6 +54,7 @@ from privframe.api.wire import (
 )
 from privframe.engines.registry import open_input
 from privframe.mechanisms.noise import Randomness
+from privframe.numeric import exact
 from privframe.plan.ir import Bound, Plan
 
 __all__ = ["RefusalError", "Served", "encode_report"]

@@ -56,11 +56,11 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from privframe.accounting._numbers import exact
 from privframe.accounting.budgets import ApproxDP
 from privframe.api.sql._common import identifier, literal_value, lookup, position, refuse
 from privframe.api.sql.dialect import PrivacyClause
 from privframe.errors import SQLError
+from privframe.numeric import exact
 
 CITATION = (
     "Canonne, Kamath & Steinke 2020, Cor. 13 (the largest rho whose conversion gives "

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, TypeVar
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
-from privframe.accounting._numbers import Number
 from privframe.api.html import query_html
 from privframe.api.query import Query, Request
 from privframe.api.sql._common import builder_refusal
 from privframe.api.sql.options import OptionsBudget, PrivacyOptions
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, SQLError
+from privframe.numeric import Number
 from privframe.plan.postprocess import post_processing
 
 if TYPE_CHECKING:

@@ -38,7 +38,6 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol
 
-from privframe.accounting._numbers import exact
 from privframe.api.query import Query, Request
 from privframe.api.wire.plan import decode_plan_query, encode_plan
 from privframe.api.wire.reading import (
@@ -55,6 +54,7 @@ from privframe.api.wire.reading import (
     shown,
 )
 from privframe.api.wire.values import decode_number, encode_number
+from privframe.numeric import exact
 from privframe.plan.split import Balance, balance
 
 if TYPE_CHECKING:

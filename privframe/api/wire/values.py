@@ -17,7 +17,7 @@
   ``{"name": ..., "type": ...}``.
 - An **exact number** (ρ, δ) is the text of a non-negative rational,
   ``"1/10"`` or ``"3"``: read as privframe reads a budget parameter (a float
-  0.1 is 1/10, the decimal the user typed; :func:`privframe.accounting._numbers.exact`).
+  0.1 is 1/10, the decimal the user typed; :func:`privframe.numeric.exact`).
 
 Example:
     >>> import polars as pl
@@ -45,7 +45,6 @@ import numpy as np
 import polars as pl
 from polars.datatypes import DataTypeClass
 
-from privframe.accounting._numbers import Number, exact
 from privframe.api.wire.reading import (
     MAX_DEPTH,
     MAX_ITEMS,
@@ -59,6 +58,7 @@ from privframe.api.wire.reading import (
     read_string,
     shown,
 )
+from privframe.numeric import Number, exact
 
 __all__ = [
     "decode_dtype",

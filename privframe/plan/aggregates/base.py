@@ -28,9 +28,9 @@ from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import numpy as np
 
-from privframe.accounting._numbers import check_real
 from privframe.engines.spec import ValueSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
+from privframe.numeric import check_real
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import (
     Z95,

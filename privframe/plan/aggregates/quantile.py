@@ -30,11 +30,11 @@ import numpy as np
 import polars as pl
 
 from privframe._arguments import hinted
-from privframe.accounting._numbers import round_down, round_up
 from privframe.engines.spec import HistogramSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError, PrivframeError
 from privframe.mechanisms import quantiles
 from privframe.mechanisms.noise import Randomness
+from privframe.numeric import round_down, round_up
 from privframe.plan.aggregates.base import (
     BOUNDS_HINT,
     RANK_CI95_SUFFIX,

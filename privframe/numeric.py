@@ -1,13 +1,15 @@
 """Exact numbers for privacy math: conservative rounding, argument checks, exact budgets.
 
-Public names in a private module: the accounting, mechanism and plan modules
-share these helpers, and users reach them through the budget types.
+A bottom-layer module beside :mod:`privframe.errors`: the accounting,
+mechanism, engine, plan and front-end layers share these helpers, and users
+reach them through the budget types. scipy is imported lazily (its
+submodules load on first use), so ``import privframe`` does not pay for it.
 Rounding is always in the safe direction (a guarantee rounds up, an
 allowance down); each transcendental evaluation carries an explicit guard.
 
 Example:
     >>> from fractions import Fraction
-    >>> from privframe.accounting._numbers import round_up
+    >>> from privframe.numeric import round_up
     >>> round_up(Fraction(1, 10)) == 0.1
     True
 """
@@ -22,7 +24,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TypeAlias
 
-from scipy.optimize import brentq
+import scipy
 
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 
@@ -49,7 +51,7 @@ def round_up(x: Fraction) -> float:
 
     Example:
         >>> from fractions import Fraction
-        >>> from privframe.accounting._numbers import round_up
+        >>> from privframe.numeric import round_up
         >>> round_up(Fraction(1, 10)) == 0.1  # the float 0.1 is a little above 1/10
         True
     """
@@ -64,7 +66,7 @@ def round_down(x: Fraction) -> float:
 
     Example:
         >>> from fractions import Fraction
-        >>> from privframe.accounting._numbers import round_down
+        >>> from privframe.numeric import round_down
         >>> round_down(Fraction(1, 10)) < 0.1  # the float below 0.1
         True
     """
@@ -271,7 +273,7 @@ def exact(name: str, value: object, *, positive: bool = False) -> Fraction:
     Example:
         >>> from fractions import Fraction
         >>> from decimal import Decimal
-        >>> from privframe.accounting._numbers import exact
+        >>> from privframe.numeric import exact
         >>> exact("rho", 0.1), exact("rho", Decimal("0.25")), exact("rho", Fraction(1, 3))
         (Fraction(1, 10), Fraction(1, 4), Fraction(1, 3))
         >>> exact("rho", Fraction(0.1)) == Fraction(0.1)  # a binary value, kept as is
@@ -379,7 +381,7 @@ def solve(func: Callable[[float], float], lo: float, hi: float) -> float | None:
     solver fails; callers then fall back to a bound that is trivially valid.
     """
     try:
-        return float(brentq(func, lo, hi, xtol=1e-15, rtol=4 * ULP, maxiter=500))
+        return float(scipy.optimize.brentq(func, lo, hi, xtol=1e-15, rtol=4 * ULP, maxiter=500))
     except (ValueError, RuntimeError, OverflowError, ZeroDivisionError):
         return None
 
