@@ -27,12 +27,12 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import ParamSpec, TypeVar
 
 from privframe.errors import InvalidArgumentError
 
-__all__ = ["BUDGET_HINTS", "RHO_HINTS", "hinted"]
+__all__ = ["BUDGET_HINTS", "RHO_HINTS", "hinted", "spread_keywords"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -65,6 +65,7 @@ BUDGET_HINTS: Mapping[str, str] = {
 }
 """The hints of a call that takes a whole ``budget``: for a missing one, or one given in pieces."""
 
+_VAR_KEYWORD = inspect.Parameter.VAR_KEYWORD
 _NAMED = (
     inspect.Parameter.POSITIONAL_ONLY,
     inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -114,6 +115,47 @@ def hinted(hint: str = "", **by_name: str) -> Callable[[Callable[P, R]], Callabl
             )
 
         return checked
+
+    return decorate
+
+
+def spread_keywords(
+    parameters: Sequence[inspect.Parameter],
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Show a function's ``**keywords`` as the keyword-only ``parameters`` it takes.
+
+    A call whose options come from one value (its fields) takes them as
+    ``**keywords``, typed for checkers with a TypedDict; this gives the
+    function the signature a user reads, with each option by name and default,
+    so that :func:`hinted` above it refuses any other keyword and lists them
+    all, and ``help`` and ``inspect.signature`` show them.
+
+    Example:
+        >>> import inspect
+        >>> from privframe._arguments import hinted, spread_keywords
+        >>> shown = [inspect.Parameter("label", inspect.Parameter.KEYWORD_ONLY, default="")]
+        >>> @hinted()
+        ... @spread_keywords(shown)
+        ... def release(rho: float, **keywords: str) -> dict[str, str]:
+        ...     return keywords
+        >>> release(0.5, label="n")
+        {'label': 'n'}
+        >>> try:
+        ...     release(0.5, lable="n")
+        ... except TypeError as err:
+        ...     print(str(err).split(". ", 1)[1])
+        did you mean label=...? release() takes: rho, label=.
+    """
+
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        signature = inspect.signature(func)
+        kept = [p for p in signature.parameters.values() if p.kind is not _VAR_KEYWORD]
+        if len(kept) == len(signature.parameters):
+            raise TypeError(f"{func.__qualname__} has no **keywords to spread")
+        func.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[*kept, *parameters]
+        )
+        return func
 
     return decorate
 

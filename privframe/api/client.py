@@ -85,6 +85,7 @@ from privframe.engines.inputs import exact_pandas
 from privframe.numeric import Number
 from privframe.plan.explanation import Explanation, explain
 from privframe.plan.ir import Bound, Plan
+from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 
 if TYPE_CHECKING:
@@ -310,7 +311,7 @@ machine: ...
         private selection would, the reporting δ); the explanation is then
         derived from those public facts as a local Session derives it.
         """
-        request = Request(Query(self, plan), rho, weights=weights, delta=delta)
+        request = Request(Query(self, plan), rho, ReleaseOptions(weights=weights, delta=delta))
         body = {"version": WIRE_VERSION, "request": encode_request(request)}
         facts = self._call("POST", f"{self._base}/explain", body)
         chosen = facts["delta"]
@@ -467,7 +468,10 @@ class RemoteBatch:
         """What the batch will charge, from each request's explanation (nothing spent)."""
         total = zCDP(0)
         for r in self._requests:
-            total += self._session.explain(r.query.plan, r.rho, r.weights, r.delta).plan.cost
+            options = r.options
+            total += self._session.explain(
+                r.query.plan, r.rho, options.weights, options.delta
+            ).plan.cost
         return total
 
     @property

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Unpack
 
 import polars as pl
 
@@ -36,7 +36,7 @@ from privframe.plan.aggregates import Aggregate
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import KeySet, as_keyset
-from privframe.plan.postprocess import PostProcessing, post_processing
+from privframe.plan.release_options import ReleaseKeywords, ReleaseOptions, takes_release_options
 from privframe.plan.split import Balance
 
 if TYPE_CHECKING:
@@ -86,28 +86,26 @@ class Request:
     """One release, ready to run with others by ``Session.release_all`` (or ``Session.batch``).
 
     Build it with :meth:`Query.request` or :meth:`SQLQuery.request
-    <privframe.api.sql.SQLQuery.request>`; the fields are those of ``release``.
-    ``finish`` post-processes the noisy table (SQL's HAVING, ORDER BY, LIMIT).
-    ``sql`` is the SQL text the request was parsed from (None for a builder
-    query), so a remote session can send the text instead of a plan.
+    <privframe.api.sql.SQLQuery.request>`: the budget ``rho`` and the
+    release's :class:`~privframe.plan.release_options.ReleaseOptions`, the
+    keywords of ``release`` as one value. ``finish`` post-processes the noisy
+    table (SQL's HAVING, ORDER BY, LIMIT). ``sql`` is the SQL text the request
+    was parsed from (None for a builder query), so a remote session can send
+    the text instead of a plan.
 
     Example:
         >>> import polars as pl
         >>> import privframe as pf
         >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
         >>> request = sess.query().agg(pf.count()).request(0.5, label="n")
-        >>> request.rho, request.label
+        >>> request.rho, request.options.label
         (0.5, 'n')
     """
 
     query: Query
     rho: Number
-    with_error: bool = False
-    weights: Mapping[str, float] | Balance | None = None
-    label: str = ""
-    delta: Number | None = None
+    options: ReleaseOptions = dataclasses.field(default_factory=ReleaseOptions)
     finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None
-    post: PostProcessing = dataclasses.field(default_factory=PostProcessing)
     sql: str | None = None
 
 
@@ -368,7 +366,7 @@ class Query:
         self,
         rho: Number,
         weights: Mapping[str, float] | Balance | None = None,
-        delta: float | None = None,
+        delta: Number | None = None,
     ) -> Explanation:
         """Sensitivities, budget split, σ and 95% error per output; spends nothing.
 
@@ -379,17 +377,9 @@ class Query:
         return self.session.explain(self.plan, rho, weights, delta)
 
     @hinted(**RHO_HINTS)
+    @takes_release_options
     def release(
-        self,
-        rho: Number,
-        *,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
+        self, rho: Number, **options: Unpack[ReleaseKeywords]
     ) -> pl.DataFrame | pd.DataFrame:
         """Spend ``rho`` and return the noisy result, in the input's kind of DataFrame.
 
@@ -430,16 +420,7 @@ class Query:
                 the message says how to spend an (ε, δ) budget), no ``rho``, or
                 no ``delta`` with public keys for some group columns only.
         """
-        request = self.request(
-            rho,
-            with_error=with_error,
-            weights=weights,
-            label=label,
-            delta=delta,
-            clamp=clamp,
-            intervals=intervals,
-            total=total,
-        )
+        request = self.request_with(rho, ReleaseOptions(**options))
         return self.session.release_all([request])[0]
 
     @hinted(**RHO_HINTS)
@@ -477,18 +458,8 @@ class Query:
         return tune(self, rho, plan_rho=plan_rho, weights=weights, label=label)
 
     @hinted(**RHO_HINTS)
-    def request(
-        self,
-        rho: Number,
-        *,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> Request:
+    @takes_release_options
+    def request(self, rho: Number, **options: Unpack[ReleaseKeywords]) -> Request:
         """This query's release as a :class:`Request`, to run with others; spends nothing.
 
         :meth:`Session.release_all <privframe.api.session.Session.release_all>`
@@ -503,7 +474,23 @@ class Query:
             >>> [r.columns for r in sess.release_all([q.request(0.5), q.request(0.5)])]
             [['count'], ['count']]
         """
-        if delta is None and self.plan.keys is not None and self.plan.selected:
+        return self.request_with(rho, ReleaseOptions(**options))
+
+    @hinted(**RHO_HINTS)
+    def request_with(self, rho: Number, options: ReleaseOptions) -> Request:
+        """:meth:`request` with the options as one value (as reports and the server pass them).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> from privframe.plan.release_options import ReleaseOptions
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> q = sess.query().agg(pf.count())
+            >>> q.request_with(0.5, ReleaseOptions(label="n")).options == q.request(
+            ...     0.5, label="n").options
+            True
+        """
+        if options.delta is None and self.plan.keys is not None and self.plan.selected:
             # Keys for some group columns only used to be refused: the default δ (all
             # that is left) must not be spent on a column the user forgot to key.
             raise InvalidArgumentError(
@@ -511,5 +498,5 @@ class Query:
                 "combinations would be chosen privately, spending delta; pass delta=... to "
                 f"opt in, or give keys for every group column {list(self.plan.group_by)}"
             )
-        post = post_processing(self.plan, clamp, intervals, total)
-        return Request(self, rho, with_error, weights, label, delta, post=post)
+        options.post_for(self.plan)
+        return Request(self, rho, options)

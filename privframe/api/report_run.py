@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import signal
 import sys
@@ -43,6 +44,7 @@ from privframe.api.sql import Column, SQLQuery
 from privframe.errors import BudgetExceededError, PrivframeError
 from privframe.mechanisms.noise import SeededRandomness
 from privframe.plan.explanation import Explanation
+from privframe.plan.release_options import ReleaseOptions
 
 __all__ = ["Planned", "Report", "ReportError", "describe_error", "prepare"]
 
@@ -116,7 +118,7 @@ def _session(spec: ReportSpec, ledger: Path | None) -> Session:
 
 def _build(sess: Session | RemoteSession, spec: ReportSpec, query: QuerySpec) -> Releasable:
     if query.sql is not None:
-        return sess.sql(query.sql)
+        return sess.parse_sql(query.sql)
     built: Query = sess.query().bound(**spec.contributions)
     if query.group_by:
         built = built.group_by(list(query.group_by), keys=query.keys)
@@ -322,6 +324,15 @@ class Report:
             return describe_error(err)
         return None
 
+    def _options(self, planned: Planned) -> ReleaseOptions:
+        """A query's release options: its spec's post-processing, with errors, labelled."""
+        return ReleaseOptions(
+            with_error=True,
+            label=self.spec.label(planned.spec),
+            delta=planned.cost.delta or None,
+            **dataclasses.asdict(planned.spec.post),
+        )
+
     def _compute(self, stream: TextIO) -> Batch | RemoteBatch:
         """Every query computed exactly, nothing charged; failures become ReportErrors.
 
@@ -333,18 +344,7 @@ class Report:
         failure = None
         try:
             batch = self.session.batch(
-                [
-                    p.query.request(
-                        p.spec.rho,
-                        with_error=True,
-                        label=self.spec.label(p.spec),
-                        delta=p.cost.delta or None,
-                        clamp=p.spec.post.clamp,
-                        intervals=p.spec.post.intervals,
-                        total=p.spec.post.total,
-                    )
-                    for p in self.planned
-                ]
+                [p.query.request_with(p.spec.rho, self._options(p)) for p in self.planned]
             )
         except BudgetExceededError:
             raise

@@ -467,10 +467,8 @@ class Session(SQLEntry):
 
     def _compute(self, request: Request, before: zCDP) -> Computed:
         """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""
-        plan = request.query.plan
-        schema = self.check(plan, request.with_error or request.post.intervals)
-        release = self._pipeline.plan(plan, request.rho, request.weights, request.delta, before)
+        plan, options = request.query.plan, request.options
+        schema = self.check(plan, options.computes_errors)
+        release = self._pipeline.plan(plan, request.rho, options.weights, options.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
-        return Computed(
-            plan, release, exact, request.label, request.with_error, request.finish, request.post
-        )
+        return Computed(plan, release, exact, options, request.finish)

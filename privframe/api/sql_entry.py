@@ -1,4 +1,4 @@
-"""The ``sql`` method a session offers: parse a SELECT, and with ``rho`` release it.
+"""The ``sql`` method a session offers: parse a SELECT and, when its budget is known, release it.
 
 A local :class:`~privframe.Session` and a server's
 :class:`~privframe.api.client.RemoteSession` share it: each says how it
@@ -16,9 +16,8 @@ Example:
 from __future__ import annotations
 
 import abc
-import inspect
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Unpack, overload
 
 import polars as pl
 
@@ -27,19 +26,12 @@ from privframe.api.sql import Column, SQLQuery
 from privframe.errors import InvalidArgumentError
 from privframe.numeric import Number
 from privframe.plan.ir import Bound
-from privframe.plan.split import Balance
+from privframe.plan.release_options import ReleaseKeywords, ReleaseOptions, takes_release_options
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["SQLEntry"]
-
-_RELEASE_DEFAULTS = {
-    name: parameter.default
-    for name, parameter in inspect.signature(SQLQuery.release).parameters.items()
-    if parameter.default is not inspect.Parameter.empty
-}
-"""The defaults of a release's keywords, which ``Session.sql`` without ``rho`` must not move."""
 
 
 class SQLEntry(abc.ABC):
@@ -62,14 +54,8 @@ class SQLEntry(abc.ABC):
         *,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> SQLQuery: ...
+        **options: Unpack[ReleaseKeywords],
+    ) -> SQLQuery | pl.DataFrame | pd.DataFrame: ...
     @overload
     def sql(
         self,
@@ -78,15 +64,10 @@ class SQLEntry(abc.ABC):
         *,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
+        **options: Unpack[ReleaseKeywords],
     ) -> pl.DataFrame | pd.DataFrame: ...
     @hinted(**RHO_HINTS)
+    @takes_release_options
     def sql(
         self,
         text: str,
@@ -94,13 +75,7 @@ class SQLEntry(abc.ABC):
         *,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
+        **options: Unpack[ReleaseKeywords],
     ) -> SQLQuery | pl.DataFrame | pd.DataFrame:
         """A SQL SELECT over the private table (``data``, or the session's ``name``).
 
@@ -108,19 +83,23 @@ class SQLEntry(abc.ABC):
         (:mod:`privframe.api.sql` lists what is supported). Bounds, keys and
         limits come from the Session's ``metadata`` and ``contributions``;
         ``metadata=`` and ``contributions=`` here override them for this query.
-        With ``rho`` it is released at once; the other keywords are those of
-        :meth:`Query.release <privframe.api.query.Query.release>` (``clamp=``,
-        ``intervals=``, ``total=`` post-process the noisy table before HAVING
-        and ORDER BY) and need ``rho``. A query with BigQuery's ``OPTIONS(epsilon=...,
-        delta=...)`` carries its own budget: call ``.release()`` on the parsed query.
+        It is released at once when its budget is known: with ``rho``, or
+        when the query carries its own, as BigQuery's ``SELECT WITH
+        DIFFERENTIAL_PRIVACY OPTIONS(epsilon=..., delta=...)`` does (``rho=``
+        as well is refused: the budget would be given twice). The other
+        keywords are those of :meth:`Query.release
+        <privframe.api.query.Query.release>` (``clamp=``, ``intervals=``,
+        ``total=`` post-process the noisy table before HAVING and ORDER BY).
+        Otherwise the query is only parsed, as :meth:`parse_sql` does, which
+        parses a query with OPTIONS too (to ``explain`` it first).
 
         Returns:
-            without ``rho``: an :class:`~privframe.api.sql.SQLQuery` (``explain``,
-            ``release``); with ``rho``: the released DataFrame.
+            the released DataFrame; or, without a budget, an
+            :class:`~privframe.api.sql.SQLQuery` (``explain``, ``release``).
 
         Raises:
             SQLError: a syntax error or unsupported construct, with its position.
-            InvalidArgumentError: a release keyword without ``rho`` (nothing
+            InvalidArgumentError: a release keyword without a budget (nothing
                 would be released, so it would be dropped).
 
         Example:
@@ -130,26 +109,21 @@ class SQLEntry(abc.ABC):
             ...                   metadata={"x": pf.Column(bounds=(0, 5))})
             >>> sorted(sess.sql("SELECT COUNT(*) AS n, SUM(x) FROM data", rho=0.5).columns)
             ['n', 'x_sum']
+            >>> sess.sql("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6) "
+            ...          "COUNT(*) AS n FROM data").columns  # spends what OPTIONS say
+            ['n']
+            >>> round(sess.spent.rho - 0.5, 6)
+            0.024356
         """
         parsed = self.parse_sql(text, metadata, contributions)
-        release: dict[str, Any] = {
-            "with_error": with_error,
-            "weights": weights,
-            "label": label,
-            "delta": delta,
-            "clamp": clamp,
-            "intervals": intervals,
-            "total": total,
-        }
-        if rho is None:
-            # Without rho nothing is released, so these would be silently dropped.
-            given = [name for name, value in release.items() if value != _RELEASE_DEFAULTS[name]]
-            if given:
-                shown = ", ".join(f"{name}=..." for name in given)
-                raise InvalidArgumentError(
-                    f"{shown} configure a release, and without rho sql() only parses: pass "
-                    f"rho=..., or call .release({shown}) on the query it returns (a query "
-                    "with OPTIONS(epsilon=..., delta=...) spends those: .release() takes no rho)"
-                )
-            return parsed
-        return parsed.release(rho, **release)
+        if rho is not None or parsed.spend() is not None:
+            return parsed.release(rho, **options)
+        # Nothing is released, so options that are not the defaults would be dropped.
+        given = ReleaseOptions(**options).given()
+        if given:
+            shown = ", ".join(f"{name}=..." for name in given)
+            raise InvalidArgumentError(
+                f"{shown} configure a release, and without rho sql() only parses: pass "
+                f"rho=..., or call .release({shown}) on the query it returns"
+            )
+        return parsed

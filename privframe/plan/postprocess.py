@@ -45,7 +45,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.plan.aggregates.base import (
     CI95_SUFFIX,
     HIGH_SUFFIX,
@@ -54,7 +53,6 @@ from privframe.plan.aggregates.base import (
     Measured,
     RankMeasured,
 )
-from privframe.plan.ir import Plan
 from privframe.plan.measurements import Measurement
 from privframe.plan.planner import ReleasePlan
 
@@ -64,7 +62,6 @@ __all__ = [
     "clamp_output",
     "consistent_groups",
     "estimate_outputs",
-    "post_processing",
 ]
 
 
@@ -81,27 +78,6 @@ class PostProcessing:
     clamp: bool = True
     intervals: bool = False
     total: bool = False
-
-
-def post_processing(plan: Plan, clamp: object, intervals: object, total: object) -> PostProcessing:
-    """The release options checked: three booleans, and a total only for grouped queries.
-
-    Example:
-        >>> import privframe as pf
-        >>> from privframe.plan.ir import Plan
-        >>> from privframe.plan.postprocess import post_processing
-        >>> post_processing(Plan(group_by=("r",)), True, False, True).total
-        True
-    """
-    for name, value in (("clamp", clamp), ("intervals", intervals), ("total", total)):
-        if not isinstance(value, bool):
-            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
-    if total and not plan.group_by:
-        raise InvalidValueError(
-            "total=True adds a row for all groups together, and this query has no group_by: "
-            "its one row is the total already"
-        )
-    return PostProcessing(bool(clamp), bool(intervals), bool(total))
 
 
 def _clip(values: np.ndarray, low: float, high: float) -> np.ndarray:

@@ -52,7 +52,8 @@ from privframe.plan.aggregates.quantile import choose_quantiles, histogram_specs
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys
 from privframe.plan.planner import ReleasePlan, Selection, plan_release, selects
-from privframe.plan.postprocess import PostProcessing, estimate_outputs
+from privframe.plan.postprocess import estimate_outputs
+from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 from privframe.plan.tuning import TuningDesign
 
@@ -66,10 +67,8 @@ class Computed:
     plan: Plan
     release: ReleasePlan
     exact: pl.DataFrame
-    label: str
-    with_error: bool
+    options: ReleaseOptions
     finish: Callable[[pl.DataFrame], pl.DataFrame] | None
-    post: PostProcessing
 
 
 class Pipeline:
@@ -216,7 +215,7 @@ class Pipeline:
             [
                 Spend(
                     c.release.cost,
-                    label=c.label,
+                    label=c.options.label,
                     description=describe(c.plan, c.release),
                     seeded=seeded,
                 )
@@ -236,7 +235,9 @@ class Pipeline:
             for i, (m, draw) in enumerate(zip(release.measurements, draws, strict=True))
         }
         noisy.update(choose_quantiles(release.quantiles, exact, self.rng))
-        outputs, totals = estimate_outputs(release, noisy, computed.with_error, computed.post)
+        outputs, totals = estimate_outputs(
+            release, noisy, computed.options.with_error, computed.options.post
+        )
         columns: dict[str, Any] = {c: exact[c] for c in computed.plan.group_by}
         result = pl.DataFrame(columns | outputs)
         if totals is not None:
@@ -297,7 +298,7 @@ class Batch:
     @property
     def labels(self) -> list[str]:
         """The requests' ledger labels, in order."""
-        return [c.label for c in self._computed]
+        return [c.options.label for c in self._computed]
 
     @property
     def cost(self) -> zCDP:

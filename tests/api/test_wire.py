@@ -316,8 +316,8 @@ def test_a_decoded_builder_request_releases_what_the_original_releases(name: str
     local, remote = session(), session()
     original = BUILDERS[name](grouped(local))
     decoded = decode_request(wire(encode_request(original)), remote)
-    assert decoded.label == original.label
-    assert decoded.post == original.post
+    assert decoded.options.label == original.options.label
+    assert decoded.options.post == original.options.post
     assert_frame_equal(
         remote.release_all([decoded])[0], local.release_all([original])[0], check_exact=True
     )
@@ -354,7 +354,7 @@ def sql_session(seed: int = 3) -> pf.Session:
 @pytest.mark.parametrize("text", SQL)
 def test_a_decoded_sql_request_releases_what_the_original_releases(text: str) -> None:
     local, remote = sql_session(), sql_session()
-    parsed = local.sql(text)
+    parsed = local.parse_sql(text)
     original = parsed.request(None if parsed.spend() else 0.5, with_error=True)
     encoded = wire(encode_request(original))
     assert encoded["sql"] == text
@@ -366,7 +366,7 @@ def test_a_decoded_sql_request_releases_what_the_original_releases(text: str) ->
 
 def test_sql_options_must_spend_the_rho_that_was_sent() -> None:
     sess = sql_session()
-    original = sess.sql(SQL[1]).request()
+    original = sess.parse_sql(SQL[1]).request()
     encoded = wire(encode_request(original))
     encoded["rho"] = "1/1000"
     with pytest.raises(WireError, match=r"^request\.rho: the query's OPTIONS spend"):

@@ -222,9 +222,9 @@ class Served:
         """The budget facts an explanation needs, for a request checked like a release."""
         session = self.session(analyst, name)
         asked = decode_request(request, session)
-        plan = asked.query.plan
-        delta = session.pipeline.selection_delta(plan, asked.delta)
-        explanation = session.explain(plan, asked.rho, asked.weights, asked.delta)
+        plan, options = asked.query.plan, asked.options
+        delta = session.pipeline.selection_delta(plan, options.delta)
+        explanation = session.explain(plan, asked.rho, options.weights, options.delta)
         return {
             "affordable": encode_number(session.accountant.affordable(asked.rho)),
             "delta": None if delta is None else encode_number(delta),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import html
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 import polars as pl
 
@@ -25,7 +25,7 @@ from privframe.api.sql.options import OptionsBudget, PrivacyOptions
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, SQLError
 from privframe.numeric import Number
-from privframe.plan.postprocess import post_processing
+from privframe.plan.release_options import ReleaseKeywords, ReleaseOptions, takes_release_options
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,8 +43,9 @@ class SQLQuery:
     and LIMIT/OFFSET are applied to the released (noisy) table.
 
     A query with BigQuery's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=...,
-    delta=...)`` carries its budget: ``release()``, ``explain()`` and
-    ``request()`` take no ``rho`` and spend :meth:`spend`
+    delta=...)`` carries its budget: ``sess.sql(text)`` releases it at once,
+    and, parsed with ``sess.parse_sql(text)``, its ``release()``, ``explain()``
+    and ``request()`` take no ``rho`` and spend :meth:`spend`
     (:mod:`~privframe.api.sql.options`); giving ``rho=`` or ``delta=`` as well
     is refused, as the budget would be given twice.
 
@@ -93,7 +94,7 @@ class SQLQuery:
             >>> import polars as pl
             >>> import privframe as pf
             >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
-            >>> q = sess.sql("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, "
+            >>> q = sess.parse_sql("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, "
             ...              "delta=1e-6) COUNT(*) AS n FROM data")
             >>> round(float(q.spend().rho), 6), q.spend().selection_delta
             (0.024356, None)
@@ -102,7 +103,7 @@ class SQLQuery:
             return None
         return self._options.spend(selects=self._post.selection is not None)
 
-    def _budget(self, rho: Number | None, delta: float | None) -> tuple[Number, float | None]:
+    def _budget(self, rho: Number | None, delta: Number | None) -> tuple[Number, Number | None]:
         """The (ρ, δ) a release spends: the OPTIONS', or the arguments'; never both."""
         spend = self.spend()
         if spend is None:
@@ -130,7 +131,7 @@ class SQLQuery:
         self,
         rho: Number | None = None,
         weights: Mapping[str, float] | Balance | None = None,
-        delta: float | None = None,
+        delta: Number | None = None,
     ) -> Explanation:
         """What the release would do, from public parameters only; spends nothing.
 
@@ -145,7 +146,7 @@ class SQLQuery:
             >>> import privframe as pf
             >>> sess = pf.Session(pl.DataFrame({"u": [1, 2]}), "u", pf.zCDP(1.0),
             ...                   contributions=pf.Bound(max_groups=1, max_rows_per_group=1))
-            >>> explained = sess.sql("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, "
+            >>> explained = sess.parse_sql("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, "
             ...     "delta=1e-6) COUNT(*) AS n FROM data").explain()
             >>> explained.notes[-1][:50]
             'OPTIONS(epsilon=1, delta=1e-06) -> rho = 0.024356 '
@@ -171,16 +172,9 @@ class SQLQuery:
         return dataclasses.replace(explanation, notes=notes)
 
     @hinted(**RHO_HINTS)
+    @takes_release_options
     def release(
-        self,
-        rho: Number | None = None,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
+        self, rho: Number | None = None, **options: Unpack[ReleaseKeywords]
     ) -> pl.DataFrame | pd.DataFrame:
         """Spend ``rho`` (or the OPTIONS' budget), release, then apply HAVING, ORDER BY and LIMIT.
 
@@ -202,31 +196,12 @@ class SQLQuery:
             >>> sess.sql("SELECT COUNT(*) AS n FROM data").release(0.5).columns
             ['n']
         """
-        request = self.request(
-            rho,
-            with_error=with_error,
-            weights=weights,
-            label=label,
-            delta=delta,
-            clamp=clamp,
-            intervals=intervals,
-            total=total,
-        )
+        request = self.request_with(rho, ReleaseOptions(**options))
         return self._spending(lambda: self._query.session.release_all([request])[0])
 
     @hinted(**RHO_HINTS)
-    def request(
-        self,
-        rho: Number | None = None,
-        *,
-        with_error: bool = False,
-        weights: Mapping[str, float] | Balance | None = None,
-        label: str = "",
-        delta: float | None = None,
-        clamp: bool = True,
-        intervals: bool = False,
-        total: bool = False,
-    ) -> Request:
+    @takes_release_options
+    def request(self, rho: Number | None = None, **options: Unpack[ReleaseKeywords]) -> Request:
         """This query's release as a :class:`~privframe.api.query.Request`, checked; spends nothing.
 
         :meth:`Session.release_all <privframe.api.session.Session.release_all>`
@@ -238,13 +213,28 @@ class SQLQuery:
             >>> import privframe as pf
             >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
             >>> request = sess.sql("SELECT COUNT(*) AS n FROM data").request(0.5)
-            >>> request.label
+            >>> request.options.label
             'SELECT COUNT(*) AS n FROM data'
         """
-        post = post_processing(self._query.plan, clamp, intervals, total)
-        errors = with_error or post.intervals
+        return self.request_with(rho, ReleaseOptions(**options))
+
+    @hinted(**RHO_HINTS)
+    def request_with(self, rho: Number | None, options: ReleaseOptions) -> Request:
+        """:meth:`request` with the options as one value (as reports and the server pass them).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> from privframe.plan.release_options import ReleaseOptions
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
+            >>> query = sess.parse_sql("SELECT COUNT(*) AS n FROM data")
+            >>> query.request_with(0.5, ReleaseOptions(with_error=True)).options.with_error
+            True
+        """
+        options.post_for(self._query.plan)
+        errors = options.computes_errors
         self.check(errors)
-        rho, delta = self._budget(rho, delta)
+        rho, delta = self._budget(rho, options.delta)
         selection = self._post.selection
         if selection is not None and delta is None:
             message, position = selection
@@ -252,12 +242,8 @@ class SQLQuery:
         return Request(
             self._query,
             rho,
-            with_error,
-            weights,
-            label or self._text,
-            delta,
+            dataclasses.replace(options, label=options.label or self._text, delta=delta),
             finish=lambda frame: self._post.finish(self._rounded(frame), errors),
-            post=post,
             sql=self._text,
         )
 

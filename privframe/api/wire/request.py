@@ -10,10 +10,17 @@
      "weights": null}     # or {"weights": {"amount_sum": 2.0}}, or
                           # {"balance": {"rows": 500, "expected": {"amount_sum": 2e4}}}
 
+The options are the fields of
+:class:`~privframe.plan.release_options.ReleaseOptions`, each under its
+own name: booleans and strings as they are, ``delta`` and ``weights`` as
+above. A client leaves out the options at their defaults (a missing key
+reads as its default), so a request that uses no option newer than a
+server is read by that server.
+
 The server rebuilds a plan through its session's query builder
 (:func:`~privframe.api.wire.plan.decode_plan_query`) and parses SQL text
-with its session's ``sql``, then makes the request as a local query makes
-it (``.request(rho, ...)``): every check runs again on the server. A SQL
+with its session's ``parse_sql``, then makes the request as a local query
+makes it (``.request_with(rho, options)``): every check runs again on the server. A SQL
 query whose ``OPTIONS(epsilon, delta)`` set its budget is parsed again
 there, and refused unless the ρ and δ it spends are the ones the client
 sent.
@@ -26,15 +33,17 @@ Example:
     >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1.0))
     >>> request = sess.query().agg(pf.count()).request(0.1, label="n")
     >>> data = json.loads(json.dumps(encode_request(request)))
-    >>> data["rho"], data["label"]
-    ('1/10', 'n')
+    >>> {key: value for key, value in data.items() if key != "plan"}  # options: only those given
+    {'version': 1, 'rho': '1/10', 'label': 'n'}
     >>> decoded = decode_request(data, sess)
-    >>> decoded.rho, decoded.label, sess.release_all([decoded])[0].columns
+    >>> decoded.rho, decoded.options.label, sess.release_all([decoded])[0].columns
     (Fraction(1, 10), 'n', ['count'])
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -49,12 +58,12 @@ from privframe.api.wire.reading import (
     read_int,
     read_mapping,
     read_object,
-    read_optional,
     read_string,
     shown,
 )
 from privframe.api.wire.values import decode_number, encode_number
 from privframe.numeric import exact
+from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance, balance
 
 if TYPE_CHECKING:
@@ -64,8 +73,6 @@ if TYPE_CHECKING:
 
 __all__ = ["WireSession", "decode_request", "encode_request"]
 
-_OPTIONS = ("with_error", "label", "clamp", "intervals", "total")
-_KEYS = ("version", "plan", "sql", "rho", "delta", "weights", *_OPTIONS)
 _WHERE = "request"
 
 
@@ -76,8 +83,8 @@ class WireSession(Protocol):
         """Start a query."""
         ...
 
-    def sql(self, text: str) -> SQLQuery:
-        """Parse SQL text into a query."""
+    def parse_sql(self, text: str) -> SQLQuery:
+        """Parse SQL text into a query (never releasing it)."""
         ...
 
 
@@ -105,31 +112,11 @@ def encode_request(request: Request) -> dict[str, Any]:
         raise WireError(f"{_WHERE}: a request that post-processes its table is sent as SQL text")
     else:
         data["plan"] = encode_plan(request.query.plan, f"{_WHERE}.plan")
-    post = request.post
-    data.update(
-        rho=encode_number(request.rho),
-        delta=None if request.delta is None else encode_number(request.delta),
-        weights=_encode_weights(request.weights),
-        with_error=request.with_error,
-        label=request.label,
-        clamp=post.clamp,
-        intervals=post.intervals,
-        total=post.total,
-    )
+    data["rho"] = encode_number(request.rho)
+    options = request.options
+    for name in options.given():
+        data[name] = _codec(name)[0](getattr(options, name))
     return data
-
-
-def _encode_weights(weights: Mapping[str, float] | Balance | None) -> dict[str, Any] | None:
-    where = f"{_WHERE}.weights"
-    if weights is None:
-        return None
-    if isinstance(weights, Balance):
-        expected = {k: read_float(v, f"{where}.expected") for k, v in weights.expected.items()}
-        return {"balance": {"rows": read_float(weights.rows, where), "expected": expected}}
-    if not hasattr(weights, "items"):
-        raise WireError(f"{where}: expected a mapping of output names to weights or pf.balance")
-    named = read_mapping(dict(weights), where)
-    return {"weights": {k: read_float(v, f"{where}[{shown(k)}]") for k, v in named.items()}}
 
 
 def decode_request(data: object, session: WireSession) -> Request:
@@ -149,37 +136,27 @@ def decode_request(data: object, session: WireSession) -> Request:
     if ("plan" in top) == ("sql" in top):
         raise WireError(f"{_WHERE}: give exactly one of 'plan' and 'sql'")
     rho = decode_number(top["rho"], f"{_WHERE}.rho")
-    delta = read_optional(top, "delta", _WHERE, decode_number)
-    options: dict[str, Any] = {
-        "with_error": read_bool(top.get("with_error", False), f"{_WHERE}.with_error"),
-        "label": read_string(top.get("label", ""), f"{_WHERE}.label"),
-        "weights": _decode_weights(top.get("weights")),
-        **{
-            k: read_bool(top[k], f"{_WHERE}.{k}")
-            for k in ("clamp", "intervals", "total")
-            if k in top
-        },
+    # δ stays exact: the release pipeline reads it as a Number (selection_delta).
+    given = {
+        name: _codec(name)[1](top[name], f"{_WHERE}.{name}") for name in _OPTIONS if name in top
     }
+    options = guarded(_WHERE, lambda: ReleaseOptions(**given))
     if "sql" in top:
         text = read_string(top["sql"], f"{_WHERE}.sql", empty=False)
-        return _sql_request(session.sql(text), rho, delta, options)
+        return _sql_request(session.parse_sql(text), rho, options)
     query = decode_plan_query(top["plan"], session.query(), f"{_WHERE}.plan")
-    # δ stays exact: the release pipeline reads it as a Number (selection_delta).
-    options["delta"] = delta
-    return guarded(_WHERE, lambda: query.request(rho, **options))
+    return guarded(_WHERE, lambda: query.request_with(rho, options))
 
 
-def _sql_request(
-    parsed: SQLQuery, rho: Fraction, delta: Fraction | None, options: dict[str, Any]
-) -> Request:
+def _sql_request(parsed: SQLQuery, rho: Fraction, options: ReleaseOptions) -> Request:
     """The SQL query's request; with OPTIONS, only if they spend the ρ and δ that were sent."""
     if parsed.spend() is None:
-        return parsed.request(rho, **{**options, "delta": delta})  # δ exact, as for a plan
-    request = parsed.request(None, **options)
-    sent = (rho, delta)
+        return parsed.request_with(rho, options)
+    request = parsed.request_with(None, dataclasses.replace(options, delta=None))
+    sent = (rho, options.delta)
     spent = (
         exact("rho", request.rho),
-        None if request.delta is None else exact("delta", request.delta),
+        None if request.options.delta is None else exact("delta", request.options.delta),
     )
     if sent != spent:
         raise WireError(
@@ -189,8 +166,45 @@ def _sql_request(
     return request
 
 
-def _decode_weights(data: object) -> Mapping[str, float] | Balance | None:
+Encode = Callable[[Any], Any]
+Decode = Callable[[object, str], Any]
+
+
+def _codec(name: str) -> tuple[Encode, Decode]:
+    """How an option is written and read: by its name, else by its default's type."""
+    if name in _CODECS:
+        return _CODECS[name]
+    default = _DEFAULTS[name]
+    if isinstance(default, bool):
+        return (lambda value: value), read_bool
+    if isinstance(default, str):
+        return (lambda value: value), read_string
+    # A new option of another type needs its entry in _CODECS (test_release_options).
+    raise WireError(f"{_WHERE}.{name}: this option has no wire form")
+
+
+def _encode_delta(delta: Any) -> str | None:
+    return None if delta is None else encode_number(delta)
+
+
+def _decode_delta(data: object, where: str) -> Fraction | None:
+    return None if data is None else decode_number(data, where)
+
+
+def _encode_weights(weights: Mapping[str, float] | Balance | None) -> dict[str, Any] | None:
     where = f"{_WHERE}.weights"
+    if weights is None:
+        return None
+    if isinstance(weights, Balance):
+        expected = {k: read_float(v, f"{where}.expected") for k, v in weights.expected.items()}
+        return {"balance": {"rows": read_float(weights.rows, where), "expected": expected}}
+    if not hasattr(weights, "items"):
+        raise WireError(f"{where}: expected a mapping of output names to weights or pf.balance")
+    named = read_mapping(dict(weights), where)
+    return {"weights": {k: read_float(v, f"{where}[{shown(k)}]") for k, v in named.items()}}
+
+
+def _decode_weights(data: object, where: str) -> Mapping[str, float] | Balance | None:
     if data is None:
         return None
     given = read_object(data, where, ("weights", "balance"))
@@ -207,3 +221,12 @@ def _decode_weights(data: object) -> Mapping[str, float] | Balance | None:
         raise WireError(f"{at}.expected: 'rows' is not an output name")
     expected = {k: read_float(v, f"{at}.expected[{shown(k)}]") for k, v in named.items()}
     return guarded(at, lambda: balance(rows, **expected))
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ReleaseOptions)}
+_OPTIONS = tuple(_DEFAULTS)
+_KEYS = ("version", "plan", "sql", "rho", *_OPTIONS)
+_CODECS: Mapping[str, tuple[Encode, Decode]] = {
+    "delta": (_encode_delta, _decode_delta),
+    "weights": (_encode_weights, _decode_weights),
+}
