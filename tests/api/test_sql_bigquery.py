@@ -80,7 +80,7 @@ def refusal(sess: pf.Session, text: str) -> pf.SQLError:
 
 
 def aggregates(text: str, **kwargs: object) -> list[object]:
-    query = session(keyed=True, **kwargs).sql(text)  # type: ignore[arg-type]
+    query = session(keyed=True, **kwargs).parse_sql(text)  # type: ignore[arg-type]
     assert isinstance(query, SQLQuery)
     return list(query.query.plan.aggregates)
 
@@ -89,7 +89,7 @@ def aggregates(text: str, **kwargs: object) -> list[object]:
 
 
 def test_options_are_read_exactly_into_a_frozen_object() -> None:
-    query = session(keyed=True, contributions=pf.Bound(max_rows_per_group=2)).sql(
+    query = session(keyed=True, contributions=pf.Bound(max_rows_per_group=2)).parse_sql(
         DP_OPTIONS + "item, COUNT(*) AS n FROM data GROUP BY item"
     )
     assert isinstance(query, SQLQuery)
@@ -110,7 +110,7 @@ def test_the_older_anonymization_clause_takes_kappa() -> None:
         "SELECT WITH ANONYMIZATION OPTIONS(epsilon=1, delta=.001, kappa=2) item, "
         "ANON_COUNT(*) AS n FROM data GROUP BY item"
     )
-    query = session(keyed=True, contributions=pf.Bound(max_rows_per_group=3)).sql(text)
+    query = session(keyed=True, contributions=pf.Bound(max_rows_per_group=3)).parse_sql(text)
     assert query.options is not None
     assert query.options.clause == "ANONYMIZATION"
     assert query.query.plan.bound == Bound(max_groups=2, max_rows_per_group=3)
@@ -118,8 +118,8 @@ def test_the_older_anonymization_clause_takes_kappa() -> None:
 
 def test_max_groups_defaults_to_the_sessions_then_to_one() -> None:
     text = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6) COUNT(*) FROM data"
-    alone = session(contributions=pf.Bound(max_rows_per_group=2)).sql(text)
-    given = session(contributions=pf.Bound(max_groups=4, max_rows_per_group=2)).sql(text)
+    alone = session(contributions=pf.Bound(max_rows_per_group=2)).parse_sql(text)
+    given = session(contributions=pf.Bound(max_groups=4, max_rows_per_group=2)).parse_sql(text)
     assert alone.query.plan.bound == Bound(max_groups=1, max_rows_per_group=2)
     assert given.query.plan.bound == Bound(max_groups=4, max_rows_per_group=2)
 
@@ -137,7 +137,9 @@ def test_a_clause_without_a_row_limit_is_refused_saying_where_to_give_one() -> N
 
 def test_the_privacy_unit_column_is_matched_as_sql_matches_names() -> None:
     text = DP + "privacy_unit_column=ID) COUNT(*) FROM data"
-    assert isinstance(session(contributions=pf.Bound(max_rows_per_group=1)).sql(text), SQLQuery)
+    assert isinstance(
+        session(contributions=pf.Bound(max_rows_per_group=1)).parse_sql(text), SQLQuery
+    )
 
 
 @pytest.mark.parametrize(
@@ -174,7 +176,7 @@ def test_public_groups_strategy_refuses_groups_without_keys() -> None:
     assert "PUBLIC_GROUPS" in str(err)
     assert err.construct == "GROUP BY"
     assert isinstance(
-        session(keyed=True, contributions=pf.Bound(max_rows_per_group=1)).sql(text), SQLQuery
+        session(keyed=True, contributions=pf.Bound(max_rows_per_group=1)).parse_sql(text), SQLQuery
     )
 
 
@@ -184,7 +186,7 @@ def test_public_groups_strategy_refuses_groups_without_keys() -> None:
 def test_public_groups_spend_the_largest_rho_that_gives_epsilon_delta() -> None:
     sess = session(keyed=True)
     text = DP_OPTIONS + "item, COUNT(*, contribution_bounds_per_group => (0, 3)) AS n FROM data "
-    released = sess.sql(text + "GROUP BY item").release()
+    released = sess.sql(text + "GROUP BY item")  # as BigQuery runs it: OPTIONS carry the budget
     want = pf.ApproxDP(2, Fraction(1, 100_000)).to_zcdp()
     assert sess.spent.exact_rho == want.exact_rho
     assert sess.spent.delta == 0
@@ -195,7 +197,7 @@ def test_public_groups_spend_the_largest_rho_that_gives_epsilon_delta() -> None:
 def test_private_groups_spend_half_of_delta_on_choosing_them() -> None:
     sess = session()
     text = DP_OPTIONS + "item, COUNT(*, contribution_bounds_per_group => (0, 3)) AS n FROM data "
-    query = sess.sql(text + "GROUP BY item")
+    query = sess.parse_sql(text + "GROUP BY item")
     spend = query.spend()
     assert spend is not None
     assert spend.selection_delta is not None
@@ -214,7 +216,7 @@ def test_private_groups_spend_half_of_delta_on_choosing_them() -> None:
 def test_a_request_spends_the_options_budget_in_a_batch() -> None:
     sess = session(keyed=True)
     text = DP_OPTIONS + "item, SUM(quantity, 0, 100) AS s FROM data GROUP BY item"
-    query = sess.sql(text, contributions=pf.Bound(max_rows_per_group=2))
+    query = sess.parse_sql(text, contributions=pf.Bound(max_rows_per_group=2))
     (table,) = sess.release_all([query.request()])
     assert sess.spent.exact_rho == pf.ApproxDP(2, Fraction(1, 100_000)).to_zcdp().exact_rho
     assert table.columns == ["item", "s"]
@@ -223,7 +225,7 @@ def test_a_request_spends_the_options_budget_in_a_batch() -> None:
 @pytest.mark.parametrize("given", [{"rho": 0.1}, {"delta": 1e-6}, {"rho": 0.1, "delta": 1e-6}])
 def test_a_budget_given_twice_is_refused_and_nothing_is_charged(given: dict[str, float]) -> None:
     sess = session(keyed=True, contributions=pf.Bound(max_rows_per_group=1))
-    query = sess.sql(DP_OPTIONS + "item, COUNT(*) FROM data GROUP BY item")
+    query = sess.parse_sql(DP_OPTIONS + "item, COUNT(*) FROM data GROUP BY item")
     for call in (query.release, query.explain, query.request):
         with pytest.raises(pf.SQLError, match="the budget is given twice") as caught:
             call(**given)  # type: ignore[arg-type]
@@ -259,7 +261,7 @@ def test_a_budget_that_is_not_one_is_refused_when_parsed(options: str, says: str
 
 def test_bigquerys_noise_free_epsilon_is_refused_naming_the_clause() -> None:
     sess = session(pf.zCDP(1e30), contributions=pf.Bound(max_rows_per_group=1))
-    query = sess.sql(
+    query = sess.parse_sql(
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1e20, delta=.01) COUNT(*) FROM data"
     )
     with pytest.raises(pf.SQLError, match="always adds noise") as caught:
@@ -270,8 +272,8 @@ def test_bigquerys_noise_free_epsilon_is_refused_naming_the_clause() -> None:
 
 def test_explain_shows_the_mapping_and_its_source() -> None:
     text = DP_OPTIONS + "item, COUNT(*, contribution_bounds_per_group => (0, 3)) FROM data "
-    public = str(session(keyed=True).sql(text + "GROUP BY item").explain())
-    private = str(session().sql(text + "GROUP BY item").explain())
+    public = str(session(keyed=True).parse_sql(text + "GROUP BY item").explain())
+    private = str(session().parse_sql(text + "GROUP BY item").explain())
     rho = pf.ApproxDP(2, Fraction(1, 100_000)).to_zcdp().rho
     assert f"OPTIONS(epsilon=2, delta=1e-05) -> rho = {rho:.6g}" in public
     assert "Canonne, Kamath & Steinke 2020" in public
@@ -464,7 +466,7 @@ def test_a_bigquery_query_releases_values_near_the_truth() -> None:
         "AVG(quantity, contribution_bounds_per_group => (0, 100)) AS mean "
         "FROM data GROUP BY item ORDER BY item"
     )
-    released = sess.sql(text).release(with_error=True)
+    released = sess.sql(text, with_error=True)
     truth = (
         DATA.group_by("item")
         .agg(n=pl.len(), total=pl.col("quantity").sum(), mean=pl.col("quantity").mean())
@@ -489,7 +491,7 @@ PUBLIC_GROUPS = (
 
 def test_a_right_join_on_a_list_of_groups_reports_exactly_the_listed_groups() -> None:
     sess = session()  # item has no keys in metadata: the list is its keys
-    query = sess.sql(PUBLIC_GROUPS)
+    query = sess.parse_sql(PUBLIC_GROUPS)
     assert query.query.plan.keys is not None
     assert query.query.plan.selected == ()
     released = query.release()
@@ -565,14 +567,14 @@ def test_a_qualified_privacy_unit_column_must_be_the_private_tables(
     if refused:
         assert refusal(sess, text).construct == "privacy_unit_column"
     else:
-        assert sess.sql(text).options is not None
+        assert sess.parse_sql(text).options is not None
 
 
 def test_explain_states_a_selecting_options_query_at_its_own_delta_within_its_epsilon() -> None:
     sess = session(pf.zCDP(10.0, delta=0.01), contributions=pf.Bound(max_rows_per_group=3))
     text = f"{DP.replace('epsilon=2, delta=1e-5', 'epsilon=2, delta=1e-3')}) item, COUNT(*, "
     text += "contribution_bounds_per_group => (0, 3)) AS n FROM data GROUP BY item"
-    explained = sess.sql(text).explain()
+    explained = sess.parse_sql(text).explain()
     assert explained.plan.selection is not None
     line = explained.single_release(explained.plan.selection)
     assert "at delta = 0.001:" in line
@@ -606,4 +608,4 @@ def test_a_list_column_is_computed_only_whole_and_refused_before_any_charge(text
 
 def test_a_public_groups_list_matches_its_column_ignoring_case() -> None:
     text = PUBLIC_GROUPS.replace("SELECT DISTINCT item", "SELECT DISTINCT ITEM")
-    assert session().sql(text).query.plan.keys is not None
+    assert session().parse_sql(text).query.plan.keys is not None

@@ -2,7 +2,7 @@
 
 Each query of tests/sql_conformance.py (BigQuery/ZetaSQL, Google's PostgreSQL
 extension, SmartNoise SQL; the private table renamed to ``data``) goes through
-``sess.sql(text).release(RHO, with_error=True)`` on a fresh seeded Session
+``sess.parse_sql(text).release(RHO, with_error=True)`` on a fresh seeded Session
 over synthetic data of the peer's schema, with ``delta=`` when its plan
 selects groups privately; a query with BigQuery's ``OPTIONS(epsilon=...,
 delta=...)`` is released with the budget they set. It must either
@@ -96,7 +96,7 @@ def outcome(index: int) -> Outcome:
     selected: tuple[str, ...] = ()
     public = True
     try:
-        query = sess.sql(text)
+        query = sess.parse_sql(text)
         selected, public = _selection(query)
         rho, delta = (
             (None, None) if query.options is not None else (RHO, DELTA if selected else None)

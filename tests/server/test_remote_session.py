@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 
 import polars as pl
@@ -108,6 +109,22 @@ def test_sql_released_remotely_equals_the_local_release(served: Served) -> None:
     assert_frame_equal(remote.sql(text, rho=0.05), local.sql(text, rho=0.05))
     parsed = remote.sql(text)
     assert str(parsed.explain(rho=0.05)) == str(local.sql(text).explain(rho=0.05))
+
+
+def test_a_query_with_options_runs_remotely_from_sql_as_it_runs_locally(served: Served) -> None:
+    remote, local = served.analyst("alice"), served.local()
+    text = (
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6, max_groups_contributed=3) "
+        "region, COUNT(*) AS n FROM data GROUP BY region ORDER BY region"
+    )
+    with pytest.raises(pf.SQLError, match="the budget is given twice"):
+        remote.sql(text, rho=0.1)
+    assert remote.ledger == ()
+    got, want = remote.sql(text, with_error=True), local.sql(text, with_error=True)
+    assert isinstance(got, pl.DataFrame)
+    assert_frame_equal(got, want)
+    assert remote.spent.exact_rho == local.spent.exact_rho
+    assert remote.spent.exact_rho == pf.ApproxDP(1, Fraction(1, 10**6)).to_zcdp().exact_rho
 
 
 def test_the_budget_views_are_the_analysts_own(served: Served) -> None:
