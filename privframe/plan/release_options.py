@@ -63,7 +63,7 @@ class ReleaseOptions:
         ...     ReleaseOptions(clamp="yes")
         ... except TypeError as err:
         ...     print(err)
-        clamp must be True or False, got a str
+        clamp must be True or False, not a value of type str
     """
 
     with_error: bool = False
@@ -81,10 +81,13 @@ class ReleaseOptions:
             # message names the type only: a value may have been read from the data.
             if isinstance(field.default, bool) and not isinstance(value, bool):
                 raise InvalidArgumentError(
-                    f"{field.name} must be True or False, got a {type(value).__name__}"
+                    f"{field.name} must be True or False, not a value of type "
+                    f"{type(value).__name__}"
                 )
         if not isinstance(self.label, str):
-            raise InvalidArgumentError(f"label must be a str, got a {type(self.label).__name__}")
+            raise InvalidArgumentError(
+                f"label must be a str, not a value of type {type(self.label).__name__}"
+            )
 
     @property
     def post(self) -> PostProcessing:

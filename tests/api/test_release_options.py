@@ -154,9 +154,9 @@ def test_an_unknown_keyword_is_refused_listing_every_option(name: str) -> None:
 @pytest.mark.parametrize(
     ("given", "says"),
     [
-        ({"clamp": "yes"}, "clamp must be True or False, got a str"),
-        ({"with_error": 1}, "with_error must be True or False, got a int"),
-        ({"label": 5}, "label must be a str, got a int"),
+        ({"clamp": "yes"}, "clamp must be True or False, not a value of type str"),
+        ({"with_error": 1}, "with_error must be True or False, not a value of type int"),
+        ({"label": 5}, "label must be a str, not a value of type int"),
     ],
 )
 def test_an_option_of_the_wrong_type_is_refused_before_any_charge(
@@ -210,6 +210,15 @@ def test_the_wire_form_leaves_out_options_at_their_defaults() -> None:
     sess = session()
     data = encode_request(builder(sess).request(0.1))
     assert data == {"version": 1, "plan": data["plan"], "rho": "1/10"}
+    assert decode_request(data, sess).options == ReleaseOptions()
+
+
+def test_the_wire_form_that_names_every_option_is_still_read() -> None:
+    sess = session()
+    data = encode_request(builder(sess).request(0.1))
+    # As clients sent it before options at their defaults were left out.
+    data |= {"delta": None, "weights": None, "with_error": False, "label": ""}
+    data |= {"clamp": True, "intervals": False, "total": False}
     assert decode_request(data, sess).options == ReleaseOptions()
 
 
