@@ -157,7 +157,11 @@ class Served:
         budget = self.store.budget(analyst, name)
         dataset = self.config.datasets.get(name)
         if dataset is None or budget is None:
-            raise RefusalError(404, "ServerError", f"no dataset {name[:64]!r} is granted to you")
+            raise RefusalError(
+                404,
+                "ServerError",
+                "no such dataset is granted to you; GET /v1/datasets lists the ones that are",
+            )
         return dataset, budget
 
     def session(self, analyst: str, name: str) -> Session:
