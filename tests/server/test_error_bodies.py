@@ -67,7 +67,8 @@ def _assert_documented(answer: httpx.Response, status: int) -> None:
     assert set(body) == {"error"}
     assert set(body["error"]) == {"type", "message"}
     assert body["error"]["type"] in {"ServerError", "InvalidArgumentError"}
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert isinstance(body["error"]["message"], str)
+    assert body["error"]["message"]
     assert PLANTED not in answer.text
 
 

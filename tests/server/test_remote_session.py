@@ -20,6 +20,7 @@ from server_setup import DATASET, REGIONS, add_analyst, write_config
 
 import privframe as pf
 from privframe.api.client import RemoteSession
+from privframe.api.query import Query
 from privframe.api.server import admin
 from privframe.api.server.app import create_app, public_error
 from privframe.api.server.config import load_config
@@ -70,7 +71,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
     server.http.__exit__(None, None, None)
 
 
-def readme_query(sess: pf.Session | RemoteSession) -> pf.query.Query:
+def readme_query(sess: pf.Session | RemoteSession) -> Query:
     return (
         sess.query()
         .filter(pl.col("age") >= 18)

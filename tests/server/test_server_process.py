@@ -31,6 +31,7 @@ from scipy import stats
 from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, write_config
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.api.server.config import load_config
 from privframe.api.server.store import Store
 from privframe.errors import BudgetExceededError, ServerError
@@ -48,7 +49,7 @@ def _database(server: ServerProcess) -> str:
     return load_config(server.config).database
 
 
-def _quickstart(sess: pf.Session | pf.api.client.RemoteSession) -> pf.query.Query:
+def _quickstart(sess: pf.Session | pf.api.client.RemoteSession) -> Query:
     return (
         sess.query()
         .filter(pl.col("age") >= 18)
