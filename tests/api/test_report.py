@@ -540,6 +540,7 @@ class _Dom(HTMLParser):
             self.in_chart = False
 
 
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(folder: Path) -> None:
     _chromium()
     with warnings.catch_warnings():
