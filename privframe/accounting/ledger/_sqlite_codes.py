@@ -40,7 +40,7 @@ I/O, an interrupted call): the database cannot be used here and now, and is not 
 Every other code (CORRUPT, NOTADB, SCHEMA, CONSTRAINT, ...) is about the file's contents."""
 
 
-def sqlite_condition(err: sqlite3.Error) -> Literal["busy", "unusable"] | None:
+def sqlite_condition(err: BaseException) -> Literal["busy", "unusable"] | None:
     """``"busy"``, ``"unusable"`` or None (another error) by the error's primary result code."""
     code = getattr(err, "sqlite_errorcode", None)
     primary = None if code is None else code & 0xFF  # an extended code keeps it in its low byte
