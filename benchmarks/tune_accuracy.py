@@ -46,6 +46,7 @@ import pandas as pd
 import polars as pl
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.api.tune import tune
 
 OUTPUTS = ("count", "dollars_sum", "dollars_mean")
@@ -74,7 +75,7 @@ HAND_PICKED = {"README limits": (3, 10), "every month": (18, 10)}
 """Hand-picked (max_groups, max_rows_per_group), each with value bounds (0, 1000)."""
 
 
-def query(sess: pf.Session, months: list[str], limits: tuple[int, int]) -> pf.query.Query:
+def query(sess: pf.Session, months: list[str], limits: tuple[int, int]) -> Query:
     """The query with hand-picked limits and value bounds."""
     return (
         sess.query()

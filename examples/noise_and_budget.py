@@ -31,7 +31,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Path(tmp) / "spend.sqlite"
-        acct = pf.Accountant(budget, ledger=ledger)
+        acct = pf.accounting.Accountant(budget, ledger=ledger)
         # Budget before bytes: the spend is recorded before any noise exists.
         acct.spend(pf.zCDP(rho), label="histogram", description={"bins": len(counts)})
         noisy = pf.gaussian_mechanism(counts, l2_sensitivity=sensitivity, rho=rho)
@@ -44,7 +44,7 @@ def main() -> None:
         print("noisy incomes:", pf.gaussian_mechanism(mean_income, 500.0, 0.25).tolist())
 
         # Reopening the same ledger continues from what was spent.
-        reopened = pf.Accountant(budget, ledger=ledger)
+        reopened = pf.accounting.Accountant(budget, ledger=ledger)
         print("\n" + str(reopened.report()))
         try:
             reopened.spend(pf.zCDP(0.75), label="too much")

@@ -1,32 +1,35 @@
 """privframe: differentially private grouped analytics on dataframes.
 
+The names here are the public API: sessions (local and on a server), budgets,
+aggregates, the public facts a query states (:class:`Column`, :class:`Bound`,
+:func:`bin`, :func:`balance`), the noise primitives, and the errors and
+warnings. The modules :mod:`~privframe.accounting`, ``datasets``, ``dpsgd``,
+``events``, ``keys``, ``noise`` and :mod:`~privframe.progress` are reachable
+from here too (``pf.keys.product(...)``); everything else is imported from
+the module that defines it.
+
 Example:
     >>> import privframe as pf
     >>> pf.zCDP(0.5).rho
     0.5
+    >>> pf.__version__.split(".")[0].isdigit()
+    True
 """
 
-import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from privframe import accounting, progress
-from privframe.accounting import accountant, events, ledger, pld, rdp, replay
-from privframe.accounting.accountant import Accountant, BudgetReport, Spend
+from privframe.accounting import events
+from privframe.accounting.accountant import BudgetReport
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
-from privframe.accounting.ledger import (
-    LedgerEntries,
-    LedgerEntry,
-    LedgerMissingWarning,
-    LedgerStateWarning,
-)
-from privframe.api import cli, client, datasets, html, query, report, session, sql
+from privframe.accounting.ledger import LedgerEntry, LedgerMissingWarning, LedgerStateWarning
+from privframe.api import datasets
 from privframe.api.client import RemoteSession, connect
 from privframe.api.html import show
 from privframe.api.query import Request
 from privframe.api.session import Session
 from privframe.api.sql import Column
-from privframe.engines import expressions
 from privframe.engines.expressions import bin
-from privframe.engines.spark import frames as spark
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
@@ -40,20 +43,21 @@ from privframe.errors import (
     ServerError,
     SQLError,
 )
-from privframe.mechanisms import dpsgd, noise, quantiles, selection
+from privframe.mechanisms import dpsgd, noise
 from privframe.mechanisms.noise import discrete_gaussian, gaussian_mechanism
-from privframe.plan import aggregates, keys, planner, split
+from privframe.plan import keys
 from privframe.plan.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
 from privframe.plan.ir import Bound
-from privframe.plan.release import Batch
-from privframe.plan.split import Balance, balance
+from privframe.plan.split import balance
+
+try:
+    __version__ = version("privframe")
+except PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "GDP",
-    "Accountant",
     "ApproxDP",
-    "Balance",
-    "Batch",
     "Bound",
     "Budget",
     "BudgetExceededError",
@@ -63,7 +67,6 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidBudgetError",
     "InvalidValueError",
-    "LedgerEntries",
     "LedgerEntry",
     "LedgerError",
     "LedgerMissingWarning",
@@ -76,7 +79,7 @@ __all__ = [
     "SeededRandomnessWarning",
     "ServerError",
     "Session",
-    "Spend",
+    "__version__",
     "accounting",
     "balance",
     "bin",
@@ -92,44 +95,11 @@ __all__ = [
     "mean",
     "median",
     "noise",
-    "pld",
     "progress",
     "quantile",
-    "rdp",
     "show",
     "std",
     "sum",
     "var",
     "zCDP",
 ]
-
-# The flat module paths of earlier releases (``privframe.noise``, ``privframe.ledger``, ...)
-# keep working as names for the modules that now live in the layered packages.
-for _module in (
-    accountant,
-    client,
-    aggregates,
-    cli,
-    datasets,
-    dpsgd,
-    events,
-    expressions,
-    html,
-    keys,
-    ledger,
-    noise,
-    pld,
-    planner,
-    query,
-    quantiles,
-    rdp,
-    replay,
-    report,
-    selection,
-    session,
-    split,
-    sql,
-):
-    sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[-1]}"] = _module
-del _module
-sys.modules[f"{__name__}.spark"] = spark

@@ -43,7 +43,11 @@ def reference_values() -> dict[str, Any]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Each Spark test runs on the legs spark_setup.legs gives its module (local[2] at least)."""
     if "spark" in metafunc.fixturenames:
-        on = legs(metafunc.definition.path.name)
+        # Each leg needs a JVM (and the cluster legs three more): all are slow tests.
+        on = [
+            pytest.param(leg, marks=pytest.mark.slow, id=leg)
+            for leg in legs(metafunc.definition.path.name)
+        ]
         metafunc.parametrize("spark", on, indirect=True, scope="session")
 
 

@@ -14,6 +14,7 @@ Example:
     zCDP(rho=0.5, delta=0.0)
 """
 
+from privframe.accounting.accountant import Accountant, BudgetReport, Spend
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, mu_estimate, to_zcdp, zCDP
 from privframe.accounting.calibration import (
     analytic_gaussian_sigma,
@@ -27,11 +28,14 @@ from privframe.numeric import Number, exact, round_down, round_up
 
 __all__ = [
     "GDP",
+    "Accountant",
     "ApproxDP",
     "Budget",
+    "BudgetReport",
     "Number",
     "PLDAccountant",
     "RDPAccountant",
+    "Spend",
     "analytic_gaussian_sigma",
     "classical_gaussian_sigma",
     "exact",

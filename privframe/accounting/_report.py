@@ -1,6 +1,6 @@
 """What people are told about a budget: the report of an accountant, and why a spend is refused.
 
-:class:`BudgetReport` is the snapshot :meth:`privframe.Accountant.report`
+:class:`BudgetReport` is the snapshot :meth:`privframe.accounting.Accountant.report`
 returns (re-exported by :mod:`privframe.accounting.accountant`); figures are
 shown to six significant digits (:func:`figure`), and :func:`refusal` is the
 message of a spend that does not fit.

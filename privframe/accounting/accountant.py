@@ -484,7 +484,7 @@ class Accountant:
         for i, item in enumerate(spends):
             if not isinstance(item, Spend):
                 raise InvalidArgumentError(
-                    f"spends[{i}] must be a privframe.Spend, got {type(item).__name__}"
+                    f"spends[{i}] must be a privframe.accounting.Spend, got {type(item).__name__}"
                 )
         total = sum((s.cost for s in spends), zCDP(0))
         listed = ", ".join(f"{s.label!r} rho={figure(s.cost.exact_rho)}" for s in spends)

@@ -336,10 +336,10 @@ machine: ...
         """Send ``requests`` to be released all or nothing: their tables and ledger entries."""
         body = {"version": WIRE_VERSION, "requests": [encode_request(r) for r in requests]}
         answer = self._call("POST", f"{self._base}/release", body)
-        tables = [self.present(decode_released(text)) for text in answer["tables"]]
+        tables = [self._present(decode_released(text)) for text in answer["tables"]]
         return tables, [LedgerEntry.from_dict(entry) for entry in answer["entries"]]
 
-    def present(self, table: pl.DataFrame) -> Any:
+    def _present(self, table: pl.DataFrame) -> Any:
         """A public table as this session's kind of frame (pandas or polars)."""
         return exact_pandas(table) if self._results == "pandas" else table
 
@@ -454,7 +454,7 @@ machine: ...
 class RemoteBatch:
     """Requests to release all or nothing on a server: :meth:`release` sends them.
 
-    The remote counterpart of :class:`~privframe.Batch`: the server checks,
+    The remote counterpart of :class:`~privframe.plan.release.Batch`: the server checks,
     computes, charges the total in one ledger step and draws the noise, in
     that order, in one request.
     """

@@ -452,7 +452,7 @@ def report_html(
         >>> from datetime import UTC, datetime
         >>> import privframe as pf
         >>> from privframe.api.html import report_html
-        >>> acct = pf.Accountant(pf.zCDP(1.0))
+        >>> acct = pf.accounting.Accountant(pf.zCDP(1.0))
         >>> page = report_html("Q&A", datetime(2026, 1, 2, tzinfo=UTC), [], acct.report(), [])
         >>> page.startswith("<!DOCTYPE html>"), "<h1>Q&amp;A</h1>" in page
         (True, True)

@@ -201,13 +201,12 @@ class Session(SQLEntry):
         """The accountant charging this session's releases."""
         return self._accountant
 
-    @property
-    def pipeline(self) -> Pipeline:
-        """The release pipeline: engine, accountant, privacy unit and noise source (for tune)."""
+    def __privframe_pipeline__(self) -> Pipeline:
+        """The release pipeline, for tune (:class:`~privframe.api.tune.TuningDoor`); not API."""
         return self._pipeline
 
-    def present(self, table: pl.DataFrame) -> Any:
-        """A public (noisy or public-parameter) polars table as this session's kind of frame."""
+    def __privframe_present__(self, table: pl.DataFrame) -> Any:
+        """A public polars table as this session's kind of frame, for tune; not API."""
         return self._present(table)
 
     @property

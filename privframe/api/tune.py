@@ -75,14 +75,20 @@ TABLE_COLUMNS = ("item", "statistic", "value", "note")
 
 @runtime_checkable
 class TuningDoor(Protocol):
-    """What tune asks of a session (:class:`~privframe.Session` is one)."""
+    """What tune asks of a session (:class:`~privframe.Session` is one).
 
-    @property
-    def pipeline(self) -> Pipeline:
+    Tune reads the data through the session's own release pipeline, which is
+    no part of a Session's API: the two ``__privframe_*__`` methods are a
+    protocol between privframe's modules, named as Python's hooks are (like
+    ``__dataframe__``) so that users never meet them and no module reaches
+    for another's private name.
+    """
+
+    def __privframe_pipeline__(self) -> Pipeline:
         """The release pipeline: engine, accountant, privacy unit and noise source."""
         ...
 
-    def present(self, table: pl.DataFrame) -> Any:
+    def __privframe_present__(self, table: pl.DataFrame) -> Any:
         """A public polars table as the session's kind of frame."""
         ...
 
@@ -234,7 +240,7 @@ def tune(
     target = exact("plan_rho", plan_rho, positive=True)
     if not isinstance(label, str):
         raise InvalidArgumentError(f"label must be a str, got {type(label).__name__}")
-    pipeline = session.pipeline
+    pipeline = session.__privframe_pipeline__()
     schema = session.check(plan)
     if pipeline.unit is not None and pipeline.unit in tuned_columns(plan):
         raise InvalidValueError(
@@ -256,4 +262,4 @@ def tune(
     choice = choose(plan, estimates, target, weights)
     table = pl.DataFrame(choice.table, schema=list(TABLE_COLUMNS), orient="row")
     tuned_query = dataclasses.replace(query, plan=choice.plan)  # type: ignore[type-var]
-    return Tuned(tuned_query, session.present(table), choice)
+    return Tuned(tuned_query, session.__privframe_present__(table), choice)

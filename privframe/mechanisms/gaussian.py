@@ -156,7 +156,7 @@ def gaussian_mechanism(
     Example:
         >>> import numpy as np
         >>> import privframe as pf
-        >>> acct = pf.Accountant(pf.zCDP(1.0))
+        >>> acct = pf.accounting.Accountant(pf.zCDP(1.0))
         >>> noisy = pf.gaussian_mechanism(
         ...     np.array([10, 20, 30]), l2_sensitivity=1.0, rho=0.5, accountant=acct, label="q1"
         ... )

@@ -18,6 +18,7 @@ import pytest
 import privframe as pf
 from privframe import accounting
 from privframe.accounting.accountant import DEFAULT_REPORTING_DELTA, Accountant
+from privframe.api.query import Query
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, LedgerError
 from privframe.mechanisms.noise import SeededRandomness
 
@@ -211,7 +212,7 @@ def _data(big: int = 200) -> pl.DataFrame:
     return pl.DataFrame({"uid": list(range(2 * big)), "g": ["a"] * big + ["b"] * big})
 
 
-def _select(sess: pf.Session) -> pf.query.Query:
+def _select(sess: pf.Session) -> Query:
     return sess.query().bound(max_groups=1, max_rows_per_group=1).group_by("g").agg(pf.count())
 
 

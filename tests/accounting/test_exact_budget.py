@@ -25,6 +25,7 @@ from privframe.accounting.accountant import Accountant
 from privframe.accounting.ledger import APPLICATION_ID, SCHEMA_VERSION, SQLiteLedger
 from privframe.api.cli import main
 from privframe.api.html import session_html
+from privframe.api.query import Query
 from privframe.api.report import ExitCode
 from privframe.mechanisms.noise import Randomness, SystemRandomness
 from privframe.plan.planner import plan_release
@@ -42,7 +43,7 @@ def _frame(n: int = 60) -> pl.DataFrame:
     )
 
 
-def _query(sess: pf.Session) -> pf.query.Query:
+def _query(sess: pf.Session) -> Query:
     return (
         sess.query()
         .bound(max_groups=1, max_rows_per_group=2)

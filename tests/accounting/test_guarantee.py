@@ -14,7 +14,7 @@ from privframe.accounting.events import (
     ZCDPEvent,
     from_dict,
 )
-from privframe.accounting.ledger import LedgerEntry
+from privframe.accounting.ledger import LedgerEntries, LedgerEntry
 
 
 def _data() -> pl.DataFrame:
@@ -139,8 +139,8 @@ def test_the_zcdp_guarantee_reads_no_ledger_entry(tmp_path, monkeypatch) -> None
     def refuse(*_: object) -> None:
         raise AssertionError("the zCDP guarantee read the ledger's entries")
 
-    monkeypatch.setattr(pf.ledger.LedgerEntries, "__iter__", refuse)
-    monkeypatch.setattr(pf.ledger.LedgerEntries, "__getitem__", refuse)
+    monkeypatch.setattr(LedgerEntries, "__iter__", refuse)
+    monkeypatch.setattr(LedgerEntries, "__getitem__", refuse)
     assert sess.guarantee(1e-5) == expected
     with pytest.raises(AssertionError, match="read the ledger"):
         sess.guarantee(1e-5, method="rdp")

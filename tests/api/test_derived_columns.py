@@ -7,6 +7,7 @@ import pytest
 from internals import column_of, spec_of
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.engines.spec import COUNT
 from privframe.plan.planner import plan_release
 
@@ -23,7 +24,7 @@ def _data() -> pl.DataFrame:
     )
 
 
-def _exact(sess: pf.Session, query: pf.query.Query) -> pl.DataFrame:
+def _exact(sess: pf.Session, query: Query) -> pl.DataFrame:
     """The exact (pre-noise) aggregates of a query, through the session's own plan."""
     release = plan_release(query.plan, True, 1.0)
     return sess._engine.aggregate(spec_of(sess, query.plan, release))

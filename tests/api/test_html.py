@@ -26,6 +26,7 @@ from privframe.api.html import (
     session_html,
     show,
 )
+from privframe.api.query import Query
 
 SVG = "{http://www.w3.org/2000/svg}"
 XHTML = "{http://www.w3.org/1999/xhtml}"
@@ -47,7 +48,7 @@ def sess() -> pf.Session:
     return pf.Session(df, "user", pf.zCDP(rho=1.0, delta=1e-6))
 
 
-def _keyed(sess: pf.Session) -> pf.query.Query:
+def _keyed(sess: pf.Session) -> Query:
     return (
         sess.query()
         .bound(max_groups=2, max_rows_per_group=3)

@@ -17,7 +17,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.mechanisms.noise import SeededRandomness
+from privframe.plan.aggregates import Aggregate
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 
@@ -55,7 +57,7 @@ def session(seed: int = 0, budget: pf.Budget | None = None, frame: pl.DataFrame 
     )
 
 
-def partial_query(sess: pf.Session, *aggregates: pf.Aggregate) -> pf.Query:
+def partial_query(sess: pf.Session, *aggregates: Aggregate) -> Query:
     keys = pf.keys.product(region=REGIONS)
     return (
         sess.query()

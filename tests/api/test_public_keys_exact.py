@@ -19,6 +19,7 @@ from internals import spec_of
 
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
+from privframe.plan.planner import plan_release
 
 HUGE = 10**8  # noise σ ≈ 7e-5: releases below are exact (see tests/api/test_unit_ids_exact.py)
 
@@ -117,7 +118,7 @@ def test_decimal_data_is_not_truncated_to_integer_keys() -> None:
         (
             q := sess.query().bound(max_rows_per_group=1).group_by("g", keys=[1, 2]).agg(pf.count())
         ).plan,
-        pf.planner.plan_release(q.plan, True, 1.0),
+        plan_release(q.plan, True, 1.0),
     )
     exact = PolarsEngine(df.lazy()).aggregate(spec)
     assert exact["__count"].to_list() == [1, 0]

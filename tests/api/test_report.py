@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.accounting.accountant import Accountant
 from privframe.api.cli import main
 from privframe.api.report import ExitCode, SpecError, load_spec
 
@@ -96,7 +97,7 @@ def _spec(folder: Path, text: str = SPEC) -> Path:
 
 
 def _labels(folder: Path) -> list[str]:
-    with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
+    with Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
         return [e.label for e in acct.entries]
 
 
@@ -148,7 +149,7 @@ def test_report_releases_writes_and_charges(
     assert spread["region"].to_list() == ["north", "south"]
     assert set(pl.read_csv(out / "months.csv")["month"].to_list()) <= set(range(1, 13))
 
-    with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
+    with Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
         entries = acct.entries
         assert [e.label for e in entries] == ["Weekly/by_region", "Weekly/months", "Weekly/spread"]
         assert [e.rho for e in entries] == pytest.approx([0.2, 0.1, 0.1])
@@ -254,7 +255,7 @@ def test_seeded_reports_say_not_private_first_are_flagged_and_reproducible(
         assert page.startswith("<!-- NOT PRIVATE: ")
         assert page.split("\n", 1)[1].startswith("<!DOCTYPE html>")
         assert "Some releases in this report used seeded randomness" in page
-        with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
+        with Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
             assert all(e.seeded for e in acct.entries)
     assert tables[0] == tables[1]
 
@@ -352,7 +353,7 @@ def test_queries_that_do_not_plan_exit_2_and_are_all_named(
 def test_over_budget_exits_3_and_spends_nothing(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as other:
+    with Accountant(BUDGET, ledger=folder / "ledger.sqlite") as other:
         other.spend(pf.zCDP(0.7), label="another job")
     assert _run(folder) == ExitCode.OVER_BUDGET
     err = capsys.readouterr().err
@@ -381,7 +382,7 @@ class _AnotherJob(io.StringIO):
     def write(self, text: str) -> int:
         if text.startswith("charging") and not self.spent:
             self.spent = True
-            with pf.Accountant(BUDGET, ledger=self.ledger) as other:
+            with Accountant(BUDGET, ledger=self.ledger) as other:
                 other.spend(other.remaining, label="another job")
         return super().write(text)
 
@@ -539,6 +540,7 @@ class _Dom(HTMLParser):
             self.in_chart = False
 
 
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(folder: Path) -> None:
     _chromium()
     with warnings.catch_warnings():

@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.accounting.accountant import Accountant
 from privframe.api import report_output
 from privframe.api.report import ExitCode, ReportError, SpecError, load_spec, prepare
 
@@ -80,7 +81,7 @@ def _command(spec: Path, out: Path) -> list[str]:
 
 
 def _spent(folder: Path) -> tuple[Fraction, list[str]]:
-    with pf.Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
+    with Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
         return acct.spent.exact_rho, [e.label for e in acct.entries]
 
 

@@ -20,6 +20,8 @@ import pytest
 from internals import spec_of
 
 import privframe as pf
+from privframe.api.query import Query
+from privframe.plan.planner import plan_release
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 
@@ -30,7 +32,7 @@ def _people() -> pl.DataFrame:
     )
 
 
-def _release(sess: pf.Session, query: pf.query.Query) -> None:
+def _release(sess: pf.Session, query: Query) -> None:
     query.bound(max_rows_per_group=1).agg(pf.count()).release(rho=0.1)
 
 
@@ -175,6 +177,6 @@ def test_unrelated_reserved_looking_columns_do_not_interfere() -> None:
     sess = pf.Session(df, "u", pf.zCDP(1e6))
     query = sess.query().bound(max_rows_per_group=1).group_by("g", keys=["a"]).agg(pf.count())
     plan = query.plan
-    release = pf.planner.plan_release(plan, True, 1.0)
+    release = plan_release(plan, True, 1.0)
     exact = sess._engine.aggregate(spec_of(sess, plan, release))
     assert exact["__count"].to_list() == [3]

@@ -16,6 +16,7 @@ from release_setup import selection_data, selection_query
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
 from privframe.mechanisms.selection import discrete_threshold
+from privframe.plan.planner import ReleasePlan, plan_release
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 
@@ -65,8 +66,8 @@ def test_max_groups_bounds_units_without_public_keys() -> None:
     assert exact.height == 2
 
 
-def _plan(sess: pf.Session, k: int) -> pf.planner.ReleasePlan:
-    return pf.planner.plan_release(selection_query(sess, k).plan, True, 1.0, None, 0.5)
+def _plan(sess: pf.Session, k: int) -> ReleasePlan:
+    return plan_release(selection_query(sess, k).plan, True, 1.0, None, 0.5)
 
 
 def test_explain_for_selection_reveals_nothing_about_the_data() -> None:

@@ -54,6 +54,7 @@ from sql_conformance import (
 )
 
 import privframe as pf
+from privframe.api.sql import SQLQuery
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
 
@@ -78,7 +79,7 @@ class Outcome:
     ranks: tuple[tuple[float, int], ...] = ()
 
 
-def _selection(query: pf.SQLQuery) -> tuple[tuple[str, ...], bool]:
+def _selection(query: SQLQuery) -> tuple[tuple[str, ...], bool]:
     plan = query.query.plan
     return plan.selected, plan.keys is not None
 
@@ -122,7 +123,7 @@ def _has_array(case: Case) -> bool:
 
 
 def _array_ranks(
-    query: pf.SQLQuery, rho: float | None, delta: float | None
+    query: SQLQuery, rho: float | None, delta: float | None
 ) -> tuple[tuple[float, int], ...]:
     """(95% rank error, candidates) of each quantile measured, in plan order (public: free)."""
     rows = {r["output"]: r["ci95"] for r in query.explain(rho, delta=delta).rows}

@@ -17,6 +17,7 @@ from sql_setup import position_of
 
 import privframe as pf
 from privframe.api.sql import SQLQuery
+from privframe.plan.aggregates import CountDistinct
 
 # Distinctive values that appear in no SQL text below: no message may contain them.
 GENRES = ["drama", "comedy"]
@@ -227,7 +228,7 @@ def test_unquoted_names_match_regardless_of_case() -> None:
     result = parsed.release(0.1)
     assert result.columns == ["genre", "n", "rating_mean"]
     distinct = sess.sql("SELECT COUNT(DISTINCT U) AS people FROM data").query.plan
-    assert isinstance(distinct.aggregates[0], pf.aggregates.CountDistinct)
+    assert isinstance(distinct.aggregates[0], CountDistinct)
 
 
 def test_a_group_column_and_a_select_item_match_across_case_and_qualifiers() -> None:

@@ -19,6 +19,7 @@ import privframe.plan.release as release_module
 from privframe.accounting.replay import entry_events
 from privframe.api.tune import TABLE_COLUMNS, tune
 from privframe.engines.contributions import Contributions, ContributionSpec
+from privframe.plan.aggregates import Aggregate
 
 KEYS = ["a", "b", "c", "d", "e"]
 MARKER = "SECRET-4242"
@@ -34,7 +35,7 @@ def _data(units: int = 400) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["user", "g", "x"], orient="row")
 
 
-def _query(sess: pf.Session, *aggregates: pf.aggregates.Aggregate) -> Any:
+def _query(sess: pf.Session, *aggregates: Aggregate) -> Any:
     return (
         sess.query()
         .bound(max_groups=1, max_rows_per_group=1)
@@ -65,13 +66,13 @@ def test_tune_is_charged_exactly_rho_in_one_ledger_entry() -> None:
 def test_an_over_budget_tune_is_refused_before_the_data_is_read() -> None:
     sess = pf.Session(_data(20), "user", pf.zCDP(1.0))
     read: list[bool] = []
-    engine = sess.pipeline.engine
+    engine = sess.__privframe_pipeline__().engine
 
     def reads(spec: ContributionSpec) -> Contributions:
         read.append(True)
         return engine.contributions(spec)
 
-    sess.pipeline.engine = _Engine(engine, reads)
+    sess.__privframe_pipeline__().engine = _Engine(engine, reads)
     with pytest.raises(pf.BudgetExceededError):
         tune(_query(sess), rho=1.5, plan_rho=1.0)
     assert sess.spent.rho == 0
@@ -143,7 +144,7 @@ class _Engine:
 
 def test_an_engine_that_cannot_tune_is_refused_naming_the_polars_path() -> None:
     sess = pf.Session(_data(10), "user", pf.zCDP(1.0))
-    sess.pipeline.engine = _Engine(sess.pipeline.engine)
+    sess.__privframe_pipeline__().engine = _Engine(sess.__privframe_pipeline__().engine)
     with pytest.raises(pf.InvalidValueError, match="polars engine"):
         tune(_query(sess), rho=0.1, plan_rho=1.0)
     assert sess.spent.rho == 0
@@ -163,7 +164,7 @@ def test_an_engine_failure_is_withheld_and_nothing_is_charged() -> None:
     def fails(spec: ContributionSpec) -> Contributions:
         raise ValueError(MARKER)
 
-    sess.pipeline.engine = _Engine(sess.pipeline.engine, fails)
+    sess.__privframe_pipeline__().engine = _Engine(sess.__privframe_pipeline__().engine, fails)
     with pytest.raises(pf.InvalidValueError) as caught:
         tune(_query(sess), rho=0.1, plan_rho=1.0)
     chain: BaseException | None = caught.value

@@ -20,6 +20,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.api.wire import (
     WireError,
     decode_aggregate,
@@ -39,7 +40,7 @@ from privframe.api.wire import (
 )
 from privframe.engines.allow_list import serialized
 from privframe.mechanisms.noise import SeededRandomness
-from privframe.plan.aggregates import FAMILIES
+from privframe.plan.aggregates import FAMILIES, Aggregate
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.errors.SeededRandomnessWarning")
 
@@ -155,7 +156,7 @@ def test_literals_of_types_without_an_exact_wire_form_are_refused() -> None:
         encode_expression(a == pl.lit(Decimal("1.5")))
 
 
-def instances() -> list[pf.Aggregate]:
+def instances() -> list[Aggregate]:
     """One instance of every family (aliased or not), built by its public constructor."""
     return [
         pf.count(),
@@ -258,7 +259,7 @@ def session(seed: int = 7) -> pf.Session:
     return pf.Session(data(), "user", pf.zCDP(rho=50.0, delta=1e-5), rng=SeededRandomness(seed))
 
 
-def all_aggregates() -> list[pf.Aggregate]:
+def all_aggregates() -> list[Aggregate]:
     return [
         pf.count(),
         pf.count_distinct().alias("units"),
@@ -271,7 +272,7 @@ def all_aggregates() -> list[pf.Aggregate]:
     ]
 
 
-def grouped(sess: pf.Session) -> pf.Query:
+def grouped(sess: pf.Session) -> Query:
     zones = pl.DataFrame({"region": ["north", "south", "west"], "zone": [1, 2, 3]})
     return (
         sess.query()

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import privframe as pf
+from privframe.accounting.accountant import Accountant
 from privframe.mechanisms import _coins, gaussian, noise
 from privframe.mechanisms.noise import (
     SeededRandomness,
@@ -320,7 +321,7 @@ class _CountingRandomness(noise.Randomness):
 
 
 def test_release_with_accountant_charges_before_drawing() -> None:
-    acct = pf.Accountant(pf.zCDP(0.5))
+    acct = Accountant(pf.zCDP(0.5))
     rng = _CountingRandomness()
     gaussian_mechanism(np.arange(4), 1.0, 0.375, rng=rng, accountant=acct, label="q1")
     assert [(e.label, e.rho, e.seeded) for e in acct.entries] == [("q1", 0.375, False)]
@@ -332,7 +333,7 @@ def test_release_with_accountant_charges_before_drawing() -> None:
 
 
 def test_release_with_bad_input_charges_nothing() -> None:
-    acct = pf.Accountant(pf.zCDP(1.0))
+    acct = Accountant(pf.zCDP(1.0))
     with pytest.raises(pf.InvalidValueError):
         gaussian_mechanism(np.array([1.0, math.nan]), 1.0, 0.5, accountant=acct)
     with pytest.raises(pf.CalibrationError):
@@ -342,7 +343,7 @@ def test_release_with_bad_input_charges_nothing() -> None:
 
 @seeded_ok
 def test_seeded_release_is_flagged_on_the_ledger() -> None:
-    acct = pf.Accountant(pf.zCDP(1.0))
+    acct = Accountant(pf.zCDP(1.0))
     with pytest.warns(pf.SeededRandomnessWarning):
         gaussian_mechanism(np.arange(3), 1.0, 0.5, rng=SeededRandomness(1), accountant=acct)
     assert acct.entries[0].seeded

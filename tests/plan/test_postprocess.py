@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.mechanisms.noise import SeededRandomness
 from privframe.plan.postprocess import consistent_groups
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarni
 KEYS = ["a", "b", "c", "d"]
 
 
-def _query(seed: int = 0, rho: float = 100.0) -> pf.query.Query:
+def _query(seed: int = 0, rho: float = 100.0) -> Query:
     frame = pl.DataFrame(
         {
             "u": list(range(40)),

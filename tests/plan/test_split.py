@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.plan.split import balanced_fractions
 
 
@@ -51,7 +52,7 @@ def test_bad_matrices_are_refused(bad: list) -> None:
         balanced_fractions(bad)
 
 
-def _query(sess: pf.Session) -> pf.query.Query:  # type: ignore[name-defined]
+def _query(sess: pf.Session) -> Query:  # type: ignore[name-defined]
     return (
         sess.query()
         .bound(max_groups=2, max_rows_per_group=3)

@@ -12,6 +12,7 @@ import pytest
 import privframe as pf
 from privframe.engines.contributions import ContributionSpec, contribution_tables
 from privframe.engines.spec import AggregationSpec
+from privframe.plan.aggregates import Aggregate, Bounded
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import from_list
 from privframe.plan.tuning import (
@@ -28,7 +29,7 @@ from privframe.plan.tuning_choice import choose
 KEYS = ["a", "b", "c", "d", "e"]
 
 
-def _plan(*aggregates: pf.aggregates.Aggregate, bound: Bound | None = None) -> Plan:
+def _plan(*aggregates: Aggregate, bound: Bound | None = None) -> Plan:
     return Plan(bound=bound, group_by=("g",), keys=from_list("g", KEYS), aggregates=aggregates)
 
 
@@ -93,7 +94,7 @@ def _contributions(frame: pl.DataFrame, d: TuningDesign) -> dict[str, np.ndarray
         ("x",),
         MAGNITUDE_EDGES,
     )
-    engine = pf.Session(frame, "u", pf.zCDP(1.0)).pipeline.engine
+    engine = pf.Session(frame, "u", pf.zCDP(1.0)).__privframe_pipeline__().engine
     keyed = frame.with_columns(pl.col("g").cast(pl.Enum(KEYS)).to_physical().alias("__key"))
     tables = contribution_tables(keyed.lazy().select("u", "__key", "x"), spec, ["__key"])
     via_engine = engine.contributions(spec)  # type: ignore[attr-defined]
@@ -167,7 +168,7 @@ def test_value_bounds_shrink_to_the_values_and_keep_their_middle() -> None:
     values[middle + first + 1 : middle + first + 3] = 5_000 * SCALE  # [64, 90.5), [90.5, 128)
     choice = choose(plan, _estimates(d, groups=groups, rows=rows, x=values), Fraction(1), None)
     (tuned,) = choice.plan.aggregates
-    assert isinstance(tuned, pf.aggregates.Bounded)
+    assert isinstance(tuned, Bounded)
     assert 0 <= tuned.lower <= 90.6
     assert 90.5 <= tuned.upper <= 128.0
     assert choice.error < choice.given_error

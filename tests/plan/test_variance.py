@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.spec import AggregationSpec, ValueSpec
 from privframe.mechanisms.noise import SeededRandomness
@@ -23,7 +24,7 @@ def _data(n: int = 100_000) -> pl.DataFrame:
     )
 
 
-def _query(sess: pf.Session) -> pf.query.Query:
+def _query(sess: pf.Session) -> Query:
     return (
         sess.query()
         .bound(max_rows_per_group=1)

@@ -556,6 +556,7 @@ def newer(datasets: tuple[pl.DataFrame, pl.DataFrame]) -> EngineOutputs:
     return _outputs(datasets, _newer_aggregates())
 
 
+@pytest.mark.slow
 def test_audit_covers_count_distinct_and_std(
     datasets: tuple[pl.DataFrame, pl.DataFrame], newer: EngineOutputs
 ) -> None:

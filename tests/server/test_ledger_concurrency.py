@@ -97,6 +97,7 @@ def _process_spender(url: str, ledger_ids: list[str], times: int) -> int:
         return recorded
 
 
+@pytest.mark.slow
 def test_four_processes_never_overspend_a_ledger_or_the_cap(database_url: str) -> None:  # noqa: F811
     # Each process alternates between the shared ledger (budget 0.5, wanted 1 in all) and its
     # own (budget 0.2, wanted 0.25): 1.3 could fit the ledgers, the cap of 1.2 binds.
@@ -154,6 +155,7 @@ def _spend_until_killed(url: str, lines: int) -> int:
     return int(buffer[: buffer.rfind(b"\n")].split()[-1])
 
 
+@pytest.mark.slow
 def test_a_spender_killed_at_any_point_leaves_a_consistent_ledger(
     database_url: str,  # noqa: F811
 ) -> None:

@@ -67,6 +67,7 @@ def _report(
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_report_runs_on_the_server_and_is_charged_to_the_analyst(
     running: tuple[ServerProcess, str], tmp_path: Path
 ) -> None:

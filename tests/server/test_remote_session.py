@@ -21,6 +21,7 @@ from server_setup import DATASET, REGIONS, add_analyst, write_config
 
 import privframe as pf
 from privframe.api.client import RemoteSession
+from privframe.api.query import Query
 from privframe.api.server import admin
 from privframe.api.server.app import create_app, public_error
 from privframe.api.server.config import load_config
@@ -71,7 +72,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
     server.http.__exit__(None, None, None)
 
 
-def readme_query(sess: pf.Session | RemoteSession) -> pf.query.Query:
+def readme_query(sess: pf.Session | RemoteSession) -> Query:
     return (
         sess.query()
         .filter(pl.col("age") >= 18)
@@ -324,3 +325,23 @@ def test_sql_refuses_facts_the_server_would_not_use(served: Served) -> None:
     with pytest.raises(InvalidArgumentError, match="without rho sql"):
         alice.sql("SELECT COUNT(*) FROM data", label="n")  # a release keyword without rho
     assert alice.spent == pf.zCDP(0)
+
+
+def test_explaining_a_private_selection_remotely_is_the_local_explanation(served: Served) -> None:
+    remote, local = served.analyst("alice"), served.local()
+
+    def selecting(sess: pf.Session | RemoteSession) -> Query:
+        return (
+            sess.query().bound(max_groups=1, max_rows_per_group=1).group_by("month").agg(pf.count())
+        )
+
+    # The δ the selection spends comes back from the server as the local session derives it.
+    got, want = (
+        selecting(remote).explain(rho=0.1, delta=1e-6),
+        selecting(local).explain(rho=0.1, delta=1e-6),
+    )
+    assert str(got) == str(want)
+    assert got.plan.cost == want.plan.cost == pf.zCDP(0.1, 1e-6)
+    with pytest.raises(pf.InvalidBudgetError, match="spends delta"):
+        selecting(remote).explain(rho=0.1)  # a grant without δ: refused as a local session is
+    assert remote.spent == pf.zCDP(0)

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import polars as pl
+import pytest
 from postgres_service import database_url, postgres_url  # noqa: F401  (fixtures)
 from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, write_config, write_data
 
@@ -212,6 +213,7 @@ def _shown(text: str) -> str:
     return text + "".join(str(frame.to_dicts()) for frame in decoded)
 
 
+@pytest.mark.slow
 def test_five_hundred_hostile_requests_get_4xx_and_charge_nothing(
     tmp_path: Path,
     database_url: str,  # noqa: F811  (a fixture: SQLite, then PostgreSQL)

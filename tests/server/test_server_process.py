@@ -31,6 +31,7 @@ from scipy import stats
 from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, write_config
 
 import privframe as pf
+from privframe.api.query import Query
 from privframe.api.server.config import load_config
 from privframe.api.server.store import Store
 from privframe.errors import BudgetExceededError, ServerError
@@ -48,7 +49,7 @@ def _database(server: ServerProcess) -> str:
     return load_config(server.config).database
 
 
-def _quickstart(sess: pf.Session | pf.api.client.RemoteSession) -> pf.query.Query:
+def _quickstart(sess: pf.Session | pf.api.client.RemoteSession) -> Query:
     return (
         sess.query()
         .filter(pl.col("age") >= 18)
@@ -58,6 +59,7 @@ def _quickstart(sess: pf.Session | pf.api.client.RemoteSession) -> pf.query.Quer
     )
 
 
+@pytest.mark.slow
 @pytest.mark.statistical
 def test_the_quickstart_run_remotely_has_the_local_noise_distribution(
     server: ServerProcess,
@@ -77,6 +79,7 @@ def test_the_quickstart_run_remotely_has_the_local_noise_distribution(
     remote.close()
 
 
+@pytest.mark.slow
 def test_sixteen_analysts_releasing_at_once_never_overspend(
     tmp_path: Path,
     database_url: str,  # noqa: F811  (a fixture: SQLite, then PostgreSQL)
@@ -130,6 +133,7 @@ def _sixteen_analysts(server: ServerProcess, database: str) -> None:
     assert sum(refused.values()) == 1600 - 600
 
 
+@pytest.mark.slow
 def test_a_server_killed_mid_release_restarts_with_a_consistent_ledger(
     tmp_path: Path,
     database_url: str,  # noqa: F811
@@ -206,6 +210,7 @@ def _rendered(url: str, profile: Path) -> str:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
 
 
+@pytest.mark.slow
 def test_the_dashboard_shows_the_analysts_budget_in_headless_chromium(
     server: ServerProcess, tmp_path: Path
 ) -> None:

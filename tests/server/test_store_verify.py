@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from postgres_service import database_url, postgres_url  # noqa: F401  (fixtures)
 
 import privframe as pf
@@ -11,6 +12,7 @@ from privframe.accounting.accountant import Accountant
 from privframe.api.server.store import Store
 
 
+@pytest.mark.slow
 def test_verifying_while_analysts_spend_finds_nothing_wrong(
     database_url: str,  # noqa: F811
 ) -> None:

@@ -119,6 +119,7 @@ def test_successive_calls_are_independent() -> None:
     assert stats.chi2_contingency(table).pvalue > ALPHA
 
 
+@pytest.mark.slow
 def test_exact_path_alone_has_the_right_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
     # Make the float fast path decide nothing: every coin goes to integer arithmetic.
     def undecided(k: np.ndarray, x_hat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -60,26 +60,10 @@ from privframe.accounting.ledger._format import (
     stored_budget,
 )
 from privframe.accounting.ledger._identity import DataIdentity, data_meta
+from privframe.accounting.ledger._sqlite_codes import sqlite_condition
 from privframe.errors import InvalidValueError, LedgerError
 
 __all__ = ["LedgerFile"]
-
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-"""SQLite result codes of a lock held by another connection for longer than the timeout."""
-
-_ENVIRONMENT_CODES = frozenset(
-    {
-        sqlite3.SQLITE_PERM,
-        sqlite3.SQLITE_NOMEM,
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_INTERRUPT,
-        sqlite3.SQLITE_IOERR,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_CANTOPEN,
-        sqlite3.SQLITE_AUTH,
-    }
-)
-"""SQLite result codes of the disk or the operating system refusing, not of a damaged file."""
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -150,11 +134,10 @@ class LedgerFile:
         operating system says so, and other errors mean damage when they come
         from reading what should be a ledger (``damage``), else a failure.
         """
-        code = getattr(err, "sqlite_errorcode", None)
-        primary = None if code is None else code & 0xFF
-        if primary in _BUSY_CODES:
+        condition = sqlite_condition(err)
+        if condition == "busy":
             return self._busy(waited)
-        if primary in _ENVIRONMENT_CODES:
+        if condition == "unusable":
             return self.fail(
                 f"{doing} failed: {err} ({getattr(err, 'sqlite_errorname', 'SQLite error')}). "
                 "Check the disk, its free space and the file's permissions; nothing was "

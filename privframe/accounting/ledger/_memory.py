@@ -43,7 +43,7 @@ Check = Callable[[Fraction, Fraction], None]
 
 
 class Charge(Protocol):
-    """One spend for :meth:`Ledger.append_all`, as :class:`privframe.Spend` holds it."""
+    """One spend for :meth:`Ledger.append_all`, as :class:`privframe.accounting.Spend` holds it."""
 
     @property
     def cost(self) -> zCDP:

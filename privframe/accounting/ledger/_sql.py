@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from privframe.accounting.ledger._sqlite import DEFAULT_TIMEOUT
+from privframe.accounting.ledger._sqlite_codes import sqlite_condition
 from privframe.errors import InvalidArgumentError, InvalidValueError, LedgerError
 
 __all__ = ["SERVER_APPLICATION_ID", "Database", "Transaction", "is_postgres_url"]
@@ -50,17 +51,6 @@ _SCHEMA_LOCK = 0x5046_5356_0001
 """The PostgreSQL advisory lock that serialises creating the schema."""
 _IDLE = 16
 """Connections a :class:`Database` keeps open between transactions."""
-
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-_ENVIRONMENT_CODES = frozenset(
-    {
-        sqlite3.SQLITE_PERM,
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_IOERR,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_CANTOPEN,
-    }
-)
 
 
 def is_postgres_url(url: str) -> bool:
@@ -223,11 +213,10 @@ class Database:
                     "not returned"
                 )
             return self._fail(f"{doing} failed ({type(err).__name__}: {text})")
-        code = getattr(err, "sqlite_errorcode", None)
-        primary = None if code is None else code & 0xFF
-        if primary in _BUSY_CODES:
+        condition = sqlite_condition(err)
+        if condition == "busy":
             return self._fail(busy)
-        if primary in _ENVIRONMENT_CODES:
+        if condition == "unusable":
             return self._fail(
                 f"{doing} failed: {err}. Check the disk, its free space and the file's "
                 "permissions; nothing was recorded"

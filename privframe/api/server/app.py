@@ -11,9 +11,11 @@ runs it: its accountant charges the analyst's ledger in the server's
 database (the grant's budget and the dataset's cap checked in the same
 transaction), and the response is built only after that charge committed.
 
-RefusalErrors are 4xx with ``{"error": {"type", "message"}}``: the type is a
+Every answer other than 200 is ``{"error": {"type", "message"}}``, the
+framework's own (an unknown route, a method a route does not take, an
+invalid query parameter, an unhandled exception) included: the type is a
 :mod:`privframe.errors` class the client raises again, and the message is the
-library's own, which never holds a data value. Every request, answered or
+library's own, which never holds a data value nor repeats the request. Every request, answered or
 refused, is one record of the audit log, holding its route, status, the ρ a
 release asked, and the error type only.
 
@@ -57,9 +59,11 @@ from typing import Any, TypeVar
 import pydantic
 from fastapi import FastAPI
 from fastapi import Request as HTTPRequest
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from polars.exceptions import PanicException
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from privframe import errors
 from privframe.api.server.config import ServerConfig
@@ -82,6 +86,13 @@ _PAGE_POLICY = {
         "img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
     )
 }
+_FAILED = RefusalError(500, "ServerError", "the server failed")
+_FRAMEWORK = {
+    404: "there is no such route; the routes are listed in docs/server.md (The HTTP API)",
+    405: "this route does not take this method; the routes are listed in docs/server.md",
+}
+"""The refusals the framework makes before a route runs, in privframe's own words: its
+default bodies, ``{"detail": ...}``, repeat the request's input for a validation error."""
 _MAX_REQUESTS = 64
 """The most requests one release body may hold (a report's queries)."""
 _DATABASE_DOWN = (
@@ -161,8 +172,16 @@ def _envelope(model: type[_Body], body: Any) -> _Body:
         parsed = model.model_validate(body)
     except pydantic.ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        message = f"the request body's {where}: {first['msg']}"
+        if first["type"] == "extra_forbidden":  # its location is the analyst's own key
+            message = (
+                "the request body has a field this route does not take; it takes "
+                + ", ".join(model.model_fields)
+            )
+        elif first["loc"]:  # the model's field names and list positions; never its input
+            where = ".".join(str(part) for part in first["loc"])
+            message = f"the request body's {where}: {first['msg']}"
+        else:
+            message = "the request body must be a JSON object"
     if message is not None:
         raise RefusalError(400, "InvalidArgumentError", message)
     if parsed.version != WIRE_VERSION:
@@ -218,7 +237,7 @@ async def _answer(
         status, kind, response = public.status, type(err).__name__, _error(public)
     except (Exception, PanicException) as err:  # a bug: its message may hold anything
         status, kind = 500, type(err).__name__
-        response = _error(RefusalError(500, "ServerError", "the server failed"))
+        response = _error(_FAILED)
     detail = "; ".join(part for part in (noted.get("asked", ""), kind) if part)
     try:
         await run_in_threadpool(
@@ -256,6 +275,24 @@ def create_app(
         redoc_url=None,
         lifespan=lifespan,
     )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def framework_refusal(_: HTTPRequest, err: StarletteHTTPException) -> Response:
+        message = _FRAMEWORK.get(err.status_code, f"the request was refused ({err.status_code})")
+        response = _error(RefusalError(err.status_code, "ServerError", message))
+        response.headers.update(err.headers or {})  # 405's Allow
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_parameter(_: HTTPRequest, err: RequestValidationError) -> Response:
+        first = err.errors()[0]  # a declared parameter's name and pydantic's words, no input
+        where = " ".join(str(part) for part in first["loc"])
+        message = f"the request's {where}: {first['msg']}"
+        return _error(RefusalError(400, "InvalidArgumentError", message))
+
+    @app.exception_handler(Exception)
+    async def failure(_: HTTPRequest, __: Exception) -> Response:
+        return _error(_FAILED)  # a bug outside a route's work: its message may hold anything
 
     @app.get("/v1/health")
     async def health() -> dict[str, Any]:

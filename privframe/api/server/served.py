@@ -56,6 +56,7 @@ from privframe.engines.registry import open_input
 from privframe.mechanisms.noise import Randomness
 from privframe.numeric import exact
 from privframe.plan.ir import Bound, Plan
+from privframe.plan.planner import selects
 
 __all__ = ["RefusalError", "Served", "encode_report"]
 
@@ -157,7 +158,11 @@ class Served:
         budget = self.store.budget(analyst, name)
         dataset = self.config.datasets.get(name)
         if dataset is None or budget is None:
-            raise RefusalError(404, "ServerError", f"no dataset {name[:64]!r} is granted to you")
+            raise RefusalError(
+                404,
+                "ServerError",
+                "no such dataset is granted to you; GET /v1/datasets lists the ones that are",
+            )
         return dataset, budget
 
     def session(self, analyst: str, name: str) -> Session:
@@ -223,8 +228,9 @@ class Served:
         session = self.session(analyst, name)
         asked = decode_request(request, session)
         plan, options = asked.query.plan, asked.options
-        delta = session.pipeline.selection_delta(plan, options.delta)
         explanation = session.explain(plan, asked.rho, options.weights, options.delta)
+        # The δ a private selection spends is its cost's δ; a plan that selects nothing spends none.
+        delta = explanation.plan.cost.exact_delta if selects(plan) else None
         return {
             "affordable": encode_number(session.accountant.affordable(asked.rho)),
             "delta": None if delta is None else encode_number(delta),
@@ -238,7 +244,7 @@ class Served:
     ) -> dict[str, Any]:
         """Requests released all or nothing; ``noted["asked"]`` gets their ρ for the audit log.
 
-        The answer is built only once :meth:`Batch.release <privframe.Batch.release>`
+        The answer is built only once :meth:`Batch.release <privframe.plan.release.Batch.release>`
         has returned, that is once the charge is committed to the database.
         """
         session = self.session(analyst, name)

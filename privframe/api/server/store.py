@@ -369,7 +369,7 @@ class Store:
         return sorted(self.ledgers.ledgers(prefix=f"{analyst}/").values())
 
     def ledger(self, analyst: str, dataset: str) -> DatabaseLedger:
-        """The ledger of ``analyst``'s grant on ``dataset``, for an :class:`~privframe.Accountant`.
+        """The ledger of ``analyst``'s grant on ``dataset``, for an accountant to charge.
 
         Raises:
             InvalidValueError: the dataset is not granted to the analyst.
