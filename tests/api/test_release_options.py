@@ -26,7 +26,7 @@ import pytest
 
 import privframe as pf
 from privframe.api.cli import main
-from privframe.api.query import Request
+from privframe.api.query import Query, Request
 from privframe.api.sql import SQLQuery
 from privframe.api.sql_entry import SQLEntry
 from privframe.api.wire import decode_request, encode_request
@@ -74,7 +74,7 @@ def _quiet_seeds() -> None:
     warnings.simplefilter("ignore", pf.SeededRandomnessWarning)
 
 
-def builder(sess: pf.Session) -> pf.query.Query:
+def builder(sess: pf.Session) -> Query:
     return (
         sess.query()
         .bound(max_groups=1, max_rows_per_group=1)
@@ -111,8 +111,8 @@ def test_the_typed_keywords_are_the_options_fields() -> None:
 
 
 CALLS = {
-    "Query.release": pf.query.Query.release,
-    "Query.request": pf.query.Query.request,
+    "Query.release": Query.release,
+    "Query.request": Query.request,
     "SQLQuery.release": SQLQuery.release,
     "SQLQuery.request": SQLQuery.request,
     "Session.sql": SQLEntry.sql,
