@@ -28,7 +28,12 @@ from privframe.api.sql.post import Post, post_processing
 from privframe.api.sql.scope import Scope
 from privframe.api.sql.select_list import select_items
 from privframe.api.sql.sql_query import SQLQuery
-from privframe.api.sql.statement import privacy_clause, refuse_unsupported, select
+from privframe.api.sql.statement import (
+    nesting_error,
+    privacy_clause,
+    refuse_unsupported,
+    select,
+)
 from privframe.errors import InvalidArgumentError, SQLError
 from privframe.plan.ir import Bound
 
@@ -69,7 +74,7 @@ def parse(
     except RecursionError:
         nested = True
     if nested:
-        raise SQLError("the SQL is nested too deeply to translate", construct="nesting")
+        raise nesting_error(text)
     if clause is not None:
         _check_unit_table(clause, scope)
     if options is not None and options.public_groups and post.selection is not None:
