@@ -446,6 +446,20 @@ class Privframe(Dialect):
                 )
             return super().validate_expression(expression, args)
 
+        def expression(
+            self, instance: Any, token: Token | None = None, comments: list[str] | None = None
+        ) -> Any:
+            """A node; ``SELECT DISTINCT``'s is located at its keyword (sqlglot leaves it bare)."""
+            previous = self._prev
+            if (
+                token is None
+                and isinstance(instance, exp.Distinct)
+                and previous is not None
+                and previous.token_type == TokenType.DISTINCT
+            ):
+                token = previous
+            return super().expression(instance, token, comments)
+
         def _parse_hint(self) -> exp.Hint | None:
             """After SELECT: ZetaSQL's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``, else a hint."""
             word = self._next.text.upper() if self._next else ""

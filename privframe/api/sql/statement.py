@@ -138,7 +138,10 @@ def _one_statement(text: str, tokens: Sequence[Token]) -> None:
     found = [s for s in statements if s]
     if not found:
         raise _statements_error(
-            text, None, "there is no statement", "give exactly one SELECT, e.g. SELECT COUNT(*) FROM data"
+            text,
+            None,
+            "there is no statement",
+            "give exactly one SELECT, e.g. SELECT COUNT(*) FROM data",
         )
     if len(found) > 1:
         raise _statements_error(
