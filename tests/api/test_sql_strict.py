@@ -10,7 +10,6 @@ tests/sql_conformance.py and the malformed texts here.
 
 from __future__ import annotations
 
-import polars as pl
 import pytest
 import sql_conformance
 from polars.testing import assert_frame_equal
@@ -99,7 +98,8 @@ def test_malformed_text_is_a_located_syntax_error_and_charges_nothing(case: Malf
     assert err.position == position_of(case.sql, case.at, case.nth), str(err)
     line, column = err.position
     assert f"line {line}, column {column}" in str(err)
-    assert err.__context__ is None and err.__cause__ is None
+    assert err.__context__ is None
+    assert err.__cause__ is None
     assert sess.spent == spent
     assert sess.ledger == ()
 

@@ -65,6 +65,28 @@ def position(node: exp.Expr) -> tuple[int, int] | None:
     return min(found, default=None)
 
 
+def located(node: exp.Expr) -> tuple[int, int] | None:
+    """Where a node is: its :func:`position`, else that of the nearest enclosing node that has one.
+
+    A node sqlglot built from no token of its own (an implicit one) is
+    located at the construct around it, so that every refusal has a position.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import located
+        >>> select = sqlglot.parse_one("SELECT  x FROM data")
+        >>> located(select.args["from_"]), located(select)
+        ((1, 16), (1, 9))
+    """
+    current: exp.Expr | None = node
+    while current is not None:
+        where = position(current)
+        if where is not None:
+            return where
+        current = current.parent
+    return None
+
+
 def unsupported(node: exp.Expr, construct: str, hint: str = "") -> SQLError:
     """An SQLError saying "``construct`` is not supported at <position>", with a hint.
 
@@ -74,7 +96,7 @@ def unsupported(node: exp.Expr, construct: str, hint: str = "") -> SQLError:
         >>> str(unsupported(sqlglot.parse_one("SELECT x"), "SELECT x", "aggregate it"))
         'SELECT x is not supported at line 1, column 8: aggregate it'
     """
-    where = position(node)
+    where = located(node)
     at = f" at line {where[0]}, column {where[1]}" if where else ""
     text = f"{construct} is not supported{at}"
     return SQLError(f"{text}: {hint}" if hint else text, construct=construct, position=where)
@@ -89,7 +111,7 @@ def refuse(node: exp.Expr, construct: str, message: str) -> SQLError:
         >>> str(refuse(sqlglot.parse_one("x"), "IN", "use one type"))
         'use one type (at line 1, column 1)'
     """
-    where = position(node)
+    where = located(node)
     at = f" (at line {where[0]}, column {where[1]})" if where else ""
     return SQLError(f"{message}{at}", construct=construct, position=where)
 

@@ -50,7 +50,6 @@ from privframe.api.sql._common import (
 from privframe.api.sql.dialect import BOUNDED_FUNCTIONS, ORIGINAL_NAME, Clamped
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
-from privframe.errors import SQLError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
 from privframe.plan.aggregates.base import bounded
@@ -80,8 +79,8 @@ def of_expression(node: exp.Expr) -> bool:
     Example:
         >>> import sqlglot
         >>> from privframe.api.sql.calls import of_expression
-        >>> of_expression(sqlglot.parse_one("SUM(x * 2)")), of_expression(sqlglot.parse_one("SUM(x)"))
-        (True, False)
+        >>> [of_expression(sqlglot.parse_one(t)) for t in ("SUM(x * 2)", "SUM(x)")]
+        [True, False]
     """
     if isinstance(node, exp.Count):
         return False  # COUNT(expression) counts its non-NULL rows: it has a name of its own
@@ -395,5 +394,5 @@ def _quantile(
     if median:
         return agg.median(name, column.bounds, **candidates)  # type: ignore[arg-type]
     if isinstance(q, bool) or not isinstance(q, int | float):
-        raise SQLError(f"{what} needs a numeric quantile, got {q!r}", construct=what)
+        raise refuse(target, what, f"{what} needs a numeric quantile, got {q!r}")
     return agg.quantile(name, float(q), column.bounds, **candidates)  # type: ignore[arg-type]

@@ -276,7 +276,7 @@ class Privframe(Dialect):
         def _parse_csv(
             self, parse_method: Callable[[], Any], sep: TokenType = TokenType.COMMA
         ) -> list[Any]:
-            """sqlglot's comma-separated list, refusing an empty item (``a, , b``, ``a,``)."""
+            """A comma-separated list, refusing an empty item (``a, , b``, ``a,``)."""
             item = parse_method()
             items = [] if item is None else [item]
             while self._match(sep):

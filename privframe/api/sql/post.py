@@ -39,6 +39,7 @@ from sqlglot import exp
 
 from privframe.api.sql._common import (
     literal_value,
+    located,
     only,
     position_number,
     resolve,
@@ -62,11 +63,15 @@ __all__ = ["ERROR_SUFFIXES", "Derived", "Post", "post_processing"]
 
 @dataclass(frozen=True)
 class Derived:
-    """A select-list expression, computed on the released table; ``affine`` gives its errors."""
+    """A select-list expression, computed on the released table; ``affine`` gives its errors.
+
+    ``position`` is where it is written, for the refusal of its error columns.
+    """
 
     name: str
     expr: pl.Expr
     affine: Affine | None
+    position: tuple[int, int] | None = None
 
     def error_columns(self, columns: Sequence[str]) -> list[pl.Expr]:
         """Its error columns, from those of its aggregate among ``columns`` (exact ones only)."""
@@ -154,12 +159,20 @@ class Post:
         outputs = [pl.col(group).alias(name) for group, name in self.copies]
         outputs += [d.expr.alias(d.name) for d in self.derived]
         errors = [e for d in self.derived for e in d.error_columns(frame.columns)]
-        clash = [e.meta.output_name() for e in errors if e.meta.output_name() in frame.columns]
+        clash = [
+            (e.meta.output_name(), d.position)
+            for d in self.derived
+            for e in d.error_columns(frame.columns)
+            if e.meta.output_name() in frame.columns
+        ]
         if clash:  # error columns are released only with with_error= or intervals=
+            (name, where), *_ = clash
+            at = f" (at line {where[0]}, column {where[1]})" if where else ""
             raise SQLError(
-                f"the error column {clash[0]!r} of an expression would replace the released "
-                "column of that name: alias one of them",
+                f"the error column {name!r} of an expression would replace the released "
+                f"column of that name: alias one of them{at}",
                 construct="with_error",
+                position=where,
             )
         return frame.with_columns(*outputs, *errors)
 
@@ -183,7 +196,10 @@ def post_processing(
     computed = Released(lambda column: canonical(column).name, by_sql, canonical)
     derived = tuple(
         Derived(
-            i.name, computed.require(i.node, "the select list"), affine(i.node, computed.column_of)
+            i.name,
+            computed.require(i.node, "the select list"),
+            affine(i.node, computed.column_of),
+            located(i.node),
         )
         for i in shown
         if i.aggregate is None and i.group is None
