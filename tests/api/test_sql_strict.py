@@ -70,6 +70,8 @@ MALFORMED = [
         "a comma is expected between select items",
     ),
     Malformed("SELECT SUM() FROM data", "SUM", "SUM is given too few arguments"),
+    Malformed("SELECT", "SELECT", "the select list is empty"),
+    Malformed("SELECT FROM data", "FROM", "the select list is empty"),
     # Located now, without a position before.
     Malformed(
         "SELECT COUNT(*) FROM data WHERE region = 'north",

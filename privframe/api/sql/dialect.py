@@ -301,8 +301,14 @@ class Privframe(Dialect):
             return items
 
         def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
-            """The select list; an item right after another (a missing comma) is refused."""
+            """The select list; empty, or with an item right after another (no comma), refused."""
             projections, exclude = super()._parse_projections()
+            if not projections:
+                raise MalformedError(
+                    "the select list is empty",
+                    "list what to release, e.g. SELECT COUNT(*) FROM data",
+                    self._curr or self._prev,
+                )
             curr = self._curr
             if projections and curr is not None and curr.token_type in _ITEM_STARTS:
                 blamed = curr
