@@ -14,6 +14,7 @@ import pytest
 import sql_conformance
 from polars.testing import assert_frame_equal
 from sql_setup import position_of, session
+from test_sql_bigquery import session as bigquery_session
 from test_sql_refusals import REFUSALS
 
 import privframe as pf
@@ -173,6 +174,22 @@ def test_builder_refusals_are_located(text: str, at: str, message: str) -> None:
         sess.sql(text, rho=0.1)
     assert message in str(info.value)
     assert info.value.position == position_of(text, at), str(info.value)
+    assert sess.ledger == ()
+
+
+@pytest.mark.parametrize(
+    ("clauses", "at"),
+    [("ORDER BY q + 1", "q + 1"), ("HAVING q + 1 = q ORDER BY item", "q + 1")],
+)
+def test_a_post_processing_refusal_is_located(clauses: str, at: str) -> None:
+    # Arithmetic on APPROX_QUANTILES' list fails on the released types, checked before charging.
+    text = (
+        "SELECT item, APPROX_QUANTILES(quantity, 2, 0, 100) AS q FROM data GROUP BY item " + clauses
+    )
+    sess = bigquery_session(keyed=True)
+    with pytest.raises(pf.SQLError, match="cannot run on the released columns") as info:
+        sess.sql(text, rho=0.1)
+    assert info.value.position == position_of(text, at)
     assert sess.ledger == ()
 
 

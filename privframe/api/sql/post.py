@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -112,6 +113,8 @@ class Post:
             without ``delta=`` gets: (message, position).
         requirements: the types the select list's expressions need of the
             released table, then those HAVING and ORDER BY need of it with them.
+        positions: where the select list's first expression, HAVING and ORDER
+            BY are written, to locate a refusal of one of them.
     """
 
     copies: tuple[tuple[str, str], ...]
@@ -124,6 +127,7 @@ class Post:
     notes: tuple[str, ...]
     selection: tuple[str, tuple[int, int] | None] | None
     requirements: tuple[tuple[Requirement, ...], tuple[Requirement, ...]] = ((), ())
+    positions: tuple[tuple[int, int] | None, ...] = (None, None, None)
 
     def finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
         """``frame`` with the select list's columns, after HAVING, ORDER BY and LIMIT.
@@ -151,6 +155,32 @@ class Post:
         suffixes = ERROR_SUFFIXES if with_error else ()
         extra = [f"{c}{s}" for c in self.columns for s in suffixes if f"{c}{s}" in frame.columns]
         return frame.select(*self.columns, *extra)
+
+    def failing(self, frames: Sequence[pl.DataFrame], with_error: bool) -> tuple[int, int] | None:
+        """Where :meth:`finish` fails on ``frames`` (made-up, public values).
+
+        At the first part that fails alone: the select list's expressions,
+        HAVING, then ORDER BY.
+
+        Example:
+            >>> import polars as pl
+            >>> from privframe.api.sql.post import Post
+            >>> post = Post((), (), ("n",), pl.col("n").str.len_chars() > 1, (), None, None, (),
+            ...             None, positions=(None, (1, 40), None))
+            >>> post.failing([pl.DataFrame({"n": [0]})], with_error=False)
+            (1, 40)
+        """
+        parts = [
+            dataclasses.replace(self, having=None, order=()),
+            dataclasses.replace(self, order=()),
+        ]
+        for part, where in zip(parts, self.positions, strict=False):
+            try:
+                for frame in frames:
+                    part.finish(frame, with_error)
+            except pl.exceptions.PolarsError:
+                return where
+        return self.positions[2]
 
     def _outputs(self, frame: pl.DataFrame) -> pl.DataFrame:
         """``frame`` with the group columns' copies and the select list's expressions."""
@@ -221,6 +251,11 @@ def post_processing(
         # Private selection needs delta= on the call: the refusal, kept for release.
         selection=None if selection is None else (str(selection), selection.position),
         requirements=(tuple(computed.requirements), tuple(outputs.requirements)),
+        positions=(
+            derived[0].position if derived else None,
+            None if having is None else located(having.this),
+            None if order is None else located(order.expressions[0]),
+        ),
     )
 
 
