@@ -193,6 +193,17 @@ def test_a_post_processing_refusal_is_located(clauses: str, at: str) -> None:
     assert sess.ledger == ()
 
 
+def test_metadata_keys_that_differ_only_in_case_are_refused_where_the_query_names_one() -> None:
+    sess = session(
+        metadata={"Ab": pf.Column(bounds=(0, 1)), "aB": pf.Column(bounds=(0, 2))},
+    )
+    text = "SELECT SUM(amount * 2) AS ab FROM data"
+    with pytest.raises(pf.SQLError, match="differ only in case") as info:
+        sess.sql(text, rho=0.1)
+    assert info.value.position == position_of(text, "amount")  # the argument the bounds are for
+    assert sess.ledger == ()
+
+
 def test_very_deep_nesting_is_located() -> None:
     text = "SELECT COUNT(*) FROM data WHERE " + "(" * 3000 + "age > 1" + ")" * 3000
     with pytest.raises(pf.SQLError, match="nested too deeply") as info:

@@ -228,7 +228,7 @@ def _bounds(node: exp.Expr, alias: str | None, what: str, scope: Scope) -> Colum
     shadows = alias is not None and alias != own and scope.taken(alias)
     names = [n for n in (own, None if shadows else alias) if n]
     for name in names:
-        column = scope.metadata(name)
+        column = scope.metadata(name, node)
         if column is not None and column.bounds is not None:
             return column
     raise refuse(node, what, _needs_bounds(what, names, alias if shadows else None))

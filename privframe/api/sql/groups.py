@@ -125,7 +125,7 @@ def public_keys(
     privately, which spends δ: the refusal is kept, not raised, so that
     ``explain`` still works and a release with ``delta=`` goes ahead.
     """
-    given = {name: scope.metadata(name) for name in groups}
+    given = {name: scope.metadata(name, select.args["group"]) for name in groups}
     keyed = {n: list(c.keys) for n, c in given.items() if c is not None and c.keys is not None}
     if len(keyed) == len(groups):
         return product(**keyed), None
