@@ -71,6 +71,13 @@ MALFORMED = [
         "a comma is expected between select items",
     ),
     Malformed("SELECT SUM() FROM data", "SUM", "SUM is given too few arguments"),
+    Malformed("SELECT COUNT(*) FROM data AS", "AS", "AS has no name after it"),
+    Malformed("SELECT COUNT(*) AS FROM data", "AS", "AS has no name after it"),
+    Malformed("SELECT COUNT(*) FROM data WHERE age > 1 AND", "AND", "'AND' has no operand"),
+    Malformed("SELECT COUNT(*) FROM data WHERE NOT", "NOT", "'NOT' has no operand"),
+    Malformed("SELECT COUNT(*) FROM data WHERE age + > 1", "+", "'+' has no operand"),
+    Malformed("SELECT CASE WHEN THEN 1 END, COUNT(*) FROM data", "1", "a WHEN of CASE"),
+    Malformed("SELECT COUNT(*) FROM data WHERE (age > 1", "(", "is never closed", nth=1),
     Malformed("SELECT", "SELECT", "the select list is empty"),
     Malformed("SELECT FROM data", "FROM", "the select list is empty"),
     # Located now, without a position before.

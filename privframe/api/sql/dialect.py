@@ -40,7 +40,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar
 
 from sqlglot import exp, parser
@@ -85,14 +85,15 @@ class MalformedError(ParseError):
 
     A ParseError, so that the parser's backtracking treats it as any syntax
     error; it carries what is wrong, what to write instead and the token to
-    blame (None until the function call it is raised in fills in its name).
+    blame (a function call's own refusal is moved to the call's name).
     """
 
-    def __init__(self, problem: str, hint: str, token: Token | None = None) -> None:
+    def __init__(self, problem: str, hint: str, token: Token, call: bool = False) -> None:
         super().__init__(f"{problem}: {hint}")
         self.problem = problem
         self.hint = hint
         self.token = token
+        self.call = call  # about a function call: the call's parser puts it at the name
 
 
 class DialectRefusalError(ParseError):
@@ -117,6 +118,26 @@ _CLAUSES: dict[type[exp.Expr], tuple[str, str]] = {
     exp.Limit: ("LIMIT", "give the number of rows, e.g. LIMIT 10"),
     exp.Offset: ("OFFSET", "give the number of rows to skip, e.g. OFFSET 10"),
 }
+
+# Clause keywords: after AS, one of them is a missing alias, not an alias.
+_CLAUSE_WORDS = (
+    TokenType.FROM,
+    TokenType.WHERE,
+    TokenType.GROUP_BY,
+    TokenType.ORDER_BY,
+    TokenType.HAVING,
+    TokenType.LIMIT,
+    TokenType.OFFSET,
+    TokenType.JOIN,
+    TokenType.ON,
+    TokenType.USING,
+    TokenType.UNION,
+    TokenType.SELECT,
+)
+
+# Nodes of operators (``+``, ``AND``, ``NOT``, ``BETWEEN ... AND``): with an operand missing,
+# the operator just read is the one to blame.
+_OPERATORS = (exp.Binary, exp.Unary, exp.Between)
 
 # Tokens that start an expression and never a clause: after a complete select item, one of
 # them means a comma is missing.
@@ -381,6 +402,34 @@ class Privframe(Dialect):
                 )
             return group
 
+        def _parse_alias(self, this: exp.Expr | None, explicit: bool = False) -> exp.Expr | None:
+            """An item's alias; AS with no name after it is refused (see :meth:`_named`)."""
+            keyword, after = self._curr, self._next
+            return self._named(keyword, after, super()._parse_alias(this, explicit))
+
+        def _parse_table_alias(
+            self, alias_tokens: Collection[TokenType] | None = None
+        ) -> exp.TableAlias | None:
+            """A table's alias; AS with no name after it is refused (see :meth:`_named`)."""
+            keyword, after = self._curr, self._next
+            return self._named(keyword, after, super()._parse_table_alias(alias_tokens))
+
+        def _named(self, keyword: Token | None, after: Token | None, result: Any) -> Any:
+            """``result``, unless ``keyword`` was an AS followed by no name or by a clause word.
+
+            sqlglot skips ``FROM data AS`` and reads ``COUNT(*) AS FROM data`` as
+            the alias FROM.
+            """
+            if keyword is None or keyword.token_type != TokenType.ALIAS:
+                return result
+            if after is None or self._prev is keyword or after.token_type in _CLAUSE_WORDS:
+                raise MalformedError(
+                    "AS has no name after it",
+                    "write the name after AS (in double quotes to use a keyword as a name)",
+                    keyword,
+                )
+            return result
+
         def _parse_paren(self) -> exp.Expr | None:
             """A parenthesized expression or tuple; ``()`` is refused."""
             start = self._curr
@@ -402,7 +451,7 @@ class Privframe(Dialect):
             try:
                 result = super()._parse_function_call(*args, **kwargs)
             except MalformedError as err:
-                if err.token is not None or token is None:
+                if not err.call or token is None:
                     raise
                 raise MalformedError(err.problem, err.hint, token) from None
             call = result
@@ -432,10 +481,23 @@ class Privframe(Dialect):
             if isinstance(expression.args.get("this"), Clamped):
                 args = None
             kind = type(expression)
-            if kind in _CLAUSES and expression.error_messages(args):
+            problems = expression.error_messages(args)
+            if kind in _CLAUSES and problems:
                 keyword, hint = _CLAUSES[kind]
                 raise MalformedError(
                     f"{keyword} has nothing after it", f"{hint}, or remove {keyword}", self._prev
+                )
+            if problems and isinstance(expression, exp.If):
+                raise MalformedError(
+                    "a WHEN of CASE is incomplete",
+                    "write CASE WHEN condition THEN value [ELSE value] END",
+                    self._prev,
+                )
+            if problems and isinstance(expression, _OPERATORS):
+                raise MalformedError(
+                    f"{self._prev.text!r} has no operand after it",
+                    "complete the expression, or remove the operator",
+                    self._prev,
                 )
             if isinstance(expression, exp.In) and not any(
                 expression.args.get(part) for part in ("expressions", "query", "unnest", "field")
@@ -443,12 +505,14 @@ class Privframe(Dialect):
                 raise MalformedError(
                     "IN () lists no values", "list one or more, e.g. IN ('a', 'b')", self._prev
                 )
-            if isinstance(expression, exp.Func) and (problems := expression.error_messages(args)):
+            if problems and isinstance(expression, exp.Func):
                 name = expression.meta.get(ORIGINAL_NAME) or expression.sql_name()
                 too_many = any("greater than the maximum" in p for p in problems)
                 raise MalformedError(
                     f"{name} is given {'too many arguments' if too_many else 'too few arguments'}",
                     "see the functions and their arguments in docs/sql.md",
+                    self._prev,
+                    call=True,
                 )
             return super().validate_expression(expression, args)
 

@@ -295,20 +295,7 @@ def _syntax_error(
     """
     if not tokens:  # nothing to parse was refused by _one_statement
         return SQLError(f"the SQL does not parse: {err}", construct="syntax", position=(1, 1))
-    if isinstance(err, MalformedError) and err.token is not None:
-        blamed = err.token
-        stop = next((i for i, t in enumerate(tokens) if t.start >= blamed.start), len(tokens) - 1)
-        problem = f"{err.problem} at line {{line}}, column {{column}}: {err.hint}"
-    else:
-        detail = (getattr(err, "errors", None) or [{}])[0]
-        line, col = detail.get("line") or 1, detail.get("col") or 1
-        # sqlglot's (line, col) is the last character of the token it stopped at.
-        stop = next(
-            (i for i, t in enumerate(tokens) if (t.line, t.col) >= (line, col)), len(tokens) - 1
-        )
-        blamed = tokens[stop]
-        described = _RAW_TOKEN.sub(_token_words, str(detail.get("description") or "invalid SQL"))
-        problem = f"{described} {blamed.text!r} at line {{line}}, column {{column}}"
+    stop, before, after = _failure(tokens, err)
     foreign = _foreign(text, tokens, stop)
     if foreign is not None:
         return foreign
@@ -325,12 +312,46 @@ def _syntax_error(
                 construct="syntax",
                 position=where,
             )
-    where = _located(text, blamed.start)
+    where = _located(text, tokens[stop].start)
     return SQLError(
-        "the SQL does not parse: " + problem.format(line=where[0], column=where[1]),
+        f"the SQL does not parse: {before} at line {where[0]}, column {where[1]}{after}",
         construct="syntax",
         position=where,
     )
+
+
+def _failure(tokens: Sequence[Token], err: sqlglot.errors.SqlglotError) -> tuple[int, str, str]:
+    """The index of the token to blame, and what to say before and after its position."""
+    if isinstance(err, MalformedError):
+        stop = next((i for i, t in enumerate(tokens) if t.start >= err.token.start), 0)
+        return stop, err.problem, f": {err.hint}"
+    detail = (getattr(err, "errors", None) or [{}])[0]
+    line, col = detail.get("line") or 1, detail.get("col") or 1
+    # sqlglot's (line, col) is the last character of the token it stopped at.
+    stop = next(
+        (i for i, t in enumerate(tokens) if (t.line, t.col) >= (line, col)), len(tokens) - 1
+    )
+    described = _RAW_TOKEN.sub(_token_words, str(detail.get("description") or "invalid SQL"))
+    expected = re.fullmatch(r"Expecting (\S+)", described)
+    unclosed = _unclosed(tokens)
+    if expected is not None and expected[1] == ")" and unclosed is not None:
+        return tokens.index(unclosed), "the '(' that starts", " is never closed: add ')'"
+    if expected is not None:
+        described = f"{expected[1]!r} is expected before"
+    elif described.startswith("Invalid expression / Unexpected token"):
+        described = "nothing of a SELECT can follow there:"
+    return stop, f"{described} {tokens[stop].text!r}", ""
+
+
+def _unclosed(tokens: Sequence[Token]) -> Token | None:
+    """The innermost ``(`` that no ``)`` closes, if any."""
+    opened: list[Token] = []
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            opened.append(token)
+        elif token.token_type == TokenType.R_PAREN and opened:
+            opened.pop()
+    return opened[-1] if opened else None
 
 
 # A token as sqlglot's messages show it: <Token token_type: TokenType.VAR, text: x, ...>.
