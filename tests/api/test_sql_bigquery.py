@@ -572,7 +572,8 @@ def test_a_qualified_privacy_unit_column_must_be_the_private_tables(
 
 def test_explain_states_a_selecting_options_query_at_its_own_delta_within_its_epsilon() -> None:
     sess = session(pf.zCDP(10.0, delta=0.01), contributions=pf.Bound(max_rows_per_group=3))
-    text = f"{DP.replace('epsilon=2, delta=1e-5', 'epsilon=2, delta=1e-3')}) item, COUNT(*, "
+    options = DP.replace("epsilon=2, delta=1e-5", "epsilon=2, delta=1e-3").removesuffix(", ")
+    text = f"{options}) item, COUNT(*, "
     text += "contribution_bounds_per_group => (0, 3)) AS n FROM data GROUP BY item"
     explained = sess.parse_sql(text).explain()
     assert explained.plan.selection is not None

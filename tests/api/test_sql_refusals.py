@@ -155,8 +155,9 @@ REFUSALS = [
         "two_statements",
         "SELECT COUNT(*) FROM data; SELECT COUNT(*) FROM data",
         "statements",
-        None,
+        "SELECT",
         message="exactly one SELECT",
+        nth=1,
         named=False,
     ),
     Refusal(
@@ -426,14 +427,14 @@ REFUSALS = [
         "cast_date",
         "SELECT COUNT(*) FROM data WHERE CAST(age AS DATE) IS NULL",
         "CAST to DATE",
-        "age",
+        "CAST",
         message="cast to one of",
     ),
     Refusal(
         "cast_timestamp",
         "SELECT COUNT(*) FROM data WHERE CAST(age AS TIMESTAMP) IS NULL",
         "CAST to TIMESTAMP",
-        "age",
+        "CAST",
     ),
     Refusal(
         "sum_without_bounds",

@@ -195,8 +195,8 @@ def test_a_subquery_may_respell_a_column_and_a_public_table_may_be_called_data()
             "SELECT COUNT(*) FROM data JOIN zones USING (sex)",
             "JOIN 'zones'",
         ),
-        ("SELECT uid, COUNT(*) FROM (SELECT pid AS uid FROM data) AS s GROUP BY uid", "query"),
-        ("SELECT CAST(pid AS VARCHAR) AS p, COUNT(*) FROM data GROUP BY p", "query"),
+        ("SELECT uid, COUNT(*) FROM (SELECT pid AS uid FROM data) AS s GROUP BY uid", "GROUP BY"),
+        ("SELECT CAST(pid AS VARCHAR) AS p, COUNT(*) FROM data GROUP BY p", "GROUP BY"),
     ],
 )
 def test_what_would_hide_or_copy_a_column_is_refused(text: str, construct: str) -> None:

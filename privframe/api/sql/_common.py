@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from sqlglot import exp
 
+from privframe.api.sql.dialect import ORIGINAL_NAME
 from privframe.errors import (
     NAMES_WITHHELD,
     InvalidArgumentError,
@@ -64,6 +65,28 @@ def position(node: exp.Expr) -> tuple[int, int] | None:
     return min(found, default=None)
 
 
+def located(node: exp.Expr) -> tuple[int, int] | None:
+    """Where a node is: its :func:`position`, else that of the nearest enclosing node that has one.
+
+    A node sqlglot built from no token of its own (an implicit one) is
+    located at the construct around it, so that every refusal has a position.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import located
+        >>> select = sqlglot.parse_one("SELECT  x FROM data")
+        >>> located(select.args["from_"]), located(select)
+        ((1, 16), (1, 9))
+    """
+    current: exp.Expr | None = node
+    while current is not None:
+        where = position(current)
+        if where is not None:
+            return where
+        current = current.parent
+    return None
+
+
 def unsupported(node: exp.Expr, construct: str, hint: str = "") -> SQLError:
     """An SQLError saying "``construct`` is not supported at <position>", with a hint.
 
@@ -73,7 +96,7 @@ def unsupported(node: exp.Expr, construct: str, hint: str = "") -> SQLError:
         >>> str(unsupported(sqlglot.parse_one("SELECT x"), "SELECT x", "aggregate it"))
         'SELECT x is not supported at line 1, column 8: aggregate it'
     """
-    where = position(node)
+    where = located(node)
     at = f" at line {where[0]}, column {where[1]}" if where else ""
     text = f"{construct} is not supported{at}"
     return SQLError(f"{text}: {hint}" if hint else text, construct=construct, position=where)
@@ -88,7 +111,7 @@ def refuse(node: exp.Expr, construct: str, message: str) -> SQLError:
         >>> str(refuse(sqlglot.parse_one("x"), "IN", "use one type"))
         'use one type (at line 1, column 1)'
     """
-    where = position(node)
+    where = located(node)
     at = f" (at line {where[0]}, column {where[1]})" if where else ""
     return SQLError(f"{message}{at}", construct=construct, position=where)
 
@@ -126,11 +149,30 @@ def construct(node: exp.Expr) -> str:
         return "a window function (OVER ...)"
     if isinstance(node, exp.Subquery):
         return "a subquery"
-    if isinstance(node, exp.Anonymous):
-        return f"the function {str(node.name).upper()}"
     if isinstance(node, exp.Func):
-        return f"the function {node.sql_name()}"
+        return f"the function {written(node)}"
     return node.key.upper().replace("_", " ")
+
+
+def written(node: exp.Expr) -> str:
+    """The name a function call was written with (``STRING_AGG``, ``ANON_SUM``), else its node's.
+
+    sqlglot names a call by its canonical function (``STRING_AGG`` is
+    ``GROUP_CONCAT``); the dialect keeps the name as written in the node's meta.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import written
+        >>> from privframe.api.sql.dialect import Privframe
+        >>> written(sqlglot.parse_one("string_agg(x, ',')", read=Privframe))
+        'STRING_AGG'
+    """
+    name = node.meta.get(ORIGINAL_NAME)
+    if name:
+        return str(name)
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).upper()
+    return node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
 
 
 # ------------------------------------------------------------------ names
@@ -313,23 +355,26 @@ def position_number(node: exp.Literal, clause: str) -> int:
 T = TypeVar("T")
 
 
-def builder_refusal(compute: Callable[[], T], lead: str) -> T:
+def builder_refusal(
+    compute: Callable[[], T], lead: str, node: exp.Expr | None = None, what: str = "query"
+) -> T:
     """``compute()``, with a builder refusal of what the SQL asked re-raised as an SQLError.
 
     The builder checks the plan against the public schema only (e.g. a type
     mismatch in WHERE), so its message is kept, after ``lead``; every refused
-    SQL query raises SQLError naming the construct.
+    SQL query raises SQLError naming the construct, ``what``, at ``node``.
 
     Example:
+        >>> import sqlglot
         >>> from privframe.api.sql._common import builder_refusal
         >>> from privframe.errors import InvalidValueError, SQLError
         >>> def bad() -> None:
         ...     raise InvalidValueError("no aggregates")
         >>> try:
-        ...     builder_refusal(bad, "the query cannot be built")
+        ...     builder_refusal(bad, "the query cannot be built", sqlglot.parse_one("SELECT 1"))
         ... except SQLError as err:
         ...     print(err, "|", err.construct)
-        the query cannot be built: no aggregates | query
+        the query cannot be built: no aggregates (at line 1, column 8) | query
     """
     refusal = None
     try:
@@ -339,4 +384,6 @@ def builder_refusal(compute: Callable[[], T], lead: str) -> T:
     except (InvalidArgumentError, InvalidValueError) as err:
         refusal = str(err)
     # Raised outside the handler, so the builder's error is not kept as its context.
-    raise SQLError(f"{lead}: {refusal}", construct="query")
+    if node is None:
+        raise SQLError(f"{lead}: {refusal}", construct=what)
+    raise refuse(node, what, f"{lead}: {refusal}")

@@ -45,26 +45,54 @@ from privframe.api.sql._common import (
     literal_value,
     refuse,
     unsupported,
+    written,
 )
 from privframe.api.sql.dialect import BOUNDED_FUNCTIONS, ORIGINAL_NAME, Clamped
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
-from privframe.errors import SQLError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
 from privframe.plan.aggregates.base import bounded
 
 
-def aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str | None) -> Aggregate:
+def aggregate(
+    node: exp.Expr, alias: str | None, scope: Scope, unit: str | None, name: str | None = None
+) -> Aggregate:
     """The builder aggregate of the SQL aggregate call ``node``, named ``alias`` if given.
 
     ``unit`` is the privacy unit (``COUNT(DISTINCT unit)`` counts units).
+    ``name`` names an unaliased aggregate of an expression (``SUM(x * 2, 0,
+    200)`` is ``f0_``, as BigQuery names it); unlike an alias, it lends no
+    metadata: such an aggregate has its bounds in the call or from a CASE.
 
     Raises:
         SQLError: ``node`` is no supported aggregate, or a bound it needs is missing.
     """
-    result = _base_aggregate(node, alias, scope, unit)
-    return result.alias(alias) if alias is not None else result
+    label = alias or (name if of_expression(node) else None)
+    result = _base_aggregate(node, alias, scope, unit, label)
+    return result.alias(label) if label is not None else result
+
+
+def of_expression(node: exp.Expr) -> bool:
+    """Whether an aggregate call reads an expression (``SUM(x * 2)``), not a column or ``*``.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.calls import of_expression
+        >>> [of_expression(sqlglot.parse_one(t)) for t in ("SUM(x * 2)", "SUM(x)")]
+        [True, False]
+    """
+    if isinstance(node, exp.Count):
+        return False  # COUNT(expression) counts its non-NULL rows: it has a name of its own
+    target = node.this
+    if isinstance(node, exp.WithinGroup):
+        order = node.expression
+        target = order.expressions[0].this if isinstance(order, exp.Order) else None
+    if isinstance(target, Clamped):
+        target = target.this
+    return isinstance(target, exp.Expr) and not isinstance(
+        target, exp.Column | exp.Star | exp.Distinct
+    )
 
 
 def _family(node: exp.Func) -> type[Bounded] | None:
@@ -78,32 +106,34 @@ def _family(node: exp.Func) -> type[Bounded] | None:
     return next((f for f in FAMILIES if issubclass(f, Bounded) and name in f.sql_functions), None)
 
 
-def _base_aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str | None) -> Aggregate:
+def _base_aggregate(
+    node: exp.Expr, alias: str | None, scope: Scope, unit: str | None, name: str | None
+) -> Aggregate:
     if isinstance(node, exp.Count):
         return _count(node, alias, scope, unit)
     if isinstance(node, exp.Anonymous) and node.name.upper() == "MEAN":
         node = exp.Avg(this=node.expressions[0]) if len(node.expressions) == 1 else node
     if isinstance(node, exp.Func) and (family := _family(node)) is not None:
         argument = node.this
-        what = written_name(node)
+        what = written(node)
         if isinstance(argument, exp.Distinct):
             raise unsupported(node, f"{what}(DISTINCT ...)")
         column = _bounds(argument, alias, what, scope)
-        return bounded(family, _value_column(argument, alias, what, scope), column.bounds)
-    return _quantile_call(node, alias, scope)
+        return bounded(family, _value_column(argument, name, what, scope), column.bounds)
+    return _quantile_call(node, alias, scope, name)
 
 
-def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope) -> Aggregate:
+def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope, name: str | None) -> Aggregate:
     """MEDIAN, QUANTILE, PERCENTILE_CONT (both forms); the array quantiles are refused."""
     if isinstance(node, exp.Median):
-        return _quantile(node.this, 0.5, alias, "MEDIAN", scope, median=True)
+        return _quantile(node.this, 0.5, alias, name, "MEDIAN", scope, median=True)
     if isinstance(node, exp.Quantile | exp.ApproxQuantile):
         q = literal_value(node.args["quantile"])
-        return _quantile(node.this, q, alias, node.sql_name(), scope)
+        return _quantile(node.this, q, alias, name, written(node), scope)
     if isinstance(node, exp.PercentileCont) and node.expression is not None:
         # PERCENTILE_CONT(x, q): BigQuery's and ZetaSQL's comma form.
         return _quantile(
-            node.this, literal_value(node.expression), alias, written_name(node), scope
+            node.this, literal_value(node.expression), alias, name, written(node), scope
         )
     if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
         order = node.expression
@@ -111,9 +141,9 @@ def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope) -> Aggregate
             raise unsupported(node, "PERCENTILE_CONT without one ORDER BY column")
         target = order.expressions[0].this
         q = literal_value(node.this.this)
-        return _quantile(target, q, alias, "PERCENTILE_CONT", scope)
+        return _quantile(target, q, alias, name, "PERCENTILE_CONT", scope)
     if isinstance(node, exp.ApproxQuantiles):
-        what = written_name(node)
+        what = written(node)
         raise unsupported(
             node,
             f"{what} inside an expression",
@@ -154,7 +184,7 @@ def quantile_list(node: exp.Expr) -> exp.Expr:
     """
     if not isinstance(node, exp.ApproxQuantiles):
         return node
-    what = written_name(node)
+    what = written(node)
     if node.expression is None or isinstance(node.this, exp.Distinct):
         raise unsupported(node, f"this {what}", f"write {what}(x, n), n the number of parts")
     n = literal_value(node.expression)
@@ -174,22 +204,6 @@ def quantile_list(node: exp.Expr) -> exp.Expr:
     return array
 
 
-def written_name(node: exp.Expr) -> str:
-    """The function name ``node`` was written with (``ANON_SUM``), else its SQL name.
-
-    Example:
-        >>> import sqlglot
-        >>> from privframe.api.sql.calls import written_name
-        >>> from privframe.api.sql.dialect import Privframe
-        >>> written_name(sqlglot.parse_one("ANON_AVG(x CLAMPED BETWEEN 0 AND 1)", read=Privframe))
-        'ANON_AVG'
-    """
-    name = node.meta.get(ORIGINAL_NAME)
-    if name:
-        return str(name)
-    return node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
-
-
 def _bounds(node: exp.Expr, alias: str | None, what: str, scope: Scope) -> Column:
     """The bounds of an aggregate's argument: in the call, else from the argument itself.
 
@@ -204,15 +218,17 @@ def _bounds(node: exp.Expr, alias: str | None, what: str, scope: Scope) -> Colum
         return Column(bounds=_literal_bounds(node, what))
     if isinstance(node, exp.Distinct):
         raise unsupported(node, f"{what}(DISTINCT ...)")
-    # Every column named must exist before bounds are asked for: a typo is the cause.
+    # Every column named must exist, and the expression be one privframe computes, before
+    # bounds are asked for: a typo or UPPER(...) is the cause, not the missing bounds.
     scope.canonical(node)
+    scope.rows(node)
     own = scope.column(node) if isinstance(node, exp.Column) else None
     if own is None and (literal := _case_bounds(node)) is not None:
         return Column(bounds=literal)
     shadows = alias is not None and alias != own and scope.taken(alias)
     names = [n for n in (own, None if shadows else alias) if n]
     for name in names:
-        column = scope.metadata(name)
+        column = scope.metadata(name, node)
         if column is not None and column.bounds is not None:
             return column
     raise refuse(node, what, _needs_bounds(what, names, alias if shadows else None))
@@ -267,14 +283,13 @@ def _case_bounds(node: exp.Expr) -> tuple[float, float] | None:
     return min(values), max(values)
 
 
-def _value_column(node: exp.Expr, alias: str | None, what: str, scope: Scope) -> str:
+def _value_column(node: exp.Expr, name: str | None, what: str, scope: Scope) -> str:
+    """The column an aggregate reads: its argument's, or one derived under ``name``."""
     if isinstance(node, Clamped):
         node = node.this
     if isinstance(node, exp.Column):
         return scope.column(node)
-    if alias is None:
-        raise refuse(node, what, f"{what} of an expression needs an alias (AS name) for its bounds")
-    return scope.derive(scope.rows(node), alias)
+    return scope.derive(scope.rows(node), name or f"{what.lower()}_value")
 
 
 def _count(node: exp.Count, alias: str | None, scope: Scope, unit: str | None) -> Aggregate:
@@ -368,15 +383,16 @@ def _quantile(
     target: exp.Expr,
     q: Any,
     alias: str | None,
+    unnamed: str | None,
     what: str,
     scope: Scope,
     median: bool = False,
 ) -> Aggregate:
     column = _bounds(target, alias, what, scope)
-    name = _value_column(target, alias, what, scope)
+    name = _value_column(target, unnamed, what, scope)
     candidates = {"candidates": column.candidates} if column.candidates else {}
     if median:
         return agg.median(name, column.bounds, **candidates)  # type: ignore[arg-type]
     if isinstance(q, bool) or not isinstance(q, int | float):
-        raise SQLError(f"{what} needs a numeric quantile, got {q!r}", construct=what)
+        raise refuse(target, what, f"{what} needs a numeric quantile, got {q!r}")
     return agg.quantile(name, float(q), column.bounds, **candidates)  # type: ignore[arg-type]

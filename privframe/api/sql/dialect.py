@@ -17,6 +17,15 @@ nothing is rewritten in the text and every error keeps its position:
 * SmartNoise's (T-SQL's) ``SELECT TOP n``: a LIMIT marked ``top``; TOP and
   LIMIT together are refused.
 
+And it is strict where sqlglot is lenient, so that malformed text is a syntax
+error (:class:`MalformedError`) instead of a query that runs and is charged:
+an empty item in a comma-separated list (``SELECT , COUNT(*)``, ``SUM(x,)``,
+``GROUP BY a,``, ``FROM data,``), a clause with nothing after it (``GROUP
+BY``, ``ORDER BY``, ``WHERE``), empty parentheses or ``IN ()``, ``COUNT()``,
+and two select items without a comma between them (``SELECT region
+COUNT(*)``). Every function call keeps the name it was written with
+(``STRING_AGG``, which sqlglot calls ``GROUP_CONCAT``) and its position.
+
 References: ZetaSQL, docs/query-syntax.md (Differential privacy clause) and
 docs/aggregate-dp-functions.md; BigQuery, "Differentially private aggregate
 functions"; SmartNoise SQL, docs "SQL reference" (TOP, SUM bounds).
@@ -31,7 +40,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar
 
 from sqlglot import exp, parser
@@ -71,6 +80,22 @@ class PrivacyClause(exp.Hint):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False}
 
 
+class MalformedError(ParseError):
+    """Text that sqlglot's lenient grammar would read, but that is no well-formed SQL.
+
+    A ParseError, so that the parser's backtracking treats it as any syntax
+    error; it carries what is wrong, what to write instead and the token to
+    blame (a function call's own refusal is moved to the call's name).
+    """
+
+    def __init__(self, problem: str, hint: str, token: Token, call: bool = False) -> None:
+        super().__init__(f"{problem}: {hint}")
+        self.problem = problem
+        self.hint = hint
+        self.token = token
+        self.call = call  # about a function call: the call's parser puts it at the name
+
+
 class DialectRefusalError(ParseError):
     """A construct of another dialect that parses into nothing privframe can run.
 
@@ -83,6 +108,51 @@ class DialectRefusalError(ParseError):
         self.construct = construct
         self.hint = hint
         self.token = token
+
+
+# The clauses sqlglot builds even with nothing after their keyword, and what to write there.
+_CLAUSES: dict[type[exp.Expr], tuple[str, str]] = {
+    exp.Where: ("WHERE", "give a condition, e.g. WHERE age >= 18"),
+    exp.Having: ("HAVING", "give a condition on released values, e.g. HAVING COUNT(*) > 10"),
+    exp.Order: ("ORDER BY", "give the outputs to sort by, e.g. ORDER BY n DESC"),
+    exp.Limit: ("LIMIT", "give the number of rows, e.g. LIMIT 10"),
+    exp.Offset: ("OFFSET", "give the number of rows to skip, e.g. OFFSET 10"),
+}
+
+# Clause keywords: after AS, one of them is a missing alias, not an alias.
+_CLAUSE_WORDS = (
+    TokenType.FROM,
+    TokenType.WHERE,
+    TokenType.GROUP_BY,
+    TokenType.ORDER_BY,
+    TokenType.HAVING,
+    TokenType.LIMIT,
+    TokenType.OFFSET,
+    TokenType.JOIN,
+    TokenType.ON,
+    TokenType.USING,
+    TokenType.UNION,
+    TokenType.SELECT,
+)
+
+# Nodes of operators (``+``, ``AND``, ``NOT``, ``BETWEEN ... AND``): with an operand missing,
+# the operator just read is the one to blame.
+_OPERATORS = (exp.Binary, exp.Unary, exp.Between)
+
+# Tokens that start an expression and never a clause: after a complete select item, one of
+# them means a comma is missing.
+_ITEM_STARTS = (
+    TokenType.VAR,
+    TokenType.IDENTIFIER,
+    TokenType.NUMBER,
+    TokenType.STRING,
+    TokenType.L_PAREN,
+    TokenType.STAR,
+    TokenType.CASE,
+    TokenType.NULL,
+    TokenType.TRUE,
+    TokenType.FALSE,
+)
 
 
 def _written(node: exp.Expr, name: str) -> exp.Expr:
@@ -224,15 +294,241 @@ class Privframe(Dialect):
                 )
             return _written(self.expression(make(this=this, **extra)), name)
 
+        def _parse_csv(
+            self, parse_method: Callable[[], Any], sep: TokenType = TokenType.COMMA
+        ) -> list[Any]:
+            """A comma-separated list, refusing an empty item (``a, , b``, ``a,``)."""
+            item = parse_method()
+            items = [] if item is None else [item]
+            while self._match(sep):
+                separator = self._prev
+                if item is None:
+                    raise MalformedError(
+                        f"nothing comes before {separator.text!r}",
+                        "write the item before it, or remove it",
+                        separator,
+                    )
+                if isinstance(item, exp.Expr):
+                    self._add_comments(item)
+                item = parse_method()
+                if item is None:
+                    raise MalformedError(
+                        f"nothing follows {separator.text!r}",
+                        "write the next item after it, or remove it (no list ends with "
+                        f"{separator.text!r})",
+                        separator,
+                    )
+                items.append(item)
+            return items
+
+        def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
+            """The select list; empty, or with an item right after another (no comma), refused."""
+            projections, exclude = super()._parse_projections()
+            if not projections:
+                raise MalformedError(
+                    "the select list is empty",
+                    "list what to release, e.g. SELECT COUNT(*) FROM data",
+                    self._curr or self._prev,
+                )
+            curr = self._curr
+            if projections and curr is not None and curr.token_type in _ITEM_STARTS:
+                blamed = curr
+                last = projections[-1]
+                # ``region COUNT(*)``: COUNT was read as region's alias; the comma goes before it.
+                if (
+                    curr.token_type == TokenType.L_PAREN
+                    and isinstance(last, exp.Alias)
+                    and last.args["alias"].meta.get("start") == self._prev.start
+                ):
+                    blamed = self._prev
+                raise MalformedError(
+                    f"{blamed.text!r} follows a select item without a comma",
+                    "a comma is expected between select items (or FROM after the last one)",
+                    blamed,
+                )
+            return projections, exclude
+
+        def _parse_from(
+            self, joins: bool = False, skip_from_token: bool = False, consume_pipe: bool = False
+        ) -> exp.From | None:
+            """FROM; with no table after it, the error says so (sqlglot shows a raw token)."""
+            keyword = self._curr
+            try:
+                return super()._parse_from(joins, skip_from_token, consume_pipe)
+            except MalformedError:
+                raise
+            except ParseError as err:
+                described = (err.errors or [{}])[0].get("description") or ""
+                if not (
+                    described.startswith("Expected table name")
+                    and keyword is not None
+                    and keyword.token_type == TokenType.FROM
+                    and self._prev is keyword
+                ):
+                    raise
+            raise MalformedError(
+                "a table name is missing after FROM",
+                "name the table to read, e.g. FROM data",
+                keyword,
+            )
+
+        def _parse_join(self, *args: Any, **kwargs: Any) -> exp.Join | None:
+            """A join; ``FROM data,`` (a comma and no table) is refused, not read as no join."""
+            comma = self._curr if self._match(TokenType.COMMA, advance=False) else None
+            join = super()._parse_join(*args, **kwargs)
+            if join is None and comma is not None:
+                raise MalformedError(
+                    "a table name is missing after ','",
+                    "name the table, or remove the comma",
+                    comma,
+                )
+            return join
+
+        def _parse_group(self, skip_group_by_token: bool = False) -> exp.Group | None:
+            """GROUP BY; with nothing after it, refused (sqlglot reads it as no grouping)."""
+            keyword = self._prev if skip_group_by_token else self._curr
+            group = super()._parse_group(skip_group_by_token)
+            parts = ("expressions", "grouping_sets", "cube", "rollup", "totals")
+            if (
+                group is not None
+                and keyword is not None
+                and not any(group.args.get(part) for part in parts)
+                and group.args.get("all") is not True
+            ):
+                raise MalformedError(
+                    "GROUP BY has nothing after it",
+                    "give the columns to group by, or remove GROUP BY",
+                    keyword,
+                )
+            return group
+
+        def _parse_alias(self, this: exp.Expr | None, explicit: bool = False) -> exp.Expr | None:
+            """An item's alias; AS with no name after it is refused (see :meth:`_named`)."""
+            keyword, after = self._curr, self._next
+            return self._named(keyword, after, super()._parse_alias(this, explicit))
+
+        def _parse_table_alias(
+            self, alias_tokens: Collection[TokenType] | None = None
+        ) -> exp.TableAlias | None:
+            """A table's alias; AS with no name after it is refused (see :meth:`_named`)."""
+            keyword, after = self._curr, self._next
+            return self._named(keyword, after, super()._parse_table_alias(alias_tokens))
+
+        def _named(self, keyword: Token | None, after: Token | None, result: Any) -> Any:
+            """``result``, unless ``keyword`` was an AS followed by no name or by a clause word.
+
+            sqlglot skips ``FROM data AS`` and reads ``COUNT(*) AS FROM data`` as
+            the alias FROM.
+            """
+            if keyword is None or keyword.token_type != TokenType.ALIAS:
+                return result
+            if after is None or self._prev is keyword or after.token_type in _CLAUSE_WORDS:
+                raise MalformedError(
+                    "AS has no name after it",
+                    "write the name after AS (in double quotes to use a keyword as a name)",
+                    keyword,
+                )
+            return result
+
+        def _parse_paren(self) -> exp.Expr | None:
+            """A parenthesized expression or tuple; ``()`` is refused."""
+            start = self._curr
+            result = super()._parse_paren()
+            if isinstance(result, exp.Tuple) and not result.expressions and start is not None:
+                raise MalformedError(
+                    "the parentheses are empty", "write an expression inside them", start
+                )
+            return result
+
+        def _parse_function_call(self, *args: Any, **kwargs: Any) -> exp.Expr | None:
+            """A function call, which keeps the name it was written with and its position.
+
+            sqlglot names a node by its canonical function (``STRING_AGG`` is
+            ``GROUP_CONCAT``) and locates only some: the name as written goes in
+            ``meta[ORIGINAL_NAME]``, and the name's token is the call's position.
+            """
+            token = self._curr
+            try:
+                result = super()._parse_function_call(*args, **kwargs)
+            except MalformedError as err:
+                if not err.call or token is None:
+                    raise
+                raise MalformedError(err.problem, err.hint, token) from None
+            call = result
+            while isinstance(call, exp.Window | exp.WithinGroup | exp.Filter):
+                call = call.this
+            if isinstance(call, exp.Func) and token is not None:
+                call.meta.setdefault(ORIGINAL_NAME, token.text.upper())
+                if "line" not in call.meta:
+                    call.update_positions(token)
+                if isinstance(call, exp.Count) and call.this is None:
+                    raise MalformedError(
+                        f"{token.text}() has no argument",
+                        "COUNT(*) counts rows; COUNT(x) counts the rows where x is not NULL",
+                        token,
+                    )
+            return result
+
         def validate_expression(self, expression: Any, args: list[Any] | None = None) -> Any:
-            """The parser's check, without its argument count for a call with bounds.
+            """The parser's check, with located messages; no argument count for bounds.
 
             ``SUM(x, 0, 10)`` has three arguments where ``exp.Sum`` takes one;
             the builder above has already folded them into :class:`Clamped`.
+            A clause with nothing after its keyword, ``IN ()`` and a function
+            with arguments it does not take are refused in words, at their
+            keyword (a function's own name is filled in by the call).
             """
             if isinstance(expression.args.get("this"), Clamped):
                 args = None
+            kind = type(expression)
+            problems = expression.error_messages(args)
+            if kind in _CLAUSES and problems:
+                keyword, hint = _CLAUSES[kind]
+                raise MalformedError(
+                    f"{keyword} has nothing after it", f"{hint}, or remove {keyword}", self._prev
+                )
+            if problems and isinstance(expression, exp.If):
+                raise MalformedError(
+                    "a WHEN of CASE is incomplete",
+                    "write CASE WHEN condition THEN value [ELSE value] END",
+                    self._prev,
+                )
+            if problems and isinstance(expression, _OPERATORS):
+                raise MalformedError(
+                    f"{self._prev.text!r} has no operand after it",
+                    "complete the expression, or remove the operator",
+                    self._prev,
+                )
+            if isinstance(expression, exp.In) and not any(
+                expression.args.get(part) for part in ("expressions", "query", "unnest", "field")
+            ):
+                raise MalformedError(
+                    "IN () lists no values", "list one or more, e.g. IN ('a', 'b')", self._prev
+                )
+            if problems and isinstance(expression, exp.Func):
+                name = expression.meta.get(ORIGINAL_NAME) or expression.sql_name()
+                too_many = any("greater than the maximum" in p for p in problems)
+                raise MalformedError(
+                    f"{name} is given {'too many arguments' if too_many else 'too few arguments'}",
+                    "see the functions and their arguments in docs/sql.md",
+                    self._prev,
+                    call=True,
+                )
             return super().validate_expression(expression, args)
+
+        def expression(
+            self, instance: Any, token: Token | None = None, comments: list[str] | None = None
+        ) -> Any:
+            """A node; ``SELECT DISTINCT``'s is located at its keyword (sqlglot leaves it bare)."""
+            previous = self._prev
+            if (
+                token is None
+                and isinstance(instance, exp.Distinct)
+                and previous is not None
+                and previous.token_type == TokenType.DISTINCT
+            ):
+                token = previous
+            return super().expression(instance, token, comments)
 
         def _parse_hint(self) -> exp.Hint | None:
             """After SELECT: ZetaSQL's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``, else a hint."""

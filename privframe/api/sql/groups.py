@@ -28,7 +28,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
@@ -46,12 +46,15 @@ from privframe.errors import SQLError
 from privframe.plan.keys import KeySet, product
 
 
-def group_by(select: exp.Select, scope: Scope) -> dict[str, exp.Expr]:
+def group_by(
+    select: exp.Select, scope: Scope, fits: Callable[[str, exp.Expr], None] | None = None
+) -> dict[str, exp.Expr]:
     """Group output names and their canonical row expressions, in GROUP BY order.
 
     A group expression that is not a column becomes a derived column of
     ``scope``, named after the select-list alias that spells it, else
-    ``group_<n>``.
+    ``group_<n>``. ``fits(name, item)``, if given, is called with each
+    group's name and its GROUP BY item as written, to refuse it there.
     """
     group = select.args.get("group")
     if group is None:
@@ -62,23 +65,27 @@ def group_by(select: exp.Select, scope: Scope) -> dict[str, exp.Expr]:
     # (a data column wins, as in SQL), and never an aggregate's alias.
     aliased = {i.alias: i.this for i in items if isinstance(i, exp.Alias)}
     groups: dict[str, exp.Expr] = {}
-    for node in group.expressions:
-        node = _grouped(node, items, aliased, scope)
+    for item in group.expressions:
+        node = _grouped(item, items, aliased, scope)
         if isinstance(node, exp.Column):
-            groups[scope.column(node)] = scope.canonical(node)
-            continue
-        if node.find(exp.AggFunc) is not None:
+            name = scope.column(node)
+            groups[name] = scope.canonical(node)
+        elif node.find(exp.AggFunc) is not None:
             raise unsupported(node, "GROUP BY an aggregate")
-        canonical = scope.canonical(node)
-        name = next(
-            (
-                a
-                for a, e in aliased.items()
-                if e.find(exp.AggFunc) is None and scope.canonical(e) == canonical
-            ),
-            f"group_{len(groups) + 1}",
-        )
-        groups[scope.derive(scope.rows(node), name)] = canonical
+        else:
+            canonical = scope.canonical(node)
+            name = next(
+                (
+                    a
+                    for a, e in aliased.items()
+                    if e.find(exp.AggFunc) is None and scope.canonical(e) == canonical
+                ),
+                f"group_{len(groups) + 1}",
+            )
+            name = scope.derive(scope.rows(node), name)
+            groups[name] = canonical
+        if fits is not None:
+            fits(name, item)
     return groups
 
 
@@ -118,7 +125,7 @@ def public_keys(
     privately, which spends δ: the refusal is kept, not raised, so that
     ``explain`` still works and a release with ``delta=`` goes ahead.
     """
-    given = {name: scope.metadata(name) for name in groups}
+    given = {name: scope.metadata(name, select.args["group"]) for name in groups}
     keyed = {n: list(c.keys) for n, c in given.items() if c is not None and c.keys is not None}
     if len(keyed) == len(groups):
         return product(**keyed), None

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ from sqlglot import exp
 
 from privframe.api.sql._common import (
     literal_value,
+    located,
     only,
     position_number,
     resolve,
@@ -62,11 +64,15 @@ __all__ = ["ERROR_SUFFIXES", "Derived", "Post", "post_processing"]
 
 @dataclass(frozen=True)
 class Derived:
-    """A select-list expression, computed on the released table; ``affine`` gives its errors."""
+    """A select-list expression, computed on the released table; ``affine`` gives its errors.
+
+    ``position`` is where it is written, for the refusal of its error columns.
+    """
 
     name: str
     expr: pl.Expr
     affine: Affine | None
+    position: tuple[int, int] | None = None
 
     def error_columns(self, columns: Sequence[str]) -> list[pl.Expr]:
         """Its error columns, from those of its aggregate among ``columns`` (exact ones only)."""
@@ -107,6 +113,8 @@ class Post:
             without ``delta=`` gets: (message, position).
         requirements: the types the select list's expressions need of the
             released table, then those HAVING and ORDER BY need of it with them.
+        positions: where the select list's first expression, HAVING and ORDER
+            BY are written, to locate a refusal of one of them.
     """
 
     copies: tuple[tuple[str, str], ...]
@@ -119,6 +127,7 @@ class Post:
     notes: tuple[str, ...]
     selection: tuple[str, tuple[int, int] | None] | None
     requirements: tuple[tuple[Requirement, ...], tuple[Requirement, ...]] = ((), ())
+    positions: tuple[tuple[int, int] | None, ...] = (None, None, None)
 
     def finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
         """``frame`` with the select list's columns, after HAVING, ORDER BY and LIMIT.
@@ -147,6 +156,32 @@ class Post:
         extra = [f"{c}{s}" for c in self.columns for s in suffixes if f"{c}{s}" in frame.columns]
         return frame.select(*self.columns, *extra)
 
+    def failing(self, frames: Sequence[pl.DataFrame], with_error: bool) -> tuple[int, int] | None:
+        """Where :meth:`finish` fails on ``frames`` (made-up, public values).
+
+        At the first part that fails alone: the select list's expressions,
+        HAVING, then ORDER BY.
+
+        Example:
+            >>> import polars as pl
+            >>> from privframe.api.sql.post import Post
+            >>> post = Post((), (), ("n",), pl.col("n").str.len_chars() > 1, (), None, None, (),
+            ...             None, positions=(None, (1, 40), None))
+            >>> post.failing([pl.DataFrame({"n": [0]})], with_error=False)
+            (1, 40)
+        """
+        parts = [
+            dataclasses.replace(self, having=None, order=()),
+            dataclasses.replace(self, order=()),
+        ]
+        for part, where in zip(parts, self.positions, strict=False):
+            try:
+                for frame in frames:
+                    part.finish(frame, with_error)
+            except pl.exceptions.PolarsError:
+                return where
+        return self.positions[2]
+
     def _outputs(self, frame: pl.DataFrame) -> pl.DataFrame:
         """``frame`` with the group columns' copies and the select list's expressions."""
         for requirement in self.requirements[0]:
@@ -154,12 +189,20 @@ class Post:
         outputs = [pl.col(group).alias(name) for group, name in self.copies]
         outputs += [d.expr.alias(d.name) for d in self.derived]
         errors = [e for d in self.derived for e in d.error_columns(frame.columns)]
-        clash = [e.meta.output_name() for e in errors if e.meta.output_name() in frame.columns]
+        clash = [
+            (e.meta.output_name(), d.position)
+            for d in self.derived
+            for e in d.error_columns(frame.columns)
+            if e.meta.output_name() in frame.columns
+        ]
         if clash:  # error columns are released only with with_error= or intervals=
+            (name, where), *_ = clash
+            at = f" (at line {where[0]}, column {where[1]})" if where else ""
             raise SQLError(
-                f"the error column {clash[0]!r} of an expression would replace the released "
-                "column of that name: alias one of them",
+                f"the error column {name!r} of an expression would replace the released "
+                f"column of that name: alias one of them{at}",
                 construct="with_error",
+                position=where,
             )
         return frame.with_columns(*outputs, *errors)
 
@@ -183,7 +226,10 @@ def post_processing(
     computed = Released(lambda column: canonical(column).name, by_sql, canonical)
     derived = tuple(
         Derived(
-            i.name, computed.require(i.node, "the select list"), affine(i.node, computed.column_of)
+            i.name,
+            computed.require(i.node, "the select list"),
+            affine(i.node, computed.column_of),
+            located(i.node),
         )
         for i in shown
         if i.aggregate is None and i.group is None
@@ -205,6 +251,11 @@ def post_processing(
         # Private selection needs delta= on the call: the refusal, kept for release.
         selection=None if selection is None else (str(selection), selection.position),
         requirements=(tuple(computed.requirements), tuple(outputs.requirements)),
+        positions=(
+            derived[0].position if derived else None,
+            None if having is None else located(having.this),
+            None if order is None else located(order.expressions[0]),
+        ),
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
-from privframe.api.sql._common import construct, literal_value, refuse, unsupported
+from privframe.api.sql._common import construct, literal_value, refuse, unsupported, written
 
 _BINARY: dict[type[exp.Expr], Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
     exp.Add: operator.add,
@@ -55,6 +55,12 @@ _TYPES: dict[str, pl.DataType] = {
     "CHAR": pl.String(),
 }
 
+
+ROW_FUNCTIONS = (
+    "the functions allowed there are ABS, CAST and TRY_CAST, with arithmetic, comparisons, "
+    "AND, OR, NOT, IN, BETWEEN, IS [NOT] NULL, LIKE and CASE"
+)
+"""What a row expression may use, for the messages that refuse something else."""
 
 # Functions that round or replace values: not on the row-filter allow-list
 # (privframe.engines.allow_list), so only released values may use them (released.py).
@@ -114,8 +120,13 @@ class Rows:
         hint = "see the supported constructs in privframe.api.sql"
         if isinstance(node, _RELEASED_ONLY):
             hint = (
-                f"{node.sql_name()} applies only to released values (over aggregates in the "
+                f"{written(node)} applies only to released values (over aggregates in the "
                 f"select list, HAVING or ORDER BY); {hint}"
+            )
+        elif isinstance(node, exp.Func):
+            hint = (
+                f"{written(node)} is not allowed in a row expression (WHERE, GROUP BY, an "
+                f"aggregate's argument): {ROW_FUNCTIONS}"
             )
         raise unsupported(node, construct(node), hint)
 

@@ -118,15 +118,22 @@ class Scope:
             lambda n: exp.column(self.column(n), quoted=True) if isinstance(n, exp.Column) else n
         )
 
-    def metadata(self, name: str) -> Column | None:
+    def metadata(self, name: str, node: exp.Expr) -> Column | None:
         """The metadata entry of a column or alias (:func:`~privframe.api.sql.metadata.entry`).
 
         A subquery's new name for a data column (``SELECT age AS a``) has the
-        column's entry unless it has its own.
+        column's entry unless it has its own. ``node`` is what asks for it,
+        where a refusal (two keys that differ only in case) is located.
         """
-        found = entry(self._metadata, name)
         source = self._renamed.get(name)
-        found = entry(self._metadata, source) if found is None and source else found
+        ambiguous = None
+        try:
+            found = entry(self._metadata, name)
+            found = entry(self._metadata, source) if found is None and source else found
+        except SQLError as err:
+            ambiguous = err
+        if ambiguous is not None:  # raised outside the handler: no context rides along
+            raise refuse(node, ambiguous.construct, str(ambiguous))
         if name in self.listed:  # the query's own list of groups is its keys
             found = dataclasses.replace(found or Column(), keys=self.listed[name])
         return found

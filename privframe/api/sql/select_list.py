@@ -10,8 +10,9 @@ budget, and ``explain`` lists it, as SmartNoise does. An aggregate call inside
 another is refused (it would aggregate private rows twice).
 
 Names: an item's alias; a group column's name; an aggregate's default name
-(``x_mean``, ``count``); an expression without an alias is called ``f0_``,
-``f1_``, ... in order, as BigQuery names them. A hidden aggregate has its
+(``x_mean``, ``count``); an expression without an alias, or an aggregate of
+one (``SUM(x * 2, 0, 200)``), is called ``f0_``, ``f1_``, ... in order, as
+BigQuery names them. A hidden aggregate has its
 default name, with ``_2``, ``_3``, ... when that is taken.
 
 Example:
@@ -78,8 +79,9 @@ def select_items(
             items.append(Item(alias or group, node, None, group))
         elif is_aggregate_call(node):
             refuse_nested(node)
-            aggregate = calls.aggregate(node, alias, scope, unit)
+            aggregate = calls.aggregate(node, alias, scope, unit, f"f{unnamed}_")
             items.append(Item(aggregate.output_name, node, aggregate))
+            unnamed += alias is None and calls.of_expression(node)
         else:
             _refuse_ungrouped(node, groups, scope)
             items.append(Item(alias or f"f{unnamed}_", node, None))

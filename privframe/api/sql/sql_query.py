@@ -281,10 +281,14 @@ class SQLQuery:
             failure = f"{type(err).__name__}: {err}"  # of made-up tables: no data in them
         if failure is not None:
             # Raised outside the handler, so no polars error rides along as its context.
+            where = self._post.failing(
+                [pl.DataFrame(schema=columns), _made_up_row(columns)], with_error
+            )
             raise SQLError(
                 f"HAVING or ORDER BY cannot run on the released columns: {failure}; nothing "
-                "was charged",
+                "was charged" + (f" (at line {where[0]}, column {where[1]})" if where else ""),
                 construct="post-processing",
+                position=where,
             )
 
     def _spending(self, compute: Callable[[], T]) -> T:

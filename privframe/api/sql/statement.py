@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import sqlglot
@@ -18,7 +19,13 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from privframe.api.sql._common import construct, misspelt_keyword, only, unsupported
-from privframe.api.sql.dialect import Clamped, DialectRefusalError, PrivacyClause, Privframe
+from privframe.api.sql.dialect import (
+    Clamped,
+    DialectRefusalError,
+    MalformedError,
+    PrivacyClause,
+    Privframe,
+)
 from privframe.errors import SQLError
 
 _SELECT_CLAUSES = {
@@ -38,25 +45,120 @@ _SELECT_CLAUSES = {
 
 
 def select(text: str, names: Sequence[str]) -> exp.Select:
-    """The one SELECT statement of ``text``, or an SQLError; ``names`` are the known columns."""
+    """The one SELECT statement of ``text``, or an SQLError; ``names`` are the known columns.
+
+    Every refusal is located: the text is tokenized first (an unclosed string
+    or comment is refused where it starts), then split at its semicolons (one
+    statement, ended by at most one ``;``), then parsed.
+
+    Example:
+        >>> from privframe.api.sql.statement import select
+        >>> try:
+        ...     select("SELECT COUNT(*) FROM data; SELECT 1", [])
+        ... except Exception as err:
+        ...     print(err.position)
+        (1, 28)
+    """
+    tokens = _tokens(text)
+    _one_statement(text, tokens)
     failure = None
     try:
-        statements = sqlglot.parse(text, read=Privframe)
+        statements = Privframe().parser().parse(tokens, text)
     except DialectRefusalError as err:
         failure = _refusal(text, err)
-    except sqlglot.errors.SqlglotError as err:  # parse and tokenizer errors alike
-        failure = _syntax_error(text, err, names)
+    except sqlglot.errors.SqlglotError as err:
+        failure = _syntax_error(text, tokens, err, names)
     if failure is not None:
         raise failure  # outside the handler: the sqlglot error is not kept as context
-    found = [s for s in statements if s is not None]
-    if len(found) != 1:
-        raise SQLError(
-            f"give exactly one SELECT statement, got {len(found)}", construct="statements"
-        )
-    (statement,) = found
+    (statement,) = [s for s in statements if s is not None]  # _one_statement made sure
     if not isinstance(statement, exp.Select):
         raise unsupported(statement, construct(statement), "only SELECT queries can be released")
     return statement
+
+
+def _tokens(text: str) -> list[Token]:
+    """The tokens of ``text``; text the tokenizer cannot read is refused where it starts."""
+    tokenizer = Privframe().tokenizer()
+    failure = None
+    try:
+        return tokenizer.tokenize(text)
+    except sqlglot.errors.TokenError:
+        failure = _unreadable(text, tokenizer.tokens)
+    raise failure  # outside the handler: the sqlglot error is not kept as context
+
+
+# Whitespace and complete comments, which the tokenizer skips between tokens.
+_BETWEEN_TOKENS = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
+
+# What an unclosed opening means, by its first characters.
+_UNCLOSED = {
+    "'": ("the string", "'"),
+    '"': ("the quoted name", '"'),
+    "`": ("the quoted name", "`"),
+    "/*": ("the comment", "*/"),
+}
+
+
+def _unreadable(text: str, read: Sequence[Token]) -> SQLError:
+    """The refusal of text the tokenizer stopped in, at the token it could not read.
+
+    The tokenizer stops in the token after the last one it read: most often a
+    string, quoted name or comment that is never closed.
+    """
+    after = read[-1].end + 1 if read else 0
+    start = _BETWEEN_TOKENS.match(text, after).end()  # type: ignore[union-attr]
+    where = _located(text, start)
+    at = f"at line {where[0]}, column {where[1]}"
+    opening = next(
+        (o for o in sorted(_UNCLOSED, key=len, reverse=True) if text.startswith(o, start)), None
+    )
+    if opening is None:
+        message = f"{text[start : start + 20]!r} {at} cannot be read as SQL"
+    else:
+        what, closing = _UNCLOSED[opening]
+        message = f"{what} that starts {at} is never closed: end it with {closing}"
+    return SQLError(f"the SQL does not parse: {message}", construct="syntax", position=where)
+
+
+def _one_statement(text: str, tokens: Sequence[Token]) -> None:
+    """Refuse text that is not one statement, ended by at most one semicolon.
+
+    sqlglot reads ``;;`` as two empty statements and ``SELECT ...; SELECT
+    ...`` as two; privframe releases one query per call, and an empty
+    statement is a mistake to point at, not to skip.
+    """
+    statements: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if not statements[-1]:
+                raise _statements_error(text, token, "';' ends an empty statement", "remove it")
+            statements.append([])
+        else:
+            statements[-1].append(token)
+    found = [s for s in statements if s]
+    if not found:
+        raise _statements_error(
+            text,
+            None,
+            "there is no statement",
+            "give exactly one SELECT, e.g. SELECT COUNT(*) FROM data",
+        )
+    if len(found) > 1:
+        raise _statements_error(
+            text,
+            found[1][0],
+            "a second statement starts",
+            "give exactly one SELECT statement per call: run each query on its own",
+        )
+
+
+def _statements_error(text: str, token: Token | None, problem: str, hint: str) -> SQLError:
+    where = _located(text, token.start) if token is not None else (1, 1)
+    return SQLError(
+        f"the SQL does not parse: {problem} at line {where[0]}, column {where[1]}: {hint}",
+        construct="statements",
+        position=where,
+    )
 
 
 def privacy_clause(statement: exp.Select) -> PrivacyClause | None:
@@ -178,24 +280,22 @@ def _foreign(text: str, tokens: Sequence[Token], stop: int) -> SQLError | None:
     return None
 
 
-def _syntax_error(text: str, err: sqlglot.errors.SqlglotError, names: Sequence[str]) -> SQLError:
+def _syntax_error(
+    text: str, tokens: Sequence[Token], err: sqlglot.errors.SqlglotError, names: Sequence[str]
+) -> SQLError:
     """A parse error, located at the token to blame.
 
     sqlglot reports the token where parsing stopped, which is often after the
     real mistake: ``SELEC COUNT(*)`` stops at ``(`` (``SELEC`` read as a column
     and ``COUNT`` as its alias), ``FORM data`` at ``data``. So a word just
     before the stop that is not a known name but is close to a keyword is
-    blamed first; otherwise the error points at the start of the stopping token.
+    blamed first; otherwise the error points at the start of the stopping token
+    (the dialect's own errors, :class:`~privframe.api.sql.dialect.MalformedError`,
+    name their token and say what is wrong in words).
     """
-    detail = (getattr(err, "errors", None) or [{}])[0]
-    line, col = detail.get("line"), detail.get("col")
-    if not line:  # tokenizer errors carry no position
-        return SQLError(f"the SQL does not parse: {err}", construct="syntax")
-    tokens = sqlglot.tokenize(text, read=Privframe)
-    # sqlglot's (line, col) is the last character of the token it stopped at.
-    stop = next(
-        (i for i, t in enumerate(tokens) if (t.line, t.col) >= (line, col)), len(tokens) - 1
-    )
+    if not tokens:  # nothing to parse was refused by _one_statement
+        return SQLError(f"the SQL does not parse: {err}", construct="syntax", position=(1, 1))
+    stop, before, after = _failure(tokens, err)
     foreign = _foreign(text, tokens, stop)
     if foreign is not None:
         return foreign
@@ -212,11 +312,73 @@ def _syntax_error(text: str, err: sqlglot.errors.SqlglotError, names: Sequence[s
                 construct="syntax",
                 position=where,
             )
-    where = _located(text, tokens[stop].start) if tokens else (line, col)
-    found = f" {tokens[stop].text!r}" if tokens else ""
+    where = _located(text, tokens[stop].start)
     return SQLError(
-        f"the SQL does not parse: {detail.get('description', 'invalid SQL')}{found} at line "
-        f"{where[0]}, column {where[1]}",
+        f"the SQL does not parse: {before} at line {where[0]}, column {where[1]}{after}",
         construct="syntax",
+        position=where,
+    )
+
+
+def _failure(tokens: Sequence[Token], err: sqlglot.errors.SqlglotError) -> tuple[int, str, str]:
+    """The index of the token to blame, and what to say before and after its position."""
+    if isinstance(err, MalformedError):
+        stop = next((i for i, t in enumerate(tokens) if t.start >= err.token.start), 0)
+        return stop, err.problem, f": {err.hint}"
+    detail = (getattr(err, "errors", None) or [{}])[0]
+    line, col = detail.get("line") or 1, detail.get("col") or 1
+    # sqlglot's (line, col) is the last character of the token it stopped at.
+    stop = next(
+        (i for i, t in enumerate(tokens) if (t.line, t.col) >= (line, col)), len(tokens) - 1
+    )
+    described = _RAW_TOKEN.sub(_token_words, str(detail.get("description") or "invalid SQL"))
+    expected = re.fullmatch(r"Expecting (\S+)", described)
+    unclosed = _unclosed(tokens)
+    if expected is not None and expected[1] == ")" and unclosed is not None:
+        return tokens.index(unclosed), "the '(' that starts", " is never closed: add ')'"
+    if expected is not None:
+        described = f"{expected[1]!r} is expected before"
+    elif described.startswith("Invalid expression / Unexpected token"):
+        described = "nothing of a SELECT can follow there:"
+    return stop, f"{described} {tokens[stop].text!r}", ""
+
+
+def _unclosed(tokens: Sequence[Token]) -> Token | None:
+    """The innermost ``(`` that no ``)`` closes, if any."""
+    opened: list[Token] = []
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            opened.append(token)
+        elif token.token_type == TokenType.R_PAREN and opened:
+            opened.pop()
+    return opened[-1] if opened else None
+
+
+# A token as sqlglot's messages show it: <Token token_type: TokenType.VAR, text: x, ...>.
+_RAW_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: .*?>")
+
+
+def _token_words(match: re.Match[str]) -> str:
+    """A token of a sqlglot message in words: its text, or the end of the query."""
+    return "the end of the query" if match[1] == "SENTINEL" else repr(match[2])
+
+
+def nesting_error(text: str) -> SQLError:
+    """The refusal of a query nested too deeply to translate, at its deepest parenthesis.
+
+    Example:
+        >>> from privframe.api.sql.statement import nesting_error
+        >>> nesting_error("SELECT COUNT(*) FROM data WHERE ((x > 1))").position
+        (1, 34)
+    """
+    depth, deepest, where = 0, 0, (1, 1)
+    for token in sqlglot.tokenize(text, read=Privframe):
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+        if depth > deepest:
+            deepest, where = depth, _located(text, token.start)
+    return SQLError(
+        f"the SQL is nested too deeply to translate (deepest at line {where[0]}, column "
+        f"{where[1]}): write it with fewer nested parentheses, operators or functions",
+        construct="nesting",
         position=where,
     )

@@ -19,7 +19,7 @@ import polars as pl
 from sqlglot import exp
 
 from privframe.api.query import Query
-from privframe.api.sql._common import TABLE, builder_refusal, refuse
+from privframe.api.sql._common import TABLE, builder_refusal, construct, refuse
 from privframe.api.sql.calls import count_limit, rounds_to_integer
 from privframe.api.sql.groups import group_by, public_keys
 from privframe.api.sql.metadata import Column
@@ -28,8 +28,13 @@ from privframe.api.sql.post import Post, post_processing
 from privframe.api.sql.scope import Scope
 from privframe.api.sql.select_list import select_items
 from privframe.api.sql.sql_query import SQLQuery
-from privframe.api.sql.statement import privacy_clause, refuse_unsupported, select
-from privframe.errors import InvalidArgumentError, SQLError
+from privframe.api.sql.statement import (
+    nesting_error,
+    privacy_clause,
+    refuse_unsupported,
+    select,
+)
+from privframe.errors import InvalidArgumentError, InvalidValueError, SQLError
 from privframe.plan.ir import Bound
 
 
@@ -69,7 +74,7 @@ def parse(
     except RecursionError:
         nested = True
     if nested:
-        raise SQLError("the SQL is nested too deeply to translate", construct="nesting")
+        raise nesting_error(text)
     if clause is not None:
         _check_unit_table(clause, scope)
     if options is not None and options.public_groups and post.selection is not None:
@@ -148,12 +153,24 @@ def _translate(
     """The builder query of ``statement``, its post-processing and the outputs to round."""
     refuse_unsupported(statement)
     query = scope.read_from(statement, query)
+    _fits(query, statement.args.get("from_") or statement, "FROM")
     for join in statement.args.get("joins") or []:
         query = scope.join(query, join)
+        _fits(query, join, "JOIN")
     where = statement.args.get("where")
     if where is not None:
-        query = query.filter(scope.rows(where.this))
-    groups = group_by(statement, scope)
+        unfiltered, query = query, query.filter(scope.rows(where.this))
+        if _refused(query):
+            culprit = _culprit(where.this, unfiltered, scope)
+            _fits(unfiltered.filter(scope.rows(culprit)), culprit, "WHERE")
+            _fits(query, where.this, "WHERE")
+    filtered = query
+
+    def group_fits(name: str, node: exp.Expr) -> None:
+        grouped = filtered.with_columns(**scope.derived) if scope.derived else filtered
+        _fits(grouped.group_by([name]), node, "GROUP BY", f"GROUP BY {node.sql()}")
+
+    groups = group_by(statement, scope, group_fits)
     ungrouped = [column for column in scope.listed if column not in groups]
     if ungrouped:
         raise refuse(
@@ -177,7 +194,11 @@ def _translate(
     if groups:
         keys, selection = public_keys(statement, groups, scope)
         query = query.group_by(list(groups), keys=keys)
+    for item in items:
+        if item.aggregate is not None:
+            _fits(query.agg(item.aggregate), item.node, construct(item.node))
     query = query.agg(*(item.aggregate for item in items if item.aggregate is not None))
+    _fits(query, statement, "query")
     integers = tuple(
         item.aggregate.output_name
         for item in items
@@ -185,6 +206,41 @@ def _translate(
     )
     post = post_processing(statement, items, list(groups), scope.canonical, selection)
     return query, post, integers
+
+
+def _fits(query: Query, node: exp.Expr, what: str, written: str = "") -> None:
+    """Refuse, at ``node``, a query so far that does not fit the data's public schema.
+
+    The session's check (:meth:`~privframe.api.session.Session.check`) of the
+    plan built from the clauses so far, so that its refusal (a type mismatch,
+    grouping by the privacy unit) is located at the clause that caused it;
+    ``written`` is the clause as the message shows it (``what`` by default).
+    """
+    lead = f"{written or what} cannot run on this data"
+    builder_refusal(lambda: query.session.check(query.plan), lead, node, what)
+
+
+def _refused(query: Query) -> bool:
+    """Whether the session's check refuses the plan of ``query`` (reads no data)."""
+    try:
+        query.session.check(query.plan)
+    except (InvalidArgumentError, InvalidValueError):
+        return True
+    return False
+
+
+def _culprit(condition: exp.Expr, query: Query, scope: Scope) -> exp.Expr:
+    """The smallest part of a WHERE condition that is refused alone (``age = 'a'`` of ``... AND``).
+
+    ``query`` is without the condition; each operand of AND, OR and NOT is a
+    condition of its own, so it is checked as the filter.
+    """
+    inner = condition.this if isinstance(condition, exp.Paren | exp.Not) else None
+    parts = [condition.this, condition.expression] if isinstance(condition, exp.Connector) else []
+    for part in [inner] if inner is not None else parts:
+        if _refused(query.filter(scope.rows(part))):
+            return _culprit(part, query, scope)
+    return condition
 
 
 def _check_unit_table(clause: exp.Expr, scope: Scope) -> None:
