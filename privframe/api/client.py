@@ -228,6 +228,7 @@ machine: ...
                 bounds=tuple(facts["bounds"]) if "bounds" in facts else None,
                 keys=tuple(facts["keys"]) if "keys" in facts else None,
                 candidates=facts.get("candidates"),
+                type=facts.get("type"),
             )
             for column, facts in info["metadata"].items()
         }
@@ -284,7 +285,7 @@ machine: ...
 
     @property
     def metadata(self) -> dict[str, Column]:
-        """The public facts the data owner published per column (bounds, keys)."""
+        """The public facts the data owner published per column (types, bounds, keys)."""
         return dict(self._metadata)
 
     def query(self) -> Query:
