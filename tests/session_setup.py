@@ -31,6 +31,6 @@ def make_data(n: int = 300, seed: int = 0) -> pl.DataFrame:
     )
 
 
-def exact_release(df, unit="user_id", seed=0):
+def exact_release(df, unit="user_id", seed=0, **options):
     """A seeded session over ``df`` with a budget so large its results are exact."""
-    return pf.Session(df, unit, pf.zCDP(EXACT), rng=SeededRandomness(seed))
+    return pf.Session(df, unit, pf.zCDP(EXACT), rng=SeededRandomness(seed), **options)

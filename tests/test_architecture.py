@@ -28,7 +28,7 @@ import pytest
 import privframe as pf
 from privframe.api.query import Query
 from privframe.api.spec_values import AGGREGATE_KINDS
-from privframe.engines.inputs import Opened
+from privframe.engines.inputs import ColumnType, Opened, check_declared_types
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.registry import EngineEntry, engine_for, register, unregister
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
@@ -287,8 +287,11 @@ class _Records(list):  # type: ignore[type-arg]
     """An input kind no engine takes: a list of row dicts."""
 
 
-def _open_records(data: object, unit: str | None, results: str) -> Opened:
+def _open_records(
+    data: object, unit: str | None, results: str, types: Mapping[str, ColumnType]
+) -> Opened:
     frame = pl.LazyFrame(list(data))  # type: ignore[call-overload]
+    check_declared_types(types, frame.collect_schema())  # typed input: the owner's word holds
     return Opened(PolarsEngine(frame), frame.collect_schema(), "polars", lambda table: table)
 
 

@@ -229,6 +229,7 @@ machine: ...
                 bounds=tuple(facts["bounds"]) if "bounds" in facts else None,
                 keys=tuple(facts["keys"]) if "keys" in facts else None,
                 candidates=facts.get("candidates"),
+                type=facts.get("type"),
             )
             for column, facts in info["metadata"].items()
         }
@@ -285,7 +286,7 @@ machine: ...
 
     @property
     def metadata(self) -> dict[str, Column]:
-        """The public facts the data owner published per column (bounds, keys)."""
+        """The public facts the data owner published per column (types, bounds, keys)."""
         return dict(self._metadata)
 
     def query(self) -> Query:

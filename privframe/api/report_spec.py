@@ -111,7 +111,7 @@ class ReportSpec:
     Attributes:
         path: the spec file.
         title: the report's title; ledger labels are ``<title>/<query name>``.
-        metadata: per column, its public ``bounds`` and ``keys``.
+        metadata: per column, its public ``type``, ``bounds`` and ``keys``.
         contributions: ``max_groups``, ``max_rows_per_group`` and ``max_rows``.
         queries: the queries, in order.
         data: the data file (``.parquet`` or ``.csv``); None for a server's dataset.

@@ -132,7 +132,7 @@ def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
             if not schema[column].is_numeric():
                 raise InvalidArgumentError(
                     f"{type(agg).__name__.lower()} needs a numeric column; {column!r} "
-                    f"has type {schema[column]}"
+                    f"has type {schema[column]}{_declare_note(column, schema[column])}"
                 )
     for column in plan.group_by:
         if column not in schema:
@@ -164,6 +164,17 @@ def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
     if plan.keys is not None:
         exact_keys(plan.keys.to_polars(), schema)
     return schema
+
+
+def _declare_note(column: str, dtype: pl.DataType) -> str:
+    """How to give a text column a number type: a CSV's columns are text unless declared."""
+    if dtype != pl.String:
+        return ""
+    return (
+        f". A CSV's columns are read as text unless their type is declared: declare it in "
+        f"the metadata, e.g. metadata={{{column!r}: pf.Column(type='float64')}}, or "
+        f'metadata.{column} = {{ type = "float64" }} in a report spec or server config'
+    )
 
 
 def _unit_copies(unit: str | None, plan: Plan) -> set[str]:

@@ -44,6 +44,7 @@ from privframe.api.html import session_html
 from privframe.api.query import Query, Request
 from privframe.api.schema import validate
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
+from privframe.api.sql.metadata import declared_types
 from privframe.api.sql_entry import SQLEntry
 from privframe.engines.registry import open_input
 from privframe.engines.spark import frames as spark
@@ -83,9 +84,11 @@ class Session(SQLEntry):
             ``same_data``).
         rng: the noise source; the OS CSPRNG by default. A seeded source
             makes releases reproducible and NOT private: for tests and demos.
-        metadata: for SQL, public facts per column (or aggregate alias):
+        metadata: public facts per column (or aggregate alias), for SQL:
             ``{"amount": pf.Column(bounds=(0, 1000)), "region":
-            pf.Column(keys=[...])}``.
+            pf.Column(keys=[...])}``; and the columns' declared types
+            (``pf.Column(type="int64")``): a CSV's columns are read as them
+            (undeclared ones as String), typed data must have them.
         contributions: for SQL, the default contribution limits,
             ``pf.Bound(max_groups=3, max_rows_per_group=5)``.
         tables: public (non-private) tables SQL may JOIN, by name.
@@ -132,7 +135,8 @@ class Session(SQLEntry):
         self._tables = check_tables(tables, name)
         if results not in ("pandas", "spark"):
             raise InvalidArgumentError(f"results must be 'pandas' or 'spark', got {results!r}")
-        opened = open_input(data, privacy_unit, results=results)
+        types = declared_types(self._metadata)
+        opened = open_input(data, privacy_unit, results=results, types=types)
         self._engine, self._schema = opened.engine, opened.schema
         self._present = opened.present
         self._unit = privacy_unit

@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
 from privframe.api.query import Bound
+from privframe.api.sql.metadata import column_type
 from privframe.errors import InvalidValueError, PrivframeError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import Aggregate
@@ -286,19 +288,26 @@ def spec_bounds(value: object, where: str) -> tuple[float, float]:
 
 
 def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A ``[metadata]`` table: per column its public ``bounds``, ``keys`` and ``candidates``.
+    """A ``[metadata]`` table: per column its public ``type``, ``bounds``, ``keys``, ``candidates``.
+
+    A ``type`` is kept as its name (one of
+    :data:`~privframe.api.sql.metadata.TYPE_NAMES`), lower case.
 
     Example:
         >>> from privframe.api.spec_values import spec_metadata
-        >>> spec_metadata({"amount": {"bounds": [0, 10]}})
-        {'amount': {'bounds': (0.0, 10.0)}}
+        >>> spec_metadata({"amount": {"bounds": [0, 10], "type": "Int64"}})
+        {'amount': {'type': 'int64', 'bounds': (0.0, 10.0)}}
     """
     columns: dict[str, dict[str, Any]] = {}
     for column, value in raw.items():
         where = f"metadata.{column}"
         table = spec_table(value, where)
-        check_keys(table, where, ("bounds", "keys", "candidates"))
+        check_keys(table, where, ("type", "bounds", "keys", "candidates"))
         entry: dict[str, Any] = {}
+        if "type" in table:
+            name = spec_string(table, "type", where)
+            spec_guard(f"{where}.type", partial(column_type, name))
+            entry["type"] = name.lower()
         if "bounds" in table:
             entry["bounds"] = spec_bounds(table["bounds"], f"{where}.bounds")
         if "keys" in table:

@@ -13,9 +13,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import pandas as pd
 import polars as pl
@@ -23,7 +23,18 @@ import polars as pl
 from privframe.engines.spec import Engine
 from privframe.errors import InvalidValueError, columns_note
 
-__all__ = ["MISSING_UNITS", "Opened", "PanicException", "check_unit_column", "exact_pandas"]
+__all__ = [
+    "MISSING_UNITS",
+    "ColumnType",
+    "Opened",
+    "PanicException",
+    "check_declared_types",
+    "check_unit_column",
+    "exact_pandas",
+]
+
+ColumnType: TypeAlias = pl.DataType | type[pl.DataType]
+"""A polars type, as an instance (``pl.Int64()``) or a class (``pl.Datetime``)."""
 
 PanicException: type[BaseException] = getattr(
     pl.exceptions, "PanicException", pl.exceptions.PolarsError
@@ -64,6 +75,40 @@ def check_unit_column(unit: str | None, schema: pl.Schema) -> None:
         raise InvalidValueError(
             f"privacy unit column {unit!r} is not in the data; {columns_note(list(schema))}"
         )
+
+
+def check_declared_types(types: Mapping[str, ColumnType], schema: pl.Schema) -> None:
+    """Refuse declared types that typed data does not have: the owner's word must be true.
+
+    A declared type is a public fact given by the data owner; the data's own
+    types are public too, so a mismatch is refused by name, never bridged by
+    a cast that could fail or change values for some rows only.
+
+    Raises:
+        InvalidValueError: a declared column is not in the data, or has
+            another type there.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.inputs import check_declared_types
+        >>> check_declared_types({"x": pl.Datetime}, pl.Schema({"x": pl.Datetime("ns")}))
+        >>> check_declared_types({"x": pl.Int64}, pl.Schema({"x": pl.Float64}))
+        Traceback (most recent call last):
+        ...
+        privframe.errors.InvalidValueError: metadata declares column 'x' as Int64, ...
+    """
+    for name, declared in types.items():
+        if name not in schema:
+            raise InvalidValueError(
+                f"metadata declares a type for {name!r}, which is not a column of the data; "
+                f"{columns_note(list(schema))}"
+            )
+        if declared != schema[name]:
+            raise InvalidValueError(
+                f"metadata declares column {name!r} as {declared}, but the data's column has "
+                f"type {schema[name]}: declare the type it has, or cast the column before "
+                "opening the session"
+            )
 
 
 def exact_pandas(result: pl.DataFrame) -> pd.DataFrame:

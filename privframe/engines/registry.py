@@ -18,10 +18,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from privframe.engines.inputs import Opened
+from privframe.engines.inputs import ColumnType, Opened
 from privframe.engines.polars import input as polars_input
 from privframe.engines.spark import input as spark_input
 from privframe.engines.spark.frames import is_spark_frame
@@ -37,12 +37,16 @@ class EngineEntry:
         name: a short name (``"polars"``, ``"spark"``).
         accepts: whether the engine takes an input (without importing optional
             dependencies: it is asked about every input).
-        open: ``open(data, privacy_unit, results)``, the engine's opener.
+        open: ``open(data, privacy_unit, results, types)``, the engine's opener;
+            ``types`` are the column types the data owner declared (a mapping
+            of column names to polars types): data whose types the engine
+            would infer is read as them, typed data must have them
+            (:func:`~privframe.engines.inputs.check_declared_types`).
     """
 
     name: str
     accepts: Callable[[object], bool]
-    open: Callable[[object, str | None, str], Opened]
+    open: Callable[[object, str | None, str, Mapping[str, ColumnType]], Opened]
 
 
 def _anything(data: object) -> bool:
@@ -82,13 +86,20 @@ def engine_for(data: object) -> EngineEntry:
     return next((entry for entry in _ENGINES if entry.accepts(data)), _DEFAULT)
 
 
-def open_input(data: object, privacy_unit: str | None, *, results: str = "pandas") -> Opened:
-    """``data`` opened by its engine (see the module doc).
+def open_input(
+    data: object,
+    privacy_unit: str | None,
+    *,
+    results: str = "pandas",
+    types: Mapping[str, ColumnType] | None = None,
+) -> Opened:
+    """``data`` opened by its engine (see the module doc), with the owner's declared ``types``.
 
     Raises:
         InvalidArgumentError: no engine takes ``data``, or its privacy unit
             column cannot identify units exactly.
         InvalidValueError: the engine refuses the data (unreadable, a
-            missing privacy unit column, rows without a unit, ...).
+            missing privacy unit column, rows without a unit, a declared
+            type the data does not have, ...).
     """
-    return engine_for(data).open(data, privacy_unit, results)
+    return engine_for(data).open(data, privacy_unit, results, types or {})

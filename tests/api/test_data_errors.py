@@ -8,6 +8,7 @@ original error, which may quote a value, is not its ``__context__``).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from sql_setup import small_session
 
 import privframe as pf
 from privframe.errors import NAMES_WITHHELD, names_look_like_data
+from privframe.mechanisms.noise import SeededRandomness
 
 MARKER = "MARKER-5c1e"
 LIMITS = {"max_groups": 1, "max_rows_per_group": 1}
@@ -87,14 +89,33 @@ def test_a_csv_with_a_header_still_lists_its_columns(tmp_path: Path) -> None:
     assert "columns: ['user_id', 'region']" in message
 
 
-def test_csv_rows_with_extra_fields_are_refused_when_the_session_opens(tmp_path: Path) -> None:
-    # polars reads only the columns a query uses, and would accept this file for a
-    # query that reads user_id alone.
+def _exact_sum(path: Path, types: dict[str, str]) -> float:
+    """The sum of ``x`` over a CSV, exact (huge budget, seeded noise), x declared as ``types``."""
+    metadata = {name: pf.Column(type=kind) for name, kind in types.items()}
+    sess = pf.Session(path, "u", pf.zCDP(1e12), rng=SeededRandomness(0), metadata=metadata)
+    released = (
+        sess.query().bound(max_rows=1).agg(pf.sum("x", (0, 100)).alias("s")).release(rho=1e11)
+    )
+    return round(float(released["s"][0]), 2)
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+def test_csv_fields_past_the_header_are_dropped_for_their_row_alone(tmp_path: Path) -> None:
+    # Refusing such a file would let one person's row decide whether every query runs.
+    extra = tmp_path / "extra.csv"
+    extra.write_text(f"u,x\n1,2\n2,3,{MARKER}\n3,4,5,6\n")
+    plain = tmp_path / "plain.csv"
+    plain.write_text("u,x\n1,2\n2,3\n3,4\n")
+    assert pf.Session(extra, "u", pf.zCDP(1.0)).columns == ["u", "x"]
+    assert _exact_sum(extra, {"x": "int64"}) == _exact_sum(plain, {"x": "int64"}) == 9
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+def test_csv_bytes_that_are_not_utf8_change_their_own_field_alone(tmp_path: Path) -> None:
     path = tmp_path / "data.csv"
-    path.write_text(f"user_id,amount\n1,2.5\n2,3.5,{MARKER}\n")
-    message = _refusal(lambda: pf.Session(path, "user_id", pf.zCDP(1.0)))
-    assert "'data.csv' has more fields than its header row" in message
-    _refusal(lambda: pf.Session(path, None, pf.zCDP(1.0)))
+    path.write_bytes(b"u,x,note\n1,2,caf\xe9\n2,\xff3,b\n3,4,c\n")
+    # The undecodable "\xff3" is null, which a sum counts as its bounds' midpoint (50).
+    assert _exact_sum(path, {"x": "int64"}) == 2 + 50 + 4
 
 
 def test_csv_rows_with_fewer_fields_read_as_nulls(tmp_path: Path) -> None:
@@ -181,14 +202,102 @@ def test_builder_arguments_of_the_wrong_kind_are_refused() -> None:
     assert "group_by column 'zone' is not in the data" in _refusal(lambda: missing.release(0.1))
 
 
-def test_csv_types_come_from_the_whole_file(tmp_path) -> None:
-    # Integers for 200 rows, then a decimal: a type guessed from the first rows would
-    # make SUM(x) fail only because of that later value.
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+def test_a_csv_column_is_read_as_its_declared_type_each_value_alone(tmp_path: Path) -> None:
+    # Integers for 200 rows, then a decimal: the declared type decides, the values do not.
     path = tmp_path / "data.csv"
-    rows = [f"{i},a,{i % 7}" for i in range(200)] + ["999,b,12.5"]
+    rows = [f"{i},a,{i % 7}" for i in range(200)] + ["999,b,12.5", "1000,b,n/a"]
     path.write_text("u,g,x\n" + "\n".join(rows) + "\n")
-    sess = small_session(str(path))
-    assert sess.sql("SELECT g, SUM(x) AS s FROM data GROUP BY g", rho=0.5).height == 2
+    undeclared = small_session(str(path))
+    assert dict(undeclared.check(undeclared.query().plan))["x"] == pl.String
+    whole = sum(i % 7 for i in range(200))
+    # A value that does not parse is null, which a sum counts as the bounds' midpoint (50).
+    assert _exact_sum(path, {"x": "float64"}) == whole + 12.5 + 50
+    assert _exact_sum(path, {"x": "int64"}) == whole + 2 * 50
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+def test_a_declared_type_is_parsed_by_a_fixed_rule_per_value(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text(
+        "u,on,day,at\n"
+        "1,TRUE,2024-01-31,2024-01-31T10:00:00\n"
+        "2,false,31/01/2024,2024-01-31 10:00:00.5\n"
+        "3,yes,2024-02-30,10:00\n"
+    )
+    types = {"on": "bool", "day": "date", "at": "datetime"}
+    metadata = {name: pf.Column(type=kind) for name, kind in types.items()}
+    sess = pf.Session(path, "u", pf.zCDP(1e12), rng=SeededRandomness(0), metadata=metadata)
+
+    def count(where: pl.Expr) -> int:
+        query = sess.query().bound(max_rows=1).filter(where).agg(pf.count())
+        return int(query.release(rho=1e10)["count"][0])
+
+    assert [count(pl.col(c).is_null()) for c in types] == [1, 2, 1]
+    assert count(pl.col("on")) == 1
+    assert count(pl.col("day") == pl.lit(dt.date(2024, 1, 31))) == 1
+    assert count(pl.col("at") == pl.lit(dt.datetime(2024, 1, 31, 10, 0, 0, 500_000))) == 1
+
+
+def test_a_declared_type_names_a_column_of_the_data(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text("user_id,amount\n1,2\n")
+    metadata = {"amonut": pf.Column(type="int64")}
+    message = _refusal(lambda: pf.Session(path, "user_id", pf.zCDP(1.0), metadata=metadata))
+    assert "metadata declares a type for 'amonut'" in message
+    assert "columns: ['user_id', 'amount']" in message
+
+
+def test_a_declared_type_on_a_headerless_csv_does_not_list_its_first_row(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text(f"1,{MARKER},250.5\n2,south,7.5\n")
+    metadata = {"amount": pf.Column(type="float64")}
+    message = _refusal(lambda: pf.Session(path, None, pf.zCDP(1.0), metadata=metadata))
+    assert message.endswith(NAMES_WITHHELD)
+    assert "250.5" not in message
+
+
+def test_a_csv_unit_column_stays_text_whatever_is_declared(tmp_path: Path) -> None:
+    # Parsed as integers, 007 and 7 would be one person.
+    path = tmp_path / "data.csv"
+    path.write_text("u,x\n007,1\n7,2\n")
+    metadata = {"u": pf.Column(type="int64")}
+    message = _refusal(lambda: pf.Session(path, "u", pf.zCDP(1.0), metadata=metadata))
+    assert "unit column is read as the text it holds" in message
+    text = pf.Session(path, "u", pf.zCDP(1.0), metadata={"u": pf.Column(type="string")})
+    assert dict(text.check(text.query().plan))["u"] == pl.String
+
+
+@pytest.mark.parametrize(
+    ("data", "declared"),
+    [
+        (pl.DataFrame({"u": [1], "x": [1.5]}), "int64"),
+        (pd.DataFrame({"u": [1], "x": ["a"]}), "float64"),
+        (pl.DataFrame({"u": [1], "x": [1]}), "date"),
+    ],
+)
+def test_typed_data_must_have_the_declared_type(data: Any, declared: str) -> None:
+    metadata = {"x": pf.Column(type=declared)}
+    message = _refusal(lambda: pf.Session(data, "u", pf.zCDP(1.0), metadata=metadata))
+    assert "metadata declares column 'x' as" in message
+    assert "declare the type it has" in message
+
+
+def test_typed_data_of_the_declared_type_opens(tmp_path: Path) -> None:
+    path = tmp_path / "data.parquet"
+    pl.DataFrame({"u": [1], "x": [1], "t": [pl.datetime(2024, 1, 1)]}).select(
+        "u", "x", pl.lit(None, pl.Datetime("ns")).alias("t")
+    ).write_parquet(path)
+    metadata = {"x": pf.Column(type="int64"), "t": pf.Column(type="datetime")}
+    sess = pf.Session(path, "u", pf.zCDP(1.0), metadata=metadata)
+    assert dict(sess.check(sess.query().plan))["t"] == pl.Datetime("ns")
+
+
+@pytest.mark.parametrize("given", ["int32", "decimal", pl.Int32, pl.Datetime("us", "UTC"), 5])
+def test_a_column_type_must_be_one_privframe_can_read_exactly(given: Any) -> None:
+    message = _refusal(lambda: pf.Column(type=given), pf.InvalidArgumentError)
+    assert "is not one a column may be declared as" in message
+    assert "'int64', 'float64', 'string', 'bool', 'date', 'datetime'" in message
 
 
 def test_an_unreadable_unit_column_is_withheld(tmp_path) -> None:

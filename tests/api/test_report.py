@@ -196,6 +196,15 @@ def test_example_spec_runs_until_its_budget_is_spent(
     assert len(list(default_out.glob("*.csv"))) == 4
 
 
+def test_example_spec_runs_on_the_demo_data_written_as_csv(tmp_path: Path) -> None:
+    # Its metadata declares the types a CSV's text is read as (parquet has them already).
+    spec = tmp_path / EXAMPLE.name
+    spec.write_text(EXAMPLE.read_text().replace("transactions.parquet", "transactions.csv"))
+    assert main(["demo", "--rows", "2000", "--write-data", str(tmp_path / "transactions.csv")]) == 0
+    assert main(["report", str(spec), "--out", str(tmp_path / "out")]) == ExitCode.OK
+    assert pl.read_csv(tmp_path / "out" / "by_region.csv")["region"].to_list() == REGIONS
+
+
 def test_dry_run_spends_nothing(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(folder, "--dry-run") == ExitCode.OK
     out = capsys.readouterr().out

@@ -58,7 +58,9 @@ def test_file_paths_in_polars_out(tmp_path, suffix, as_str):
     df = make_data()
     path = tmp_path / f"data.{suffix}"
     df.write_parquet(path) if suffix == "parquet" else df.write_csv(path)
-    sess = exact_release(str(path) if as_str else path)
+    # A CSV's types are declared (its columns are text otherwise); parquet keeps its own.
+    types = {"age": pf.Column(type="int64"), "amount": pf.Column(type="float64")}
+    sess = exact_release(str(path) if as_str else path, metadata=types)
     result = readme_query(sess).release(rho=EXACT)
     assert isinstance(result, pl.DataFrame)
     # Same exact aggregates as the in-memory frame (count noise is negligible at this

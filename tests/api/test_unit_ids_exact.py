@@ -200,10 +200,20 @@ def test_spark_input_keeps_every_unit_distinct(spark: Any, kind: str, spark_type
     assert _released_units(frame) == N
 
 
-@pytest.mark.parametrize("name", ["data.parquet", "data.csv"])
-def test_an_unreadable_file_is_refused_without_quoting_it(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("data.parquet", b"id,amount\n1,2\nalice@example.com,\x00\xff,3,4\n"),
+        # A CSV's bad bytes and extra fields change their own row alone; a quote never
+        # closed leaves the file unreadable.
+        ("data.csv", b'id,amount\n1,"2\nalice@example.com,3\n'),
+    ],
+)
+def test_an_unreadable_file_is_refused_without_quoting_it(
+    tmp_path: Path, name: str, content: bytes
+) -> None:
     path = tmp_path / name
-    path.write_bytes(b"id,amount\n1,2\nalice@example.com,\x00\xff,3,4\n")
+    path.write_bytes(content)
     with pytest.raises(pf.InvalidValueError, match="could not be read") as info:
         pf.Session(str(path), "id", pf.zCDP(1.0))
     assert "alice" not in str(info.value)

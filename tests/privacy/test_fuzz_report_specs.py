@@ -67,7 +67,7 @@ def _base_spec(data: Path, ledger: Path) -> dict[str, Any]:
         "report": {"title": "fuzz", "rho": 0.3},
         "data": {"path": str(data), "privacy_unit": "user_id"},
         "budget": {"rho": 1.0, "delta": 1e-6, "ledger": str(ledger)},
-        "metadata": {"amount": {"bounds": [0, 100]}, "region": {"keys": KEYS}},
+        "metadata": {"amount": {"type": "float64", "bounds": [0, 100]}, "region": {"keys": KEYS}},
         "contributions": dict(LIMITS),
         "queries": [
             {
@@ -141,6 +141,9 @@ def _spec_mutations() -> dict[str, Callable[[dict[str, Any]], None]]:
         "queries.1.sql": ["SELEC 1", "SELECT SUM(region) FROM data", 3, ""],
         "metadata.amount": [{"bounds": [5, 1]}, {"bounds": "x"}, {"magic": 1}],
         "metadata.region": [{"keys": "north"}, {"keys": []}, {"keys": [["a"]]}],
+        "metadata.amount.type": ["int32", 3, "", "decimal"],
+        "metadata.user_id": [{"type": "int64"}],
+        "metadata.zone": [{"type": "int64"}],
         "unknown": [1],
     }
     for path, options in values.items():
@@ -160,7 +163,7 @@ def _spec_cases() -> list[Any]:
             [pytest.mark.xfail(strict=True, reason=SPEC_XFAIL[name])] if name in SPEC_XFAIL else []
         )
         cases.append(pytest.param(name, mutate, id=name, marks=marks))
-    for data_name in ("headerless.csv", "extra_field.csv", "null_unit.csv", "corrupt.parquet"):
+    for data_name in ("headerless.csv", "unclosed_quote.csv", "null_unit.csv", "corrupt.parquet"):
 
         def data(spec: dict[str, Any], n: str = data_name) -> None:
             spec["data"]["path"] = n

@@ -59,6 +59,10 @@ def test_plain_http_off_the_loopback_interface_is_refused(tmp_path: Path) -> Non
         (DATASET + "cap = { rho = -1 }\n", r"datasets.sales.cap.rho must be > 0"),
         (DATASET + "contributions = { max_groups = 2 }\n", "a person's row limit"),
         (DATASET + "metadata.amount = { bounds = [0] }\n", r"must be \[lower, upper\]"),
+        (
+            DATASET + 'metadata.amount = { type = "int32" }\n',
+            r"metadata.amount.type: Column type 'int32' is not one",
+        ),
     ],
 )
 def test_a_wrong_key_or_value_is_refused_by_name(tmp_path: Path, text: str, message: str) -> None:

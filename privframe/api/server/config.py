@@ -16,8 +16,11 @@ report specs)::
     privacy_unit = "user_id"
     cap = { rho = 4.0 }           # optional: the total all analysts may spend
     contributions = { max_groups = 3, max_rows_per_group = 5 }
-    metadata.amount = { bounds = [0, 1000] }
+    metadata.amount = { bounds = [0, 1000] }   # a CSV's: { type = "float64", bounds = ... }
     metadata.region = { keys = ["north", "south"] }
+
+A CSV's columns are read as text unless their ``type`` is declared in the
+metadata: types are published, so they never come from the values.
 
 Analysts, their tokens and their budgets are not in this file: they live in
 the server's database and change with ``privframe admin`` (a top-up is then a
@@ -89,7 +92,7 @@ class DatasetConfig:
         name: the name analysts connect to.
         data: the ``.parquet`` or ``.csv`` file.
         privacy_unit: the column identifying a person.
-        metadata: per column its public ``bounds``, ``keys`` and ``candidates``;
+        metadata: per column its public ``type``, ``bounds``, ``keys`` and ``candidates``;
             analysts can read them, and SQL takes its bounds and keys from them.
         contributions: the default contribution limits for SQL.
         cap: the most all analysts together may spend on this dataset, or None.

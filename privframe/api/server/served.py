@@ -44,6 +44,7 @@ from privframe.api.server.store import Store
 from privframe.api.session import Session
 from privframe.api.spec_values import SpecError
 from privframe.api.sql import Column
+from privframe.api.sql.metadata import declared_types
 from privframe.api.wire import (
     WIRE_VERSION,
     decode_plan_query,
@@ -99,6 +100,11 @@ def encode_report(session: Session, entries: bool = True) -> dict[str, Any]:
     return {"report": fields, "ledger": ledger}
 
 
+def _columns(dataset: DatasetConfig) -> dict[str, Column]:
+    """The dataset's metadata as the Session takes it."""
+    return {column: Column(**facts) for column, facts in dataset.metadata.items()}
+
+
 @dataclass
 class _Cached:
     budget: zCDP
@@ -134,7 +140,8 @@ class Served:
         for name, dataset in config.datasets.items():
             store.set_cap(name, dataset.cap)
             try:
-                open_input(dataset.data, dataset.privacy_unit)
+                types = declared_types(_columns(dataset))
+                open_input(dataset.data, dataset.privacy_unit, types=types)
             except errors.PrivframeError as err:
                 raise SpecError(f"datasets.{name}: {err}") from None
         store.verify()
@@ -185,7 +192,7 @@ class Served:
             dataset.privacy_unit,
             accountant,
             rng=self._rng,
-            metadata={column: Column(**facts) for column, facts in dataset.metadata.items()},
+            metadata=_columns(dataset),
             contributions=None if limits is None else Bound(**limits),
         )
 

@@ -6,18 +6,27 @@ column once, before any query (its outcome is one fixed fact about the
 input), and returns the :class:`~privframe.engines.polars.engine.PolarsEngine`
 over it. Errors never quote the data: a reader's message is withheld.
 
+A CSV's types come from the data owner, never from its values: its columns
+are read as text, and those the owner declared (``types``) are parsed, row
+by row, a value that does not parse becoming null.
+
 Example:
     >>> import polars as pl
     >>> from privframe.engines.polars.input import open_input
     >>> opened = open_input(pl.DataFrame({"u": [1, 2], "x": [0.5, 1.5]}), "u")
     >>> opened.kind, opened.schema.names()
     ('polars', ['u', 'x'])
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+    >>> _ = path.write_text(chr(10).join(["u,x,y", "1,5,a", "2,n/a,b"]))
+    >>> dict(open_input(path, "u", types={"x": pl.Int64}).schema)
+    {'u': String, 'x': Int64, 'y': String}
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -28,8 +37,10 @@ from pyarrow import ArrowException
 from privframe.engines.expressions import plain_types
 from privframe.engines.inputs import (
     MISSING_UNITS,
+    ColumnType,
     Opened,
     PanicException,
+    check_declared_types,
     check_unit_column,
     exact_pandas,
 )
@@ -41,28 +52,39 @@ __all__ = ["open_input"]
 _T = TypeVar("_T")
 
 
-def open_input(data: object, privacy_unit: str | None, results: str = "pandas") -> Opened:
+def open_input(
+    data: object,
+    privacy_unit: str | None,
+    results: str = "pandas",
+    types: Mapping[str, ColumnType] | None = None,
+) -> Opened:
     """A pandas or polars DataFrame, a LazyFrame or a .parquet/.csv path, opened for queries.
 
     Releases come back as the input's kind of frame (pandas for pandas,
     polars otherwise); ``results="spark"`` is refused, as the data is not
-    on Spark.
+    on Spark. ``types`` are the column types the data owner declared: a CSV's
+    columns are read as them (:func:`_typed`), and typed data must have them.
 
     Raises:
         InvalidArgumentError: ``data`` is of no supported kind, or a pandas
             frame that does not convert.
         InvalidValueError: the file is missing, unreadable or malformed, the
-            privacy unit column is missing, or some rows have no unit.
+            privacy unit column is missing, some rows have no unit, or a
+            declared type is not the data's.
     """
     if results == "spark":
         raise InvalidValueError('results="spark" needs a Spark DataFrame as the data')
+    types = dict(types or {})
+    csv = isinstance(data, str | os.PathLike) and Path(data).suffix.lower() == ".csv"
     frame, kind, streaming = _load(data, privacy_unit)
     check_unit_column(privacy_unit, _read(frame.collect_schema))
+    if csv:
+        _check_csv(frame, privacy_unit)
+        frame = _typed(frame, types, privacy_unit)
     plain = plain_types(frame, privacy_unit)
     schema = _read(plain.collect_schema)
-    if isinstance(data, str | os.PathLike) and Path(data).suffix.lower() == ".csv":
-        _check_csv(frame, Path(data), privacy_unit)
-    elif privacy_unit is not None:
+    check_declared_types(types, schema)
+    if privacy_unit is not None and not csv:
         _check_units(plain, privacy_unit, schema[privacy_unit])
     engine = PolarsEngine(plain, streaming=streaming, partitions=_partitions(data))
     return Opened(engine, schema, kind, exact_pandas if kind == "pandas" else _as_is)
@@ -102,7 +124,8 @@ def _load(data: object, unit: str | None) -> tuple[pl.LazyFrame, Literal["pandas
     file stores it as text (a CSV column, a Hive partition directory's name):
     parsing would merge IDs written differently (``007`` and ``7`` are one
     integer, ``true`` and ``TRUE`` one boolean), and two people read as one
-    unit would be bounded as one.
+    unit would be bounded as one. A CSV is read as text throughout
+    (:func:`_scan_csv`).
     """
     if isinstance(data, pd.DataFrame):
         converted = _from_pandas(data)
@@ -126,7 +149,7 @@ def _load(data: object, unit: str | None) -> tuple[pl.LazyFrame, Literal["pandas
         if suffix == ".parquet":
             return _scan_parquet(path, unit), "polars", True
         if suffix == ".csv":
-            return _scan_csv(path, unit), "polars", True
+            return _scan_csv(path), "polars", True
         raise InvalidValueError(f"data files must be .parquet or .csv, got {path.name!r}")
     raise InvalidArgumentError(
         "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
@@ -147,55 +170,81 @@ def _scan_parquet(path: Path, unit: str | None) -> pl.LazyFrame:
     return pl.scan_parquet(path, hive_schema={**hive, unit: pl.String()})
 
 
-def _scan_csv(path: Path, unit: str | None, *, cut_long_rows: bool = False) -> pl.LazyFrame:
-    """A CSV file, its types inferred from every row, its unit column read as text.
+def _scan_csv(path: Path) -> pl.LazyFrame:
+    """A CSV file, every column read as text, each row on its own.
 
-    Types come from the whole file: a type guessed from the first rows could
-    fail on a later value, a data-dependent failure that no noise covers.
-    ``cut_long_rows`` drops the fields past the header's (to tell, once a read
-    failed, whether such rows were the cause).
+    Its types look at no value: a type inferred from the values would be
+    chosen by one person's value (``n/a`` in an integer column makes it
+    text), and types are public: they decide which queries are refused.
+    The data owner declares the types (:func:`_typed`). What one row holds
+    changes that row alone: fields past the header's are dropped (too few
+    are null), bytes that are not UTF-8 become U+FFFD, so that no row makes
+    the file unreadable.
     """
-    text = {unit: pl.String()} if unit is not None else None
-    return pl.scan_csv(
-        path, infer_schema_length=None, schema_overrides=text, truncate_ragged_lines=cut_long_rows
-    )
+    return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, encoding="utf8-lossy")
 
 
-def _check_csv(frame: pl.LazyFrame, path: Path, unit: str | None) -> None:
-    """Read every field of a CSV once: refuse rows longer than the header, and missing units.
+_DATE = "%Y-%m-%d"
+_DATETIME = "%Y-%m-%d %H:%M:%S%.f"
 
-    polars parses only the columns a query reads, and a row with more fields
-    than the header passes unless a query reads the column its extra field
-    falls in: whether a query ran would depend on the columns it reads. Read
-    in full once, before any query, a malformed row is one fixed fact about
-    the file. The same read counts the unit column's nulls (read as text, a
-    CSV unit has no NaN), so a CSV is read once for both checks.
+
+def _typed(frame: pl.LazyFrame, types: Mapping[str, ColumnType], unit: str | None) -> pl.LazyFrame:
+    """A CSV read as text, its declared columns parsed: a value that does not parse is null.
+
+    Each value is parsed alone, by a fixed rule that looks at no other value
+    (integers and floats as polars reads them, ``true``/``false`` in any
+    case, dates as ``YYYY-MM-DD``, datetimes as ``YYYY-MM-DD HH:MM:SS[.f]``
+    with ``T`` or a space between): a format guessed from the values would
+    let one person's value decide how everyone else's is read. Declared
+    columns the file lacks are left for :func:`check_declared_types` to name.
+
+    The privacy unit column stays text: parsing would merge IDs written
+    differently (``007`` and ``7`` are one integer), and two people read as
+    one unit would be bounded as one.
+
+    Raises:
+        InvalidValueError: the unit column is declared another type than text.
     """
-    failure = None
-    try:
-        nulls = frame.select(pl.all().null_count()).collect()
-    except (Exception, PanicException) as err:
-        failure = type(err).__name__
-    if failure is None:
-        if unit is not None and nulls[unit].item():
-            raise InvalidValueError(MISSING_UNITS.format(unit=unit))
-        return
-    if _reads_when_cut(path, unit):
+    if unit is not None and types.get(unit, pl.String) != pl.String:
         raise InvalidValueError(
-            f"a row of {path.name!r} has more fields than its header row (the row is not "
-            "shown: it may hold private values). Every row must have one field per column: "
-            "quote fields that contain the separator, or name the extra columns in the header"
+            f"metadata declares the privacy unit column {unit!r} as {types[unit]}, but a CSV's "
+            "unit column is read as the text it holds, so that IDs written differently stay "
+            "different people: declare no type for it (or 'string')"
         )
-    raise InvalidValueError(_UNREADABLE.format(failure=failure))
+    columns = _read(frame.collect_schema)
+    parsed = []
+    for name, declared in types.items():
+        if name not in columns:
+            continue
+        dtype = declared() if isinstance(declared, type) else declared
+        column = pl.col(name)
+        if isinstance(dtype, pl.Date):
+            column = column.str.to_date(_DATE, strict=False)
+        elif isinstance(dtype, pl.Datetime):
+            column = column.str.replace("T", " ", literal=True).str.to_datetime(
+                _DATETIME, time_unit=dtype.time_unit, strict=False
+            )
+        elif isinstance(dtype, pl.Boolean):
+            column = column.str.to_lowercase().replace_strict(
+                {"true": True, "false": False}, default=None, return_dtype=pl.Boolean
+            )
+        elif dtype != pl.String:
+            column = column.cast(dtype, strict=False)
+        parsed.append(column.alias(name))
+    return frame.with_columns(parsed) if parsed else frame
 
 
-def _reads_when_cut(path: Path, unit: str | None) -> bool:
-    """Whether the CSV reads in full once fields past the header's are dropped."""
-    try:
-        _scan_csv(path, unit, cut_long_rows=True).select(pl.all().null_count()).collect()
-    except (Exception, PanicException):
-        return False
-    return True
+def _check_csv(frame: pl.LazyFrame, unit: str | None) -> None:
+    """Read every field of a CSV once, before any query: refuse it unreadable or missing units.
+
+    polars parses only the columns a query reads: read in full once, a file
+    that cannot be read (a quote never closed) fails here, as one fixed fact
+    about the file, not for some queries only. The same read counts the unit
+    column's nulls (read as text, a CSV unit has no NaN).
+    """
+    nulls = _read(frame.select(pl.all().null_count()).collect)
+    if unit is not None and nulls[unit].item():
+        raise InvalidValueError(MISSING_UNITS.format(unit=unit))
 
 
 def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
