@@ -17,6 +17,7 @@ import pytest
 from csv_setup import write_neighbours
 
 import privframe as pf
+from privframe.api.query import Query
 
 DECLARED = {"amount": pf.Column(type="int64", bounds=(0, 1000))}
 UNDECLARED = {"amount": pf.Column(bounds=(0, 1000))}
@@ -33,7 +34,7 @@ def _session(path: Path, metadata: dict[str, pf.Column]) -> pf.Session:
     return pf.Session(path, "user_id", pf.zCDP(1.0), metadata=metadata, contributions=limits)
 
 
-def _sum(sess: pf.Session) -> pf.query.Query:
+def _sum(sess: pf.Session) -> Query:
     return sess.query().bound(max_rows=1).agg(pf.sum("amount", bounds=(0, 1000)))
 
 
