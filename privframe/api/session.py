@@ -325,7 +325,8 @@ class Session(SQLEntry):
     ) -> SQLQuery:
         """``text`` parsed over this Session's table, facts and tables (:meth:`sql` without rho).
 
-        ``metadata`` and ``contributions`` override the Session's for this query.
+        ``metadata`` and ``contributions`` override the Session's for this query (a
+        column's ``type`` is read when the data opens: a query cannot change it).
 
         Example:
             >>> import polars as pl
@@ -334,11 +335,21 @@ class Session(SQLEntry):
             >>> sess.parse_sql("SELECT COUNT(*) AS n FROM data").text
             'SELECT COUNT(*) AS n FROM data'
         """
+        override = check_metadata(metadata)
+        opened = declared_types(self._metadata)
+        retyped = sorted(
+            name for name, kind in declared_types(override).items() if opened.get(name) != kind
+        )
+        if retyped:
+            raise InvalidArgumentError(
+                f"metadata= of one query cannot declare a column's type ({retyped}): types are "
+                "read when the data opens; declare them in Session(metadata=...)"
+            )
         return parse(
             text,
             self.query(),
             unit=self._unit,
-            metadata={**self._metadata, **check_metadata(metadata)},
+            metadata={**self._metadata, **override},
             contributions=check_contributions(contributions) or self._contributions,
             tables=self._tables,
             table=self._name,

@@ -89,3 +89,13 @@ def test_a_ledger_records_the_same_data_for_neighbours(
         again = pf.Session(files[name], "user_id", pf.zCDP(1.0), ledger, metadata=DECLARED)
         assert again.spent == pf.zCDP(RHO)
         again.accountant.close()
+
+
+def test_a_query_cannot_retype_a_column_the_data_opened_with(files: dict[str, Path]) -> None:
+    sess = _session(files["d"], UNDECLARED)
+    with pytest.raises(pf.InvalidArgumentError, match=r"Session\(metadata=\.\.\.\)"):
+        sess.sql("SELECT SUM(amount) AS total FROM data", rho=RHO, metadata=DECLARED)
+    assert sess.spent == pf.zCDP(0)
+    same = _session(files["d"], DECLARED)
+    same.sql("SELECT SUM(amount) AS total FROM data", rho=RHO, metadata=DECLARED)
+    assert same.spent == pf.zCDP(RHO)
