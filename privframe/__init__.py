@@ -30,6 +30,7 @@ from privframe.engines.spark import frames as spark
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
+    ExcessiveNoiseWarning,
     InvalidArgumentError,
     InvalidBudgetError,
     InvalidValueError,
@@ -60,6 +61,7 @@ __all__ = [
     "BudgetReport",
     "CalibrationError",
     "Column",
+    "ExcessiveNoiseWarning",
     "InvalidArgumentError",
     "InvalidBudgetError",
     "InvalidValueError",
