@@ -92,7 +92,6 @@ def _hints(*names: str) -> dict[str, str]:
     return {name: _OTHER_MODELS[name] for name in names}
 
 
-
 class _Ordered:
     """The partial order of budgets of one type: ``a <= b`` when every field is.
 
