@@ -156,9 +156,10 @@ class ReleasePlan:
             >>> [w.category.__name__ for w in caught]
             ['ExcessiveNoiseWarning']
         """
-        drowned = [
-            m.key for m in (*self.measurements, *self.quantiles) if m.exact_rho < NOISE_FLOOR_RHO
+        shares = [(m.key, m.exact_rho) for m in self.measurements] + [
+            (q.key, q.exact_rho) for q in self.quantiles
         ]
+        drowned = [key for key, share in shares if share < NOISE_FLOOR_RHO]
         if drowned:
             warn_caller(
                 f"{', '.join(drowned)} would get a share of rho below {float(NOISE_FLOOR_RHO):.3g} "
