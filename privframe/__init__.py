@@ -33,6 +33,7 @@ from privframe.engines.expressions import bin
 from privframe.errors import (
     BudgetExceededError,
     CalibrationError,
+    ExcessiveNoiseWarning,
     InvalidArgumentError,
     InvalidBudgetError,
     InvalidValueError,
@@ -64,6 +65,7 @@ __all__ = [
     "BudgetReport",
     "CalibrationError",
     "Column",
+    "ExcessiveNoiseWarning",
     "InvalidArgumentError",
     "InvalidBudgetError",
     "InvalidValueError",

@@ -237,7 +237,7 @@ def _accepted(params: Mapping[str, inspect.Parameter]) -> str:
     """The parameters as a user passes them: ``rho, with_error=, *aggregates``."""
     shown = []
     for name, p in params.items():
-        if name == "self":
+        if name in ("self", "cls"):
             continue
         if p.kind is inspect.Parameter.VAR_POSITIONAL:
             shown.append(f"*{name}")

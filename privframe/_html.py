@@ -80,18 +80,36 @@ def plain(value: object) -> str:
     return str(value)
 
 
-def interval(value: float, half: float) -> str:
+def interval(value: float | None, half: float | None) -> str:
     """``value ± half`` to the precision of the interval: two significant digits of ``half``.
+
+    A missing value (a total row's quantile or distinct count, which no
+    measurement gives) is empty, like :func:`plain`'s.
 
     Example:
         >>> from privframe._html import interval
-        >>> interval(1234.0, 53.7), interval(0.5, float("nan"))
-        ('1234 ± 54', '0.5 ± nan')
+        >>> interval(1234.0, 53.7), interval(0.5, float("nan")), interval(None, None)
+        ('1234 ± 54', '0.5 ± nan', '')
     """
+    if value is None or half is None:
+        return plain(value)
     if not (math.isfinite(half) and half > 0 and math.isfinite(value)):
         return f"{plain(value)} ± {plain(half)}"
     decimals = min(15, max(0, 1 - math.floor(math.log10(half))))
     return f"{value:.{decimals}f} ± {half:.{decimals}f}"
+
+
+def rank_interval(value: float | None, half: float | None) -> str:
+    """A quantile with its 95% rank error: ``value (rank ± half)``; a missing one is empty.
+
+    Example:
+        >>> from privframe._html import rank_interval
+        >>> rank_interval(4.0, 12.25), rank_interval(None, None)
+        ('4 (rank ± 12.2)', '')
+    """
+    if value is None or half is None:
+        return plain(value)
+    return f"{plain(value)} (rank ± {half:.3g})"
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[object]], caption: str = "") -> str:

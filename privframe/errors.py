@@ -17,6 +17,8 @@ Example:
 from __future__ import annotations
 
 import re
+import sys
+import warnings
 from collections.abc import Iterable, Sequence
 
 
@@ -112,6 +114,38 @@ class SeededRandomnessWarning(PrivframeWarning):
 
     Seeded streams exist for tests and demos; their output is not private.
     """
+
+
+class ExcessiveNoiseWarning(PrivframeWarning):
+    """A release's noise is so large that its outputs are noise at any plausible data size.
+
+    Given before anything is charged; turned into an error
+    (``warnings.simplefilter("error", pf.ExcessiveNoiseWarning)``) it stops
+    the release with nothing spent. See
+    :data:`privframe.plan.planner.NOISE_FLOOR_RHO`.
+    """
+
+
+def _in_privframe(module: str) -> bool:
+    return module == "privframe" or module.startswith("privframe.")
+
+
+def warn_caller(message: str, category: type[Warning]) -> None:
+    """Warn, attributed to the first frame outside privframe: the user's line that asked.
+
+    Example:
+        >>> import warnings
+        >>> from privframe.errors import PrivframeWarning, warn_caller
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_caller("look", PrivframeWarning)
+        >>> "privframe" in caught[0].filename  # this example runs as privframe.errors
+        False
+    """
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and _in_privframe(frame.f_globals.get("__name__", "")):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 # A header names each column once, in words; a row of data holds numbers, empty fields

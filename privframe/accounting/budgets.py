@@ -44,6 +44,7 @@ from fractions import Fraction
 
 import scipy
 
+from privframe._arguments import hinted
 from privframe.accounting.conversions import (
     check_not_larger,
     epsilon_up,
@@ -72,6 +73,23 @@ from privframe.numeric import (
 # ---------------------------------------------------------------------------
 # Budget value types
 # ---------------------------------------------------------------------------
+
+_FROM_EPSILON = (
+    "epsilon states an (epsilon, delta)-DP budget: pf.ApproxDP(epsilon=..., delta=...), "
+    "which a Session takes as it is; pf.zCDP.from_approx_dp(epsilon, delta) gives the rho "
+    "that implies one"
+)
+# The hints for a budget given in another model's parameters, by the parameter's name.
+_OTHER_MODELS = {
+    "rho": "rho states a zCDP budget: pf.zCDP(rho=..., delta=...)",
+    "epsilon": _FROM_EPSILON,
+    "eps": _FROM_EPSILON,
+    "mu": "mu states a Gaussian DP budget: pf.GDP(mu=...)",
+}
+
+
+def _hints(*names: str) -> dict[str, str]:
+    return {name: _OTHER_MODELS[name] for name in names}
 
 
 class _Ordered:
@@ -178,6 +196,7 @@ class zCDP(_Ordered):
     exact_delta: Fraction
     converted_from: ApproxDP | None = field(default=None, compare=False)
 
+    @hinted(rho="pass rho=..., e.g. pf.zCDP(rho=1.0)", **_hints("epsilon", "eps", "mu"))
     def __init__(
         self, rho: Number, delta: Number = 0.0, *, converted_from: ApproxDP | None = None
     ) -> None:
@@ -348,6 +367,7 @@ class zCDP(_Ordered):
         return GDP(Fraction(sqrt_up(2 * self.exact_rho)))
 
     @classmethod
+    @hinted()
     def from_approx_dp(cls, epsilon: Number, delta: Number) -> zCDP:
         """The largest ρ such that ρ-zCDP implies (ε, δ)-DP, rounded down.
 
@@ -408,6 +428,7 @@ class ApproxDP(_Ordered):
     exact_epsilon: Fraction
     exact_delta: Fraction
 
+    @hinted(**_hints("rho", "mu"))
     def __init__(self, epsilon: Number, delta: Number = 0.0) -> None:
         object.__setattr__(self, "exact_epsilon", exact("epsilon", epsilon))
         object.__setattr__(self, "exact_delta", exact_delta(delta))
@@ -458,6 +479,7 @@ class ApproxDP(_Ordered):
             self.exact_epsilon - other.exact_epsilon, self.exact_delta - other.exact_delta
         )
 
+    @hinted(delta="pass selection_delta=...: the part of this delta kept for choosing groups")
     def to_zcdp(self, selection_delta: Number = 0.0) -> zCDP:
         """The zCDP allowance this (ε, δ) budget lets a session spend, rounded down.
 
@@ -547,6 +569,10 @@ class GDP(_Ordered):
 
     exact_mu: Fraction
 
+    @hinted(
+        delta="a Gaussian DP budget has no delta: pf.GDP(mu=...) gives every (epsilon, delta)",
+        **_hints("rho", "epsilon", "eps"),
+    )
     def __init__(self, mu: Number) -> None:
         object.__setattr__(self, "exact_mu", exact("mu", mu))
 

@@ -78,8 +78,13 @@ def _bars(frame: Frame) -> _Bars | None:
         if groups
         else ["all"] * rows.height
     )
-    values = [float(v) for v in rows[name]]
-    halves = [float(e) for e in rows[outputs[name]]] if errors else [0.0] * rows.height
+    # A missing output (a total row's quantile or distinct count) is drawn as its label alone.
+    values = [math.nan if v is None else float(v) for v in rows[name]]
+    halves = (
+        [math.nan if e is None else float(e) for e in rows[outputs[name]]]
+        if errors
+        else [0.0] * rows.height
+    )
     return _Bars(name, errors, labels, values, halves)
 
 

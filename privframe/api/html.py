@@ -31,6 +31,7 @@ from privframe._html import (
     number,
     paragraph,
     plain,
+    rank_interval,
     table,
     text,
 )
@@ -307,7 +308,7 @@ def result_html(frame: Frame) -> str:
             if column is None:
                 cells.append(plain(value))
             elif column.endswith(RANK_CI95_SUFFIX):
-                cells.append(f"{plain(value)} (rank ± {record[column]:.3g})")
+                cells.append(rank_interval(value, record[column]))
             else:
                 cells.append(interval(value, record[column]))
         rows.append(cells)

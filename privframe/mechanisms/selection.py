@@ -62,6 +62,10 @@ __all__ = [
 ]
 
 
+# Below this σ the discrete Gaussian is a point mass at 0 in double precision.
+_POINT_MASS_SIGMA = 1 / 40
+
+
 def _check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise InvalidArgumentError(f"k (groups per unit) must be a positive integer, got {k!r}")
@@ -104,7 +108,10 @@ def discrete_tail(sigma: float, t: int) -> float:
 
     For σ > 10⁴ it returns the upper bound Φ̄((t − 1)/σ) (for t >= 1): the
     tail sum is at most the Gaussian integral from t − 1, and the normaliser
-    is at least sqrt(2π)·σ (Canonne, Kamath & Steinke 2020, Fact 18).
+    is at least sqrt(2π)·σ (Canonne, Kamath & Steinke 2020, Fact 18). For
+    σ <= 1/40 every weight but the one at 0 is below e^-800 of it, under half
+    the smallest double, so the correctly rounded answer is 1 for t <= 0 and
+    0 for t >= 1; it is returned without forming weights that underflow.
 
     Example:
         >>> from privframe.mechanisms.selection import discrete_tail
@@ -114,15 +121,20 @@ def discrete_tail(sigma: float, t: int) -> float:
     s = check_positive("sigma", sigma)
     if s > 1e4 and t >= 1:
         return float(scipy.special.ndtr(-(t - 1) / s))
+    if s <= _POINT_MASS_SIGMA:
+        return 1.0 if t <= 0 else 0.0
     span = math.ceil(40 * s) + 2
     xs = np.arange(-span, span + 1, dtype=np.float64)
-    # Subtract the largest exponent in the tail so tiny tails keep their digits.
     log_w = -(xs**2) / (2 * s * s)
     tail = xs >= t
     if not tail.any():
         return 0.0
-    top = log_w[tail].max()
-    return float(np.exp(log_w[tail] - top).sum() / np.exp(log_w - top).sum())
+    # Both sums are taken relative to their largest weight (the tail's, and 1 at
+    # x = 0), so tiny tails keep their digits and no exponential overflows; the
+    # tail's scale e^top is applied last, where underflow to 0 is the right rounding.
+    top = float(log_w[tail].max())
+    ratio = float(np.exp(log_w[tail] - top).sum() / np.exp(log_w).sum())
+    return math.exp(top) * ratio
 
 
 def discrete_selection_delta(sigma: float, k: int, threshold: int) -> float:

@@ -44,8 +44,9 @@ ACCOUNTING_NOTE = (
 NOISE_ONLY_NOTE = (
     "std and 95% intervals cover the noise only: rows dropped by the contribution bound "
     "(max_groups, max_rows_per_group, max_rows) and values clipped to their bounds bias the "
-    "outputs by amounts no measurement here estimates; query.tune(rho=...) estimates, "
-    "privately, what bounding drops and chooses bounds that balance it against the noise"
+    "outputs by amounts no measurement here estimates; query.tune(rho=0.05, plan_rho=0.45), "
+    "for example, spends rho=0.05 to estimate privately what bounding drops, and chooses "
+    "bounds that balance it against the noise of a release at plan_rho=0.45 (docs/tuning.md)"
 )
 """What the error columns leave out; printed under the outputs of every explanation."""
 

@@ -31,7 +31,13 @@ from fractions import Fraction
 import scipy
 
 from privframe.accounting.budgets import zCDP
-from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
+from privframe.errors import (
+    ExcessiveNoiseWarning,
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    warn_caller,
+)
 from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA
 from privframe.mechanisms.selection import discrete_tail, discrete_threshold
 from privframe.numeric import Number, check_positive, exact, round_down
@@ -43,7 +49,15 @@ from privframe.plan.limits import Limits
 from privframe.plan.measurements import Measurement, Need, NoiseRangeError
 from privframe.plan.split import Balance, balanced_fractions, weighted_fractions
 
-__all__ = ["Output", "ReleasePlan", "Selection", "plan_release", "resolve_limits", "selects"]
+__all__ = [
+    "NOISE_FLOOR_RHO",
+    "Output",
+    "ReleasePlan",
+    "Selection",
+    "plan_release",
+    "resolve_limits",
+    "selects",
+]
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,17 @@ class Selection:
         return max(1, math.ceil(self.threshold + float(scipy.special.ndtri(probability)) * sigma))
 
 
+NOISE_FLOOR_RHO = Fraction(1, 2 * 10**12)
+"""A measurement given less ρ than this draws noise above 10⁶ times its sensitivity.
+
+A Gaussian measurement at share ρ_m has σ = Δ/sqrt(2ρ_m) (Bun & Steinke 2016,
+Prop. 1.6): below 1/(2·10¹²), σ > 10⁶·Δ, the whole contribution of a million
+units; a quantile's rank error grows as 1/sqrt(ρ_m) alike. Such an output is
+noise unless its groups hold many millions of units (a census may), so
+:meth:`ReleasePlan.warn_if_drowned` warns rather than refuses.
+"""
+
+
 @dataclass(frozen=True)
 class ReleasePlan:
     """Everything a release needs except the data: limits, measurements, outputs, cost."""
@@ -112,6 +137,37 @@ class ReleasePlan:
     def quantile(self, key: str) -> QuantileMeasurement:
         """The quantile measurement with this key."""
         return next(m for m in self.quantiles if m.key == key)
+
+    def warn_if_drowned(self) -> None:
+        """Warn when a measurement's share of ρ is below :data:`NOISE_FLOOR_RHO`.
+
+        Its outputs are then noise at any plausible data size; the release is
+        still private, so it warns (:class:`~privframe.errors.ExcessiveNoiseWarning`)
+        rather than refuses. Called before the charge: a warning turned into an
+        error stops the release with nothing spent.
+
+        Example:
+            >>> import warnings
+            >>> import privframe as pf
+            >>> from privframe.plan.ir import Plan
+            >>> with warnings.catch_warnings(record=True) as caught:
+            ...     warnings.simplefilter("always")
+            ...     plan_release(Plan(aggregates=(pf.count(),)), False, 1e-13).warn_if_drowned()
+            >>> [w.category.__name__ for w in caught]
+            ['ExcessiveNoiseWarning']
+        """
+        shares = [(m.key, m.exact_rho) for m in self.measurements] + [
+            (q.key, q.exact_rho) for q in self.quantiles
+        ]
+        drowned = [key for key, share in shares if share < NOISE_FLOOR_RHO]
+        if drowned:
+            warn_caller(
+                f"{', '.join(drowned)} would get a share of rho below {float(NOISE_FLOOR_RHO):.3g} "
+                f"(this release costs rho={float(self.cost.exact_rho):.3g}): noise above a million "
+                "units' whole contribution, so these outputs are noise unless groups hold many "
+                "millions of units. Release with a larger rho, or fewer outputs",
+                ExcessiveNoiseWarning,
+            )
 
 
 def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
@@ -389,8 +445,8 @@ def plan_release(
     share is exactly ρ·f/(Σ f) for the split's fractions f (floats, read as
     exact rationals), its σ is calibrated to that exact share (rounded up, so
     Δ²/(2σ²) <= share), and the plan's cost is the exact sum of the shares
-    charged: exactly ρ, or less when a quantile's recomputed cost is below its
-    share.
+    charged: exactly ρ (a quantile is charged its share, which its cost does not
+    exceed), or less when a quantile's η is capped and cannot use its share.
 
     ``weights`` maps output names to weights (default 1): the split minimises
     Σ w²·(variance relative to the output's best alone)

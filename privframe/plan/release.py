@@ -136,6 +136,7 @@ class Pipeline:
         rho_left = self.accountant.affordable(before.exact_rho + asked) - before.exact_rho
         release = plan_release(plan, self.unit is not None, rho_left, weights, delta)
         self.accountant.check(before + release.cost)
+        release.warn_if_drowned()
         return release
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:

@@ -21,6 +21,41 @@ from privframe.errors import CalibrationError, InvalidArgumentError, InvalidBudg
 NOT_FINITE = (math.nan, math.inf, -math.inf)
 
 
+SECRET = 0.123456789  # stands for a value no message may repeat
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (lambda: pf.zCDP(epsilon=SECRET), ["'epsilon'", "pf.ApproxDP(epsilon=", "from_approx_dp"]),
+        (lambda: pf.zCDP(SECRET, mu=SECRET), ["'mu'", "pf.GDP(mu=...)"]),
+        (lambda: pf.zCDP(SECRET, delt=SECRET), ["'delt'", "did you mean delta=...?"]),
+        (lambda: pf.ApproxDP(rho=SECRET), ["'rho'", "pf.zCDP(rho=", "missing the argument"]),
+        (lambda: pf.ApproxDP(eps=SECRET, delta=SECRET), ["did you mean epsilon=...?"]),
+        (lambda: pf.GDP(SECRET, delta=SECRET), ["GDP() got", "has no delta"]),
+        (lambda: pf.GDP(epsilon=SECRET), ["pf.ApproxDP(epsilon="]),
+        (
+            lambda: pf.zCDP.from_approx_dp(eps=SECRET, delta=SECRET),
+            ["zCDP.from_approx_dp() got", "takes: epsilon, delta."],
+        ),
+        (
+            lambda: pf.ApproxDP(1.0, 1e-6).to_zcdp(delta=SECRET),
+            ["ApproxDP.to_zcdp() got", "pass selection_delta=..."],
+        ),
+    ],
+)
+def test_budget_constructors_refuse_unknown_keywords_with_a_hint(build: Any, says: list) -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        build()
+    message = str(caught.value)
+    for part in says:
+        assert part in message
+    assert "takes:" in message
+    assert "0.123" not in message
+    assert isinstance(caught.value, TypeError)
+    assert caught.value.__context__ is None
+
+
 @pytest.mark.parametrize("bad", [*NOT_FINITE, -1.0, 0.0, 1.0, 1.5])
 def test_conversion_delta_validated(bad: object) -> None:
     calls = [

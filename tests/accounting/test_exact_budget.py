@@ -27,6 +27,7 @@ from privframe.api.cli import main
 from privframe.api.html import session_html
 from privframe.api.query import Query
 from privframe.api.report import ExitCode
+from privframe.mechanisms import quantiles
 from privframe.mechanisms.noise import Randomness, SystemRandomness
 from privframe.plan.planner import plan_release
 
@@ -186,11 +187,30 @@ def test_noise_is_calibrated_to_the_exact_share_it_is_charged(rho: object) -> No
         # Δ²/(2σ²) <= the share, checked in exact rationals, in the units σ is drawn in.
         assert Fraction(m.l2_units) ** 2 / (2 * Fraction(m.sigma_units) ** 2) <= m.exact_rho
     charged = sum((m.exact_rho for m in (*plan.measurements, *plan.quantiles)), Fraction(0))
-    assert plan.cost.exact_rho == charged <= asked
-    gaussian = sum((m.exact_rho for m in plan.measurements), Fraction(0))
-    quantile = sum((q.exact_rho for q in plan.quantiles), Fraction(0))
-    # The Gaussian parts get exactly their shares; the quantile at most the rest.
-    assert 0 < quantile <= asked - gaussian
+    assert plan.cost.exact_rho == charged == asked
+    # The quantile is charged its share; the exponential mechanism's own cost is within it.
+    (median,) = plan.quantiles
+    assert 0 < quantiles.cost(median.eta, 0.5, plan.limits.squares) <= median.exact_rho
+
+
+def test_a_release_with_a_median_is_charged_exactly_the_rho_asked() -> None:
+    # It was charged 2^-55 less, leaving 2.8e-17 that release(rho=sess.remaining.rho)
+    # then spent on pure noise.
+    sess = pf.Session(_frame(), "user", pf.zCDP(1.0))
+    query = (
+        sess.query()
+        .bound(max_groups=1, max_rows_per_group=2)
+        .group_by("region", keys=["north", "south"])
+        .agg(pf.count(), pf.median("amount", bounds=(0, 40)))
+    )
+    query.release(rho=0.5)
+    assert sess.spent.exact_rho == sess.remaining.exact_rho == Fraction(1, 2)
+    assert sess.ledger[-1].exact_rho == Fraction(1, 2)
+    query.release(rho=sess.remaining.rho)
+    assert sess.remaining == pf.zCDP(0)
+    with pytest.raises(pf.BudgetExceededError, match="rho=0 remains"):
+        query.release(rho=1e-12)
+    assert len(sess.ledger) == 2
 
 
 def test_the_shares_of_a_release_add_up_to_exactly_the_rho_asked() -> None:

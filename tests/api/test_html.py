@@ -282,6 +282,27 @@ def test_show_wraps_a_result_for_notebooks() -> None:
     assert shown._repr_html_() == result_html(frame)
 
 
+def test_show_leaves_a_total_rows_quantile_and_distinct_count_empty(sess: pf.Session) -> None:
+    query = (
+        sess.query()
+        .bound(max_groups=2, max_rows_per_group=3)
+        .group_by("region", keys=["a", "b"])
+        .agg(pf.count(), pf.median("amount", bounds=(0, 100)), pf.count_distinct())
+    )
+    result = query.release(rho=0.5, with_error=True, total=True)
+    assert result["amount_median"][-1] is None
+    assert result["count_distinct"][-1] is None
+    page = show(result)._repr_html_()
+    total = page.rsplit("<tr>", 1)[1]
+    cells = re.findall(r"<td>(.*?)</td>", total)
+    assert cells[0] == ""
+    assert cells[1].startswith(f"{result['count'][-1]} ± ")
+    assert cells[2:] == ["", ""]
+    assert "(rank ± " in page
+    assert show(result.to_pandas())._repr_html_().count("<tr>") == page.count("<tr>")
+    _chart(result)
+
+
 # --------------------------------------------------------------------------- chart and page
 
 

@@ -221,6 +221,29 @@ def test_dry_run_spends_nothing(folder: Path, capsys: pytest.CaptureFixture[str]
     assert len(_labels(folder)) == 3
 
 
+def test_a_total_row_leaves_quantiles_and_distinct_counts_empty(folder: Path) -> None:
+    # No measurement gives a quantile or distinct count over all groups: the total row has
+    # none, and the outputs are written with it missing (a TypeError once, after the charge).
+    spread = 'name = "spread"\ngroup_by = ["region"]\n'
+    text = SPEC.replace(spread, spread + "total = true\n").replace(
+        'aggregates = [{ kind = "count_distinct" }]',
+        'aggregates = [{ kind = "count_distinct" }]\ntotal = true',
+    )
+    assert text.count("total = true") == 2
+    assert _run(folder, text=text) == ExitCode.OK
+    out = folder / "out"
+    spread_csv = pl.read_csv(out / "spread.csv")
+    assert spread_csv["region"].to_list() == ["north", "south", None]
+    total = spread_csv.row(2, named=True)
+    assert total["amount_median"] is None
+    assert total["amount_median_rank_ci95"] is None
+    assert total["amount_sum"] is not None
+    months = pl.read_csv(out / "months.csv")
+    assert months["month"][-1] is None
+    assert months["count_distinct"][-1] is None
+    assert "<tr><td></td><td></td>" in (out / "report.html").read_text()
+
+
 SEEDED = SPEC.replace("rho = 0.4\n", "rho = 0.4\nseed = 7\n", 1)
 
 

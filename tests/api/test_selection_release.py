@@ -7,6 +7,7 @@ tests/statistical/test_selection_release_statistical.py.
 from __future__ import annotations
 
 import math
+import warnings
 
 import polars as pl
 import pytest
@@ -32,6 +33,17 @@ def test_selection_spends_delta_and_refuses_when_none_is_left() -> None:
     with pytest.raises(pf.InvalidBudgetError, match="public keys"):
         selection_query(sess).release(rho=0.25)
     assert len(sess.ledger) == 2
+
+
+def test_selection_at_a_huge_budget_releases_without_warnings() -> None:
+    # rho = 5e9, about what epsilon = 1e6 converts to, gives σ ≈ 1e-5: numpy's overflow
+    # RuntimeWarning escaped from the threshold's tail sums.
+    sess = pf.Session(selection_data(n_lonely=3), "u", pf.zCDP(1e10, delta=1e-5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = selection_query(sess).release(rho=5e9, delta=1e-6)
+    assert out["g"].to_list() == ["a", "b"]
+    assert out["count"].to_list() == [200, 200]
 
 
 def test_selection_without_delta_in_the_budget_suggests_public_keys() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import polars as pl
 import pytest
 from session_setup import (
@@ -27,6 +29,22 @@ def test_release_twice_charges_twice():
     assert sess.spent.rho == pytest.approx(0.5)
     assert [e.label for e in sess.ledger] == ["first", "second"]
     assert [e.rho for e in sess.ledger] == [0.25, 0.25]
+
+
+def test_a_release_drowned_in_noise_warns_before_it_is_charged():
+    # rho = 2.8e-17 once returned counts of hundreds of millions for groups of thousands.
+    sess = pf.Session(make_data(), "user_id", pf.zCDP(1.0))
+    query = readme_query(sess)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pf.ExcessiveNoiseWarning)
+        with pytest.raises(pf.ExcessiveNoiseWarning, match=r"share of rho below 5e-13"):
+            query.release(rho=2.8e-17)
+        assert sess.ledger == ()  # as an error, it stops the release before the charge
+        query.release(rho=0.1)  # an ordinary rho does not warn
+    with pytest.warns(pf.ExcessiveNoiseWarning) as caught:
+        query.release(rho=1e-12)
+    assert caught[0].filename == __file__  # attributed to the caller's line
+    assert len(sess.ledger) == 2
 
 
 def test_budget_refusal_leaves_ledger_unchanged_and_releases_nothing(monkeypatch):

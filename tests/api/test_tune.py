@@ -6,6 +6,7 @@ chance that noise alone fails it (below 1e-9: the thresholds are many σ away).
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 import privframe as pf
 import privframe.plan.release as release_module
 from privframe.accounting.replay import entry_events
-from privframe.api.tune import TABLE_COLUMNS, tune
+from privframe.api.tune import TABLE_COLUMNS, Tuned, tune
 from privframe.engines.contributions import Contributions, ContributionSpec
 from privframe.plan.aggregates import Aggregate
 
@@ -61,6 +62,20 @@ def test_tune_is_charged_exactly_rho_in_one_ledger_entry() -> None:
     assert [e["type"] for e in entry.description["events"]] == ["gaussian"] * 3
     assert entry_events(entry)[1]  # the events account for the charge, so replays use them
     assert isinstance(tuned.table, pl.DataFrame)
+
+
+def test_the_tune_call_every_explanation_suggests_runs() -> None:
+    # It suggested query.tune(rho=...), which fails: plan_rho is required.
+    sess = pf.Session(_data(), "user", pf.zCDP(1.0))
+    query = _query(sess)
+    explanation = query.explain(rho=0.45)
+    calls = re.findall(r"query\.(tune\([^)]*\))", str(explanation))
+    assert calls == ["tune(rho=0.05, plan_rho=0.45)"]
+    assert calls[0] in explanation._repr_html_()
+    tuned = eval(f"query.{calls[0]}", {"query": query})  # the text, run as written
+    assert isinstance(tuned, Tuned)
+    assert sess.spent == pf.zCDP(0.05)
+    tuned.query.release(rho=0.45)
 
 
 def test_an_over_budget_tune_is_refused_before_the_data_is_read() -> None:

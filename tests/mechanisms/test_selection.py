@@ -7,6 +7,7 @@ The survival frequency of a one-unit group is tested in
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 
@@ -48,6 +49,20 @@ def test_large_sigma_tail_is_an_upper_bound() -> None:
         exact = discrete_tail(sigma, t)
         bound = discrete_tail(math.nextafter(sigma, math.inf), t)  # takes the bound branch
         assert bound >= exact
+
+
+@pytest.mark.parametrize("sigma", [1e-300, 1e-160, 1e-3, 0.025, 0.03, 0.1])
+def test_small_sigma_tails_are_exact_without_overflow(sigma: float) -> None:
+    # σ = 1e-3 is what epsilon = 1e6 gives; numpy's overflow warnings once escaped here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tails = [discrete_tail(sigma, t) for t in (-3, 0, 1, 2)]
+        assert discrete_threshold(sigma, 1, 1e-6) == 2
+    assert tails[:2] == [1.0, 1.0]
+    # P[Z >= 1] is e^(-1/(2σ²)) to relative 1e-12, below the smallest double for σ <= 1/40.
+    expected = math.exp(-1 / (2 * sigma * sigma)) if sigma > 0.025 else 0.0
+    assert tails[2] == pytest.approx(expected, rel=1e-12, abs=0.0)
+    assert 0.0 <= tails[3] <= tails[2]
 
 
 @pytest.mark.parametrize(("sigma", "k", "delta"), [(1.0, 1, 1e-6), (3.0, 4, 1e-8), (10, 5, 1e-6)])

@@ -72,9 +72,13 @@ def _grid(lower: float, upper: float, n: int) -> tuple[float, ...]:
 class QuantileMeasurement:
     """One quantile per key, chosen by the exponential mechanism (:mod:`~.mechanisms.quantiles`).
 
-    ``eta`` is the weight per row of rank distance; the cost over all groups
-    is ρ = (η·max(q, 1 − q))²·S/2 rounded up to a float, ``exact_rho``, at
-    most the share it was given.
+    ``eta`` is the weight per row of rank distance, the largest float whose
+    cost over all groups, ρ = (η·max(q, 1 − q))²·S/2, fits the share it was
+    given. A ρ'-zCDP mechanism is ρ-zCDP for every ρ >= ρ', so the quantile
+    is charged its whole share, ``exact_rho``: the release then costs exactly
+    the ρ asked, not a rounding error less. Only an η capped at
+    :data:`~privframe.mechanisms.quantiles.MAX_SCALE`, which cannot use more,
+    is charged its cost (rounded up to a float) instead.
     """
 
     key: str
@@ -85,7 +89,7 @@ class QuantileMeasurement:
 
     @property
     def rho(self) -> float:
-        """The ρ charged for this quantile (a float: ``exact_rho`` is one)."""
+        """The ρ charged, as the nearest float: at least the cost, which fits its float share."""
         return float(self.exact_rho)
 
     def rank_error(self, probability: float = 0.95) -> float:
@@ -109,10 +113,10 @@ class QuantileNeed(Need):
         )
 
     def measure(self, limits: Limits, rho: Fraction) -> QuantileMeasurement:
-        """The exponential mechanism's η at ``rho``; its cost is recomputed exactly.
+        """The exponential mechanism's η at ``rho``, charged ``rho`` (its cost if η is capped).
 
-        η is found for ``rho`` rounded down to a float and its exact cost rounded
-        up to a float: at most that float, hence at most ``rho``.
+        η is found for ``rho`` rounded down to a float: its exact cost is at
+        most that float, hence at most ``rho``.
         """
         agg, failure = self.aggregate, None
         try:
@@ -124,12 +128,14 @@ class QuantileNeed(Need):
             )
         if failure is not None:
             raise NoiseRangeError(failure)
-        spent = round_up(quantiles.cost(eta, agg.q, limits.squares))
+        charged = rho
+        if eta >= quantiles.MAX_SCALE:  # a capped η cannot use its share: charge its cost
+            charged = min(rho, Fraction(round_up(quantiles.cost(eta, agg.q, limits.squares))))
         spread = max(agg.q, 1 - agg.q)
         return QuantileMeasurement(
             key=self.key,
             aggregate=agg,
-            exact_rho=Fraction(spent),
+            exact_rho=charged,
             eta=eta,
             derivation=(
                 f"exponential mechanism over {agg.candidates} candidates (spacing "
