@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from privframe.api.query import Bound
 from privframe.errors import InvalidValueError, PrivframeError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import Aggregate
+from privframe.plan.aggregates.base import check_missing
 
 __all__ = [
     "AGGREGATE_KINDS",
@@ -51,14 +53,15 @@ __all__ = [
 
 
 _BOUNDED_KEYS = ("kind", "column", "bounds", "alias")
+_SUMMED_KEYS = (*_BOUNDED_KEYS, "missing")
 _Builder = Callable[..., Aggregate | tuple[Aggregate, ...]]
 AGGREGATE_KINDS: dict[str, tuple[_Builder, tuple[str, ...]]] = {
     "count": (agg.count, ("kind", "alias")),
     "count_distinct": (agg.count_distinct, ("kind", "alias")),
-    "sum": (agg.sum, _BOUNDED_KEYS),
-    "mean": (agg.mean, _BOUNDED_KEYS),
-    "var": (agg.var, _BOUNDED_KEYS),
-    "std": (agg.std, _BOUNDED_KEYS),
+    "sum": (agg.sum, _SUMMED_KEYS),
+    "mean": (agg.mean, _SUMMED_KEYS),
+    "var": (agg.var, _SUMMED_KEYS),
+    "std": (agg.std, _SUMMED_KEYS),
     "quantile": (agg.quantile, (*_BOUNDED_KEYS, "q", "candidates")),
     "median": (agg.median, (*_BOUNDED_KEYS, "candidates")),
 }
@@ -286,7 +289,7 @@ def spec_bounds(value: object, where: str) -> tuple[float, float]:
 
 
 def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A ``[metadata]`` table: per column its public ``bounds``, ``keys`` and ``candidates``.
+    """A ``[metadata]`` table: per column its ``bounds``, ``keys``, ``candidates`` and ``missing``.
 
     Example:
         >>> from privframe.api.spec_values import spec_metadata
@@ -297,7 +300,7 @@ def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     for column, value in raw.items():
         where = f"metadata.{column}"
         table = spec_table(value, where)
-        check_keys(table, where, ("bounds", "keys", "candidates"))
+        check_keys(table, where, ("bounds", "keys", "candidates", "missing"))
         entry: dict[str, Any] = {}
         if "bounds" in table:
             entry["bounds"] = spec_bounds(table["bounds"], f"{where}.bounds")
@@ -305,6 +308,9 @@ def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             entry["keys"] = spec_values(table["keys"], f"{where}.keys")
         if "candidates" in table:
             entry["candidates"] = spec_integer(table, "candidates", where)
+        if "missing" in table:
+            check = partial(check_missing, "missing", table["missing"])
+            entry["missing"] = spec_guard(where, check)
         columns[column] = entry
     return columns
 

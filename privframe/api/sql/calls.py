@@ -28,7 +28,7 @@ Example:
     >>> from privframe.api.sql.scope import Scope
     >>> scope = Scope("", ["x"], {}, {"x": pf.Column(bounds=(0, 1))})
     >>> aggregate(sqlglot.parse_one("STDEV(x)"), "s", scope, None)
-    Std(name='s', column='x', lower=0.0, upper=1.0)
+    Std(name='s', column='x', lower=0.0, upper=1.0, missing='midpoint')
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
 from privframe.errors import SQLError
 from privframe.plan import aggregates as agg
-from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
-from privframe.plan.aggregates.base import bounded
+from privframe.plan.aggregates import FAMILIES, Aggregate
+from privframe.plan.aggregates.base import Summed, summed
 
 
 def aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str | None) -> Aggregate:
@@ -67,7 +67,7 @@ def aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str | None)
     return result.alias(alias) if alias is not None else result
 
 
-def _family(node: exp.Func) -> type[Bounded] | None:
+def _family(node: exp.Func) -> type[Summed] | None:
     """The aggregate family of one bounded column that has ``node``'s SQL name, if any.
 
     sqlglot gives each function its canonical name (``VAR_SAMP`` is
@@ -75,7 +75,7 @@ def _family(node: exp.Func) -> type[Bounded] | None:
     a family defined after this module was imported is found too.
     """
     name = node.sql_name()  # an unknown function's is ANONYMOUS, no family's
-    return next((f for f in FAMILIES if issubclass(f, Bounded) and name in f.sql_functions), None)
+    return next((f for f in FAMILIES if issubclass(f, Summed) and name in f.sql_functions), None)
 
 
 def _base_aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str | None) -> Aggregate:
@@ -89,7 +89,10 @@ def _base_aggregate(node: exp.Expr, alias: str | None, scope: Scope, unit: str |
         if isinstance(argument, exp.Distinct):
             raise unsupported(node, f"{what}(DISTINCT ...)")
         column = _bounds(argument, alias, what, scope)
-        return bounded(family, _value_column(argument, alias, what, scope), column.bounds)
+        name = _value_column(argument, alias, what, scope)
+        facts = scope.metadata(name)
+        missing = "midpoint" if facts is None or facts.missing is None else facts.missing
+        return summed(family, name, column.bounds, missing)
     return _quantile_call(node, alias, scope)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from privframe.api.sql._common import lookup
 from privframe.errors import InvalidArgumentError, SQLError
+from privframe.plan.aggregates.base import check_missing
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class Column:
             quantiles of this column.
         keys: the public keys when grouping by this column.
         candidates: the number of quantile candidates (default 1001).
+        missing: what a null or NaN value does in sums, means and variances of
+            this column: ``"midpoint"`` (the default), ``"drop"`` or a number
+            (:func:`privframe.mean`).
 
     Example:
         >>> import privframe as pf
@@ -41,6 +45,7 @@ class Column:
     bounds: tuple[float, float] | None = None
     keys: tuple[Any, ...] | None = None
     candidates: int | None = None
+    missing: str | float | None = None
 
     def __post_init__(self) -> None:
         if self.bounds is not None:
@@ -53,6 +58,8 @@ class Column:
             if isinstance(self.keys, str) or not isinstance(self.keys, Sequence):
                 raise InvalidArgumentError(f"Column keys must be a list, got {self.keys!r}")
             object.__setattr__(self, "keys", tuple(self.keys))
+        if self.missing is not None:
+            object.__setattr__(self, "missing", check_missing("Column", self.missing))
 
 
 def entry(metadata: Mapping[str, Column], name: str) -> Column | None:
