@@ -32,7 +32,7 @@ from privframe.engines.inputs import ColumnType, Opened, check_declared_types
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.registry import EngineEntry, engine_for, register, unregister
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
-from privframe.plan.aggregates.base import Measured, Summary, bounded
+from privframe.plan.aggregates.base import Measured, Summary, Summed, bounded
 from privframe.plan.aggregates.count import CountNeed
 from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
 from privframe.plan.ir import Bound, Plan
@@ -206,11 +206,11 @@ def test_a_family_missing_a_piece_is_refused_when_its_class_is_made(
 # -- recipe: add an aggregate ---------------------------------------------------------
 
 
-def _rate_family() -> type[Bounded]:
+def _rate_family() -> type[Summed]:
     """The class statement of a new aggregate module (it registers itself in FAMILIES)."""
 
     @dataclass(frozen=True, kw_only=True)
-    class _Rate(Bounded):
+    class _Rate(Summed):
         """Recipe: rows' clipped values per 1,000 rows, from the centred sum and count it shares."""
 
         spec_name: ClassVar[str] = "rate"

@@ -17,7 +17,13 @@ import math
 from dataclasses import dataclass
 
 from privframe._html import BAR_COLOUR, SVG_NAMESPACE, interval, paragraph, plain, text
-from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
+from privframe.api._frames import (
+    Frame,
+    as_polars,
+    error_columns,
+    interval_columns,
+    within_noise,
+)
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 
 __all__ = ["MAX_BARS", "bar_chart"]
@@ -26,6 +32,7 @@ MAX_BARS = 60
 """The chart draws the first groups only; the table beside it lists them all."""
 
 _NEGATIVE_BAR = "#e45756"
+_NOISE_BAR = "#d1d5db"  # a bar whose 95% interval includes 0, grey as in the table
 _ROW_HEIGHT = 22
 _LABEL_WIDTH = 170
 _PLOT_WIDTH = 460
@@ -112,9 +119,12 @@ def _row(i: int, label: str, value: float, half: float, errors: bool, scale: _Sc
         return shapes
     a, b = sorted((scale.x(0.0), scale.x(value)))
     tip = interval(value, half) if errors else plain(value)
+    colour = BAR_COLOUR if value >= 0 else _NEGATIVE_BAR
+    if errors and within_noise(value, half):
+        colour, tip = _NOISE_BAR, f"{tip} (its 95% interval includes 0: mostly noise)"
     shapes.append(
         f'<rect class="pf-bar" x="{a:.1f}" y="{y + 4}" width="{b - a:.1f}" '
-        f'height="{_ROW_HEIGHT - 8}" fill="{BAR_COLOUR if value >= 0 else _NEGATIVE_BAR}">'
+        f'height="{_ROW_HEIGHT - 8}" fill="{colour}">'
         f"<title>{text(f'{label}: {tip}')}</title></rect>"
     )
     if errors:
@@ -145,7 +155,8 @@ def bar_chart(frame: Frame) -> str:
     """An inline SVG of the first output with an interval: one bar per group, 95% error bars.
 
     Bars are horizontal (one row per group, so long labels and many groups
-    fit); values can be negative (bars then extend left of the zero line).
+    fit); values can be negative (bars then extend left of the zero line). A
+    bar whose 95% interval includes 0 is grey, as its value in the table.
     Quantiles get no error bars: their error is in ranks, not values. Only
     the first :data:`MAX_BARS` groups are drawn; the table lists them all.
     A frame with no interval column gets no chart (an empty string).

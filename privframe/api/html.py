@@ -40,8 +40,16 @@ from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger import LedgerEntry
 from privframe.accounting.replay import guarantee
 from privframe.api._chart import bar_chart
-from privframe.api._frames import Frame, as_polars, error_columns, interval_columns
-from privframe.plan.aggregates import Aggregate, Bounded
+from privframe.api._frames import (
+    NOISE_NOTE,
+    Frame,
+    as_polars,
+    error_columns,
+    interval_columns,
+    noisy_rows,
+    within_noise,
+)
+from privframe.plan.aggregates import Aggregate, Bounded, Count, CountDistinct
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 from privframe.plan.explanation import Explanation, explanation_html
 from privframe.plan.ir import Plan
@@ -210,11 +218,11 @@ def session_html(sess: SessionView) -> str:
 # --------------------------------------------------------------------------- plans
 
 
-def _aggregate_row(agg: Aggregate) -> tuple[str, str, str, str]:
+def _aggregate_row(agg: Aggregate) -> tuple[str, str, str, str, str]:
     if not isinstance(agg, Bounded):
-        return (agg.output_name, agg.describe(), "", "")
+        return (agg.output_name, agg.describe(), "", "", "")
     bounds = f"[{plain(agg.lower)}, {plain(agg.upper)}]"
-    return (agg.output_name, agg.describe(), agg.column, bounds)
+    return (agg.output_name, agg.describe(), agg.column, bounds, agg.missing_rule() or "")
 
 
 def query_html(query: QueryView) -> str:
@@ -270,7 +278,7 @@ def query_html(query: QueryView) -> str:
         '<div class="privframe">'
         + table((), facts, "query")
         + table(
-            ["output", "aggregate", "column", "bounds"],
+            ["output", "aggregate", "column", "bounds", "a null or NaN value"],
             (_aggregate_row(agg) for agg in plan.aggregates),
             "aggregates",
         )
@@ -281,39 +289,67 @@ def query_html(query: QueryView) -> str:
 # --------------------------------------------------------------------------- results
 
 
-def result_html(frame: Frame) -> str:
+_GREY = 'class="pf-noise" style="color:#9ca3af"'
+"""A noise-dominated row or value: grey inline, so a notebook shows it without the page's CSS."""
+
+_ROW_TITLE = "this group's count has a 95% interval that includes 0: its outputs are mostly noise"
+_CELL_TITLE = "the 95% interval includes 0: noise dominates this value"
+
+
+def _cell(content: str, grey: bool) -> str:
+    attributes = f' {_GREY} title="{text(_CELL_TITLE)}"' if grey else ""
+    return f"<td{attributes}>{text(content)}</td>"
+
+
+def result_html(frame: Frame, counts: Sequence[str] | None = None) -> str:
     """A released DataFrame (polars or pandas) with each value and its 95% interval in one cell.
 
     Where ``<name>_ci95`` exists the cell reads ``value ± ci95`` (to two
     significant digits of the interval); where ``<name>_rank_ci95`` exists
     (quantiles) it reads ``value (rank ± x)``; other columns show plain values.
 
+    Outputs the noise dominates are grey, by a rule on the released numbers
+    only (:func:`~privframe.api._frames.within_noise`): a row whose count (one
+    of ``counts``, default the column ``count``) has a 95% interval that
+    includes 0, and a value whose own 95% interval includes 0; a note under
+    the table says how to read them.
+
     Example:
         >>> import polars as pl
         >>> from privframe.api.html import result_html
-        >>> frame = pl.DataFrame({"region": ["n"], "count": [1234], "count_std": [27.4],
-        ...                       "count_ci95": [53.7]})
-        >>> "<td>1234 ± 54</td>" in result_html(frame)
-        True
+        >>> frame = pl.DataFrame({"region": ["n", "s"], "count": [1234, 2],
+        ...                       "count_std": [27.4, 27.4], "count_ci95": [53.7, 53.7]})
+        >>> page = result_html(frame)
+        >>> "<td>1234 ± 54</td>" in page, page.count('<tr class="pf-noise"')
+        (True, 1)
     """
     data = as_polars(frame)
     outputs = interval_columns(data.columns)
     hidden = error_columns(data.columns, outputs)
     shown = [c for c in data.columns if c not in hidden]
-    rows = []
-    for record in data.iter_rows(named=True):
+    marked = noisy_rows(data, ("count",) if counts is None else counts)
+    rows, grey = [], any(marked)
+    for record, grey_row in zip(data.iter_rows(named=True), marked, strict=True):
         cells = []
         for name in shown:
             value, column = record[name], outputs.get(name)
             if column is None:
-                cells.append(plain(value))
+                cells.append(_cell(plain(value), False))
             elif column.endswith(RANK_CI95_SUFFIX):
-                cells.append(rank_interval(value, record[column]))
+                cells.append(_cell(rank_interval(value, record[column]), False))
             else:
-                cells.append(interval(value, record[column]))
-        rows.append(cells)
-    header = [f"{c} (± 95%)" if c in outputs else c for c in shown]
-    return '<div class="privframe">' + table(header, rows) + "</div>"
+                noise = within_noise(value, record[column])
+                grey = grey or noise
+                cells.append(_cell(interval(value, record[column]), noise))
+        start = f'<tr {_GREY} title="{text(_ROW_TITLE)}">' if grey_row else "<tr>"
+        rows.append(start + "".join(cells) + "</tr>")
+    head = "".join(f"<th>{text(f'{c} (± 95%)' if c in outputs else c)}</th>" for c in shown)
+    return (
+        '<div class="privframe"><table class="pf-table">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        + (paragraph(NOISE_NOTE, "pf-meta") if grey else "")
+        + "</div>"
+    )
 
 
 @dataclass(frozen=True)
@@ -325,13 +361,18 @@ class Shown:
     """
 
     frame: Frame
+    counts: tuple[str, ...] | None = None
 
     def _repr_html_(self) -> str:
-        return result_html(self.frame)
+        return result_html(self.frame, self.counts)
 
 
-def show(result: Frame) -> Shown:
+def show(result: Frame, counts: Sequence[str] | None = None) -> Shown:
     """Wrap a released result so that a notebook shows it as ``value ± 95%`` cells.
+
+    Outputs the noise dominates are grey (:func:`result_html`); ``counts``
+    names the count outputs whose interval marks a whole row (default: the
+    column ``count``, the name of ``pf.count()`` and SQL's ``COUNT(*)``).
 
     Example:
         >>> import polars as pl
@@ -340,7 +381,7 @@ def show(result: Frame) -> Shown:
         >>> "4 (rank ± 12.2)" in shown._repr_html_()
         True
     """
-    return Shown(result)
+    return Shown(result, None if counts is None else tuple(counts))
 
 
 # --------------------------------------------------------------------------- report page
@@ -367,6 +408,11 @@ class ReportSection:
     sql: str | None = None
 
 
+def _counts(plan: Plan) -> list[str]:
+    """The outputs that count a group's rows or units: their intervals mark noisy rows."""
+    return [a.output_name for a in plan.aggregates if isinstance(a, Count | CountDistinct)]
+
+
 def _section_html(index: int, section: ReportSection) -> str:
     cost = section.explanation.plan.cost
     delta = f", δ = {cost.delta:.3g}" if cost.delta else ""
@@ -378,7 +424,7 @@ def _section_html(index: int, section: ReportSection) -> str:
         )
         + sql
         + query_html(section.query)
-        + result_html(section.result)
+        + result_html(section.result, _counts(section.query.plan))
         + bar_chart(section.result)
         + "<details><summary>sensitivity and noise of each measurement</summary>"
         + explanation_html(section.explanation)

@@ -111,7 +111,8 @@ class ReportSpec:
     Attributes:
         path: the spec file.
         title: the report's title; ledger labels are ``<title>/<query name>``.
-        metadata: per column, its public ``type``, ``bounds`` and ``keys``.
+        metadata: per column, its public ``type``, ``bounds``, ``keys``, ``candidates``
+            and ``missing`` rule.
         contributions: ``max_groups``, ``max_rows_per_group`` and ``max_rows``.
         queries: the queries, in order.
         data: the data file (``.parquet`` or ``.csv``); None for a server's dataset.
@@ -190,7 +191,9 @@ def _aggregate(
     raw: object, where: str, metadata: Mapping[str, Mapping[str, Any]]
 ) -> tuple[Aggregate, ...]:
     table = spec_table(raw, where)
-    check_keys(table, where, ("kind", "column", "bounds", "q", "candidates", "alias"), ("kind",))
+    check_keys(
+        table, where, ("kind", "column", "bounds", "q", "candidates", "missing", "alias"), ("kind",)
+    )
     kind = spec_string(table, "kind", where)
     if kind not in AGGREGATE_KINDS:
         raise SpecError(f"{where}.kind must be one of {', '.join(AGGREGATE_KINDS)}, got {kind!r}")
@@ -209,11 +212,13 @@ def _aggregate(
         else:
             raise SpecError(f"{where}: give bounds = [lower, upper], or metadata.{column}.bounds")
         args = [column, table["q"], bounds] if "q" in allowed else [column, bounds]
-    options = {}
+    options: dict[str, Any] = {}
     if "candidates" in table:
         options["candidates"] = spec_integer(table, "candidates", where)
     elif "candidates" in allowed and "candidates" in facts:
         options["candidates"] = facts["candidates"]
+    if "missing" in allowed and ("missing" in table or "missing" in facts):
+        options["missing"] = table.get("missing", facts.get("missing"))
     built = spec_guard(where, lambda: build(*args, **options))
     aggregates = built if isinstance(built, tuple) else (built,)
     if "alias" in table:

@@ -27,6 +27,7 @@ from privframe.api.sql.metadata import column_type
 from privframe.errors import InvalidValueError, PrivframeError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import Aggregate
+from privframe.plan.aggregates.base import check_missing
 
 __all__ = [
     "AGGREGATE_KINDS",
@@ -53,14 +54,15 @@ __all__ = [
 
 
 _BOUNDED_KEYS = ("kind", "column", "bounds", "alias")
+_SUMMED_KEYS = (*_BOUNDED_KEYS, "missing")
 _Builder = Callable[..., Aggregate | tuple[Aggregate, ...]]
 AGGREGATE_KINDS: dict[str, tuple[_Builder, tuple[str, ...]]] = {
     "count": (agg.count, ("kind", "alias")),
     "count_distinct": (agg.count_distinct, ("kind", "alias")),
-    "sum": (agg.sum, _BOUNDED_KEYS),
-    "mean": (agg.mean, _BOUNDED_KEYS),
-    "var": (agg.var, _BOUNDED_KEYS),
-    "std": (agg.std, _BOUNDED_KEYS),
+    "sum": (agg.sum, _SUMMED_KEYS),
+    "mean": (agg.mean, _SUMMED_KEYS),
+    "var": (agg.var, _SUMMED_KEYS),
+    "std": (agg.std, _SUMMED_KEYS),
     "quantile": (agg.quantile, (*_BOUNDED_KEYS, "q", "candidates")),
     "median": (agg.median, (*_BOUNDED_KEYS, "candidates")),
 }
@@ -288,7 +290,7 @@ def spec_bounds(value: object, where: str) -> tuple[float, float]:
 
 
 def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A ``[metadata]`` table: per column its public ``type``, ``bounds``, ``keys``, ``candidates``.
+    """A ``[metadata]`` table: per column its ``type``, ``bounds``, ``keys``, ``candidates``, ``missing``.
 
     A ``type`` is kept as its name (one of
     :data:`~privframe.api.sql.metadata.TYPE_NAMES`), lower case.
@@ -302,7 +304,7 @@ def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     for column, value in raw.items():
         where = f"metadata.{column}"
         table = spec_table(value, where)
-        check_keys(table, where, ("type", "bounds", "keys", "candidates"))
+        check_keys(table, where, ("type", "bounds", "keys", "candidates", "missing"))
         entry: dict[str, Any] = {}
         if "type" in table:
             name = spec_string(table, "type", where)
@@ -314,6 +316,9 @@ def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             entry["keys"] = spec_values(table["keys"], f"{where}.keys")
         if "candidates" in table:
             entry["candidates"] = spec_integer(table, "candidates", where)
+        if "missing" in table:
+            check = partial(check_missing, "missing", table["missing"])
+            entry["missing"] = spec_guard(where, check)
         columns[column] = entry
     return columns
 

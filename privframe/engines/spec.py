@@ -98,9 +98,13 @@ class ValueSpec:
 
     Each row contributes ``clip(round(clip(x, lower, upper)·2^j), lower_units,
     upper_units) − centre_units`` grid units; a null or NaN ``x`` is replaced by
-    ``fill`` first. With ``square_around = a`` the clipped value is replaced by
-    ``(x − a)²`` before the grid step (for variances). The second clip makes the
-    planner's integer bounds hold whatever the rounding mode or float error.
+    ``fill`` first, or, with ``fill=None``, contributes 0 (as if its row had no
+    value: 0 lies in ``[lower_units − centre_units, upper_units − centre_units]``,
+    so the per-row bound holds). With ``square_around = a`` the clipped value is
+    replaced by ``(x − a)²`` before the grid step (for variances). The second
+    clip makes the planner's integer bounds hold whatever the rounding mode or
+    float error. With ``present=True`` a row contributes 1 if ``x`` is neither
+    null nor NaN, else 0 (the count of values; bounds ``[0, 1]``, centre 0).
     """
 
     name: str
@@ -111,8 +115,9 @@ class ValueSpec:
     lower_units: int
     upper_units: int
     centre_units: int
-    fill: float
+    fill: float | None
     square_around: float | None = None
+    present: bool = False
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,9 @@ def explanation_html(explanation: Explanation) -> str:
         table(["output", "derived from the measurements as", "std", "95% ±"], outputs, "outputs")
     )
     parts.append(paragraph(NOISE_ONLY_NOTE, "pf-meta"))
+    if explanation.missing_rules:
+        rules = explanation.missing_rules
+        parts.append(table(["output", "a null or NaN value"], rules, "missing values"))
     if explanation.notes:
         parts.append("<ul>" + "".join(f"<li>{text(n)}</li>" for n in explanation.notes) + "</ul>")
     return '<div class="privframe">' + "".join(parts) + "</div>"
@@ -127,7 +130,8 @@ class Explanation:
     Attributes:
         plan: the release plan (sensitivities, ρ split, σ).
         rows: per output: name, measurements, how it is derived from them
-            (post-processing), std and 95% half-width.
+            (post-processing), std and 95% half-width, and what a null or NaN
+            value of its column does (``missing``, None without a column).
     """
 
     plan: ReleasePlan
@@ -140,6 +144,11 @@ class Explanation:
     def measurements(self) -> tuple[Measurement, ...]:
         """The measurements of the plan."""
         return self.plan.measurements
+
+    @property
+    def missing_rules(self) -> tuple[tuple[str, str], ...]:
+        """Per output that reads a column: what a null or NaN value there does."""
+        return tuple((str(r["output"]), str(r["missing"])) for r in self.rows if r.get("missing"))
 
     def __str__(self) -> str:
         cost = self.plan.cost
@@ -183,6 +192,8 @@ class Explanation:
                 f"  {row['output']} = {row['formula']}: std {row['std']}, 95% ± {row['ci95']}"
             )
         lines.append(NOISE_ONLY_NOTE)
+        if self.missing_rules:
+            lines += ["", "missing values:", *(f"  {n}: {rule}" for n, rule in self.missing_rules)]
         if self.notes:
             lines += ["", "notes:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines)
@@ -246,6 +257,7 @@ def explain(
                 "formula": out.aggregate.formula(release),
                 "std": std,
                 "ci95": ci,
+                "missing": out.aggregate.missing_rule(),
             }
         )
     return Explanation(release, tuple(rows), report_delta, groups=groups_described(plan))

@@ -61,7 +61,7 @@ _NOISE_UNITS_BITS = 39
 # Grid widths stay at least 2^-1000: normal floats, and 2^j does not overflow.
 _MAX_GRID_BITS = 1000
 
-Kind = Literal["count", "distinct", "centred_sum", "centred_sum_sq"]
+Kind = Literal["count", "distinct", "values", "centred_sum", "centred_sum_sq"]
 
 
 class NoiseRangeError(Exception):
@@ -186,7 +186,7 @@ def sigma_for(l2: float, rho: Fraction, key: str) -> float:
 
 def integer_measurement(
     key: str,
-    kind: Literal["count", "distinct"],
+    kind: Literal["count", "distinct", "values"],
     squares: int,
     symbol: str,
     rho: Fraction,

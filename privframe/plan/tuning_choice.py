@@ -60,6 +60,8 @@ _SWEEPS = 4
 
 def _row_units(x: np.ndarray, v: ValueSpec) -> np.ndarray:
     """What a row of value ``x`` adds to the engine's sum for ``v``, in grid units."""
+    if v.present:
+        return np.ones_like(x)
     y = np.clip(x, v.lower, v.upper)
     if v.square_around is not None:
         y = (y - v.square_around) ** 2

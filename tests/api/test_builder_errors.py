@@ -236,7 +236,7 @@ def test_checked_calls_keep_their_signatures_and_docs() -> None:
         "intervals",
         "total",
     ]
-    assert list(inspect.signature(pf.sum).parameters) == ["column", "bounds"]
+    assert list(inspect.signature(pf.sum).parameters) == ["column", "bounds", "missing"]
     assert "exponential mechanism" in (pf.quantile.__doc__ or "")
 
 

@@ -27,6 +27,7 @@ from privframe.api.html import (
     show,
 )
 from privframe.api.query import Query
+from privframe.mechanisms.noise import SeededRandomness
 
 SVG = "{http://www.w3.org/2000/svg}"
 XHTML = "{http://www.w3.org/1999/xhtml}"
@@ -251,9 +252,9 @@ def test_result_html_folds_intervals_into_cells() -> None:
     assert "<th>count (± 95%)</th>" in page
     assert "<td>&lt;b&gt;north&lt;/b&gt;</td>" in page
     assert "<td>1234 ± 54</td>" in page
-    assert "<td>-5 ± 54</td>" in page
+    assert ">-5 ± 54</td>" in page  # in a grey row (test_result_html_greys_...)
     assert "<td>56.19 ± 0.10</td>" in page
-    assert "<td>0.5 ± 4.2</td>" in page
+    assert ">0.5 ± 4.2</td>" in page
     assert "<td>41 (rank ± 81.8)</td>" in page
     assert "<td>38.5 (rank ± 81.8)</td>" in page
     assert "<td>1.5</td>" in page
@@ -272,6 +273,79 @@ def test_result_html_of_a_release(sess: pf.Session) -> None:
     # Without error columns, values are shown as they are.
     plain = _keyed(sess).release(rho=0.25)
     assert "±" not in result_html(plain.to_pandas())
+
+
+def _grey(page: str) -> tuple[list[str], list[str]]:
+    """The grey rows (by their first cell) and the grey cells' text of a result's table."""
+    rows = [e for e in _well_formed(page).iter() if e.tag.split("}")[-1] == "tr"]
+    grey_rows, grey_cells = [], []
+    for row in rows:
+        cells = [e for e in row if e.tag.split("}")[-1] == "td"]
+        if row.get("class") == "pf-noise" and cells:
+            grey_rows.append(cells[0].text or "")
+        grey_cells += [c.text or "" for c in cells if c.get("class") == "pf-noise"]
+    return grey_rows, grey_cells
+
+
+def test_result_html_greys_a_row_whose_count_interval_includes_zero() -> None:
+    frame = pl.DataFrame(
+        {
+            "region": ["full", "empty", "thin"],
+            "n": [900, 3, 60],
+            "n_ci95": [48.0, 48.0, 48.0],
+            # The empty group's mean looks like data (30.2 ± 29 excludes 0): its row's
+            # count marks it; the thin group's sum is within noise of 0 on its own.
+            "avg": [41.5, 30.2, 40.0],
+            "avg_ci95": [1.5, 29.0, 5.0],
+            "total": [37_000.0, 90.0, 150.0],
+            "total_ci95": [2_000.0, 1_900.0, 1_900.0],
+        }
+    )
+    page = result_html(frame, counts=["n"])
+    rows, cells = _grey(page)
+    assert rows == ["empty"]
+    assert cells == ["3 ± 48", "90 ± 1900", "150 ± 1900"]
+    assert "dominated by noise" in page
+    # Without the count's name only the values are judged; an unmarked table has no note.
+    assert _grey(result_html(frame)) == ([], cells)
+    assert "dominated by noise" not in result_html(frame.head(1))
+    assert _grey(show(frame, counts=["n"])._repr_html_()) == (rows, cells)
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_release_greys_the_public_key_without_rows_and_not_a_full_one(seed: int) -> None:
+    df = pl.DataFrame({"user": range(400), "region": ["north"] * 400, "age": [40.0] * 400})
+    sess = pf.Session(df, "user", pf.zCDP(1.0), rng=SeededRandomness(seed))
+    result = (
+        sess.query()
+        .bound(max_groups=1, max_rows_per_group=1)
+        .group_by("region", keys=["north", "nowhere"])
+        .agg(pf.count(), pf.mean("age", bounds=(0, 100)))
+        .release(rho=0.5, with_error=True)
+    )
+    rows, _ = _grey(show(result)._repr_html_())
+    assert rows == ["nowhere"]
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+def test_the_report_greys_the_rows_its_counts_mark() -> None:
+    df = pl.DataFrame({"user": range(300), "region": ["a"] * 300, "amount": [5.0] * 300})
+    sess = pf.Session(df, "user", pf.zCDP(1.0), rng=SeededRandomness(4))
+    query = (
+        sess.query()
+        .bound(max_groups=1, max_rows_per_group=1)
+        .group_by("region", keys=["a", "nowhere"])
+        .agg(pf.count().alias("people"), pf.sum("amount", bounds=(0, 100)))
+    )
+    result = query.release(rho=0.5, with_error=True)
+    section = ReportSection("q", "q", query, query.explain(rho=0.5), result)
+    page = report_html("r", datetime(2026, 1, 2, tzinfo=UTC), [section], sess.report(), [])
+    # The report names the count by its alias: its interval marks the empty group's row.
+    assert _grey(page)[0] == ["nowhere"]
+    assert "dominated by noise" in page
+    # The chart (of the first output, the count) greys the empty group's bar too.
+    assert page.count('fill="#d1d5db"') == 1
 
 
 def test_show_wraps_a_result_for_notebooks() -> None:

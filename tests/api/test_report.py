@@ -464,6 +464,28 @@ def test_load_spec_resolves_paths_shares_and_keys(folder: Path) -> None:
     assert spec.label(months) == "Weekly/months"
 
 
+def test_a_spec_gives_the_missing_rule_in_metadata_or_in_the_aggregate(folder: Path) -> None:
+    text = SPEC.replace(
+        "amount = { bounds = [0, 1000] }", 'amount = { bounds = [0, 1000], missing = "drop" }'
+    ).replace(
+        '{ kind = "sum", column = "amount", bounds = [-10, 500] }',
+        '{ kind = "sum", column = "amount", bounds = [-10, 500], missing = 0 }',
+    )
+    by_region, _, spread = load_spec(_spec(folder, text)).queries
+    assert by_region.aggregates[1].missing == "drop"  # from the column's metadata
+    assert spread.aggregates[1].missing == 0.0  # the aggregate's own rule wins
+    bad = SPEC.replace("amount = { bounds = [0, 1000] }", 'amount = { missing = "refuse" }')
+    with pytest.raises(pf.InvalidValueError, match="missing must be 'drop', 'midpoint'"):
+        load_spec(
+            _spec(
+                folder,
+                bad.replace(
+                    'column = "amount", alias', 'column = "amount", bounds = [0, 1], alias'
+                ),
+            )
+        )
+
+
 def test_budget_forms(folder: Path) -> None:
     def budget(lines: str) -> pf.Budget:
         text = SPEC.replace("rho = 1.0\ndelta = 1e-6", lines)

@@ -166,6 +166,8 @@ def instances() -> list[Aggregate]:
         pf.mean("amount", (-0.5, 2**60)).alias("avg"),
         pf.var("amount", (0, 10)),
         pf.std("amount", (0, 10)),
+        pf.mean("amount", (0, 10), missing="drop"),
+        pf.sum("amount", (0, 10), missing=2.5),
         pf.quantile("age", 0.25, (0, 100), candidates=11),
         pf.median("age", (0, 100)),
     ]
@@ -178,6 +180,13 @@ def test_every_aggregate_family_round_trips_through_its_public_constructor() -> 
         decoded = decode_aggregate(wire(encode_aggregate(agg)))
         assert decoded == agg
         assert type(decoded) is type(agg)
+
+
+def test_the_missing_rule_travels_and_its_default_is_left_out() -> None:
+    assert "missing" not in encode_aggregate(pf.mean("x", (0, 1)))
+    assert encode_aggregate(pf.mean("x", (0, 1), missing="drop"))["missing"] == "drop"
+    with pytest.raises(WireError, match=r"^aggregate: .*missing must be"):
+        decode_aggregate({"kind": "sum", "column": "x", "bounds": [0, 1], "missing": "refuse"})
 
 
 def test_the_constructors_checks_run_on_decoded_aggregates() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -398,6 +399,29 @@ def test_null_nan_and_inf_values():
     assert out["sum"].to_list() == [17]
     # Centred on 5: -1 + 0 (null -> midpoint) + 0 (NaN) + 5 + -5.
     assert out["csum"].to_list() == [-1]
+
+
+def test_a_missing_value_without_fill_adds_nothing_and_present_counts_the_values():
+    df = pl.DataFrame(
+        {
+            "u": [1, 2, 3, 4, 5],
+            "g": ["a"] * 5,
+            "x": [4.0, None, float("nan"), float("inf"), 8.0],
+        }
+    )
+    values = (
+        dataclasses.replace(vspec("csum", "x", 0, 10, centred=True), fill=None),
+        dataclasses.replace(vspec("sq", "x", 0, 10, square=True), fill=None),
+        ValueSpec("n", "x", 0.0, 1.0, 0, 0, 1, 0, None, present=True),
+    )
+    out = run(df, spec(keys=["a"], m=1, values=values))
+    assert out[COUNT].to_list() == [5]
+    # Centred on 5: -1 + 0 (null) + 0 (NaN) + 5 (inf) + 3; the midpoint would also add 0.
+    assert out["csum"].to_list() == [-1 + 5 + 3]
+    # Squares about 5 centred on 12 (of 0..25): 1 − 12, 25 − 12, 9 − 12; the missing add 0,
+    # where the midpoint (square 0) would add −12 each.
+    assert out["sq"].to_list() == [(1 - 12) + (25 - 12) + (9 - 12)]
+    assert out["n"].to_list() == [3]
 
 
 def test_empty_input_gives_zeros_for_every_key():

@@ -7,6 +7,7 @@ the data sets are small and shared by module-scoped fixtures, and every
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,10 @@ VALUES = (
     vspec("c", "x", 0, 10, j=4, centred=True),
     vspec("q", "x", 0, 10, j=4, square=True),
     vspec("t", "x", -3, 7, j=1),  # half-grid ties: rounding must be half to even
+    # missing="drop": a null or NaN adds nothing, and the values are counted.
+    dataclasses.replace(vspec("cd", "x", 0, 10, j=4, centred=True), fill=None),
+    dataclasses.replace(vspec("qd", "x", 0, 10, j=4, square=True), fill=None),
+    ValueSpec("n", "x", 0.0, 1.0, 0, 0, 1, 0, None, present=True),
 )
 HISTOGRAMS = (HistogramSpec("__h", "x", GRID),)
 
@@ -189,9 +194,10 @@ def test_equals_polars_when_bounding_does_not_bind(name, data, exact_results) ->
 
 def test_output_shape_and_types(data, exact_results) -> None:
     out = exact_results("public keys")
-    assert out.columns == ["g", COUNT, DISTINCT, "s", "c", "q", "t", "__h"]
+    values = [v.name for v in VALUES]
+    assert out.columns == ["g", COUNT, DISTINCT, *values, "__h"]
     assert out["g"].to_list() == KEYS  # key order, absent keys present
-    assert out.row(6)[1:7] == (0, 0, 0, 0, 0, 0)
+    assert out.row(6)[1:-1] == (0,) * (2 + len(values))
     assert out["__h"][6].to_list() == []
     assert out.schema["__h"] == pl.List(pl.Struct({"position": pl.Int64, "count": pl.Int64}))
     observed = exact_results("observed keys")

@@ -219,6 +219,36 @@ def _quantile_rows() -> Scenario:
     return Scenario(frame, "id", make_query)
 
 
+def _dropped_missing_values() -> Scenario:
+    """Units over max_rows_per_group with null and NaN values, their rows dropped from the sums.
+
+    With missing="drop" a unit's missing rows still take its row slots (they add 0 to the
+    centred sums and to the count of values), so the sums and the count of values move by
+    at most what a row of a present value moves them.
+    """
+    gen = np.random.default_rng(11)
+    ids = [u for u in range(10) for _ in range(5)]
+    keys = [["a", "b", "c"][(u + r) % 3] for u in range(10) for r in range(5)]
+    values = gen.uniform(-20, 120, len(ids)).round(1).tolist()
+    for i in range(0, len(ids), 3):
+        values[i] = None if i % 2 else float("nan")
+    frame = pl.DataFrame({"id": ids, "g": keys, "x": values}, schema_overrides={"x": pl.Float64})
+
+    def make_query(sess: pf.Session) -> Query:
+        return (
+            sess.query()
+            .bound(max_groups=2, max_rows_per_group=1, max_rows=3)
+            .group_by("g", keys=["a", "b", "c"])
+            .agg(
+                pf.count(),
+                pf.mean("x", bounds=(0, 100), missing="drop"),
+                pf.var("x", bounds=(0, 100), missing="drop"),
+            )
+        )
+
+    return Scenario(frame, "id", make_query)
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "decimal unit ids": _decimal_ids,
     "uint64 unit ids": _uint64_ids,
@@ -230,6 +260,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "integer keys on an Int64 column": lambda: _integer_keys(pl.Int64(), refused=False),
     "integer keys on a Float64 column": lambda: _integer_keys(pl.Float64(), refused=True),
     "quantile row sampling": _quantile_rows,
+    "missing values dropped": _dropped_missing_values,
 }
 
 
@@ -254,5 +285,5 @@ def test_the_audit_finds_the_violations_of_an_engine_that_does_not_bound(
         return dataclasses.replace(spec, max_groups=None, max_rows_per_group=10**9)
 
     monkeypatch.setattr(Pipeline, "spec", unbounded)
-    for name in ("uint64 unit ids", "quantile row sampling"):
+    for name in ("uint64 unit ids", "quantile row sampling", "missing values dropped"):
         assert _violations(SCENARIOS[name]()), name

@@ -92,7 +92,8 @@ class DatasetConfig:
         name: the name analysts connect to.
         data: the ``.parquet`` or ``.csv`` file.
         privacy_unit: the column identifying a person.
-        metadata: per column its public ``type``, ``bounds``, ``keys`` and ``candidates``;
+        metadata: per column its public ``type``, ``bounds``, ``keys``, ``candidates`` and
+            ``missing``;
             analysts can read them, and SQL takes its bounds and keys from them.
         contributions: the default contribution limits for SQL.
         cap: the most all analysts together may spend on this dataset, or None.

@@ -28,7 +28,7 @@ Example:
     >>> from privframe.api.sql.scope import Scope
     >>> scope = Scope("", ["x"], {}, {"x": pf.Column(bounds=(0, 1))})
     >>> aggregate(sqlglot.parse_one("STDEV(x)"), "s", scope, None)
-    Std(name='s', column='x', lower=0.0, upper=1.0)
+    Std(name='s', column='x', lower=0.0, upper=1.0, missing='midpoint')
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from privframe.api.sql.dialect import BOUNDED_FUNCTIONS, ORIGINAL_NAME, Clamped
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
 from privframe.plan import aggregates as agg
-from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
-from privframe.plan.aggregates.base import bounded
+from privframe.plan.aggregates import FAMILIES, Aggregate
+from privframe.plan.aggregates.base import Summed, summed
 
 
 def aggregate(
@@ -95,7 +95,7 @@ def of_expression(node: exp.Expr) -> bool:
     )
 
 
-def _family(node: exp.Func) -> type[Bounded] | None:
+def _family(node: exp.Func) -> type[Summed] | None:
     """The aggregate family of one bounded column that has ``node``'s SQL name, if any.
 
     sqlglot gives each function its canonical name (``VAR_SAMP`` is
@@ -103,7 +103,7 @@ def _family(node: exp.Func) -> type[Bounded] | None:
     a family defined after this module was imported is found too.
     """
     name = node.sql_name()  # an unknown function's is ANONYMOUS, no family's
-    return next((f for f in FAMILIES if issubclass(f, Bounded) and name in f.sql_functions), None)
+    return next((f for f in FAMILIES if issubclass(f, Summed) and name in f.sql_functions), None)
 
 
 def _base_aggregate(
@@ -119,7 +119,10 @@ def _base_aggregate(
         if isinstance(argument, exp.Distinct):
             raise unsupported(node, f"{what}(DISTINCT ...)")
         column = _bounds(argument, alias, what, scope)
-        return bounded(family, _value_column(argument, name, what, scope), column.bounds)
+        value = _value_column(argument, name, what, scope)
+        facts = scope.metadata(value)
+        missing = "midpoint" if facts is None or facts.missing is None else facts.missing
+        return summed(family, value, column.bounds, missing)
     return _quantile_call(node, alias, scope, name)
 
 

@@ -25,6 +25,7 @@ import polars as pl
 from privframe.api.sql._common import lookup
 from privframe.engines.inputs import ColumnType
 from privframe.errors import InvalidArgumentError, SQLError
+from privframe.plan.aggregates.base import check_missing
 
 TYPE_NAMES: dict[str, type[pl.DataType]] = {
     "int64": pl.Int64,
@@ -54,6 +55,9 @@ class Column:
             (parquet, pandas, polars, Spark) must have this type. Read when
             the data opens, from the Session's metadata (a query's own
             ``metadata=`` cannot retype the data).
+        missing: what a null or NaN value does in sums, means and variances of
+            this column: ``"midpoint"`` (the default), ``"drop"`` or a number
+            (:func:`privframe.mean`).
 
     Example:
         >>> import privframe as pf
@@ -67,6 +71,7 @@ class Column:
     keys: tuple[Any, ...] | None = None
     candidates: int | None = None
     type: ColumnType | str | None = None
+    missing: str | float | None = None
 
     def __post_init__(self) -> None:
         if self.type is not None:
@@ -81,6 +86,8 @@ class Column:
             if isinstance(self.keys, str) or not isinstance(self.keys, Sequence):
                 raise InvalidArgumentError(f"Column keys must be a list, got {self.keys!r}")
             object.__setattr__(self, "keys", tuple(self.keys))
+        if self.missing is not None:
+            object.__setattr__(self, "missing", check_missing("Column", self.missing))
 
 
 def entry(metadata: Mapping[str, Column], name: str) -> Column | None:

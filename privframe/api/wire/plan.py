@@ -59,6 +59,7 @@ from privframe.api.wire.reading import (
 from privframe.api.wire.values import decode_table, encode_table
 from privframe.engines.spec import RowStep
 from privframe.plan.aggregates import Aggregate, Bounded, Quantile
+from privframe.plan.aggregates.base import Summed
 from privframe.plan.ir import Plan
 from privframe.plan.keys import KeySet
 
@@ -67,7 +68,7 @@ __all__ = ["decode_aggregate", "decode_plan_query", "encode_aggregate", "encode_
 _PLAN_KEYS = ("steps", "bound", "group_by", "keys", "other", "aggregates")
 _BOUND_KEYS = ("max_groups", "max_rows_per_group", "max_rows")
 _STEP_KINDS = ("filter", "with_columns", "join")
-_AGGREGATE_KEYS = ("kind", "column", "bounds", "q", "candidates", "alias")
+_AGGREGATE_KEYS = ("kind", "column", "bounds", "q", "candidates", "missing", "alias")
 _MAX_COLUMNS = 1_000
 
 
@@ -87,6 +88,8 @@ def encode_aggregate(agg: Aggregate, where: str = "aggregate") -> dict[str, Any]
         data.update(column=agg.column, bounds=[agg.lower, agg.upper])
     if isinstance(agg, Quantile):
         data.update(q=agg.q, candidates=agg.candidates)
+    if isinstance(agg, Summed) and agg.missing != "midpoint":
+        data["missing"] = agg.missing
     if agg.name is not None:
         data["alias"] = agg.name
     if decode_aggregate(data, where) != agg:
@@ -121,9 +124,13 @@ def decode_aggregate(data: object, where: str = "aggregate") -> Aggregate:
         ]
     if "q" in table:
         args.insert(1, read_float(table["q"], f"{where}.q"))
-    options = {}
+    options: dict[str, Any] = {}
     if "candidates" in table:
         options["candidates"] = read_int(table["candidates"], f"{where}.candidates")
+    if "missing" in table:
+        missing = table["missing"]
+        read = read_string if isinstance(missing, str) else read_float
+        options["missing"] = read(missing, f"{where}.missing")
     built = guarded(where, lambda: build(*args, **options))
     assert isinstance(built, Aggregate)  # a single q: one aggregate
     alias = read_optional(table, "alias", where, read_string)

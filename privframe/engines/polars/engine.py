@@ -64,12 +64,17 @@ __all__ = ["PolarsEngine"]
 
 
 def _row_units(v: ValueSpec) -> pl.Expr:
-    x = pl.col(v.column).cast(pl.Float64)
-    x = x.fill_nan(v.fill).fill_null(v.fill).clip(v.lower, v.upper)
+    # NaN becomes null, so a missing value stays null through the arithmetic.
+    x = pl.col(v.column).cast(pl.Float64).fill_nan(None)
+    if v.present:
+        return x.is_not_null().cast(pl.Int64)
+    if v.fill is not None:
+        x = x.fill_null(v.fill)
+    x = x.clip(v.lower, v.upper)
     if v.square_around is not None:
         x = (x - v.square_around) ** 2
     units = (x * 2.0**v.grid_exponent).round().cast(pl.Int64)
-    return units.clip(v.lower_units, v.upper_units) - v.centre_units
+    return (units.clip(v.lower_units, v.upper_units) - v.centre_units).fill_null(0)
 
 
 def _row_position(h: HistogramSpec) -> pl.Expr:

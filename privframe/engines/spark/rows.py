@@ -37,20 +37,28 @@ __all__ = [
 def row_units(v: ValueSpec) -> Column:
     """As the polars engine: fill, clip, (square), scale by 2^j, round half to even, clip, centre.
 
+    A missing value without a fill adds 0; with ``present`` a row adds 1 if its value is there.
+
     ``rint`` is Java's ``Math.rint``: the nearest integer, ties to even, exact
     on doubles, which is polars' default ``Expr.round()`` mode.
     """
     from pyspark.sql import functions as f
 
-    fill = f.lit(float(v.fill))
-    x = f.coalesce(f.nanvl(col(v.column).cast("double"), fill), fill)
+    value = f.nanvl(col(v.column).cast("double"), f.lit(None).cast("double"))
+    if v.present:
+        return value.isNotNull().cast("long")
+    x = value if v.fill is None else f.coalesce(value, f.lit(float(v.fill)))
     x = clip(x, f.lit(float(v.lower)), f.lit(float(v.upper)))
     if v.square_around is not None:
         d = x - f.lit(float(v.square_around))
         x = d * d  # polars evaluates ** 2 as x·x (the correctly rounded square)
     units = f.rint(x * f.lit(2.0**v.grid_exponent)).cast("long")
     bounded = clip(units, long_literal(v.lower_units), long_literal(v.upper_units))
-    return bounded - long_literal(v.centre_units)
+    centred = bounded - long_literal(v.centre_units)
+    if v.fill is not None:
+        return centred
+    # greatest/least skip nulls, so a missing value is set to 0 here, not by its null.
+    return f.when(value.isNull(), long_literal(0)).otherwise(centred)
 
 
 def row_position(h: HistogramSpec) -> Column:

@@ -7,14 +7,15 @@ sensitivity, its estimate from the noisy measurements, its error columns, its
 planner and the release pipeline only call that interface. To add an
 aggregate, add a module here and import it below (docs/architecture.md).
 
-Missing values: a null or NaN in a bounded column counts as the midpoint of
-the bounds, in sums, means and variances alike: sums and means of one column
-share one centred sum and one count (:mod:`~privframe.plan.aggregates.sum`),
-so a missing value adds nothing to the centred sum and its row is counted
-(a sum gains the midpoint for it). Filter such rows out first
-(``.filter(pl.col("x").is_not_null() & pl.col("x").is_not_nan())``) for
-SQL's SUM and AVG semantics, which skip them. Infinities are clipped to the
-bounds like any other value.
+Missing values: a null or NaN in a bounded column follows the aggregate's
+``missing=`` rule (:class:`~privframe.plan.aggregates.base.Summed`): by
+default it counts as the midpoint of the bounds, in sums, means and
+variances alike (sums and means of one column share one centred sum and one
+count, :mod:`~privframe.plan.aggregates.sum`, so a missing value adds
+nothing to the centred sum and its row is counted); ``missing="drop"``
+leaves its row out, as SQL's SUM and AVG skip nulls; a number replaces it.
+Quantiles skip missing values. Infinities are clipped to the bounds like any
+other value.
 
 Example:
     >>> import privframe as pf

@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, Self, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -50,14 +50,18 @@ __all__ = [
     "FAMILIES",
     "HIGH_SUFFIX",
     "LOW_SUFFIX",
+    "MISSING_HINT",
     "RANK_CI95_SUFFIX",
     "STD_SUFFIX",
     "Aggregate",
     "Bounded",
     "GridNeed",
     "Measured",
+    "Missing",
     "Summary",
+    "Summed",
     "bounded",
+    "check_missing",
 ]
 
 BOUNDS_HINT = (
@@ -65,6 +69,17 @@ BOUNDS_HINT = (
     "from knowledge of the domain (e.g. bounds=(0, 1000)), never computed from the data; "
     "values outside them are clipped to them"
 )
+
+MISSING_HINT = (
+    'missing= says what a null or NaN value does: "midpoint" (the default) counts it as the '
+    'bounds\' midpoint, and its row counts; "drop" leaves its row out of this aggregate (as '
+    "SQL's SUM and AVG skip nulls; count() still counts the row); a number counts it as that "
+    "value (clipped to the bounds). Which rows have a value is never checked: a rule that "
+    "refused a release because of one person's missing value would disclose it"
+)
+
+Missing: TypeAlias = Literal["drop", "midpoint"] | float
+"""What a null or NaN value of a summed column does (:data:`MISSING_HINT`)."""
 
 STD_SUFFIX = "_std"
 CI95_SUFFIX = "_ci95"
@@ -196,6 +211,10 @@ class Aggregate:
     def describe(self) -> str:
         """What it releases, in a word or a phrase, for views of a query (its spec name)."""
         return self.spec_name
+
+    def missing_rule(self) -> str | None:
+        """What a null or NaN value of its column does, for ``explain``; None without a column."""
+        return None
 
     def keys(self) -> tuple[str, ...]:
         """The keys of the measurements it reads, in the order of :meth:`needs`."""
@@ -339,6 +358,61 @@ class Bounded(Aggregate, abstract=True):
         return self.upper / 2 - self.lower / 2
 
 
+def check_missing(where: str, missing: object) -> Missing:
+    """A ``missing=`` rule: ``"drop"``, ``"midpoint"`` or a finite number.
+
+    Example:
+        >>> from privframe.plan.aggregates.base import check_missing
+        >>> check_missing("mean('x')", "drop"), check_missing("mean('x')", 0)
+        ('drop', 0.0)
+    """
+    if missing == "drop" or missing == "midpoint":
+        return "drop" if missing == "drop" else "midpoint"
+    if isinstance(missing, str | bool) or not isinstance(missing, int | float):
+        raise InvalidArgumentError(
+            f"{where}: missing must be 'drop', 'midpoint' or a number, got {missing!r}. "
+            f"{MISSING_HINT}"
+        )
+    return check_number(where, "missing", missing, MISSING_HINT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summed(Bounded, abstract=True):
+    """A bounded aggregate read from sums of its values (sums, means, variances).
+
+    ``missing`` says what a null or NaN value does (:data:`MISSING_HINT`): it
+    counts as the midpoint (the default) or as a given number, both clipped
+    to the bounds like any value, or (``"drop"``) its row adds nothing to
+    the sums, which are then paired with the count of the column's values
+    instead of the count of rows. The rule looks at no value: every row is
+    treated by it, so nothing published or refused depends on which rows
+    have one.
+    """
+
+    missing: Missing = "midpoint"
+
+    def fill(self, measurement: Measurement) -> float | None:
+        """The value a missing value counts as, or None when its row adds nothing (drop)."""
+        if self.missing == "drop":
+            return None
+        return measurement.midpoint if self.missing == "midpoint" else float(self.missing)
+
+    def missing_rule(self) -> str:
+        """What a null or NaN value does to it, for ``explain`` and the notebook view."""
+        x = repr(self.column)
+        if self.missing == "drop":
+            return f"a row whose {x} is null or NaN is left out (missing='drop')"
+        if self.missing == "midpoint":
+            mid = exact_text(float(self.midpoint))
+            return (
+                f"a null or NaN {x} counts as the bounds' midpoint {mid} and its row counts "
+                "(missing='midpoint', the default; missing='drop' leaves such rows out)"
+            )
+        value = exact_text(min(max(float(self.missing), self.lower), self.upper))
+        given = exact_text(float(self.missing))
+        return f"a null or NaN {x} counts as {value} and its row counts (missing={given})"
+
+
 _B = TypeVar("_B", bound=Bounded)
 
 
@@ -356,6 +430,23 @@ def bounded(cls: type[_B], column: object, bounds: object) -> _B:
     return cls(column=name, lower=lower, upper=upper)
 
 
+_S = TypeVar("_S", bound=Summed)
+
+
+def summed(cls: type[_S], column: object, bounds: object, missing: object) -> _S:
+    """A summed aggregate of ``column`` after checking its name, bounds and ``missing`` rule.
+
+    Example:
+        >>> from privframe.plan.aggregates import Mean
+        >>> from privframe.plan.aggregates.base import summed
+        >>> summed(Mean, "x", (0, 1), "drop").missing
+        'drop'
+    """
+    agg = bounded(cls, column, bounds)
+    where = f"{cls.__name__.lower()}({agg.column!r})"
+    return dataclasses.replace(agg, missing=check_missing(where, missing))
+
+
 def value_key(kind: str, agg: Bounded) -> str:
     """A value measurement's key: equal for aggregates of one column and bounds.
 
@@ -365,7 +456,12 @@ def value_key(kind: str, agg: Bounded) -> str:
         >>> value_key("sum", pf.sum("x", bounds=(0, 1000)))
         'sum(x, [0, 1000])'
     """
-    return f"{kind}({agg.column}, [{exact_text(agg.lower)}, {exact_text(agg.upper)}])"
+    key = f"{kind}({agg.column}, [{exact_text(agg.lower)}, {exact_text(agg.upper)}]"
+    # Another missing rule sums other row values: a measurement of its own.
+    if isinstance(agg, Summed) and agg.missing != "midpoint":
+        missing = agg.missing if agg.missing == "drop" else exact_text(agg.missing)
+        key += f", missing {missing}"
+    return key + ")"
 
 
 @dataclass(frozen=True)
@@ -376,12 +472,12 @@ class GridNeed(GaussianNeed):
     one row moves the sum, and the derivation ``explain`` prints); the grid,
     the sensitivity ``sqrt(S)·spread`` and σ follow from it
     (:func:`~privframe.plan.measurements.grid_measurement`), and the engine
-    sums the values into a working column of its own. A missing value counts
-    as the bounds' midpoint; with ``squared`` each row
-    adds its squared distance from the midpoint.
+    sums the values into a working column of its own. A missing value is
+    treated by the aggregate's ``missing`` rule (:class:`Summed`); with
+    ``squared`` each row adds its squared distance from the midpoint.
     """
 
-    aggregate: Bounded
+    aggregate: Summed
     kind: ClassVar[Kind]
     squared: ClassVar[bool] = False
 
@@ -422,7 +518,7 @@ class GridNeed(GaussianNeed):
             lower_units=m.lower_units,
             upper_units=m.upper_units,
             centre_units=m.centre_units,
-            fill=m.midpoint,
+            fill=self.aggregate.fill(m),
             square_around=m.midpoint if self.squared else None,
         )
 

@@ -23,12 +23,27 @@ from fractions import Fraction
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.engines.spec import COUNT
-from privframe.plan.aggregates.base import CI95_SUFFIX, STD_SUFFIX, Aggregate, Measured, Summary
+from privframe.engines.spec import COUNT, ValueSpec
+from privframe.plan.aggregates.base import (
+    CI95_SUFFIX,
+    STD_SUFFIX,
+    Aggregate,
+    Measured,
+    Summary,
+    Summed,
+)
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, integer_measurement
 
-__all__ = ["Count", "CountNeed", "count", "gaussian_columns", "spread_columns"]
+__all__ = [
+    "Count",
+    "CountNeed",
+    "ValuesNeed",
+    "count",
+    "count_need",
+    "gaussian_columns",
+    "spread_columns",
+]
 
 
 class CountNeed(GaussianNeed):
@@ -54,6 +69,54 @@ class CountNeed(GaussianNeed):
     def exact_column(self, name: str) -> str:
         """The engine's row count."""
         return COUNT
+
+
+class ValuesNeed(GaussianNeed):
+    """The noisy count of one column's values (rows where it is neither null nor NaN), per group.
+
+    What sums, means and variances with ``missing="drop"`` divide by or
+    scale the midpoint by, in place of the row count.
+    """
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    @property
+    def key(self) -> str:
+        """``count(<column>)``: shared by the column's aggregates that drop missing values."""
+        return f"count({self.column})"
+
+    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
+        """Values per group: a row adds 1 (0 if its value is missing), so Δ = sqrt(S).
+
+        A unit adds at most its bounded weight w_g to each group, as to the
+        row count, and sum_g w_g² <= S.
+        """
+        return integer_measurement(self.key, "values", limits.squares, "S", rho, self)
+
+    def error_coefficient(self, limits: Limits) -> float:
+        """Squared 95% error (1.96σ)² = 1.96²·S/(2ρ), as the row count's."""
+        return Z95 * Z95 * (limits.squares / 2.0)
+
+    def value_spec(self, measurement: Measurement, name: str) -> ValueSpec:
+        """1 per row whose value is there, bounded like a row's weight."""
+        return ValueSpec(name, self.column, 0.0, 1.0, 0, 0, 1, 0, fill=None, present=True)
+
+    def exact_column(self, name: str) -> str:
+        """The column the engine sums the ones into."""
+        return name
+
+
+def count_need(agg: Summed) -> GaussianNeed:
+    """The count a summed aggregate reads: of the column's values with ``drop``, else of rows.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.plan.aggregates.count import count_need
+        >>> count_need(pf.mean("x", (0, 1), missing="drop")).key
+        'count(x)'
+    """
+    return ValuesNeed(agg.column) if agg.missing == "drop" else CountNeed()
 
 
 def gaussian_columns(

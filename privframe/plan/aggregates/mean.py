@@ -6,8 +6,9 @@ and bounds reads (:mod:`privframe.plan.aggregates.sum`): the centred sum
 ``sqrt(S)·(U − L)/2``, and the shared row count. The estimate is
 ``c + centred/count`` (clamped into the bounds by default:
 :mod:`privframe.plan.postprocess`). A null or NaN value counts as
-the midpoint, as in a sum: it adds nothing to the centred sum and its row
-counts in the denominator.
+the midpoint by default, as in a sum: it adds nothing to the centred sum and
+its row counts in the denominator; with ``missing="drop"`` the denominator is
+the count of the column's values instead, so its row is left out entirely.
 
 Example:
     >>> import privframe as pf
@@ -24,8 +25,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from privframe._arguments import hinted
-from privframe.plan.aggregates.base import BOUNDS_HINT, Bounded, Measured, Summary, bounded
-from privframe.plan.aggregates.count import CountNeed, spread_columns
+from privframe.plan.aggregates.base import (
+    BOUNDS_HINT,
+    MISSING_HINT,
+    Measured,
+    Missing,
+    Summary,
+    Summed,
+    summed,
+)
+from privframe.plan.aggregates.count import count_need, spread_columns
 from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
 from privframe.plan.measurements import Z95, Need
 
@@ -33,7 +42,7 @@ __all__ = ["Mean", "mean"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Mean(Bounded):
+class Mean(Summed):
     """The mean of a column's values, each clipped to [lower, upper], per group.
 
     Released as a noisy centred sum over a noisy count, shared with a
@@ -48,8 +57,8 @@ class Mean(Bounded):
         return f"{self.column}_mean"
 
     def needs(self) -> tuple[Need, ...]:
-        """The centred sum and the count."""
-        return (CentredSumNeed(self), CountNeed())
+        """The centred sum and the count (of the column's values with ``missing="drop"``)."""
+        return (CentredSumNeed(self), count_need(self))
 
     def estimate(
         self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
@@ -79,13 +88,14 @@ class Mean(Bounded):
     def formula(self, measured: Measured) -> str:
         """The midpoint plus the centred sum over the count."""
         m = measured.measurement(self.keys()[0])
-        return f"{centre_of(m):g} + {m.key} / count"
+        return f"{centre_of(m):g} + {m.key} / {self.keys()[1]}"
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """The delta method at the largest |mean − midpoint|, (U − L)/2, over the count."""
         m, count = (measured.measurement(key) for key in self.keys())
         bound = math.hypot(m.sigma, (self.upper - self.lower) / 2 * count.sigma)
-        return f"≈ {bound:.6g} / count", f"≈ {Z95 * bound:.6g} / count"
+        count_key = self.keys()[1]
+        return f"≈ {bound:.6g} / {count_key}", f"≈ {Z95 * bound:.6g} / {count_key}"
 
     def balance_terms(
         self, coefficients: Mapping[str, float], rows: float, expected: float | None
@@ -105,17 +115,23 @@ class Mean(Bounded):
         return self.balance_terms(coefficients, 1.0, worst)
 
 
-@hinted(bounds=BOUNDS_HINT)
-def mean(column: str, bounds: tuple[float, float]) -> Mean:
+@hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
+def mean(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Mean:
     """Average ``column`` per group, each value clipped to ``bounds`` first.
 
     Args:
         column: a numeric column.
         bounds: public (lower, upper) clipping bounds, lower < upper.
+        missing: what a null or NaN value does: ``"midpoint"`` (the default)
+            counts it as the bounds' midpoint, ``"drop"`` averages the values
+            there are (as SQL's ``AVG``), a number counts it as that value
+            (clipped to the bounds).
 
     Example:
         >>> import privframe as pf
         >>> float(pf.mean("age", bounds=(18, 90)).midpoint)
         54.0
+        >>> pf.mean("age", bounds=(18, 90), missing="drop").keys()[1]
+        'count(age)'
     """
-    return bounded(Mean, column, bounds)
+    return summed(Mean, column, bounds, missing)

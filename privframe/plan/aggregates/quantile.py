@@ -187,6 +187,10 @@ class Quantile(Bounded):
         """Its q and candidates, for views of a query."""
         return f"quantile q = {self.q:g} ({self.candidates} candidates)"
 
+    def missing_rule(self) -> str:
+        """Null and NaN values are skipped: a quantile ranks the values there are."""
+        return f"a row whose {self.column!r} is null or NaN is left out (a quantile ranks values)"
+
     def error_columns(self) -> tuple[str, ...]:
         """A 95% bound on the rank error, in rows."""
         return (self.output_name + RANK_CI95_SUFFIX,)

@@ -14,10 +14,11 @@ is the sum and the count is not needed.
 
 Values are snapped to a public grid first
 (:func:`privframe.plan.measurements.grid_measurement`) so the exact discrete
-Gaussian can be added. A null or NaN value counts as the bounds' midpoint,
-in sums and means alike (it adds nothing to the centred sum, and its row is
-counted): filter such rows first (``.filter(pl.col(x).is_not_null())``) to
-skip them as SQL's ``SUM`` does.
+Gaussian can be added. A null or NaN value counts as the bounds' midpoint
+by default, in sums and means alike (it adds nothing to the centred sum, and
+its row is counted); with ``missing="drop"`` its row adds nothing and the
+count is of the column's values instead (:class:`~.count.ValuesNeed`), as
+SQL's ``SUM`` skips nulls (:class:`~privframe.plan.aggregates.base.Summed`).
 
 Example:
     >>> import privframe as pf
@@ -40,13 +41,15 @@ import numpy as np
 from privframe._arguments import hinted
 from privframe.plan.aggregates.base import (
     BOUNDS_HINT,
-    Bounded,
+    MISSING_HINT,
     GridNeed,
     Measured,
+    Missing,
     Summary,
-    bounded,
+    Summed,
+    summed,
 )
-from privframe.plan.aggregates.count import CountNeed, gaussian_columns, spread_columns
+from privframe.plan.aggregates.count import count_need, gaussian_columns, spread_columns
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Z95, GridRange, Measurement, Need
 
@@ -57,8 +60,9 @@ __all__ = ["CentredSumNeed", "Sum", "centre_of", "sum"]
 class CentredSumNeed(GridNeed):
     """The noisy sum of clipped values about their grid centre, per group.
 
-    Shared by sums, means and variances of one column and bounds; a missing
-    value counts as the midpoint.
+    Shared by sums, means and variances of one column, bounds and missing
+    rule; a missing value adds 0 (as the midpoint, or dropped) or its
+    replacement's distance from the centre.
     """
 
     kind = "centred_sum"
@@ -77,7 +81,7 @@ def centre_of(m: Measurement) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sum(Bounded):
+class Sum(Summed):
     """The sum of a column's values, each clipped to [lower, upper], per group.
 
     Released as the noisy centred sum plus the midpoint times the noisy
@@ -95,7 +99,7 @@ class Sum(Bounded):
     def needs(self) -> tuple[Need, ...]:
         """The centred sum, and the count unless the bounds are centred on zero."""
         centred = CentredSumNeed(self)
-        return (centred,) if self.lower == -self.upper else (centred, CountNeed())
+        return (centred,) if self.lower == -self.upper else (centred, count_need(self))
 
     def estimate(
         self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
@@ -106,7 +110,7 @@ class Sum(Bounded):
         if len(self.keys()) == 1:
             values = np.ldexp(units, -centred.grid_exponent)
             return gaussian_columns(self.output_name, values, centred, with_error)
-        units = units + float(centred.centre_units) * noisy["count"].astype(np.float64)
+        units = units + float(centred.centre_units) * noisy[self.keys()[1]].astype(np.float64)
         values = np.ldexp(units, -centred.grid_exponent)
         std = self._std(measured)
         return spread_columns(self.output_name, values, np.full(values.shape, std), with_error)
@@ -115,7 +119,8 @@ class Sum(Bounded):
         centred = measured.measurement(self.keys()[0])
         if len(self.keys()) == 1:
             return centred.sigma
-        return math.hypot(centred.sigma, centre_of(centred) * measured.measurement("count").sigma)
+        count = measured.measurement(self.keys()[1])
+        return math.hypot(centred.sigma, centre_of(centred) * count.sigma)
 
     def typical_value(self, summary: Summary) -> tuple[float, float]:
         """Rows times the values' mean, at the scale of rows times their mean |x|."""
@@ -135,7 +140,7 @@ class Sum(Bounded):
         centred = measured.measurement(self.keys()[0])
         if len(self.keys()) == 1:
             return centred.key
-        return f"{centred.key} + {centre_of(centred):g}·count"
+        return f"{centred.key} + {centre_of(centred):g}·{self.keys()[1]}"
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """σ and the 95% half-width of its noise (exact for one measurement)."""
@@ -154,23 +159,27 @@ class Sum(Bounded):
         terms = {keys[0]: coefficients[keys[0]] / expected**2}
         if len(keys) == 2:
             mid = float(self.midpoint)
-            terms["count"] = mid * mid * coefficients["count"] / expected**2
+            terms[keys[1]] = mid * mid * coefficients[keys[1]] / expected**2
         return terms
 
 
-@hinted(bounds=BOUNDS_HINT)
-def sum(column: str, bounds: tuple[float, float]) -> Sum:
+@hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
+def sum(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Sum:
     """Sum ``column`` per group, each value clipped to ``bounds`` first.
 
     Args:
         column: a numeric column.
         bounds: public (lower, upper) clipping bounds, lower < upper. They must
             come from knowledge of the domain, never from the private data.
-            A null or NaN value counts as their midpoint.
+        missing: what a null or NaN value does: ``"midpoint"`` (the default)
+            adds the bounds' midpoint for it, ``"drop"`` adds nothing for its
+            row, a number adds that value (clipped to the bounds).
 
     Example:
         >>> import privframe as pf
         >>> pf.sum("amount", bounds=(0, 1000)).magnitude
         1000.0
+        >>> pf.sum("amount", bounds=(0, 1000), missing="drop").keys()
+        ('centred_sum(amount, [0, 1000], missing drop)', 'count(amount)')
     """
-    return bounded(Sum, column, bounds)
+    return summed(Sum, column, bounds, missing)

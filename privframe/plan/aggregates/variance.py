@@ -27,13 +27,15 @@ import numpy as np
 from privframe._arguments import hinted
 from privframe.plan.aggregates.base import (
     BOUNDS_HINT,
-    Bounded,
+    MISSING_HINT,
     GridNeed,
     Measured,
+    Missing,
     Summary,
-    bounded,
+    Summed,
+    summed,
 )
-from privframe.plan.aggregates.count import CountNeed, spread_columns
+from privframe.plan.aggregates.count import count_need, spread_columns
 from privframe.plan.aggregates.sum import CentredSumNeed
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import (
@@ -50,7 +52,8 @@ __all__ = ["SquaresNeed", "Std", "Var", "std", "var"]
 class SquaresNeed(GridNeed):
     """The noisy sum of squared deviations from the midpoint, per group.
 
-    A missing value counts as the midpoint, so it adds 0.
+    A missing value counts as the midpoint (it adds 0) or is dropped (it adds
+    nothing), or counts as its replacement.
     """
 
     kind = "centred_sum_sq"
@@ -98,7 +101,7 @@ def _variance(
 
 
 @dataclass(frozen=True, kw_only=True)
-class Var(Bounded):
+class Var(Summed):
     """The variance of a column's values, each clipped to [lower, upper], per group.
 
     Computed from three noisy measurements: the count (shared), the centred
@@ -118,7 +121,7 @@ class Var(Bounded):
 
     def needs(self) -> tuple[Need, ...]:
         """Squares, centred sum and count."""
-        return (SquaresNeed(self), CentredSumNeed(self), CountNeed())
+        return (SquaresNeed(self), CentredSumNeed(self), count_need(self))
 
     def estimate(
         self, measured: Measured, noisy: Mapping[str, np.ndarray], with_error: bool
@@ -149,16 +152,17 @@ class Var(Bounded):
 
     def formula(self, measured: Measured) -> str:
         """Mean square about the midpoint minus the squared mean offset (bias-corrected)."""
-        squares, centred, _ = self.keys()
-        text = f"{squares} / count − ({centred} / count)² + noise correction"
+        squares, centred, count = self.keys()
+        text = f"{squares} / {count} − ({centred} / {count})² + noise correction"
         return f"sqrt({text})" if self.root else text
 
     def explain_row(self, measured: Measured) -> tuple[str, str]:
         """First order: the squares' noise over the count (of the variance)."""
-        sigma = measured.measurement(self.keys()[0]).sigma
+        squares, _, count = self.keys()
+        sigma = measured.measurement(squares).sigma
         return (
-            f"≈ {sigma:.6g} / count (of the variance)",
-            f"≈ {Z95 * sigma:.6g} / count (of the variance)",
+            f"≈ {sigma:.6g} / {count} (of the variance)",
+            f"≈ {Z95 * sigma:.6g} / {count} (of the variance)",
         )
 
     def balance_terms(
@@ -201,25 +205,29 @@ class Std(Var):
         return f"{self.column}_std"
 
 
-@hinted(bounds=BOUNDS_HINT)
-def var(column: str, bounds: tuple[float, float]) -> Var:
+@hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
+def var(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Var:
     """Variance of ``column`` per group, each value clipped to ``bounds`` first.
+
+    ``missing`` says what a null or NaN value does, as in :func:`~privframe.sum`.
 
     Example:
         >>> import privframe as pf
         >>> pf.var("age", bounds=(18, 90)).output_name
         'age_var'
     """
-    return bounded(Var, column, bounds)
+    return summed(Var, column, bounds, missing)
 
 
-@hinted(bounds=BOUNDS_HINT)
-def std(column: str, bounds: tuple[float, float]) -> Std:
+@hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
+def std(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Std:
     """Standard deviation of ``column`` per group, each value clipped to ``bounds`` first.
+
+    ``missing`` says what a null or NaN value does, as in :func:`~privframe.sum`.
 
     Example:
         >>> import privframe as pf
         >>> pf.std("age", bounds=(18, 90)).output_name
         'age_std'
     """
-    return bounded(Std, column, bounds)
+    return summed(Std, column, bounds, missing)
