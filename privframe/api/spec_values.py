@@ -292,7 +292,8 @@ def spec_bounds(value: object, where: str) -> tuple[float, float]:
 def spec_metadata(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """A ``[metadata]`` table: per column its public facts, checked.
 
-    The facts are ``type``, ``bounds``, ``keys``, ``candidates`` and ``missing``. A ``type`` is kept as its name (one of
+    The facts are ``type``, ``bounds``, ``keys``, ``candidates`` and
+    ``missing``. A ``type`` is kept as its name (one of
     :data:`~privframe.api.sql.metadata.TYPE_NAMES`), lower case.
 
     Example:
