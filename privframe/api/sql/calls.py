@@ -120,7 +120,7 @@ def _base_aggregate(
             raise unsupported(node, f"{what}(DISTINCT ...)")
         column = _bounds(argument, alias, what, scope)
         value = _value_column(argument, name, what, scope)
-        facts = scope.metadata(value)
+        facts = scope.metadata(value, argument)
         missing = "midpoint" if facts is None or facts.missing is None else facts.missing
         return summed(family, value, column.bounds, missing)
     return _quantile_call(node, alias, scope, name)
