@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from privframe._html import BAR_COLOUR, SVG_NAMESPACE, interval, paragraph, plain, text
 from privframe.api._frames import (
     Frame,
+    NoiseRule,
     as_polars,
     error_columns,
     interval_columns,
-    within_noise,
 )
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 
@@ -106,8 +106,10 @@ class _Scale:
         return _LABEL_WIDTH + (value - self.lo) / (self.hi - self.lo) * _PLOT_WIDTH
 
 
-def _row(i: int, label: str, value: float, half: float, errors: bool, scale: _Scale) -> list[str]:
-    """One group's label, bar (with the value as its tooltip) and error bar."""
+def _row(
+    i: int, label: str, value: float, half: float, errors: bool, noise: bool, scale: _Scale
+) -> list[str]:
+    """One group's label, bar (with the value as its tooltip; grey if ``noise``) and error bar."""
     y = _TOP + i * _ROW_HEIGHT
     middle = y + _ROW_HEIGHT / 2
     short = label if len(label) <= 24 else label[:23] + "…"
@@ -120,8 +122,8 @@ def _row(i: int, label: str, value: float, half: float, errors: bool, scale: _Sc
     a, b = sorted((scale.x(0.0), scale.x(value)))
     tip = interval(value, half) if errors else plain(value)
     colour = BAR_COLOUR if value >= 0 else _NEGATIVE_BAR
-    if errors and within_noise(value, half):
-        colour, tip = _NOISE_BAR, f"{tip} (its 95% interval includes 0: mostly noise)"
+    if errors and noise:
+        colour, tip = _NOISE_BAR, f"{tip} (mostly noise: see the table's note)"
     shapes.append(
         f'<rect class="pf-bar" x="{a:.1f}" y="{y + 4}" width="{b - a:.1f}" '
         f'height="{_ROW_HEIGHT - 8}" fill="{colour}">'
@@ -151,12 +153,13 @@ def _axis(scale: _Scale, bottom: int) -> list[str]:
     ]
 
 
-def bar_chart(frame: Frame) -> str:
+def bar_chart(frame: Frame, rule: NoiseRule | None = None) -> str:
     """An inline SVG of the first output with an interval: one bar per group, 95% error bars.
 
     Bars are horizontal (one row per group, so long labels and many groups
     fit); values can be negative (bars then extend left of the zero line). A
-    bar whose 95% interval includes 0 is grey, as its value in the table.
+    bar the noise dominates is grey, as its value in the table (by ``rule``,
+    default :class:`~privframe.api._frames.NoiseRule` without bounds).
     Quantiles get no error bars: their error is in ranks, not values. Only
     the first :data:`MAX_BARS` groups are drawn; the table lists them all.
     A frame with no interval column gets no chart (an empty string).
@@ -170,6 +173,7 @@ def bar_chart(frame: Frame) -> str:
     bars = _bars(frame)
     if bars is None:
         return ""
+    rule = NoiseRule() if rule is None else rule
     scale = _Scale(*bars.span())
     n = len(bars.values)
     height = _TOP + _ROW_HEIGHT * n + 24
@@ -181,7 +185,8 @@ def bar_chart(frame: Frame) -> str:
     for i, (label, value, half) in enumerate(
         zip(bars.labels, bars.values, bars.halves, strict=True)
     ):
-        shapes += _row(i, label, value, half, bars.errors, scale)
+        noise = rule.noise(bars.name, value, half)
+        shapes += _row(i, label, value, half, bars.errors, noise, scale)
     shapes += _axis(scale, _TOP + _ROW_HEIGHT * n)
     total = len(frame)
     note = (

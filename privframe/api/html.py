@@ -43,13 +43,12 @@ from privframe.api._chart import bar_chart
 from privframe.api._frames import (
     NOISE_NOTE,
     Frame,
+    NoiseRule,
     as_polars,
     error_columns,
     interval_columns,
-    noisy_rows,
-    within_noise,
 )
-from privframe.plan.aggregates import Aggregate, Bounded, Count, CountDistinct
+from privframe.plan.aggregates import Aggregate, Bounded
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 from privframe.plan.explanation import Explanation, explanation_html
 from privframe.plan.ir import Plan
@@ -293,7 +292,9 @@ _GREY = 'class="pf-noise" style="color:#9ca3af"'
 """A noise-dominated row or value: grey inline, so a notebook shows it without the page's CSS."""
 
 _ROW_TITLE = "this group's count has a 95% interval that includes 0: its outputs are mostly noise"
-_CELL_TITLE = "the 95% interval includes 0: noise dominates this value"
+_CELL_TITLE = (
+    "noise dominates this value: its 95% interval includes 0, or spans half its bounds or more"
+)
 
 
 def _cell(content: str, grey: bool) -> str:
@@ -301,7 +302,15 @@ def _cell(content: str, grey: bool) -> str:
     return f"<td{attributes}>{text(content)}</td>"
 
 
-def result_html(frame: Frame, counts: Sequence[str] | None = None) -> str:
+def _rule(counts: Sequence[str] | None, query: QueryView | None) -> NoiseRule:
+    """The query's rule (its counts and bounds), with ``counts`` named by the caller first."""
+    rule = NoiseRule() if query is None else NoiseRule.of_plan(query.plan)
+    return rule if counts is None else NoiseRule(tuple(counts), rule.ranges)
+
+
+def result_html(
+    frame: Frame, counts: Sequence[str] | None = None, *, query: QueryView | None = None
+) -> str:
     """A released DataFrame (polars or pandas) with each value and its 95% interval in one cell.
 
     Where ``<name>_ci95`` exists the cell reads ``value ± ci95`` (to two
@@ -309,10 +318,12 @@ def result_html(frame: Frame, counts: Sequence[str] | None = None) -> str:
     (quantiles) it reads ``value (rank ± x)``; other columns show plain values.
 
     Outputs the noise dominates are grey, by a rule on the released numbers
-    only (:func:`~privframe.api._frames.within_noise`): a row whose count (one
-    of ``counts``, default the column ``count``) has a 95% interval that
-    includes 0, and a value whose own 95% interval includes 0; a note under
-    the table says how to read them.
+    and public parameters only (:class:`~privframe.api._frames.NoiseRule`): a
+    row whose count (one of ``counts``; default the query's counts, or the
+    column ``count``) has a 95% interval that includes 0; a value whose own
+    95% interval includes 0; and, given the ``query`` that was released, a
+    mean, variance or standard deviation whose 95% interval spans at least
+    half the range its bounds allow. A note under the table says how to read them.
 
     Example:
         >>> import polars as pl
@@ -324,10 +335,11 @@ def result_html(frame: Frame, counts: Sequence[str] | None = None) -> str:
         (True, 1)
     """
     data = as_polars(frame)
+    rule = _rule(counts, query)
     outputs = interval_columns(data.columns)
     hidden = error_columns(data.columns, outputs)
     shown = [c for c in data.columns if c not in hidden]
-    marked = noisy_rows(data, ("count",) if counts is None else counts)
+    marked = rule.rows(data)
     rows, grey = [], any(marked)
     for record, grey_row in zip(data.iter_rows(named=True), marked, strict=True):
         cells = []
@@ -338,7 +350,7 @@ def result_html(frame: Frame, counts: Sequence[str] | None = None) -> str:
             elif column.endswith(RANK_CI95_SUFFIX):
                 cells.append(_cell(rank_interval(value, record[column]), False))
             else:
-                noise = within_noise(value, record[column])
+                noise = rule.noise(name, value, record[column])
                 grey = grey or noise
                 cells.append(_cell(interval(value, record[column]), noise))
         start = f'<tr {_GREY} title="{text(_ROW_TITLE)}">' if grey_row else "<tr>"
@@ -358,21 +370,30 @@ class Shown:
 
     Attributes:
         frame: the released polars or pandas DataFrame, unchanged.
+        counts: the count outputs that mark noisy rows (None: the query's, or ``count``).
+        query: the query released, whose bounds judge its means and variances (optional).
     """
 
     frame: Frame
     counts: tuple[str, ...] | None = None
+    query: QueryView | None = None
 
     def _repr_html_(self) -> str:
-        return result_html(self.frame, self.counts)
+        return result_html(self.frame, self.counts, query=self.query)
 
 
-def show(result: Frame, counts: Sequence[str] | None = None) -> Shown:
+def show(
+    result: Frame, counts: Sequence[str] | None = None, *, query: QueryView | None = None
+) -> Shown:
     """Wrap a released result so that a notebook shows it as ``value ± 95%`` cells.
 
     Outputs the noise dominates are grey (:func:`result_html`); ``counts``
     names the count outputs whose interval marks a whole row (default: the
-    column ``count``, the name of ``pf.count()`` and SQL's ``COUNT(*)``).
+    query's counts, or else the column ``count``, the name of ``pf.count()``
+    and SQL's ``COUNT(*)``). Pass the ``query`` that was released
+    (``pf.show(result, query=query)``) to grey too a mean, variance or
+    standard deviation whose interval spans half its bounds or more, such as
+    the mean of an empty group; a bare frame does not know its bounds.
 
     Example:
         >>> import polars as pl
@@ -381,7 +402,7 @@ def show(result: Frame, counts: Sequence[str] | None = None) -> Shown:
         >>> "4 (rank ± 12.2)" in shown._repr_html_()
         True
     """
-    return Shown(result, None if counts is None else tuple(counts))
+    return Shown(result, None if counts is None else tuple(counts), query)
 
 
 # --------------------------------------------------------------------------- report page
@@ -408,11 +429,6 @@ class ReportSection:
     sql: str | None = None
 
 
-def _counts(plan: Plan) -> list[str]:
-    """The outputs that count a group's rows or units: their intervals mark noisy rows."""
-    return [a.output_name for a in plan.aggregates if isinstance(a, Count | CountDistinct)]
-
-
 def _section_html(index: int, section: ReportSection) -> str:
     cost = section.explanation.plan.cost
     delta = f", δ = {cost.delta:.3g}" if cost.delta else ""
@@ -424,8 +440,8 @@ def _section_html(index: int, section: ReportSection) -> str:
         )
         + sql
         + query_html(section.query)
-        + result_html(section.result, _counts(section.query.plan))
-        + bar_chart(section.result)
+        + result_html(section.result, query=section.query)
+        + bar_chart(section.result, NoiseRule.of_plan(section.query.plan))
         + "<details><summary>sensitivity and noise of each measurement</summary>"
         + explanation_html(section.explanation)
         + "</details></section>"

@@ -14,8 +14,10 @@ import polars as pl
 import pytest
 
 import privframe as pf
+from privframe._html import interval
 from privframe.accounting.budgets import zCDP
 from privframe.api._chart import bar_chart
+from privframe.api._frames import NoiseRule
 from privframe.api.html import (
     ReportSection,
     Shown,
@@ -346,6 +348,59 @@ def test_the_report_greys_the_rows_its_counts_mark() -> None:
     assert "dominated by noise" in page
     # The chart (of the first output, the count) greys the empty group's bar too.
     assert page.count('fill="#d1d5db"') == 1
+
+
+def _mean_only(seed: int) -> tuple[pf.Session, Query]:
+    """A mean with positive bounds over a full public group and one without rows."""
+    df = pl.DataFrame({"user": range(400), "region": ["full"] * 400, "wage": [1500.0] * 400})
+    sess = pf.Session(df, "user", pf.zCDP(2.0), rng=SeededRandomness(seed))
+    query = (
+        sess.query()
+        .bound(max_groups=1, max_rows_per_group=1)
+        .group_by("region", keys=["full", "nowhere"])
+        .agg(pf.mean("wage", bounds=(1000, 2000)))
+    )
+    return sess, query
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+@pytest.mark.parametrize("seed", range(8))
+def test_show_with_its_query_greys_the_mean_of_an_empty_group_and_not_a_full_ones(
+    seed: int,
+) -> None:
+    _, query = _mean_only(seed)
+    result = query.release(rho=1, with_error=True)
+    rows, cells = _grey(pf.show(result, query=query)._repr_html_())
+    nowhere = result.row(1, named=True)
+    assert rows == []
+    assert cells == [html.unescape(interval(nowhere["wage_mean"], nowhere["wage_mean_ci95"]))]
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+def test_the_report_greys_the_mean_of_an_empty_group_by_its_bounds() -> None:
+    sess, query = _mean_only(1)
+    result = query.release(rho=1, with_error=True)
+    # No count is released and the empty group's interval excludes 0 (the bounds are
+    # positive): a bare frame, which does not know its bounds, greys nothing.
+    assert _grey(pf.show(result)._repr_html_()) == ([], [])
+    section = ReportSection("q", "q", query, query.explain(rho=1), result)
+    page = report_html("r", datetime(2026, 1, 2, tzinfo=UTC), [section], sess.report(), [])
+    rows, cells = _grey(page)
+    assert rows == []
+    assert len(cells) == 1
+    assert "dominated by noise" in page
+    # The chart's only output is the mean: the empty group's bar is grey, the full one's not.
+    assert page.count('fill="#d1d5db"') == 1
+
+
+def test_the_bounds_rule_greys_an_interval_spanning_half_the_bounds_or_more() -> None:
+    rule = NoiseRule(ranges={"m": (1000.0, 2000.0)})
+    assert rule.noise("m", 1500.0, 250.0)
+    assert not rule.noise("m", 1500.0, 249.0)
+    # Only outputs with a known range, and only numbers, are judged by it.
+    assert not rule.noise("other", 1500.0, 900.0)
+    assert not rule.noise("m", None, 900.0)
+    assert not rule.noise("m", 1500.0, math.nan)
 
 
 def test_show_wraps_a_result_for_notebooks() -> None:
