@@ -419,13 +419,37 @@ def test_planner_cost_shares_and_explain_text() -> None:
     assert sess.spent.rho == 0  # explain spends nothing
 
 
-def test_planner_caps_eta_and_charges_only_its_cost() -> None:
+def test_planner_caps_eta_and_charges_the_whole_share() -> None:
     sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.zCDP(1e6))
-    plan = sess.query().agg(pf.median("x", bounds=(0, 10))).explain(rho=1e5).plan
-    (qm,) = plan.quantiles
+    explanation = sess.query().agg(pf.median("x", bounds=(0, 10))).explain(rho=1e5)
+    (qm,) = explanation.plan.quantiles
     assert qm.eta == quantiles.MAX_SCALE
-    assert qm.rho == round_up(quantiles.cost(quantiles.MAX_SCALE, 0.5, 1))  # = 512
-    assert plan.cost.rho == qm.rho == 512.0
+    # A capped η costs 512, less than its share; the share is charged, as asked.
+    assert round_up(quantiles.cost(quantiles.MAX_SCALE, 0.5, 1)) == 512.0
+    assert explanation.plan.cost.rho == qm.rho == 1e5
+    assert "capped at 64, the sampler's margin: it costs rho = 512" in str(explanation)
+    assert "the whole share 100000 is charged" in str(explanation)
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+@pytest.mark.parametrize(
+    ("rho", "with_count"), [(1000.0, False), (1e6, True), (0.3, False)], ids=str
+)
+def test_a_release_with_a_median_spends_exactly_the_rho_asked(rho: float, with_count: bool) -> None:
+    df = pl.DataFrame({"x": [1.0, 2.0, 3.0]})
+    sess = pf.Session(df, None, pf.zCDP(2e6), rng=SeededRandomness(1))
+    aggregates = [pf.median("x", bounds=(0, 10))] + ([pf.count()] if with_count else [])
+    sess.query().agg(*aggregates).release(rho=rho)
+    assert sess.spent.rho == rho
+    (entry,) = sess.ledger
+    assert entry.rho == rho
+    # The ledger states the η used and the ρ charged for it: the whole share.
+    (median,) = [m for m in entry.description["measurements"] if "eta" in m]
+    quantile_events = [e for e in entry.description["events"] if e.get("rho", 0) > 0]
+    assert median["eta"] <= quantiles.MAX_SCALE
+    assert [e["rho"] for e in quantile_events] == [median["rho"]]
+    others = sum(m["rho"] for m in entry.description["measurements"] if "eta" not in m)
+    assert median["rho"] + others == pytest.approx(rho, rel=1e-12)
 
 
 def test_weights_change_the_rho_split() -> None:

@@ -76,9 +76,10 @@ class QuantileMeasurement:
     cost over all groups, ρ = (η·max(q, 1 − q))²·S/2, fits the share it was
     given. A ρ'-zCDP mechanism is ρ-zCDP for every ρ >= ρ', so the quantile
     is charged its whole share, ``exact_rho``: the release then costs exactly
-    the ρ asked, not a rounding error less. Only an η capped at
-    :data:`~privframe.mechanisms.quantiles.MAX_SCALE`, which cannot use more,
-    is charged its cost (rounded up to a float) instead.
+    the ρ asked, not a rounding error less. That holds for an η capped at
+    :data:`~privframe.mechanisms.quantiles.MAX_SCALE` too, which costs less
+    than its share and cannot use more: the share is charged all the same, so
+    a budget is spent as asked (``derivation`` states the capped η's cost).
     """
 
     key: str
@@ -113,10 +114,10 @@ class QuantileNeed(Need):
         )
 
     def measure(self, limits: Limits, rho: Fraction) -> QuantileMeasurement:
-        """The exponential mechanism's η at ``rho``, charged ``rho`` (its cost if η is capped).
+        """The exponential mechanism's η at ``rho``, charged ``rho``, exactly.
 
         η is found for ``rho`` rounded down to a float: its exact cost is at
-        most that float, hence at most ``rho``.
+        most that float, hence at most ``rho``; a capped η costs less still.
         """
         agg, failure = self.aggregate, None
         try:
@@ -128,20 +129,25 @@ class QuantileNeed(Need):
             )
         if failure is not None:
             raise NoiseRangeError(failure)
-        charged = rho
-        if eta >= quantiles.MAX_SCALE:  # a capped η cannot use its share: charge its cost
-            charged = min(rho, Fraction(round_up(quantiles.cost(eta, agg.q, limits.squares))))
+        capped = ""
+        if eta >= quantiles.MAX_SCALE:
+            used = round_up(quantiles.cost(eta, agg.q, limits.squares))
+            capped = (
+                f" (capped at {quantiles.MAX_SCALE:g}, the sampler's margin: it costs rho = "
+                f"{used:.6g}, and the whole share {float(rho):.6g} is charged)"
+            )
         spread = max(agg.q, 1 - agg.q)
+        error = quantiles.rank_error(eta, agg.candidates)
         return QuantileMeasurement(
             key=self.key,
             aggregate=agg,
-            exact_rho=charged,
+            exact_rho=rho,
             eta=eta,
             derivation=(
                 f"exponential mechanism over {agg.candidates} candidates (spacing "
                 f"{agg.spacing:.6g}); a unit moves each rank distance by <= max(q,1−q)·w_g rows, "
                 f"so rho = (eta·{spread:g})²·S/2 with S = {limits.squares}: eta = {eta:.6g} per "
-                f"row; 95% rank error <= {quantiles.rank_error(eta, agg.candidates):.4g} rows "
+                f"row{capped}; 95% rank error <= {error:.4g} rows "
                 "beyond the nearest candidate"
             ),
         )
