@@ -57,7 +57,11 @@ class Column:
             ``metadata=`` cannot retype the data).
         missing: what a null or NaN value does in sums, means and variances of
             this column: ``"midpoint"`` (the default), ``"drop"`` or a number
-            (:func:`privframe.mean`).
+            (:func:`privframe.mean`). Read where an aggregate is written
+            without its own rule: SQL (in a session or through the server's
+            dataset metadata) and report specs. A builder aggregate keeps its
+            own ``missing=`` (default ``"midpoint"``, as in ``pf.mean("x",
+            bounds=..., missing="drop")``), whatever the metadata says.
 
     Example:
         >>> import privframe as pf
