@@ -28,6 +28,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import ParamSpec, TypedDict, TypeVar
 
 from privframe._arguments import spread_keywords
@@ -50,6 +51,8 @@ class ReleaseOptions:
     The fields are the keywords of :meth:`Query.release
     <privframe.api.query.Query.release>`, documented there: ``with_error``,
     ``weights``, ``label``, ``delta``, ``clamp``, ``intervals`` and ``total``.
+    A mapping of ``weights`` is kept as a read-only copy, so the caller's dict
+    can change afterwards without changing the options.
     Built from a call's keywords, a value of the wrong type is refused here,
     before anything is planned; what depends on the query (a ``total`` needs a
     ``group_by``, a ``delta`` a private group choice) is checked by
@@ -88,6 +91,10 @@ class ReleaseOptions:
             raise InvalidArgumentError(
                 f"label must be a str, not a value of type {type(self.label).__name__}"
             )
+        if isinstance(self.weights, Mapping):
+            # A read-only copy: the caller's dict, changed after request(), must not change
+            # a request already made (nor its plan or ledger label).
+            object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
 
     @property
     def post(self) -> PostProcessing:

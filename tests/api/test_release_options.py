@@ -195,6 +195,23 @@ def test_every_front_end_hands_the_pipeline_the_same_options() -> None:
     assert got == dict.fromkeys(paths, want)
 
 
+def test_changing_the_callers_weights_after_request_does_not_change_the_request() -> None:
+    sess = session()
+    query = builder(sess).agg(pf.sum("x", bounds=(0, 10)))
+    weights = {"n": 3.0}
+    request = query.request(0.1, weights=weights)
+    weights["n"] = 0.001
+    weights["not_an_output"] = 1.0
+    assert request.options.weights == {"n": 3.0}
+    with pytest.raises(TypeError):
+        request.options.weights["n"] = 0.001  # type: ignore[index]
+    sess.release_all([request])
+    (entry,) = sess.ledger
+    charged = {m["key"]: m["rho"] for m in entry.description["measurements"]}
+    planned = query.explain(rho=0.1, weights={"n": 3.0}).plan
+    assert charged == {m.key: m.rho for m in planned.measurements}
+
+
 def test_the_wire_form_carries_every_option() -> None:
     options = ReleaseOptions(**GIVEN, delta=Fraction(1, 10**6))
     assert options.given() == tuple(FIELDS)  # a new option must be given here too
