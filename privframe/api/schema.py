@@ -166,6 +166,29 @@ def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
     return schema
 
 
+def error_column_clashes(plan: Plan) -> list[tuple[str, str]]:
+    """(column, output) of each error column ``with_error=True`` adds under a name already taken.
+
+    The error and interval columns of the aggregate ``output`` that would have
+    the name of an output or a group_by column, sorted.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.api.schema import error_column_clashes
+        >>> from privframe.plan.ir import Plan
+        >>> aggregates = (pf.count().alias("n"), pf.sum("x", (0, 1)).alias("n_std"))
+        >>> error_column_clashes(Plan(aggregates=aggregates))
+        [('n_std', 'n')]
+    """
+    taken = {*(agg.output_name for agg in plan.aggregates), *plan.group_by}
+    return sorted(
+        (column, agg.output_name)
+        for agg in plan.aggregates
+        for column in (*agg.error_columns(), *agg.interval_columns())
+        if column in taken
+    )
+
+
 def _declare_note(column: str, dtype: pl.DataType) -> str:
     """How to give a text column a number type: a CSV's columns are text unless declared."""
     if dtype != pl.String:

@@ -42,7 +42,7 @@ from privframe.api._session_arguments import (
 )
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request
-from privframe.api.schema import validate
+from privframe.api.schema import error_column_clashes, validate
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
 from privframe.api.sql.metadata import declared_types
 from privframe.api.sql_entry import SQLEntry
@@ -374,19 +374,12 @@ class Session(SQLEntry):
             {'x': Float64}
         """
         schema = validate(self._schema, self._unit, plan)
-        if with_error:
-            names = [agg.output_name for agg in plan.aggregates]
-            extra = {
-                name
-                for agg in plan.aggregates
-                for name in (*agg.error_columns(), *agg.interval_columns())
-            }
-            clash = sorted(extra & {*names, *plan.group_by})
-            if clash:
-                raise InvalidValueError(
-                    f"with_error=True would add columns {clash} that already name an output "
-                    "or a group_by column; rename the aggregate with .alias(...)"
-                )
+        clash = sorted({column for column, _ in error_column_clashes(plan)}) if with_error else []
+        if clash:
+            raise InvalidValueError(
+                f"with_error=True would add columns {clash} that already name an output "
+                "or a group_by column; rename the aggregate with .alias(...)"
+            )
         return schema
 
     def explain(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -289,22 +290,7 @@ def literal_value(node: exp.Expr) -> Any:
             raise unsupported(node, f"the negative string {node.sql()}")
         return -value
     if isinstance(node, exp.Literal):
-        if node.is_string:
-            return node.this
-        text = node.this
-        if text.lstrip("-").isdigit():
-            integer = whole_number(text)
-            if integer is None:
-                raise unsupported(
-                    node,
-                    f"the integer {text[:30]}",
-                    "integers are 64-bit: write it as a decimal, e.g. 1e20",
-                )
-            return integer
-        number = float(text)
-        if not math.isfinite(number):
-            raise unsupported(node, f"the number {text}", "it is beyond the largest float")
-        return number
+        return node.this if node.is_string else number(node)
     if isinstance(node, exp.Boolean):
         return bool(node.this)
     if isinstance(node, exp.Null):
@@ -318,6 +304,64 @@ def literal_value(node: exp.Expr) -> Any:
             f"write the text in single quotes ('{name}')",
         )
     raise unsupported(node, construct(node), "only literal values are allowed here")
+
+
+def number(node: exp.Literal) -> int | float:
+    """The int or float a number literal spells, or a located SQLError.
+
+    The tokenizer reads ``1e`` (an exponent without digits) as a number;
+    such text, an integer beyond 64 bits and a number beyond the largest
+    float are refused where they are written.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql._common import number
+        >>> number(sqlglot.parse_one("12")), number(sqlglot.parse_one("1.5e3"))
+        (12, 1500.0)
+        >>> try:
+        ...     number(sqlglot.parse_one("1e"))
+        ... except Exception as err:
+        ...     print(err)
+        '1e' is not a number: write digits after its e, e.g. 1e3 (at line 1, column 1)
+    """
+    text = node.this
+    problem = not_a_number(text)
+    if problem is not None:
+        raise refuse(node, f"the number {text[:30]}", problem)
+    if text.lstrip("-").isdigit():
+        integer = whole_number(text)
+        if integer is None:
+            raise unsupported(
+                node,
+                f"the integer {text[:30]}",
+                "integers are 64-bit: write it as a decimal, e.g. 1e20",
+            )
+        return integer
+    value = float(text)
+    if not math.isfinite(value):
+        raise unsupported(node, f"the number {text[:30]}", "it is beyond the largest float")
+    return value
+
+
+# A number as SQL writes it: digits with at most one point, then an optional exponent (a
+# minus sign only where sqlglot builds a literal itself).
+_NUMBER = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def not_a_number(text: str) -> str | None:
+    """What is wrong with the text of a number token (``1e``), or None if it is a number.
+
+    Example:
+        >>> from privframe.api.sql._common import not_a_number
+        >>> not_a_number("1.5e-3"), not_a_number("1e")
+        (None, "'1e' is not a number: write digits after its e, e.g. 1e3")
+    """
+    if _NUMBER.fullmatch(text):
+        return None
+    shown = text if len(text) <= 30 else f"{text[:30]}..."
+    if text[-1:] in ("e", "E", "+", "-"):
+        return f"{shown!r} is not a number: write digits after its e, e.g. 1e3"
+    return f"{shown!r} is not a number: write it as digits, e.g. 12, 1.5 or 1e3"
 
 
 def whole_number(text: str) -> int | None:

@@ -22,8 +22,9 @@ error (:class:`MalformedError`) instead of a query that runs and is charged:
 an empty item in a comma-separated list (``SELECT , COUNT(*)``, ``SUM(x,)``,
 ``GROUP BY a,``, ``FROM data,``), a clause with nothing after it (``GROUP
 BY``, ``ORDER BY``, ``WHERE``), empty parentheses or ``IN ()``, ``COUNT()``,
-and two select items without a comma between them (``SELECT region
-COUNT(*)``). Every function call keeps the name it was written with
+two select items without a comma between them (``SELECT region
+COUNT(*)``) and two strings without one (``IN ('n' 's')``, which sqlglot
+joins). Every function call keeps the name it was written with
 (``STRING_AGG``, which sqlglot calls ``GROUP_CONCAT``) and its position.
 
 References: ZetaSQL, docs/query-syntax.md (Differential privacy clause) and
@@ -270,7 +271,11 @@ class Privframe(Dialect):
             extra = {}
             if quantile:
                 if not self._match(TokenType.COMMA):
-                    self.raise_error(f"{name} takes a second argument")
+                    raise MalformedError(
+                        f"{name} takes a second argument",
+                        f"give it after a comma: {name}(x, ... CLAMPED BETWEEN lower AND upper)",
+                        self._curr or self._prev,
+                    )
                 extra["expression"] = self._parse_bitwise()
             if self._curr is not None and self._curr.token_type == TokenType.COMMA:
                 raise DialectRefusalError(
@@ -286,7 +291,11 @@ class Privframe(Dialect):
             if self._match_text_seq("CLAMPED", "BETWEEN"):
                 lower = self._parse_bitwise()
                 if not self._match(TokenType.AND):
-                    self.raise_error("Expecting AND in CLAMPED BETWEEN lower AND upper")
+                    raise MalformedError(
+                        "CLAMPED BETWEEN's AND is missing",
+                        "write CLAMPED BETWEEN lower AND upper",
+                        self._curr or self._prev,
+                    )
                 upper = self._parse_bitwise()
                 this = _written(
                     self.expression(Clamped(this=this, lower=lower, upper=upper)),
@@ -440,6 +449,54 @@ class Privframe(Dialect):
                 )
             return result
 
+        def _parse_primary(self) -> exp.Expr | None:
+            """A literal, name or parenthesized expression; two strings in a row are refused.
+
+            sqlglot joins adjacent strings into CONCAT, so ``IN ('n' 's')``, a
+            missing comma, would be reported as an unsupported CONCAT.
+            """
+            curr, after = self._curr, self._next
+            if (
+                curr is not None
+                and after is not None
+                and curr.token_type == TokenType.STRING
+                and after.token_type == TokenType.STRING
+            ):
+                raise MalformedError(
+                    "a string follows another without a comma",
+                    "a comma is expected between a list's items (adjacent strings are not "
+                    "joined: for one string, write it in one pair of quotes)",
+                    after,
+                )
+            return super()._parse_primary()
+
+        def _parse_between(self, this: exp.Expr | None) -> exp.Between:
+            """``x BETWEEN [SYMMETRIC] low AND high``, after BETWEEN; each part is required.
+
+            sqlglot reads ``BETWEEN 1 3`` as if the AND were there and blames
+            the ``3`` of ``BETWEEN AND 3``; here a missing part is named, at
+            the token where it is missing.
+            """
+            if isinstance(this, exp.Is | exp.NullSafeEQ | exp.NullSafeNEQ):
+                this = exp.Paren(this=this)  # as sqlglot: BETWEEN may become comparisons
+            symmetric = None
+            if self._match_text_seq("SYMMETRIC"):
+                symmetric = True
+            elif self._match_text_seq("ASYMMETRIC"):
+                symmetric = False
+            hint = "write BETWEEN lower AND upper, e.g. BETWEEN 18 AND 65"
+            low = self._parse_bitwise()
+            if low is None:
+                raise MalformedError(
+                    "BETWEEN's lower bound is missing", hint, self._curr or self._prev
+                )
+            if not self._match(TokenType.AND):
+                raise MalformedError("BETWEEN's AND is missing", hint, self._curr or self._prev)
+            high = self._parse_bitwise()
+            if high is None:
+                raise MalformedError("BETWEEN's upper bound is missing", hint, self._prev)
+            return self.expression(exp.Between(this=this, low=low, high=high, symmetric=symmetric))
+
         def _parse_function_call(self, *args: Any, **kwargs: Any) -> exp.Expr | None:
             """A function call, which keeps the name it was written with and its position.
 
@@ -513,6 +570,12 @@ class Privframe(Dialect):
                     "see the functions and their arguments in docs/sql.md",
                     self._prev,
                     call=True,
+                )
+            if problems:  # sqlglot's words name its classes ("Required keyword ... <class")
+                raise MalformedError(
+                    f"{self._prev.text!r} is incomplete",
+                    "something it needs is missing after it: complete it, or remove it",
+                    self._prev,
                 )
             return super().validate_expression(expression, args)
 

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from sqlglot import exp
 
@@ -125,11 +126,11 @@ def public_keys(
     privately, which spends δ: the refusal is kept, not raised, so that
     ``explain`` still works and a release with ``delta=`` goes ahead.
     """
-    given = {name: scope.metadata(name, select.args["group"]) for name in groups}
-    keyed = {n: list(c.keys) for n, c in given.items() if c is not None and c.keys is not None}
+    clause = select.args["group"]
+    given = {name: group_keys(name, clause, scope) for name in groups}
+    keyed = {name: keys for name, keys in given.items() if keys is not None}
     if len(keyed) == len(groups):
         return product(**keyed), None
-    clause = select.args["group"]
     unkeyed = {n: e for n, e in groups.items() if n not in keyed}
     named = ", ".join(
         repr(n) if isinstance(e, exp.Column) else f"{n!r} ({e.sql()})" for n, e in unkeyed.items()
@@ -146,3 +147,21 @@ def public_keys(
         "or .release(rho, delta=...), which spends that delta (a share of the "
         "budget's). Nothing was charged",
     )
+
+
+def group_keys(name: str, node: exp.Expr, scope: Scope) -> list[Any] | None:
+    """The public keys of the group column ``name``, or None if its metadata gives none.
+
+    ``node`` asks for them, where a refusal of the metadata is located.
+
+    Example:
+        >>> import sqlglot
+        >>> import privframe as pf
+        >>> from privframe.api.sql.groups import group_keys
+        >>> from privframe.api.sql.scope import Scope
+        >>> scope = Scope("", ["r"], {}, {"r": pf.Column(keys=["a", "b"])})
+        >>> group_keys("r", sqlglot.parse_one("r"), scope)
+        ['a', 'b']
+    """
+    column = scope.metadata(name, node)
+    return None if column is None or column.keys is None else list(column.keys)

@@ -276,8 +276,22 @@ def _number(values: dict[str, exp.Expr], name: str, clause: PrivacyClause) -> Fr
         raise refuse(node, name, f"delta must be below 1, got {node.sql()}")
     if not math.isfinite(value):
         raise refuse(node, name, f"{name} must be finite, got {node.sql()}")
-    # The exact rational the user wrote: 0.1 is 1/10, not the double nearest it.
-    return Fraction(node.this) if isinstance(node, exp.Literal) else Fraction(str(value))
+    if not isinstance(node, exp.Literal):
+        return Fraction(str(value))
+    # The exact rational the user wrote (0.1 is 1/10, not the double nearest it), read
+    # only from text of a sane size: Fraction makes 10**n of an exponent n, and Python
+    # refuses an integer of over 4300 digits.
+    mantissa, _, power = node.this.lower().partition("e")
+    if len(mantissa) > 100 or len(power.lstrip("+-")) > 3:
+        shown = node.this if len(node.this) <= 30 else f"{node.this[:30]}..."
+        raise refuse(
+            node,
+            name,
+            f"{name}={shown} has too many digits or too large an exponent to be "
+            f"read exactly: write it with at most 100 digits and a 3-digit exponent, e.g. "
+            f"{name}=1e-6",
+        )
+    return Fraction(node.this)
 
 
 def _positive_int(node: exp.Expr) -> int:

@@ -21,7 +21,7 @@ Example:
     >>> import polars as pl
     >>> import sqlglot
     >>> from privframe.api.sql.post import post_processing
-    >>> from privframe.api.sql.select_list import Item
+    >>> from privframe.api.sql.select_list import Item, named_at
     >>> select = sqlglot.parse_one("SELECT r FROM data GROUP BY r ORDER BY r DESC LIMIT 1")
     >>> post = post_processing(select, [Item("r", select.expressions[0], None, "r")], ["r"],
     ...     lambda node: node, None)
@@ -48,7 +48,7 @@ from privframe.api.sql._common import (
     whole_number,
 )
 from privframe.api.sql.released import Affine, Released, Requirement, affine
-from privframe.api.sql.select_list import Item
+from privframe.api.sql.select_list import Item, named_at
 from privframe.errors import SQLError
 from privframe.plan.aggregates.base import (
     CI95_SUFFIX,
@@ -115,6 +115,8 @@ class Post:
             released table, then those HAVING and ORDER BY need of it with them.
         positions: where the select list's first expression, HAVING and ORDER
             BY are written, to locate a refusal of one of them.
+        named: where each of ``columns`` is named (its alias, else its item),
+            to locate a refusal of the name.
     """
 
     copies: tuple[tuple[str, str], ...]
@@ -128,6 +130,7 @@ class Post:
     selection: tuple[str, tuple[int, int] | None] | None
     requirements: tuple[tuple[Requirement, ...], tuple[Requirement, ...]] = ((), ())
     positions: tuple[tuple[int, int] | None, ...] = (None, None, None)
+    named: tuple[tuple[int, int] | None, ...] = ()
 
     def finish(self, frame: pl.DataFrame, with_error: bool) -> pl.DataFrame:
         """``frame`` with the select list's columns, after HAVING, ORDER BY and LIMIT.
@@ -256,6 +259,7 @@ def post_processing(
             None if having is None else located(having.this),
             None if order is None else located(order.expressions[0]),
         ),
+        named=tuple(located(named_at(written)) for written in select.expressions),
     )
 
 

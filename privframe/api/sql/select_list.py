@@ -86,14 +86,16 @@ def select_items(
             _refuse_ungrouped(node, groups, scope)
             items.append(Item(alias or f"f{unnamed}_", node, None))
             unnamed += alias is None
-    names = [item.name for item in items]
-    for item in items:
-        if names.count(item.name) > 1:
+    seen: set[str] = set()
+    for item, written in zip(items, select.expressions, strict=True):
+        if item.name in seen:  # located at the second of the two: the one to rename
             raise refuse(
-                item.node,
+                named_at(written),
                 "duplicate output",
-                f"two select-list items would both be called {item.name!r}; alias one",
+                f"two select-list items would both be called {item.name!r}; give this one "
+                "another alias",
             )
+        seen.add(item.name)
     return [*items, *_hidden(select, items, groups, scope, unit)]
 
 
@@ -160,3 +162,16 @@ def _group_name(node: exp.Expr, groups: Mapping[str, exp.Expr], scope: Scope) ->
         return None
     plain = scope.canonical(node)
     return next((name for name, expr in groups.items() if plain == expr), None)
+
+
+def named_at(item: exp.Expr) -> exp.Expr:
+    """Where a select-list item's output name is written: its alias, else the item.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.select_list import named_at
+        >>> named_at(sqlglot.parse_one("SELECT COUNT(*) AS n").expressions[0]).sql()
+        'n'
+    """
+    alias = item.args.get("alias") if isinstance(item, exp.Alias) else None
+    return alias if alias is not None else item

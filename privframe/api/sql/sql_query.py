@@ -20,6 +20,7 @@ import polars as pl
 from privframe._arguments import RHO_HINTS, hinted
 from privframe.api.html import query_html
 from privframe.api.query import Query, Request
+from privframe.api.schema import error_column_clashes
 from privframe.api.sql._common import builder_refusal
 from privframe.api.sql.options import OptionsBudget, PrivacyOptions
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
@@ -257,9 +258,22 @@ class SQLQuery:
 
         Raises:
             SQLError: the query does not fit the data's schema (the builder's
-                reason), or the post-processing does not fit the released columns.
+                reason), ``with_error`` would add a column under an output's name,
+                or the post-processing does not fit the released columns.
         """
         plan = self._query.plan
+        clash = error_column_clashes(plan) if with_error else []
+        if clash:
+            (column, output), *_ = clash
+            named = dict(zip(self._post.columns, self._post.named, strict=False))
+            where = named.get(column) or named.get(output) or next(iter(named.values()), None)
+            at = f" (at line {where[0]}, column {where[1]})" if where else ""
+            raise SQLError(
+                f"with_error=True adds the column {column!r}, the error of {output!r}, and an "
+                f"output is already called {column!r}: give one of them another alias{at}",
+                construct="with_error",
+                position=where,
+            )
         schema = builder_refusal(  # Query.check, with its schema
             lambda: self._query.session.check(plan, with_error),
             "the query cannot run on this data",

@@ -18,7 +18,13 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from privframe.api.sql._common import construct, misspelt_keyword, only, unsupported
+from privframe.api.sql._common import (
+    construct,
+    misspelt_keyword,
+    not_a_number,
+    only,
+    unsupported,
+)
 from privframe.api.sql.dialect import (
     Clamped,
     DialectRefusalError,
@@ -77,14 +83,26 @@ def select(text: str, names: Sequence[str]) -> exp.Select:
 
 
 def _tokens(text: str) -> list[Token]:
-    """The tokens of ``text``; text the tokenizer cannot read is refused where it starts."""
+    """The tokens of ``text``; text the tokenizer cannot read, or a malformed number, is refused."""
     tokenizer = Privframe().tokenizer()
     failure = None
     try:
-        return tokenizer.tokenize(text)
+        tokens = tokenizer.tokenize(text)
     except sqlglot.errors.TokenError:
         failure = _unreadable(text, tokenizer.tokens)
-    raise failure  # outside the handler: the sqlglot error is not kept as context
+    if failure is not None:
+        raise failure  # outside the handler: the sqlglot error is not kept as context
+    for token in tokens:
+        # The tokenizer reads ``1e`` (an exponent without digits) as a number.
+        problem = not_a_number(token.text) if token.token_type == TokenType.NUMBER else None
+        if problem is not None:
+            where = _located(text, token.start)
+            raise SQLError(
+                f"the SQL does not parse at line {where[0]}, column {where[1]}: {problem}",
+                construct="syntax",
+                position=where,
+            )
+    return tokens
 
 
 # Whitespace and complete comments, which the tokenizer skips between tokens.
@@ -331,16 +349,39 @@ def _failure(tokens: Sequence[Token], err: sqlglot.errors.SqlglotError) -> tuple
     stop = next(
         (i for i, t in enumerate(tokens) if (t.line, t.col) >= (line, col)), len(tokens) - 1
     )
-    described = _RAW_TOKEN.sub(_token_words, str(detail.get("description") or "invalid SQL"))
-    expected = re.fullmatch(r"Expecting (\S+)", described)
+    described = _RAW_TOKEN.sub(_token_words, str(detail.get("description") or ""))
+    blamed = repr(tokens[stop].text)
+    expected = _EXPECTED.fullmatch(described)
     unclosed = _unclosed(tokens)
     if expected is not None and expected[1] == ")" and unclosed is not None:
         return tokens.index(unclosed), "the '(' that starts", " is never closed: add ')'"
     if expected is not None:
-        described = f"{expected[1]!r} is expected before"
-    elif described.startswith("Invalid expression / Unexpected token"):
-        described = "nothing of a SELECT can follow there:"
-    return stop, f"{described} {tokens[stop].text!r}", ""
+        what = _EXPECTED_WORDS.get(expected[1]) or _expected(expected[1])
+        return stop, f"{what} is expected before {blamed}", ""
+    if described.startswith("Invalid expression / Unexpected token"):
+        return stop, f"nothing of a SELECT can follow there: {blamed}", ""
+    if not described or _INTERNAL.search(described):
+        # sqlglot's own words would show its internals: say where, in plain words.
+        return stop, blamed, " cannot be read there: see docs/sql.md for the SQL privframe reads"
+    return stop, blamed, f": {described}"
+
+
+# sqlglot's "Expecting )", "Expected table name but got <token>", "Expected END after CASE".
+_EXPECTED = re.compile(r"Expect(?:ed|ing) (?:token )?(.+?)(?: but got .*)?", re.DOTALL)
+
+
+def _expected(what: str) -> str:
+    """What sqlglot expected, as a phrase: a token quoted (``')'``), words with an article."""
+    if what[:1].islower():
+        return f"a {what}"  # "table name", "type after '::'"
+    return what if " " in what else repr(what)  # "END after CASE", ")"
+
+
+# What sqlglot expected, in the user's words where its own name for it is internal.
+_EXPECTED_WORDS = {"CTE to have alias": "a name for the WITH table (WITH name AS (...))"}
+
+# Words of a sqlglot message that are about sqlglot, not about the SQL.
+_INTERNAL = re.compile(r"<|Token|sqlglot|Required keyword|class |Expecting|Unexpected token")
 
 
 def _unclosed(tokens: Sequence[Token]) -> Token | None:

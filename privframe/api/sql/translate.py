@@ -21,7 +21,7 @@ from sqlglot import exp
 from privframe.api.query import Query
 from privframe.api.sql._common import TABLE, builder_refusal, construct, refuse
 from privframe.api.sql.calls import count_limit, rounds_to_integer
-from privframe.api.sql.groups import group_by, public_keys
+from privframe.api.sql.groups import group_by, group_keys, public_keys
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.options import PrivacyOptions, read_options
 from privframe.api.sql.post import Post, post_processing
@@ -167,8 +167,10 @@ def _translate(
     filtered = query
 
     def group_fits(name: str, node: exp.Expr) -> None:
+        # With the column's public keys, so that keys of another type are refused here.
         grouped = filtered.with_columns(**scope.derived) if scope.derived else filtered
-        _fits(grouped.group_by([name]), node, "GROUP BY", f"GROUP BY {node.sql()}")
+        keyed = grouped.group_by([name], keys=group_keys(name, node, scope))
+        _fits(keyed, node, "GROUP BY", f"GROUP BY {node.sql()}")
 
     groups = group_by(statement, scope, group_fits)
     ungrouped = [column for column in scope.listed if column not in groups]
