@@ -244,7 +244,8 @@ def exact_keys(keys: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
         if _family(source) != _family(target):
             raise InvalidArgumentError(
                 f"group_by column {column!r}: keys of type {source} cannot match a column of "
-                f"type {target}"
+                f"type {target}: give keys of the column's type (or declare the column's type "
+                "with pf.Column(type=...) where the data is a CSV)"
             )
         values = keys[column]
         if source == target:
