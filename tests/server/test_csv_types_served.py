@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-from csv_setup import write_neighbours
+from neighbours_setup import write_neighbours
 from server_setup import ServerProcess, add_analyst, free_port
 
 import privframe as pf

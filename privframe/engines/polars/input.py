@@ -25,8 +25,10 @@ Example:
     {'u': String, 'x': Int64, 'y': String}
     >>> import pandas as pd
     >>> mixed = pd.DataFrame({"u": [1, 2], "x": pd.Series([5, "n/a"], dtype=object)})
-    >>> dict(open_input(mixed, "u").schema), dict(open_input(mixed, "u", types={"x": pl.Int64}).schema)
-    ({'u': Int64, 'x': String}, {'u': Int64, 'x': Int64})
+    >>> dict(open_input(mixed, "u").schema)
+    {'u': Int64, 'x': String}
+    >>> dict(open_input(mixed, "u", types={"x": pl.Int64}).schema)
+    {'u': Int64, 'x': Int64}
 """
 
 from __future__ import annotations
@@ -275,18 +277,19 @@ def _untyped_as_text(frame: pd.DataFrame, unit: str | None) -> tuple[pd.DataFram
     unit column keeps its exact conversion (every distinct ID one unit).
     """
     untyped = [
-        name
-        for name, dtype in frame.dtypes.items()
-        if name != unit and (dtype == object or isinstance(dtype, pd.CategoricalDtype))
+        i
+        for i, (name, dtype) in enumerate(frame.dtypes.items())
+        if name != unit
+        and (pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype))
     ]
     if not untyped:
         return frame, frozenset()
     frame = frame.copy(deep=False)
-    for name in untyped:
-        missing = frame[name].isna()
-        values = [None if gone else str(v) for v, gone in zip(frame[name], missing, strict=True)]
-        frame[name] = pd.Series(values, index=frame.index, dtype=pd.StringDtype())
-    return frame, frozenset(str(name) for name in untyped)
+    for i in untyped:  # by position: a frame's column names need not be unique
+        column = frame.iloc[:, i]
+        text = [None if gone else str(v) for v, gone in zip(column, column.isna(), strict=True)]
+        frame.isetitem(i, pd.Series(text, index=frame.index, dtype=pd.StringDtype()))
+    return frame, frozenset(str(frame.columns[i]) for i in untyped)
 
 
 def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
