@@ -102,7 +102,7 @@ def test_a_csv_with_a_quote_never_closed_stops_the_server_at_start(tmp_path: Pat
     (tmp_path / "heights.csv").write_text("\n".join(lines) + "\n")
     config = tmp_path / "serve.toml"
     config.write_text(
-        f"[server]\nport = {free_port()}\ndatabase = \"server.db\"\n"
+        f'[server]\nport = {free_port()}\ndatabase = "server.db"\n'
         '[datasets.heights]\ndata = "heights.csv"\nprivacy_unit = "user_id"\n'
     )
     started = subprocess.run(
