@@ -190,10 +190,17 @@ def _scan_csv(path: Path) -> pl.LazyFrame:
     Its types look at no value: a type inferred from the values would be
     chosen by one person's value (``n/a`` in an integer column makes it
     text), and types are public: they decide which queries are refused.
-    The data owner declares the types (:func:`_typed`). What one row holds
-    changes that row alone: fields past the header's are dropped (too few
-    are null), bytes that are not UTF-8 become U+FFFD, so that no row makes
-    the file unreadable.
+    The data owner declares the types (:func:`_typed`). A row's extra or
+    missing fields and its bytes change that row alone: fields past the
+    header's are dropped (too few are null), bytes that are not UTF-8 become
+    U+FFFD. A quote is different: a field's quotes decide where rows end, so a
+    quote the file does not close (a field opening one, or a stray ``"`` as in
+    a height ``5'11"``) makes the whole file unreadable, and reading it around
+    that row would move the fields of the rows after it, other people's
+    values. Such a file is a format fault its owner must fix:
+    :func:`_check_csv` refuses it when the data opens, before any query,
+    which for a server is ``privframe serve`` starting, not an analyst's
+    request.
     """
     return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, encoding="utf8-lossy")
 
@@ -255,9 +262,12 @@ def _check_csv(frame: pl.LazyFrame, unit: str | None) -> None:
     """Read every field of a CSV once, before any query: refuse it unreadable or missing units.
 
     polars parses only the columns a query reads: read in full once, a file
-    that cannot be read (a quote never closed) fails here, as one fixed fact
-    about the file, not for some queries only. The same read counts the unit
-    column's nulls (read as text, a CSV unit has no NaN).
+    that cannot be read (a quote never closed, :func:`_scan_csv`) fails here,
+    as one fixed fact about the file, not for some queries only. The refusal
+    goes to whoever opens the data, who holds the file: the data owner (a
+    server opens its datasets as it starts, and stops if one fails), never
+    an analyst who can only query it. The same read counts the unit column's
+    nulls (read as text, a CSV unit has no NaN).
     """
     nulls = _read(frame.select(pl.all().null_count()).collect)
     if unit is not None and nulls[unit].item():
