@@ -140,11 +140,11 @@ def _load(
     (:func:`_untyped_as_text`).
     """
     if isinstance(data, pd.DataFrame):
-        data, text = _untyped_as_text(data, unit)
-        converted = _from_pandas(data)
+        frame, text = _untyped_as_text(data, unit)
+        converted = _from_pandas(frame)
         if converted is None:
             # The converter's message can quote a data value: name the columns instead.
-            bad = [str(c) for c in data.columns if _from_pandas(data[[c]]) is None]
+            bad = [str(c) for c in frame.columns if _from_pandas(frame[[c]]) is None]
             raise InvalidArgumentError(
                 f"could not convert the pandas DataFrame: columns {bad} hold values of mixed "
                 "or unsupported types; give each column one type (e.g. .astype(str))"
@@ -230,7 +230,7 @@ def _typed(
     Raises:
         InvalidValueError: a CSV's unit column is declared another type than text.
     """
-    if unit in text and types.get(unit, pl.String) != pl.String:
+    if unit is not None and unit in text and types.get(unit, pl.String) != pl.String:
         raise InvalidValueError(
             f"metadata declares the privacy unit column {unit!r} as {types[unit]}, but a CSV's "
             "unit column is read as the text it holds, so that IDs written differently stay "
