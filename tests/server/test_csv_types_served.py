@@ -5,15 +5,18 @@ its neighbours (one more person whose amount is ``n/a`` or ``12.5``), each
 with ``amount`` declared ``int64`` and each undeclared; an analyst connected
 with ``pf.connect`` sees the same schema and metadata on every neighbour, and
 a bounded sum runs (charged alike) or is refused (with the same words and no
-charge) alike.
+charge) alike. A CSV that cannot be split into rows (a quote never closed)
+stops the server as it starts, before any analyst is answered.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
-from csv_setup import write_neighbours
+from neighbours_setup import write_neighbours
 from server_setup import ServerProcess, add_analyst, free_port
 
 import privframe as pf
@@ -88,3 +91,27 @@ def test_a_served_csv_publishes_and_refuses_alike_on_neighbours(tmp_path: Path) 
     assert outcome.startswith("InvalidArgumentError: sum needs a numeric column; 'amount'")
     assert 'metadata.amount = { type = "float64" }' in outcome
     assert (spent, entries) == (pf.zCDP(0), 0)
+
+
+def test_a_csv_with_a_quote_never_closed_stops_the_server_at_start(tmp_path: Path) -> None:
+    # One person's height 5'11" opens a quote no later row closes: the file has no rows.
+    secret = "5'11\" tall-secret"
+    rows = [f"{i},north,{i},5ft" for i in range(50)]
+    rows.insert(25, f"50,north,10,{secret}")
+    lines = ["user_id,region,amount,height", *rows]
+    (tmp_path / "heights.csv").write_text("\n".join(lines) + "\n")
+    config = tmp_path / "serve.toml"
+    config.write_text(
+        f'[server]\nport = {free_port()}\ndatabase = "server.db"\n'
+        '[datasets.heights]\ndata = "heights.csv"\nprivacy_unit = "user_id"\n'
+    )
+    started = subprocess.run(
+        [sys.executable, "-m", "privframe", "serve", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode == 2
+    assert "datasets.heights: the data could not be read" in started.stderr
+    assert "tall-secret" not in started.stderr + started.stdout
+    assert "serving" not in started.stdout  # it never listened

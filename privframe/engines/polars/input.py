@@ -6,9 +6,11 @@ column once, before any query (its outcome is one fixed fact about the
 input), and returns the :class:`~privframe.engines.polars.engine.PolarsEngine`
 over it. Errors never quote the data: a reader's message is withheld.
 
-A CSV's types come from the data owner, never from its values: its columns
-are read as text, and those the owner declared (``types``) are parsed, row
-by row, a value that does not parse becoming null.
+Types come from the data owner, never from the values: a CSV's columns,
+and a pandas frame's object and category columns (other than the privacy
+unit's), are read as text, and those the owner declared (``types``) are
+parsed, row by row, a value that does not parse becoming null. Columns of
+any other type keep the type their owner gave them.
 
 Example:
     >>> import polars as pl
@@ -21,12 +23,18 @@ Example:
     >>> _ = path.write_text(chr(10).join(["u,x,y", "1,5,a", "2,n/a,b"]))
     >>> dict(open_input(path, "u", types={"x": pl.Int64}).schema)
     {'u': String, 'x': Int64, 'y': String}
+    >>> import pandas as pd
+    >>> mixed = pd.DataFrame({"u": [1, 2], "x": pd.Series([5, "n/a"], dtype=object)})
+    >>> dict(open_input(mixed, "u").schema)
+    {'u': Int64, 'x': String}
+    >>> dict(open_input(mixed, "u", types={"x": pl.Int64}).schema)
+    {'u': Int64, 'x': Int64}
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -62,8 +70,9 @@ def open_input(
 
     Releases come back as the input's kind of frame (pandas for pandas,
     polars otherwise); ``results="spark"`` is refused, as the data is not
-    on Spark. ``types`` are the column types the data owner declared: a CSV's
-    columns are read as them (:func:`_typed`), and typed data must have them.
+    on Spark. ``types`` are the column types the data owner declared: columns
+    read as text (a CSV's; a pandas frame's object and category columns) are
+    parsed as them (:func:`_typed`), and typed columns must have them.
 
     Raises:
         InvalidArgumentError: ``data`` is of no supported kind, or a pandas
@@ -76,11 +85,11 @@ def open_input(
         raise InvalidValueError('results="spark" needs a Spark DataFrame as the data')
     types = dict(types or {})
     csv = isinstance(data, str | os.PathLike) and Path(data).suffix.lower() == ".csv"
-    frame, kind, streaming = _load(data, privacy_unit)
+    frame, kind, streaming, text = _load(data, privacy_unit)
     check_unit_column(privacy_unit, _read(frame.collect_schema))
     if csv:
         _check_csv(frame, privacy_unit)
-        frame = _typed(frame, types, privacy_unit)
+    frame = _typed(frame, types, privacy_unit, text)
     plain = plain_types(frame, privacy_unit)
     schema = _read(plain.collect_schema)
     check_declared_types(types, schema)
@@ -117,39 +126,44 @@ def _partitions(data: object) -> int:
     return max(1, -(-path.stat().st_size // _CSV_BYTES_PER_PARTITION))
 
 
-def _load(data: object, unit: str | None) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool]:
-    """(frame, kind of DataFrame to return, whether to stream) for a supported input.
+def _load(
+    data: object, unit: str | None
+) -> tuple[pl.LazyFrame, Literal["pandas", "polars"], bool, frozenset[str]]:
+    """(frame, kind of DataFrame to return, whether to stream, columns read as text).
 
     A file's privacy unit column is read as the text it holds wherever the
     file stores it as text (a CSV column, a Hive partition directory's name):
     parsing would merge IDs written differently (``007`` and ``7`` are one
     integer, ``true`` and ``TRUE`` one boolean), and two people read as one
     unit would be bounded as one. A CSV is read as text throughout
-    (:func:`_scan_csv`).
+    (:func:`_scan_csv`), a pandas frame's untyped columns too
+    (:func:`_untyped_as_text`).
     """
     if isinstance(data, pd.DataFrame):
-        converted = _from_pandas(data)
+        frame, text = _untyped_as_text(data, unit)
+        converted = _from_pandas(frame)
         if converted is None:
             # The converter's message can quote a data value: name the columns instead.
-            bad = [str(c) for c in data.columns if _from_pandas(data[[c]]) is None]
+            bad = [str(c) for c in frame.columns if _from_pandas(frame[[c]]) is None]
             raise InvalidArgumentError(
                 f"could not convert the pandas DataFrame: columns {bad} hold values of mixed "
                 "or unsupported types; give each column one type (e.g. .astype(str))"
             )
-        return converted.lazy(), "pandas", False
+        return converted.lazy(), "pandas", False, text
     if isinstance(data, pl.DataFrame):
-        return data.lazy(), "polars", False
+        return data.lazy(), "polars", False, frozenset()
     if isinstance(data, pl.LazyFrame):
-        return data, "polars", True
+        return data, "polars", True, frozenset()
     if isinstance(data, str | os.PathLike):
         path = Path(data)
         if not path.exists():
             raise InvalidValueError(f"no data file at {str(path)!r}")
         suffix = path.suffix.lower()
         if suffix == ".parquet":
-            return _scan_parquet(path, unit), "polars", True
+            return _scan_parquet(path, unit), "polars", True, frozenset()
         if suffix == ".csv":
-            return _scan_csv(path), "polars", True
+            csv = _scan_csv(path)
+            return csv, "polars", True, frozenset(_read(csv.collect_schema).names())
         raise InvalidValueError(f"data files must be .parquet or .csv, got {path.name!r}")
     raise InvalidArgumentError(
         "data must be a pandas or polars DataFrame, a polars LazyFrame, or a .parquet/.csv "
@@ -176,10 +190,17 @@ def _scan_csv(path: Path) -> pl.LazyFrame:
     Its types look at no value: a type inferred from the values would be
     chosen by one person's value (``n/a`` in an integer column makes it
     text), and types are public: they decide which queries are refused.
-    The data owner declares the types (:func:`_typed`). What one row holds
-    changes that row alone: fields past the header's are dropped (too few
-    are null), bytes that are not UTF-8 become U+FFFD, so that no row makes
-    the file unreadable.
+    The data owner declares the types (:func:`_typed`). A row's extra or
+    missing fields and its bytes change that row alone: fields past the
+    header's are dropped (too few are null), bytes that are not UTF-8 become
+    U+FFFD. A quote is different: a field's quotes decide where rows end, so a
+    quote the file does not close (a field opening one, or a stray ``"`` as in
+    a height ``5'11"``) makes the whole file unreadable, and reading it around
+    that row would move the fields of the rows after it, other people's
+    values. Such a file is a format fault its owner must fix:
+    :func:`_check_csv` refuses it when the data opens, before any query,
+    which for a server is ``privframe serve`` starting, not an analyst's
+    request.
     """
     return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, encoding="utf8-lossy")
 
@@ -188,33 +209,36 @@ _DATE = "%Y-%m-%d"
 _DATETIME = "%Y-%m-%d %H:%M:%S%.f"
 
 
-def _typed(frame: pl.LazyFrame, types: Mapping[str, ColumnType], unit: str | None) -> pl.LazyFrame:
-    """A CSV read as text, its declared columns parsed: a value that does not parse is null.
+def _typed(
+    frame: pl.LazyFrame, types: Mapping[str, ColumnType], unit: str | None, text: Collection[str]
+) -> pl.LazyFrame:
+    """``frame`` with its ``text`` columns parsed as declared: a value that does not parse is null.
 
-    Each value is parsed alone, by a fixed rule that looks at no other value
-    (integers and floats as polars reads them, ``true``/``false`` in any
-    case, dates as ``YYYY-MM-DD``, datetimes as ``YYYY-MM-DD HH:MM:SS[.f]``
-    with ``T`` or a space between): a format guessed from the values would
-    let one person's value decide how everyone else's is read. Declared
-    columns the file lacks are left for :func:`check_declared_types` to name.
+    ``text`` are the columns read as text because their input gives them no
+    type (a CSV's; a pandas frame's object and category columns). Each value
+    is parsed alone, by a fixed rule that looks at no other value (integers
+    and floats as polars reads them, ``true``/``false`` in any case, dates as
+    ``YYYY-MM-DD``, datetimes as ``YYYY-MM-DD HH:MM:SS[.f]`` with ``T`` or a
+    space between): a format guessed from the values would let one person's
+    value decide how everyone else's is read. Other columns keep their type,
+    which :func:`check_declared_types` compares with the declared one.
 
-    The privacy unit column stays text: parsing would merge IDs written
+    A CSV's privacy unit column stays text: parsing would merge IDs written
     differently (``007`` and ``7`` are one integer), and two people read as
     one unit would be bounded as one.
 
     Raises:
-        InvalidValueError: the unit column is declared another type than text.
+        InvalidValueError: a CSV's unit column is declared another type than text.
     """
-    if unit is not None and types.get(unit, pl.String) != pl.String:
+    if unit is not None and unit in text and types.get(unit, pl.String) != pl.String:
         raise InvalidValueError(
             f"metadata declares the privacy unit column {unit!r} as {types[unit]}, but a CSV's "
             "unit column is read as the text it holds, so that IDs written differently stay "
             "different people: declare no type for it (or 'string')"
         )
-    columns = _read(frame.collect_schema)
     parsed = []
     for name, declared in types.items():
-        if name not in columns:
+        if name not in text:
             continue
         dtype = declared() if isinstance(declared, type) else declared
         column = pl.col(name)
@@ -238,13 +262,44 @@ def _check_csv(frame: pl.LazyFrame, unit: str | None) -> None:
     """Read every field of a CSV once, before any query: refuse it unreadable or missing units.
 
     polars parses only the columns a query reads: read in full once, a file
-    that cannot be read (a quote never closed) fails here, as one fixed fact
-    about the file, not for some queries only. The same read counts the unit
-    column's nulls (read as text, a CSV unit has no NaN).
+    that cannot be read (a quote never closed, :func:`_scan_csv`) fails here,
+    as one fixed fact about the file, not for some queries only. The refusal
+    goes to whoever opens the data, who holds the file: the data owner (a
+    server opens its datasets as it starts, and stops if one fails), never
+    an analyst who can only query it. The same read counts the unit column's
+    nulls (read as text, a CSV unit has no NaN).
     """
     nulls = _read(frame.select(pl.all().null_count()).collect)
     if unit is not None and nulls[unit].item():
         raise InvalidValueError(MISSING_UNITS.format(unit=unit))
+
+
+def _untyped_as_text(frame: pd.DataFrame, unit: str | None) -> tuple[pd.DataFrame, frozenset[str]]:
+    """``frame`` with its object and category columns as text, and the names of those columns.
+
+    An object column has no type: converted as is, its type would be inferred
+    from the values (``12.5`` among integers makes it Float64, ``n/a`` makes
+    it unreadable), and one person's value would decide what is published and
+    refused. A category column's labels are typed by their values the same
+    way (``astype("category")`` infers them). Both are read as each value's
+    ``str()``, a missing value (None, NaN, ``pd.NA``, ``NaT``) as null, for
+    :func:`_typed` to parse as declared, whatever any value is. The privacy
+    unit column keeps its exact conversion (every distinct ID one unit).
+    """
+    untyped = [
+        i
+        for i, (name, dtype) in enumerate(frame.dtypes.items())
+        if name != unit
+        and (pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype))
+    ]
+    if not untyped:
+        return frame, frozenset()
+    frame = frame.copy(deep=False)
+    for i in untyped:  # by position: a frame's column names need not be unique
+        column = frame.iloc[:, i]
+        text = [None if gone else str(v) for v, gone in zip(column, column.isna(), strict=True)]
+        frame.isetitem(i, pd.Series(text, index=frame.index, dtype=pd.StringDtype()))
+    return frame, frozenset(str(frame.columns[i]) for i in untyped)
 
 
 def _from_pandas(frame: pd.DataFrame) -> pl.DataFrame | None:
