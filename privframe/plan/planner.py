@@ -445,8 +445,8 @@ def plan_release(
     share is exactly ρ·f/(Σ f) for the split's fractions f (floats, read as
     exact rationals), its σ is calibrated to that exact share (rounded up, so
     Δ²/(2σ²) <= share), and the plan's cost is the exact sum of the shares
-    charged: exactly ρ (a quantile is charged its share, which its cost does not
-    exceed), or less when a quantile's η is capped and cannot use its share.
+    charged: exactly ρ (a quantile is charged its whole share, which its cost does
+    not exceed, its η capped or not).
 
     ``weights`` maps output names to weights (default 1): the split minimises
     Σ w²·(variance relative to the output's best alone)
