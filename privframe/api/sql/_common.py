@@ -112,7 +112,17 @@ def refuse(node: exp.Expr, construct: str, message: str) -> SQLError:
         >>> str(refuse(sqlglot.parse_one("x"), "IN", "use one type"))
         'use one type (at line 1, column 1)'
     """
-    where = located(node)
+    return refuse_at(located(node), construct, message)
+
+
+def refuse_at(where: tuple[int, int] | None, construct: str, message: str) -> SQLError:
+    """:func:`refuse` at a position already found (``None``: nowhere to point at).
+
+    Example:
+        >>> from privframe.api.sql._common import refuse_at
+        >>> str(refuse_at((2, 5), "with_error", "alias one of them"))
+        'alias one of them (at line 2, column 5)'
+    """
     at = f" (at line {where[0]}, column {where[1]})" if where else ""
     return SQLError(f"{message}{at}", construct=construct, position=where)
 

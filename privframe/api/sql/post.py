@@ -43,6 +43,7 @@ from privframe.api.sql._common import (
     located,
     only,
     position_number,
+    refuse_at,
     resolve,
     unsupported,
     whole_number,
@@ -191,23 +192,18 @@ class Post:
             requirement.check(frame.lazy())
         outputs = [pl.col(group).alias(name) for group, name in self.copies]
         outputs += [d.expr.alias(d.name) for d in self.derived]
-        errors = [e for d in self.derived for e in d.error_columns(frame.columns)]
-        clash = [
-            (e.meta.output_name(), d.position)
-            for d in self.derived
-            for e in d.error_columns(frame.columns)
-            if e.meta.output_name() in frame.columns
-        ]
+        placed = [(e, d.position) for d in self.derived for e in d.error_columns(frame.columns)]
+        names = frame.columns
+        clash = [(e.meta.output_name(), at) for e, at in placed if e.meta.output_name() in names]
         if clash:  # error columns are released only with with_error= or intervals=
             (name, where), *_ = clash
-            at = f" (at line {where[0]}, column {where[1]})" if where else ""
-            raise SQLError(
+            raise refuse_at(
+                where,
+                "with_error",
                 f"the error column {name!r} of an expression would replace the released "
-                f"column of that name: alias one of them{at}",
-                construct="with_error",
-                position=where,
+                "column of that name: alias one of them",
             )
-        return frame.with_columns(*outputs, *errors)
+        return frame.with_columns(*outputs, *(e for e, _ in placed))
 
 
 def post_processing(

@@ -21,7 +21,7 @@ from privframe._arguments import RHO_HINTS, hinted
 from privframe.api.html import query_html
 from privframe.api.query import Query, Request
 from privframe.api.schema import error_column_clashes
-from privframe.api.sql._common import builder_refusal
+from privframe.api.sql._common import builder_refusal, refuse_at
 from privframe.api.sql.options import OptionsBudget, PrivacyOptions
 from privframe.api.sql.post import ERROR_SUFFIXES, Post
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, SQLError
@@ -267,12 +267,11 @@ class SQLQuery:
             (column, output), *_ = clash
             named = dict(zip(self._post.columns, self._post.named, strict=False))
             where = named.get(column) or named.get(output) or next(iter(named.values()), None)
-            at = f" (at line {where[0]}, column {where[1]})" if where else ""
-            raise SQLError(
+            raise refuse_at(
+                where,
+                "with_error",
                 f"with_error=True adds the column {column!r}, the error of {output!r}, and an "
-                f"output is already called {column!r}: give one of them another alias{at}",
-                construct="with_error",
-                position=where,
+                f"output is already called {column!r}: give one of them another alias",
             )
         schema = builder_refusal(  # Query.check, with its schema
             lambda: self._query.session.check(plan, with_error),
@@ -298,11 +297,11 @@ class SQLQuery:
             where = self._post.failing(
                 [pl.DataFrame(schema=columns), _made_up_row(columns)], with_error
             )
-            raise SQLError(
+            raise refuse_at(
+                where,
+                "post-processing",
                 f"HAVING or ORDER BY cannot run on the released columns: {failure}; nothing "
-                "was charged" + (f" (at line {where[0]}, column {where[1]})" if where else ""),
-                construct="post-processing",
-                position=where,
+                "was charged",
             )
 
     def _spending(self, compute: Callable[[], T]) -> T:
