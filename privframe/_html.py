@@ -19,10 +19,12 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "BAR_COLOUR",
     "SVG_NAMESPACE",
+    "Greyed",
     "interval",
     "number",
     "paragraph",
@@ -36,6 +38,24 @@ SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 
 BAR_COLOUR = "#4c78a8"
 """The fill of a bar (a budget gauge's spent share, a chart's positive value)."""
+
+_GREY = 'class="pf-noise" style="color:#9ca3af"'
+"""A greyed row or cell: grey inline, so a notebook shows it without the page's CSS."""
+
+
+@dataclass(frozen=True)
+class Greyed:
+    """A :func:`table` cell shown grey, with ``why`` as its tooltip.
+
+    Example:
+        >>> from privframe._html import Greyed, table
+        >>> '<td class="pf-noise" style="color:#9ca3af" title="noise">3</td>' in table(
+        ...     ["n"], [[Greyed(3, "noise")]])
+        True
+    """
+
+    content: object
+    why: str
 
 
 def text(value: object) -> str:
@@ -112,22 +132,44 @@ def rank_interval(value: float | None, half: float | None) -> str:
     return f"{plain(value)} (rank ± {half:.3g})"
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[object]], caption: str = "") -> str:
+def table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    caption: str = "",
+    row_notes: Sequence[str | None] = (),
+) -> str:
     """A table of plain-text cells, each escaped here; no header row when ``header`` is empty.
+
+    A :class:`Greyed` cell is grey; a row whose note in ``row_notes`` (by
+    position) is given is grey as a whole, its note the row's tooltip.
 
     Example:
         >>> from privframe._html import table
         >>> page = table((), [("a&b", 2)], "facts")
         >>> "<caption>facts</caption><tbody>" in page, "<td>a&amp;b</td><td>2</td>" in page
         (True, True)
+        >>> table((), [[1], [2]], row_notes=[None, "noise"]).count('<tr class="pf-noise"')
+        1
     """
     head = "".join(f"<th>{text(h)}</th>" for h in header)
+    notes = list(row_notes)
     body = "".join(
-        "<tr>" + "".join(f"<td>{text(cell)}</td>" for cell in row) + "</tr>" for row in rows
+        _row_start(notes[i] if i < len(notes) else None) + "".join(map(_cell, row)) + "</tr>"
+        for i, row in enumerate(rows)
     )
     title = f"<caption>{text(caption)}</caption>" if caption else ""
     thead = f"<thead><tr>{head}</tr></thead>" if header else ""
     return f'<table class="pf-table">{title}{thead}<tbody>{body}</tbody></table>'
+
+
+def _row_start(note: str | None) -> str:
+    return f'<tr {_GREY} title="{text(note)}">' if note else "<tr>"
+
+
+def _cell(cell: object) -> str:
+    if isinstance(cell, Greyed):
+        return f'<td {_GREY} title="{text(cell.why)}">{text(cell.content)}</td>'
+    return f"<td>{text(cell)}</td>"
 
 
 def paragraph(content: str, cls: str = "") -> str:

@@ -27,6 +27,7 @@ from typing import Protocol
 from privframe._html import (
     BAR_COLOUR,
     SVG_NAMESPACE,
+    Greyed,
     interval,
     number,
     paragraph,
@@ -288,18 +289,10 @@ def query_html(query: QueryView) -> str:
 # --------------------------------------------------------------------------- results
 
 
-_GREY = 'class="pf-noise" style="color:#9ca3af"'
-"""A noise-dominated row or value: grey inline, so a notebook shows it without the page's CSS."""
-
 _ROW_TITLE = "this group's count has a 95% interval that includes 0: its outputs are mostly noise"
 _CELL_TITLE = (
     "noise dominates this value: its 95% interval includes 0, or spans half its bounds or more"
 )
-
-
-def _cell(content: str, grey: bool) -> str:
-    attributes = f' {_GREY} title="{text(_CELL_TITLE)}"' if grey else ""
-    return f"<td{attributes}>{text(content)}</td>"
 
 
 def _rule(counts: Sequence[str] | None, query: QueryView | None) -> NoiseRule:
@@ -340,25 +333,27 @@ def result_html(
     hidden = error_columns(data.columns, outputs)
     shown = [c for c in data.columns if c not in hidden]
     marked = rule.rows(data)
-    rows, grey = [], any(marked)
-    for record, grey_row in zip(data.iter_rows(named=True), marked, strict=True):
-        cells = []
+    rows: list[list[object]] = []
+    grey = any(marked)
+    for record in data.iter_rows(named=True):
+        cells: list[object] = []
         for name in shown:
             value, column = record[name], outputs.get(name)
             if column is None:
-                cells.append(_cell(plain(value), False))
+                cells.append(plain(value))
             elif column.endswith(RANK_CI95_SUFFIX):
-                cells.append(_cell(rank_interval(value, record[column]), False))
+                cells.append(rank_interval(value, record[column]))
+            elif rule.noise(name, value, record[column]):
+                grey = True
+                cells.append(Greyed(interval(value, record[column]), _CELL_TITLE))
             else:
-                noise = rule.noise(name, value, record[column])
-                grey = grey or noise
-                cells.append(_cell(interval(value, record[column]), noise))
-        start = f'<tr {_GREY} title="{text(_ROW_TITLE)}">' if grey_row else "<tr>"
-        rows.append(start + "".join(cells) + "</tr>")
-    head = "".join(f"<th>{text(f'{c} (± 95%)' if c in outputs else c)}</th>" for c in shown)
+                cells.append(interval(value, record[column]))
+        rows.append(cells)
+    header = [f"{c} (± 95%)" if c in outputs else c for c in shown]
+    notes = [_ROW_TITLE if row else None for row in marked]
     return (
-        '<div class="privframe"><table class="pf-table">'
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        '<div class="privframe">'
+        + table(header, rows, row_notes=notes)
         + (paragraph(NOISE_NOTE, "pf-meta") if grey else "")
         + "</div>"
     )
