@@ -135,8 +135,8 @@ class Session(SQLEntry):
         self._tables = check_tables(tables, name)
         if results not in ("pandas", "spark"):
             raise InvalidArgumentError(f"results must be 'pandas' or 'spark', got {results!r}")
-        types = declared_types(self._metadata)
-        opened = open_input(data, privacy_unit, results=results, types=types)
+        self._types = declared_types(self._metadata)
+        opened = open_input(data, privacy_unit, results=results, types=self._types)
         self._engine, self._schema = opened.engine, opened.schema
         self._present = opened.present
         self._unit = privacy_unit
@@ -336,9 +336,8 @@ class Session(SQLEntry):
             'SELECT COUNT(*) AS n FROM data'
         """
         override = check_metadata(metadata)
-        opened = declared_types(self._metadata)
         retyped = sorted(
-            name for name, kind in declared_types(override).items() if opened.get(name) != kind
+            name for name, kind in declared_types(override).items() if self._types.get(name) != kind
         )
         if retyped:
             raise InvalidArgumentError(
