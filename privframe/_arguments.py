@@ -32,16 +32,16 @@ from typing import ParamSpec, TypeVar
 
 from privframe.errors import InvalidArgumentError
 
-__all__ = ["BUDGET_HINTS", "RHO_HINTS", "hinted", "spread_keywords"]
+__all__ = ["BUDGET_HINTS", "RELEASE_HINTS", "RHO_HINTS", "hinted", "spread_keywords"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 _EPSILON = (
-    "a release spends a zCDP rho, not epsilon: pass rho=..., e.g. rho=0.1. To work to an "
-    "(epsilon, delta) budget, open the Session with budget=pf.ApproxDP(epsilon=..., "
-    "delta=...) and release shares of sess.remaining.rho; pf.zCDP.from_approx_dp(epsilon, "
-    "delta).rho converts one (epsilon, delta) target to rho"
+    "a zCDP session's release spends a zCDP rho, not epsilon: pass rho=..., e.g. rho=0.1. To "
+    "spend epsilon, open the Session with budget=pf.PureDP(epsilon=...) or "
+    "budget=pf.ApproxDP(epsilon=..., delta=...); pf.zCDP.from_approx_dp(epsilon, delta).rho "
+    "converts one (epsilon, delta) target to rho"
 )
 RHO_HINTS: Mapping[str, str] = {
     "rho": (
@@ -52,6 +52,15 @@ RHO_HINTS: Mapping[str, str] = {
     "eps": _EPSILON,
 }
 """The hints of a call that takes a zCDP ``rho``: for a missing ``rho`` and a given ``epsilon``."""
+
+RELEASE_HINTS: Mapping[str, str] = {
+    "eps": ("pass epsilon=... in a pure-DP or (epsilon, delta) session, or rho=... in a zCDP one"),
+    "budget": (
+        "a release takes its own share: rho=... in a zCDP session, epsilon=... (and delta=...) "
+        "in a pure-DP or (epsilon, delta) one"
+    ),
+}
+"""The hints of a release call, which takes ``rho`` or ``epsilon`` by its session's budget."""
 
 _ONE_BUDGET = (
     "the budget is one argument: budget=pf.zCDP(rho=...), budget=pf.ApproxDP(epsilon=..., "

@@ -163,6 +163,12 @@ def _check_url(url: object, insecure_http: bool) -> str:
     return url  # type: ignore[return-value]  # a str, checked above
 
 
+_RHO_ONLY = (
+    "a server's grants are zCDP budgets: explain and release with rho=..., e.g. rho=0.1 "
+    "(pf.zCDP.from_approx_dp(epsilon, delta).rho converts an (epsilon, delta) target)"
+)
+
+
 class RemoteSession(SQLEntry):
     """One analyst's session on one dataset of a privframe server; make it with :func:`connect`.
 
@@ -298,12 +304,19 @@ machine: ...
         body = {"version": WIRE_VERSION, "plan": encode_plan(plan), "with_error": with_error}
         return decode_schema(self._call("POST", f"{self._base}/check", body)["schema"])
 
+    @property
+    def budget_kind(self) -> type[zCDP]:
+        """zCDP: a server's grants are zCDP budgets, so releases spend ρ."""
+        return zCDP
+
     def explain(
         self,
         plan: Plan,
-        rho: Number,
+        rho: Number | None = None,
         weights: Mapping[str, float] | Balance | None = None,
         delta: Number | None = None,
+        *,
+        epsilon: Number | None = None,
     ) -> Explanation:
         """What releasing ``plan`` at ``rho`` would do; spends nothing.
 
@@ -311,7 +324,10 @@ machine: ...
         budget an explanation needs (the ρ a release would spend, the δ a
         private selection would, the reporting δ); the explanation is then
         derived from those public facts as a local Session derives it.
+        A server's grants are zCDP budgets: ``epsilon`` is refused.
         """
+        if epsilon is not None or rho is None:
+            raise errors.InvalidArgumentError(_RHO_ONLY)
         request = Request(Query(self, plan), rho, ReleaseOptions(weights=weights, delta=delta))
         body = {"version": WIRE_VERSION, "request": encode_request(request)}
         facts = self._call("POST", f"{self._base}/explain", body)
@@ -335,6 +351,8 @@ machine: ...
 
     def send(self, requests: Sequence[Request]) -> tuple[list[Any], list[LedgerEntry]]:
         """Send ``requests`` to be released all or nothing: their tables and ledger entries."""
+        if any(r.epsilon is not None or r.rho is None for r in requests):
+            raise errors.InvalidArgumentError(_RHO_ONLY)
         body = {"version": WIRE_VERSION, "requests": [encode_request(r) for r in requests]}
         answer = self._call("POST", f"{self._base}/release", body)
         tables = [self._present(decode_released(text)) for text in answer["tables"]]

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Unpack
 
 import polars as pl
 
-from privframe._arguments import RHO_HINTS, hinted
+from privframe._arguments import RELEASE_HINTS, RHO_HINTS, hinted
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.api.html import query_html
 from privframe.api.schema import public_table
 from privframe.api.tune import Tuned, tune
@@ -58,6 +59,11 @@ class Door(Protocol):
         """The data's column names (public schema)."""
         ...
 
+    @property
+    def budget_kind(self) -> type[zCDP | PureDP | ApproxDP]:
+        """The kind of the session's budget: which parameter a release spends (ρ or ε)."""
+        ...
+
     def check(self, plan: Plan, with_error: bool = False) -> pl.Schema:
         """Refuse a plan that does not fit the data's public schema; return the schema."""
         ...
@@ -65,11 +71,13 @@ class Door(Protocol):
     def explain(
         self,
         plan: Plan,
-        rho: Number,
+        rho: Number | None = None,
         weights: Mapping[str, float] | Balance | None = None,
         delta: Number | None = None,
+        *,
+        epsilon: Number | None = None,
     ) -> Explanation:
-        """What releasing ``plan`` at ``rho`` would do, from public parameters only."""
+        """What releasing ``plan`` at ``rho`` (or ``epsilon``) would do, from public parameters."""
         ...
 
     def release_all(self, requests: Sequence[Request]) -> list[Any]:
@@ -86,7 +94,8 @@ class Request:
     """One release, ready to run with others by ``Session.release_all`` (or ``Session.batch``).
 
     Build it with :meth:`Query.request` or :meth:`SQLQuery.request
-    <privframe.api.sql.SQLQuery.request>`: the budget ``rho`` and the
+    <privframe.api.sql.SQLQuery.request>`: the budget ``rho`` (a zCDP
+    session's) or ``epsilon`` (a pure-DP or (ε, δ) session's) and the
     release's :class:`~privframe.plan.release_options.ReleaseOptions`, the
     keywords of ``release`` as one value. ``finish`` post-processes the noisy
     table (SQL's HAVING, ORDER BY, LIMIT). ``sql`` is the SQL text the request
@@ -103,10 +112,11 @@ class Request:
     """
 
     query: Query
-    rho: Number
+    rho: Number | None
     options: ReleaseOptions = dataclasses.field(default_factory=ReleaseOptions)
     finish: Callable[[pl.DataFrame], pl.DataFrame] | None = None
     sql: str | None = None
+    epsilon: Number | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -361,30 +371,55 @@ class Query:
         """Notebook view: the plan (steps, bound, groups, aggregates); spends nothing."""
         return query_html(self)
 
-    @hinted(**RHO_HINTS)
+    @hinted(**RELEASE_HINTS)
     def explain(
         self,
-        rho: Number,
+        rho: Number | None = None,
         weights: Mapping[str, float] | Balance | None = None,
         delta: Number | None = None,
+        *,
+        epsilon: Number | None = None,
     ) -> Explanation:
-        """Sensitivities, budget split, σ and 95% error per output; spends nothing.
+        """Sensitivities, budget split, noise and 95% error per output; spends nothing.
 
-        Only public parameters (bounds, limits, keys, ρ, δ) appear: nothing is
-        computed from the data. For private key selection it also shows the
-        threshold and the group sizes kept with 50% and 95% probability.
+        Only public parameters (bounds, limits, keys, ρ or ε, δ) appear:
+        nothing is computed from the data. For private key selection it also
+        shows the threshold and the group sizes kept with 50% and 95%
+        probability. The budget is the session's kind: ``rho`` in a zCDP
+        session, ``epsilon`` (and ``delta`` under (ε, δ)-DP) otherwise.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"u": [1], "r": ["a"]}), "u", pf.PureDP(1.0))
+            >>> q = sess.query().bound(max_groups=2, max_rows_per_group=3).group_by(
+            ...     "r", keys=["a", "b"]).agg(pf.count())
+            >>> q.explain(epsilon=0.5).measurements[0].derivation
+            'L1 sensitivity W = 6'
         """
-        return self.session.explain(self.plan, rho, weights, delta)
+        return self.session.explain(self.plan, rho, weights, delta, epsilon=epsilon)
 
-    @hinted(**RHO_HINTS)
+    @hinted(**RELEASE_HINTS)
     @takes_release_options
     def release(
-        self, rho: Number, **options: Unpack[ReleaseKeywords]
+        self,
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        **options: Unpack[ReleaseKeywords],
     ) -> pl.DataFrame | pd.DataFrame:
-        """Spend ``rho`` and return the noisy result, in the input's kind of DataFrame.
+        """Spend ``rho`` (or ``epsilon``) and return the noisy result, in the input's kind of frame.
+
+        A zCDP session's releases spend ``rho``, with discrete Gaussian noise.
+        A pure-DP session's (``pf.PureDP``) spend ``epsilon``, with discrete
+        Laplace noise; an (ε, δ) session's (``pf.ApproxDP``) spend
+        ``epsilon`` and ``delta``, with the noise of smaller error
+        (``explain`` says which). The other parameter is refused, with what
+        to pass.
 
         Args:
-            rho: the zCDP budget this release spends.
+            rho: the zCDP budget this release spends (zCDP sessions).
+            epsilon: the ε this release spends (pure-DP and (ε, δ) sessions).
             with_error: add ``<name>_std`` and ``<name>_ci95`` columns per aggregate
                 (``<name>_rank_ci95`` for a quantile). They cover the noise only,
                 not the bias of rows dropped by the contribution bound or of
@@ -395,11 +430,14 @@ class Query:
                 w); or ``pf.balance(rows=..., **expected)`` to split ρ so that
                 every output's relative error is about the same.
             label: a label for the ledger entry.
-            delta: for a query that chooses its groups privately (a group_by
-                column without public keys), the δ spent on that choice; by
-                default all the δ the session has left. With public keys for
-                some group columns only, ``delta`` must be given: the others
-                are chosen privately only when asked. Other queries spend no δ.
+            delta: in a zCDP session, for a query that chooses its groups
+                privately (a group_by column without public keys), the δ spent
+                on that choice; by default all the δ the session has left.
+                With public keys for some group columns only, ``delta`` must be
+                given: the others are chosen privately only when asked. Other
+                queries spend no δ. In an (ε, δ) session, the δ this release
+                spends (default 0: Laplace noise, and no private choice of
+                groups); a pure-DP session spends none.
             clamp: clip each estimate into the range its true value can take
                 (counts >= 0, means and quantiles within their bounds, ...):
                 never a larger error, but biased near the range's edges; False
@@ -414,13 +452,22 @@ class Query:
                 that keeps no group releases no total either.
 
         Raises:
-            BudgetExceededError: ``rho`` does not fit in what remains; nothing
-                is released and nothing is charged.
-            InvalidArgumentError: an argument it does not take (``epsilon=``:
-                the message says how to spend an (ε, δ) budget), no ``rho``, or
-                no ``delta`` with public keys for some group columns only.
+            BudgetExceededError: the budget does not fit in what remains;
+                nothing is released and nothing is charged.
+            InvalidArgumentError: an argument it does not take, the budget
+                parameter of another kind of session (``epsilon=`` in a zCDP
+                session, ``rho=`` in a pure-DP one: the message says what to
+                pass), no budget, or no ``delta`` with public keys for some
+                group columns only.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.PureDP(1.0))
+            >>> sess.query().agg(pf.count()).release(epsilon=0.5).columns, sess.remaining
+            (['count'], PureDP(epsilon=0.5))
         """
-        request = self.request_with(rho, ReleaseOptions(**options))
+        request = self.request_with(rho, ReleaseOptions(**options), epsilon=epsilon)
         return self.session.release_all([request])[0]
 
     @hinted(**RHO_HINTS)
@@ -457,9 +504,15 @@ class Query:
         """
         return tune(self, rho, plan_rho=plan_rho, weights=weights, label=label)
 
-    @hinted(**RHO_HINTS)
+    @hinted(**RELEASE_HINTS)
     @takes_release_options
-    def request(self, rho: Number, **options: Unpack[ReleaseKeywords]) -> Request:
+    def request(
+        self,
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        **options: Unpack[ReleaseKeywords],
+    ) -> Request:
         """This query's release as a :class:`Request`, to run with others; spends nothing.
 
         :meth:`Session.release_all <privframe.api.session.Session.release_all>`
@@ -474,10 +527,12 @@ class Query:
             >>> [r.columns for r in sess.release_all([q.request(0.5), q.request(0.5)])]
             [['count'], ['count']]
         """
-        return self.request_with(rho, ReleaseOptions(**options))
+        return self.request_with(rho, ReleaseOptions(**options), epsilon=epsilon)
 
-    @hinted(**RHO_HINTS)
-    def request_with(self, rho: Number, options: ReleaseOptions) -> Request:
+    @hinted(**RELEASE_HINTS)
+    def request_with(
+        self, rho: Number | None, options: ReleaseOptions, *, epsilon: Number | None = None
+    ) -> Request:
         """:meth:`request` with the options as one value (as reports and the server pass them).
 
         Example:
@@ -499,4 +554,4 @@ class Query:
                 f"opt in, or give keys for every group column {list(self.plan.group_by)}"
             )
         options.post_for(self.plan)
-        return Request(self, rho, options)
+        return Request(self, rho, options, epsilon=epsilon)

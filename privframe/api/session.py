@@ -54,9 +54,9 @@ from privframe.errors import (
 )
 from privframe.mechanisms.noise import Randomness
 from privframe.numeric import Number
-from privframe.plan.explanation import Explanation, explain
+from privframe.plan.explanation import Explanation, explain, explained
 from privframe.plan.ir import Bound, Plan
-from privframe.plan.release import Batch, Computed, Pipeline
+from privframe.plan.release import Batch, Computed, Cost, Pipeline, zero_cost
 from privframe.plan.split import Balance
 from privframe.progress import steps
 
@@ -205,6 +205,18 @@ class Session(SQLEntry):
         """The accountant charging this session's releases."""
         return self._accountant
 
+    @property
+    def budget_kind(self) -> type[Cost]:
+        """The kind of this session's budget: zCDP (releases spend ρ), PureDP or ApproxDP (ε).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.GDP(1.0)).budget_kind.__name__
+            'zCDP'
+        """
+        return type(self._accountant.budget)
+
     def __privframe_pipeline__(self) -> Pipeline:
         """The release pipeline, for tune (:class:`~privframe.api.tune.TuningDoor`); not API."""
         return self._pipeline
@@ -214,13 +226,22 @@ class Session(SQLEntry):
         return self._present(table)
 
     @property
-    def spent(self) -> zCDP:
-        """The budget spent so far."""
+    def spent(self) -> Cost:
+        """The budget spent so far, in the kind of the session's budget (zCDP, PureDP, ApproxDP).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.PureDP(1.0))
+            >>> _ = sess.query().agg(pf.count()).release(epsilon=0.25)
+            >>> sess.spent.epsilon, sess.remaining.epsilon
+            (0.25, 0.75)
+        """
         return self._accountant.spent
 
     @property
-    def remaining(self) -> zCDP:
-        """The budget left."""
+    def remaining(self) -> Cost:
+        """The budget left, in the kind of the session's budget."""
         return self._accountant.remaining
 
     @property
@@ -242,7 +263,7 @@ class Session(SQLEntry):
         """
         return self._accountant.entries
 
-    def check_cost(self, cost: zCDP) -> None:
+    def check_cost(self, cost: Cost) -> None:
         """Refuse a ``cost`` that would not fit what remains now; spends nothing.
 
         For plans and dry runs (a scripted report checks its total before
@@ -384,13 +405,17 @@ class Session(SQLEntry):
     def explain(
         self,
         plan: Plan,
-        rho: Number,
+        rho: Number | None = None,
         weights: Mapping[str, float] | Balance | None = None,
         delta: Number | None = None,
+        *,
+        epsilon: Number | None = None,
     ) -> Explanation:
-        """What releasing ``plan`` at ``rho`` would do, from public parameters only.
+        """What releasing ``plan`` at ``rho`` (or ``epsilon``) would do, from public parameters.
 
         ``Query.explain`` and ``SQLQuery.explain`` call this; it spends nothing.
+        A zCDP session's releases spend ``rho``; pure-DP and (ε, δ) sessions'
+        spend ``epsilon`` (and ``delta`` under (ε, δ)-DP).
 
         Example:
             >>> import polars as pl
@@ -400,11 +425,15 @@ class Session(SQLEntry):
             0.5
         """
         validate(self._schema, self._unit, plan)
+        amount = self._pipeline.asked(rho, epsilon)
+        if not isinstance(self._accountant.budget, zCDP):
+            before = zero_cost(type(self._accountant.budget))
+            return explained(plan, self._pipeline.planned(plan, amount, weights, delta, before))
         delta = self._pipeline.selection_delta(plan, delta)
         return explain(
             plan,
             self._unit is not None,
-            self._accountant.affordable(rho),
+            self._accountant.affordable(amount),
             weights,
             delta,
             self._accountant.delta,
@@ -462,7 +491,7 @@ class Session(SQLEntry):
             ([['count']], 0.25)
         """
         computed: list[Computed] = []
-        before = zCDP(0)
+        before = zero_cost(type(self._accountant.budget))
         # The number of requests is the caller's: a public count (privframe.progress).
         with steps("queries", len(requests)) as advance:
             for request in requests:
@@ -471,10 +500,11 @@ class Session(SQLEntry):
                 advance()
         return Batch(self._pipeline, computed, self._present)
 
-    def _compute(self, request: Request, before: zCDP) -> Computed:
+    def _compute(self, request: Request, before: Cost) -> Computed:
         """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""
         plan, options = request.query.plan, request.options
+        amount = self._pipeline.asked(request.rho, request.epsilon)
         schema = self.check(plan, options.computes_errors)
-        release = self._pipeline.plan(plan, request.rho, options.weights, options.delta, before)
+        release = self._pipeline.plan(plan, amount, options.weights, options.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
         return Computed(plan, release, exact, options, request.finish)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Unpack, overload
 
 import polars as pl
 
-from privframe._arguments import RHO_HINTS, hinted
+from privframe._arguments import RELEASE_HINTS, hinted
 from privframe.api.sql import Column, SQLQuery
 from privframe.errors import InvalidArgumentError
 from privframe.numeric import Number
@@ -52,6 +52,7 @@ class SQLEntry(abc.ABC):
         text: str,
         rho: None = None,
         *,
+        epsilon: None = None,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
         **options: Unpack[ReleaseKeywords],
@@ -60,19 +61,21 @@ class SQLEntry(abc.ABC):
     def sql(
         self,
         text: str,
-        rho: Number,
+        rho: Number | None = None,
         *,
+        epsilon: Number | None = None,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
         **options: Unpack[ReleaseKeywords],
     ) -> pl.DataFrame | pd.DataFrame: ...
-    @hinted(**RHO_HINTS)
+    @hinted(**RELEASE_HINTS)
     @takes_release_options
     def sql(
         self,
         text: str,
         rho: Number | None = None,
         *,
+        epsilon: Number | None = None,
         metadata: Mapping[str, Column] | None = None,
         contributions: Bound | None = None,
         **options: Unpack[ReleaseKeywords],
@@ -83,7 +86,8 @@ class SQLEntry(abc.ABC):
         (:mod:`privframe.api.sql` lists what is supported). Bounds, keys and
         limits come from the Session's ``metadata`` and ``contributions``;
         ``metadata=`` and ``contributions=`` here override them for this query.
-        It is released at once when its budget is known: with ``rho``, or
+        It is released at once when its budget is known: with ``rho`` (or
+        ``epsilon`` in a pure-DP or (ε, δ) session), or
         when the query carries its own, as BigQuery's ``SELECT WITH
         DIFFERENTIAL_PRIVACY OPTIONS(epsilon=..., delta=...)`` does (``rho=``
         as well is refused: the budget would be given twice). The other
@@ -116,8 +120,8 @@ class SQLEntry(abc.ABC):
             0.024356
         """
         parsed = self.parse_sql(text, metadata, contributions)
-        if rho is not None or parsed.spend() is not None:
-            return parsed.release(rho, **options)
+        if rho is not None or epsilon is not None or parsed.carries_budget:
+            return parsed.release(rho, epsilon=epsilon, **options)
         # Nothing is released, so options that are not the defaults would be dropped.
         given = ReleaseOptions(**options).given()
         if given:

@@ -55,6 +55,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
+from privframe.accounting.budgets import zCDP
 from privframe.engines.contributions import ContributionSpec
 from privframe.engines.spec import AggregationSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -236,6 +237,13 @@ def tune(
         (['item', 'statistic', 'value', 'note'], 0.1)
     """
     session, plan = _door(query)
+    budget = session.__privframe_pipeline__().accountant.budget
+    if not isinstance(budget, zCDP):
+        raise InvalidValueError(
+            f"tune measures with Gaussian noise and spends rho, and this session's budget is "
+            f"{budget!r}: choose the limits and bounds by hand, or tune in a zCDP session over "
+            "the same data (pf.zCDP(rho=...)) and release the tuned query here"
+        )
     asked = exact("rho", rho, positive=True)
     target = exact("plan_rho", plan_rho, positive=True)
     if not isinstance(label, str):

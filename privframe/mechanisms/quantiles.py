@@ -20,6 +20,9 @@ an ε-bounded-range mechanism is ε²/8-zCDP (Cesar & Rogers 2021, "Bounding,
 concentrating, and truncating", Lemma 3.4). Over the unit's groups the costs
 add: ρ = (η·max(q, 1 − q))²·Σ_g w_g²/2 <= (η·max(q, 1 − q))²·S/2, with S the
 planner's bound on Σ_g w_g². :func:`scale` inverts this, rounding η down.
+An ε-bounded-range mechanism is also ε-DP, so under pure DP the costs add as
+ε = 2·η·max(q, 1 − q)·Σ_g w_g <= 2·η·max(q, 1 − q)·W, with W the planner's
+bound on Σ_g w_g (:func:`epsilon_cost`, inverted by :func:`epsilon_scale`).
 
 **Accuracy.** With probability at least 1 − β the output's distance exceeds
 the best candidate's by at most (ln N + ln(1/β))/η rows (the exponential
@@ -56,7 +59,7 @@ from privframe.mechanisms.exponential import exponential_choice
 from privframe.mechanisms.randomness import Randomness
 from privframe.numeric import check_positive
 
-__all__ = ["MAX_SCALE", "choose", "cost", "rank_error", "scale"]
+__all__ = ["MAX_SCALE", "choose", "cost", "epsilon_cost", "epsilon_scale", "rank_error", "scale"]
 
 MAX_SCALE = 64.0
 """The largest η used: beyond it a release is already all but deterministic, and a
@@ -102,6 +105,42 @@ def scale(rho: float, q: float, squares: int) -> float:
         eta = math.nextafter(eta, 0.0)
     while eta < MAX_SCALE and cost(up := math.nextafter(eta, math.inf), q, squares) <= budget:
         eta = up
+    return eta
+
+
+def epsilon_cost(eta: float, q: float, rows: int) -> Fraction:
+    """The exact pure-DP ε of releasing one quantile over all groups: 2·η·max(q, 1 − q)·W.
+
+    Example:
+        >>> from privframe.mechanisms.quantiles import epsilon_cost
+        >>> epsilon_cost(2.0, 0.5, 3)
+        Fraction(6, 1)
+    """
+    return 2 * Fraction(eta) * max(Fraction(q), 1 - Fraction(q)) * rows
+
+
+def epsilon_scale(epsilon: float, q: float, rows: int) -> float:
+    """The largest float η <= :data:`MAX_SCALE` whose :func:`epsilon_cost` is at most ``epsilon``.
+
+    Raises:
+        InvalidValueError: that η would be below 2^-500 (a uniform choice).
+
+    Example:
+        >>> from privframe.mechanisms.quantiles import epsilon_scale
+        >>> epsilon_scale(epsilon=0.5, q=0.5, rows=1)
+        0.5
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    budget = Fraction(epsilon)
+    exact_eta = budget / (2 * max(Fraction(q), 1 - Fraction(q)) * rows)
+    if exact_eta < Fraction(1, 1 << 500):
+        raise InvalidValueError(
+            "the contribution limits are too large for a quantile at this epsilon: its choice "
+            "would be all but uniform; use smaller limits or a larger epsilon"
+        )
+    eta = min(MAX_SCALE, float(exact_eta))
+    while eta > 0 and epsilon_cost(eta, q, rows) > budget:
+        eta = math.nextafter(eta, 0.0)
     return eta
 
 

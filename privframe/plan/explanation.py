@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from privframe._html import number, paragraph, table, text
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.mechanisms.selection import joint_selection_epsilon, standard_selection_epsilon
 from privframe.numeric import Number, round_up
 from privframe.plan.ir import Plan
@@ -28,6 +29,7 @@ __all__ = [
     "NOISE_ONLY_NOTE",
     "Explanation",
     "explain",
+    "explained",
     "explanation_html",
     "groups_described",
 ]
@@ -39,7 +41,48 @@ ACCOUNTING_NOTE = (
     "& Steinke 2020, Cor. 13); Session.guarantee(method='rdp' or 'pld') replays the "
     "ledger's mechanism events instead"
 )
-"""How a release is accounted; printed by :class:`Explanation` and its HTML view."""
+"""How a zCDP session accounts a release; printed by :class:`Explanation` and its HTML view."""
+
+PURE_ACCOUNTING_NOTE = (
+    "accounting: pure DP; a release's epsilon adds to the session's (basic composition, "
+    "Dwork & Roth 2014, Thm. 3.16), exactly"
+)
+"""How a release is accounted in a pure-DP session."""
+
+APPROX_ACCOUNTING_NOTE = (
+    "accounting: (epsilon, delta)-DP; a release is charged the (epsilon, delta) it asks for, "
+    "and the session composes its releases' mechanisms by their privacy loss distributions "
+    "(or through zCDP, for the discrete Gaussian), charging the tight total, never more than "
+    "basic composition (epsilons and deltas added) would (docs/accounting.md)"
+)
+"""How a release is accounted in an (ε, δ) session."""
+
+
+def _cost_text(cost: object, rho: str = "rho", epsilon: str = "epsilon") -> str:
+    """The cost line and the accounting note of a release, by the kind of its budget."""
+    if isinstance(cost, zCDP):
+        delta = f", delta = {cost.delta:.3g}" if cost.delta else ""
+        return f"release costs {rho} = {cost.rho:.6g}{delta} (zCDP)"
+    if isinstance(cost, PureDP):
+        return f"release costs {epsilon} = {cost.epsilon:.6g} (pure DP)"
+    assert isinstance(cost, ApproxDP)
+    return f"release costs {epsilon} = {cost.epsilon:.6g}, delta = {cost.delta:.3g} ((ε, δ)-DP)"
+
+
+def _accounting_note(cost: object) -> str:
+    if isinstance(cost, PureDP):
+        return PURE_ACCOUNTING_NOTE
+    if isinstance(cost, ApproxDP):
+        return APPROX_ACCOUNTING_NOTE
+    return ACCOUNTING_NOTE
+
+
+def _share(m: Measurement) -> tuple[str, str]:
+    """A measurement's share and noise, as (names, values): ρ and σ, or ε and b."""
+    if m.family == "gaussian":
+        return "ρ, σ", f"{number(float(m.exact_share))}, {number(m.sigma)}"
+    return "ε, b", f"{number(float(m.exact_share))}, {number(m.scale_units * m.scale)}"
+
 
 NOISE_ONLY_NOTE = (
     "std and 95% intervals cover the noise only: rows dropped by the contribution bound "
@@ -60,7 +103,7 @@ def _selection_table(explanation: Explanation, selection: Selection) -> str:
         ("δ", f"{selection.delta:.3g}"),
         ("kept with 50% / 95% probability at", kept),
         ("sensitivity", m.derivation),
-        ("ρ, σ", f"{number(m.rho)}, {number(m.sigma)}"),
+        _share(m),
     ]
     if explanation.report_delta is not None:
         facts.append(("this release alone", explanation.single_release(selection)))
@@ -84,21 +127,27 @@ def explanation_html(explanation: Explanation) -> str:
     """
     plan = explanation.plan
     cost = plan.cost
-    delta = f", δ = {cost.delta:.3g}" if cost.delta else ""
     measured = [
-        (m.key, m.derivation, number(m.rho), number(m.sigma), number(m.ci95))
-        for m in plan.measurements
+        (m.key, m.derivation, *_share(m)[1].split(", "), number(m.ci95)) for m in plan.measurements
     ]
     measured += [
-        (qm.key, qm.derivation, number(qm.rho), "n/a", f"{qm.rank_error():.4g} rows of rank")
+        (
+            qm.key,
+            qm.derivation,
+            number(float(qm.exact_share)),
+            "n/a",
+            f"{qm.rank_error():.4g} rows of rank",
+        )
         for qm in plan.quantiles
     ]
+    share, noise = ("ρ", "σ") if plan.family == "gaussian" else ("ε", "b")
     parts = [
-        paragraph(f"release costs ρ = {number(cost.rho)}{delta} (zCDP)"),
-        paragraph(ACCOUNTING_NOTE, "pf-meta"),
-        paragraph(f"contribution bound: {plan.limits.describe()}"),
+        paragraph(_cost_text(cost, "ρ", "ε")),
+        *([paragraph(f"noise: {plan.choice}")] if plan.choice else []),
+        paragraph(_accounting_note(cost), "pf-meta"),
+        paragraph(f"contribution bound: {explanation.bound}"),
         *([paragraph(f"groups: {explanation.groups}")] if explanation.groups else []),
-        table(["measurement", "sensitivity", "ρ", "σ", "95% ±"], measured, "measurements"),
+        table(["measurement", "sensitivity", share, noise, "95% ±"], measured, "measurements"),
     ]
     if plan.selection is not None:
         parts.append(_selection_table(explanation, plan.selection))
@@ -146,17 +195,22 @@ class Explanation:
         return self.plan.measurements
 
     @property
+    def bound(self) -> str:
+        """The contribution bound and the sensitivity bound it implies (S, or W for Laplace)."""
+        return self.plan.limits.describe(l1=self.plan.family == "laplace")
+
+    @property
     def missing_rules(self) -> tuple[tuple[str, str], ...]:
         """Per output that reads a column: what a null or NaN value there does."""
         return tuple((str(r["output"]), str(r["missing"])) for r in self.rows if r.get("missing"))
 
     def __str__(self) -> str:
         cost = self.plan.cost
-        delta = f", delta = {cost.delta:.3g}" if cost.delta else ""
         lines = [
-            f"release costs rho = {cost.rho:.6g}{delta} (zCDP)",
-            ACCOUNTING_NOTE,
-            f"contribution bound: {self.plan.limits.describe()}",
+            _cost_text(cost),
+            *([f"noise: {self.plan.choice}"] if self.plan.choice else []),
+            _accounting_note(cost),
+            f"contribution bound: {self.bound}",
         ]
         if self.groups is not None:
             lines.append(f"groups: {self.groups}")
@@ -165,7 +219,7 @@ class Explanation:
         if selection is not None:
             m = selection.measurement
             lines.append(
-                f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, sigma = {m.sigma:.6g}; "
+                f"  {m.key}: {m.derivation}; {_share_text(m)}; "
                 f"a group is kept iff its noisy count >= {selection.threshold} "
                 f"(delta = {selection.delta:.3g}); kept with 50% at "
                 f"{selection.survival_count(0.5)} units, 95% at {selection.survival_count(0.95)}"
@@ -173,12 +227,11 @@ class Explanation:
             if self.report_delta is not None:
                 lines.append("  " + self.single_release(selection))
         for m in self.plan.measurements:
-            lines.append(
-                f"  {m.key}: {m.derivation}; rho = {m.rho:.6g}, "
-                f"sigma = {m.sigma:.6g}, 95% ± {m.ci95:.6g}"
-            )
+            lines.append(f"  {m.key}: {m.derivation}; {_share_text(m)}, 95% ± {m.ci95:.6g}")
         for qm in self.plan.quantiles:
-            lines.append(f"  {qm.key}: {qm.derivation}; rho = {qm.rho:.6g}")
+            lines.append(
+                f"  {qm.key}: {qm.derivation}; {qm.share.parameter} = {float(qm.exact_share):.6g}"
+            )
         if self.plan.relative_errors:
             lines += [
                 "",
@@ -241,12 +294,21 @@ def explain(
     delta: Number | None = None,
     report_delta: float | None = None,
 ) -> Explanation:
-    """The explanation of a release: every number comes from public parameters.
+    """The explanation of a zCDP release at ``rho``: every number comes from public parameters.
 
     With ``report_delta`` (the session's reporting δ), a release that chooses
     its keys also states its own (ε, δ) by both analyses.
     """
-    release = plan_release(plan, has_unit, rho, weights, delta)
+    return explained(plan, plan_release(plan, has_unit, rho, weights, delta), report_delta)
+
+
+def explained(plan: Plan, release: ReleasePlan, report_delta: float | None = None) -> Explanation:
+    """The explanation of ``plan`` released as ``release`` (a plan of any budget's kind).
+
+    ``report_delta`` is used by zCDP releases that choose their keys, as in :func:`explain`.
+    """
+    if not isinstance(release.cost, zCDP):
+        report_delta = None  # the (ε, δ) of one release is its cost already
     rows: list[dict[str, object]] = []
     for out in release.outputs:
         std, ci = out.aggregate.explain_row(release)
@@ -281,4 +343,14 @@ def groups_described(plan: Plan) -> str | None:
         f"every public key of {keyed} ({len(plan.keys)} keys) for each combination of "
         f"{list(plan.selected)} chosen privately (partition selection: rows with other keys "
         f"of {keyed} are dropped first)"
+    )
+
+
+def _share_text(m: Measurement) -> str:
+    """A measurement's share and noise for the text view: ``rho = .., sigma = ..`` or ε and b."""
+    if m.family == "gaussian":
+        return f"rho = {float(m.exact_share):.6g}, sigma = {m.sigma:.6g}"
+    return (
+        f"epsilon = {float(m.exact_share):.6g}, Laplace scale b = {m.scale_units * m.scale:.6g} "
+        f"(std <= {m.sigma:.6g})"
     )

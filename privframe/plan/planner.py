@@ -1,14 +1,24 @@
-"""The planner: from a query plan and ρ to measurements, their ρ split and their σ.
+"""The planner: from a query plan and a budget to measurements, their split and their noise.
 
 This is where a release's budget is decided. The planner never sees data:
 its inputs are the plan's public parameters (bounds, contribution limits,
 keys) and the budget. It resolves the contribution limits
 (:mod:`privframe.plan.limits`), asks each aggregate which measurements it
 needs (:mod:`privframe.plan.aggregates`: each need derives its own
-sensitivity), splits ρ across the distinct measurements (to minimise the
-outputs' total variance under the user's weights, or to balance relative
-error with ``pf.balance``: :mod:`privframe.plan.split`),
-and calibrates each σ to its exact share.
+sensitivity), splits the budget across the distinct measurements (to
+minimise the outputs' total variance under the user's weights, or to
+balance relative error with ``pf.balance``: :mod:`privframe.plan.split`),
+and calibrates each noise to its exact share.
+
+A session's budget decides the noise. Under zCDP (:func:`plan_release`) a
+release spends ρ on discrete Gaussian noise calibrated to L2 sensitivities.
+Under pure DP (:func:`plan_pure_release`) it spends ε on discrete Laplace
+noise calibrated to L1 sensitivities; the shares of ε add up to ε (basic
+composition, Dwork & Roth 2014, Thm. 3.16) and a quantile's exponential
+mechanism is charged in ε. Under (ε, δ)-DP (:func:`plan_approx_release`) it
+plans both — the Laplace release at ε, and the Gaussian release at the
+largest ρ whose tightest (ε, δ) conversion is within (ε, δ) (Canonne, Kamath
+& Steinke 2020, Prop. 14) — and keeps the one with the smaller noise.
 
 Example:
     >>> import polars as pl
@@ -22,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +41,7 @@ from fractions import Fraction
 
 import scipy
 
-from privframe.accounting.budgets import zCDP
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.errors import (
     ExcessiveNoiseWarning,
     InvalidArgumentError,
@@ -38,7 +49,7 @@ from privframe.errors import (
     InvalidValueError,
     warn_caller,
 )
-from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA
+from privframe.mechanisms.noise import MAX_LAPLACE_SCALE, MAX_SIGMA, MIN_LAPLACE_SCALE, MIN_SIGMA
 from privframe.mechanisms.selection import discrete_tail, discrete_threshold
 from privframe.numeric import Number, check_positive, exact, round_down
 from privframe.plan.aggregates import Aggregate
@@ -46,14 +57,17 @@ from privframe.plan.aggregates.distinct import SELECTION_KEY, DistinctNeed
 from privframe.plan.aggregates.quantile import QuantileMeasurement
 from privframe.plan.ir import Plan
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Measurement, Need, NoiseRangeError
+from privframe.plan.measurements import Family, Measurement, Need, NoiseRangeError, Share
 from privframe.plan.split import Balance, balanced_fractions, weighted_fractions
 
 __all__ = [
+    "NOISE_FLOOR_EPSILON",
     "NOISE_FLOOR_RHO",
     "Output",
     "ReleasePlan",
     "Selection",
+    "plan_approx_release",
+    "plan_pure_release",
     "plan_release",
     "resolve_limits",
     "selects",
@@ -117,18 +131,33 @@ noise unless its groups hold many millions of units (a census may), so
 :meth:`ReleasePlan.warn_if_drowned` warns rather than refuses.
 """
 
+NOISE_FLOOR_EPSILON = Fraction(1, 10**6)
+"""A Laplace measurement given less ε than this draws noise above 10⁶ times its sensitivity.
+
+Its scale is b = Δ₁/ε_m: below 10⁻⁶, b > 10⁶·Δ₁, as for :data:`NOISE_FLOOR_RHO`.
+"""
+
+_FLOORS: dict[Family, Fraction] = {"gaussian": NOISE_FLOOR_RHO, "laplace": NOISE_FLOOR_EPSILON}
+
 
 @dataclass(frozen=True)
 class ReleasePlan:
-    """Everything a release needs except the data: limits, measurements, outputs, cost."""
+    """Everything a release needs except the data: limits, measurements, outputs, cost.
+
+    ``cost`` is a budget of the session's kind: zCDP, PureDP or ApproxDP.
+    ``family`` is the noise every measurement draws, and ``choice`` says,
+    under (ε, δ)-DP, why that noise was chosen over the other.
+    """
 
     limits: Limits
     measurements: tuple[Measurement, ...]
     outputs: tuple[Output, ...]
-    cost: zCDP
+    cost: zCDP | PureDP | ApproxDP
     selection: Selection | None = None
     quantiles: tuple[QuantileMeasurement, ...] = ()
     relative_errors: tuple[tuple[str, float], ...] = ()  # with a Balance: per output
+    family: Family = "gaussian"
+    choice: str = ""
 
     def measurement(self, key: str) -> Measurement:
         """The Gaussian measurement with this key."""
@@ -139,7 +168,10 @@ class ReleasePlan:
         return next(m for m in self.quantiles if m.key == key)
 
     def warn_if_drowned(self) -> None:
-        """Warn when a measurement's share of ρ is below :data:`NOISE_FLOOR_RHO`.
+        """Warn when a measurement's share is below its floor (:data:`NOISE_FLOOR_RHO`, ...).
+
+        The floor is :data:`NOISE_FLOOR_RHO` for a share of ρ and
+        :data:`NOISE_FLOOR_EPSILON` for a share of ε.
 
         Its outputs are then noise at any plausible data size; the release is
         still private, so it warns (:class:`~privframe.errors.ExcessiveNoiseWarning`)
@@ -156,16 +188,19 @@ class ReleasePlan:
             >>> [w.category.__name__ for w in caught]
             ['ExcessiveNoiseWarning']
         """
-        shares = [(m.key, m.exact_rho) for m in self.measurements] + [
-            (q.key, q.exact_rho) for q in self.quantiles
+        floor = _FLOORS[self.family]
+        shares = [(m.key, m.exact_share) for m in self.measurements] + [
+            (q.key, q.exact_share) for q in self.quantiles
         ]
-        drowned = [key for key, share in shares if share < NOISE_FLOOR_RHO]
+        drowned = [key for key, share in shares if share < floor]
         if drowned:
+            name = "rho" if self.family == "gaussian" else "epsilon"
+            total = sum((share for _, share in shares), Fraction(0))
             warn_caller(
-                f"{', '.join(drowned)} would get a share of rho below {float(NOISE_FLOOR_RHO):.3g} "
-                f"(this release costs rho={float(self.cost.exact_rho):.3g}): noise above a million "
+                f"{', '.join(drowned)} would get a share of {name} below {float(floor):.3g} "
+                f"(this release's noise costs {name}={float(total):.3g}): noise above a million "
                 "units' whole contribution, so these outputs are noise unless groups hold many "
-                "millions of units. Release with a larger rho, or fewer outputs",
+                f"millions of units. Release with a larger {name}, or fewer outputs",
                 ExcessiveNoiseWarning,
             )
 
@@ -326,25 +361,25 @@ def _rho_of(
     key: str, measurements: Sequence[Measurement], found: Sequence[QuantileMeasurement]
 ) -> float:
     """The ρ a measurement (Gaussian or quantile) was given."""
-    rhos = {m.key: m.rho for m in measurements} | {m.key: m.rho for m in found}
-    return rhos[key]
+    rhos = {m.key: m.exact_share for m in measurements} | {m.key: m.exact_share for m in found}
+    return float(rhos[key])
 
 
 _Measured = tuple[list[Measurement], list[QuantileMeasurement]]
 
 
 def _measure(
-    rho: Fraction, shares: Mapping[str, Fraction], limits: Limits, needs: Mapping[str, Need]
+    budget: Share, shares: Mapping[str, Fraction], limits: Limits, needs: Mapping[str, Need]
 ) -> _Measured:
-    """Every measurement at its exact share ρ·share/total; NoiseRangeError if one cannot be drawn.
+    """Every measurement at its exact share budget·share/total; NoiseRangeError if one cannot be.
 
-    The shares add up to exactly ρ, and each σ is calibrated to its exact share.
+    The shares add up to exactly the budget, and each noise is calibrated to its exact share.
     """
     total = sum(shares.values(), Fraction(0))
     measurements: list[Measurement] = []
     chosen_quantiles: list[QuantileMeasurement] = []
     for key, share in shares.items():
-        measured = needs[key].measure(limits, rho * share / total)
+        measured = needs[key].measure(limits, budget.times(share / total))
         if isinstance(measured, QuantileMeasurement):
             chosen_quantiles.append(measured)
         elif isinstance(measured, Measurement):
@@ -357,13 +392,19 @@ def _measure(
         if not m.sigma < 1e150:
             raise NoiseRangeError(f"{m.key} would need noise of scale {m.sigma:.3g}")
         # Refuse here, before anything is charged, what the sampler would refuse later.
-        if not MIN_SIGMA <= m.sigma_units <= MAX_SIGMA:
+        low, high = _SAMPLER_RANGE[m.family]
+        if not low <= m.scale_units <= high:
             raise NoiseRangeError(
-                f"{m.key} would need a noise scale of {m.sigma_units:.6g} grid units, outside "
-                f"the exact sampler's range [{MIN_SIGMA:.4g}, {MAX_SIGMA:.4g}]"
+                f"{m.key} would need a noise scale of {m.scale_units:.6g} grid units, outside "
+                f"the exact sampler's range [{low:.4g}, {high:.4g}]"
             )
     return measurements, chosen_quantiles
 
+
+_SAMPLER_RANGE: dict[Family, tuple[float, float]] = {
+    "gaussian": (MIN_SIGMA, MAX_SIGMA),
+    "laplace": (MIN_LAPLACE_SCALE, MAX_LAPLACE_SCALE),
+}
 
 _EXPONENT_STEP = 16  # the scan for a working ρ: every 16th power of two, then bisection
 
@@ -399,9 +440,12 @@ def _two_digits(x: float, *, up: bool) -> str:
 
 
 def _out_of_range(
-    rho: Fraction, reason: str, measure: Callable[[Fraction], _Measured]
+    rho: Fraction, reason: str, measure: Callable[[Fraction], _Measured], name: str = "rho"
 ) -> Exception:
-    """The error for a ρ at which some measurement cannot be drawn: the real cause, and the fix."""
+    """The error for a budget at which some measurement cannot be drawn: the cause, and the fix.
+
+    ``name`` is the budget's parameter: ``rho``, or ``epsilon`` under pure DP.
+    """
 
     def works(candidate: Fraction) -> bool:
         try:
@@ -413,7 +457,7 @@ def _out_of_range(
     found = _working_exponents(works)
     if found is None:
         return InvalidValueError(
-            f"{reason}, and no rho makes this query work: its bounds or contribution limits "
+            f"{reason}, and no {name} makes this query work: its bounds or contribution limits "
             "are too extreme; rescale the columns and their bounds (e.g. to thousands or "
             "millionths), or lower the contribution limits"
         )
@@ -423,11 +467,12 @@ def _out_of_range(
             f"{reason}; rescale the columns and their bounds, or change the contribution limits"
         )
     size = "small" if rho < low else "large"
+    article = "a" if name == "rho" else "an"
     return InvalidBudgetError(
-        f"rho={float(rho):.3g} is too {size} for exact noise at these bounds and contribution "
-        f"limits: {reason}. This query can be released with rho from {_two_digits(low, up=True)} "
-        f"to {_two_digits(high, up=False)}; use a rho in that range"
-        + (", or lower the contribution limits" if size == "small" else "")
+        f"{name}={float(rho):.3g} is too {size} for exact noise at these bounds and contribution "
+        f"limits: {reason}. This query can be released with {name} from "
+        f"{_two_digits(low, up=True)} to {_two_digits(high, up=False)}; use {article} {name} in "
+        "that range" + (", or lower the contribution limits" if size == "small" else "")
     )
 
 
@@ -438,7 +483,7 @@ def plan_release(
     weights: Mapping[str, float] | Balance | None = None,
     delta: Number | None = None,
 ) -> ReleasePlan:
-    """Derive limits, measurements, the ρ split and σ for releasing ``plan`` at ``rho``.
+    """Derive limits, measurements, the ρ split and σ for releasing ``plan`` at ``rho`` (zCDP).
 
     ``rho`` and ``delta`` are budgets, read exactly
     (:func:`privframe.accounting.exact`: ``0.1`` is 1/10). Each measurement's
@@ -462,14 +507,171 @@ def plan_release(
             exactly (the message gives that range).
     """
     rho = exact("rho", rho, positive=True)
-    if not plan.aggregates:
-        raise InvalidValueError("the query has no aggregates: add .agg(pf.count(), ...)")
-    selecting = selects(plan)
-    if selecting and not delta:
+    if plan.aggregates and selects(plan) and not delta:
         raise InvalidBudgetError(
             "choosing groups privately needs a delta > 0 (give the session a budget such as "
             "pf.zCDP(rho=1.0, delta=1e-7), or pass public keys: group_by(..., keys=[...]))"
         )
+    return _plan(plan, has_unit, Share(rho), weights, delta)
+
+
+def plan_pure_release(
+    plan: Plan,
+    has_unit: bool,
+    epsilon: Number,
+    weights: Mapping[str, float] | Balance | None = None,
+) -> ReleasePlan:
+    """Derive limits, measurements, the ε split and the Laplace scales for a pure ε-DP release.
+
+    Each measurement's share is exactly ε·f/(Σ f) for the split's fractions f,
+    its discrete Laplace scale b is Δ₁/share rounded up (so the measurement is
+    (Δ₁/b)-DP with Δ₁/b <= share), a quantile's exponential mechanism is
+    charged its whole share of ε, and the shares add up to exactly ε (basic
+    composition, Dwork & Roth 2014, Thm. 3.16): the cost is ``PureDP(epsilon)``.
+    The split's fractions are the zCDP split's: any split is private, and
+    that one is close to the best for the Laplace's variance too.
+
+    Raises:
+        InvalidBudgetError: ``epsilon`` is not a positive number or is outside
+            the range in which the noise can be drawn exactly, or the plan
+            chooses its groups privately, which pure DP cannot do (a group
+            held by the added unit alone appears with a probability that no
+            ε bounds).
+        InvalidArgumentError: ``weights`` is a ``pf.balance``, which balances
+            the relative errors of Gaussian noise.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.plan.ir import Plan
+        >>> release = plan_pure_release(Plan(aggregates=(pf.count(),)), False, 0.5)
+        >>> release.cost, release.measurements[0].scale_units
+        (PureDP(epsilon=0.5), 2.0)
+    """
+    epsilon = exact("epsilon", epsilon, positive=True)
+    if selects(plan):
+        raise InvalidBudgetError(
+            f"choosing groups privately (group_by columns {list(plan.selected)} without public "
+            "keys) needs a delta > 0, and a pure-DP budget (PureDP) has none: pass public keys, "
+            "group_by(..., keys=[...]), or open the session with an (epsilon, delta) budget, "
+            "budget=pf.ApproxDP(epsilon=..., delta=...)"
+        )
+    if isinstance(weights, Balance):
+        raise InvalidArgumentError(
+            "pf.balance balances the relative errors of Gaussian noise (a zCDP budget); under "
+            "pure DP pass weights={output: weight, ...} instead"
+        )
+    return _plan(plan, has_unit, Share(epsilon, "laplace"), weights, None)
+
+
+def plan_approx_release(
+    plan: Plan,
+    has_unit: bool,
+    epsilon: Number,
+    delta: Number,
+    weights: Mapping[str, float] | Balance | None = None,
+) -> ReleasePlan:
+    """Plan an (ε, δ)-DP release with the noise that gives the smaller error.
+
+    Two releases are planned and the better one kept; either way the cost is
+    ``ApproxDP(epsilon, delta)``, what was asked:
+
+    * **Laplace**: the pure ε-DP release of :func:`plan_pure_release` (δ is
+      not needed); not for a plan that chooses its groups privately or
+      balances relative error.
+    * **Gaussian**, when δ > 0: the zCDP release at the largest ρ whose
+      tightest (ε, δ') conversion is within ε (Canonne, Kamath & Steinke
+      2020, Prop. 14: :meth:`zCDP.from_approx_dp
+      <privframe.accounting.budgets.zCDP.from_approx_dp>`), with δ' = δ; or,
+      for a plan that chooses its groups privately, δ' = δ/2 and the other
+      δ/2 spent on that choice, a (ρ, δ/2)-approximate-zCDP release, which is
+      (ε, δ)-DP. privframe's discrete Gaussian of a vector is known to be
+      ρ-zCDP (Canonne, Kamath & Steinke 2020, Thm. 14); Balle & Wang's
+      analytic calibration is exact for the continuous Gaussian and is not
+      proven for it, so it is not used.
+
+    The one whose noise is smaller (the geometric mean, over measurements, of
+    their std bounds, and of the quantiles' rank errors) is kept; ``choice``
+    says which and by how much.
+
+    Raises:
+        InvalidBudgetError: ``epsilon`` not positive or ``delta`` not in
+            [0, 1); no noise can be drawn at this budget; or ``delta`` is 0 for a
+            plan that chooses its groups privately.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.plan.ir import Plan
+        >>> release = plan_approx_release(Plan(aggregates=(pf.count(),)), False, 1.0, 1e-6)
+        >>> release.cost, release.family
+        (ApproxDP(epsilon=1.0, delta=1e-06), 'laplace')
+    """
+    cost = ApproxDP(exact("epsilon", epsilon, positive=True), delta)
+    epsilon, delta = cost.exact_epsilon, cost.exact_delta
+    selecting = selects(plan)
+    if plan.aggregates and selecting and not delta:
+        raise InvalidBudgetError(
+            f"choosing groups privately (group_by columns {list(plan.selected)} without public "
+            "keys) spends delta: release with delta=... (or pass public keys, "
+            "group_by(..., keys=[...]))"
+        )
+    candidates: list[ReleasePlan] = []
+    failures: list[InvalidBudgetError] = []
+    if not selecting and not isinstance(weights, Balance):
+        try:
+            candidates.append(plan_pure_release(plan, has_unit, epsilon, weights))
+        except InvalidBudgetError as err:
+            failures.append(err)
+    if delta:
+        selection_delta = delta / 2 if selecting else None
+        rho = zCDP.from_approx_dp(epsilon, delta - (selection_delta or 0)).exact_rho
+        try:
+            candidates.append(plan_release(plan, has_unit, rho, weights, selection_delta))
+        except InvalidBudgetError as err:
+            failures.append(err)
+    if not candidates:
+        raise failures[0]
+    best = min(candidates, key=_noise_level)
+    return dataclasses.replace(best, cost=cost, choice=_choice(best, candidates, epsilon))
+
+
+def _noise_level(release: ReleasePlan) -> float:
+    """The mean log of the measurements' std bounds and the quantiles' rank errors."""
+    logs = [math.log(m.sigma) for m in release.measurements]
+    logs += [math.log(q.rank_error()) for q in release.quantiles]
+    if release.selection is not None:
+        logs.append(math.log(release.selection.measurement.sigma))
+    return sum(logs) / len(logs)
+
+
+def _choice(best: ReleasePlan, candidates: Sequence[ReleasePlan], epsilon: Fraction) -> str:
+    """Which noise an (ε, δ) release draws and why, for ``explain``."""
+    if best.family == "laplace":
+        chosen = f"Laplace noise (pure epsilon={float(epsilon):.6g}-DP)"
+    else:
+        rho = sum((m.exact_share for m in best.measurements), Fraction(0))
+        rho += sum((q.exact_share for q in best.quantiles), Fraction(0))
+        chosen = (
+            f"Gaussian noise (rho={float(rho):.6g}-zCDP, the most whose (epsilon, delta) "
+            "conversion fits)"
+        )
+    others = [c for c in candidates if c is not best]
+    if not others:
+        return f"{chosen}; the other noise cannot release this query at this budget"
+    ratio = math.exp(_noise_level(others[0]) - _noise_level(best))
+    return f"{chosen}: {ratio:.3g}× less noise than {others[0].family.capitalize()} noise"
+
+
+def _plan(
+    plan: Plan,
+    has_unit: bool,
+    budget: Share,
+    weights: Mapping[str, float] | Balance | None,
+    delta: Number | None,
+) -> ReleasePlan:
+    """The release at ``budget`` (exact), its key selection (if any) spending ``delta``."""
+    if not plan.aggregates:
+        raise InvalidValueError("the query has no aggregates: add .agg(pf.count(), ...)")
+    selecting = selects(plan)
     limits = resolve_limits(plan, has_unit)
     outputs = tuple(Output(a.output_name, a, a.keys()) for a in plan.aggregates)
     needs = {need.key: need for a in plan.aggregates for need in a.needs()}
@@ -483,31 +685,33 @@ def plan_release(
         shares[SELECTION_KEY] = sum(shares.values(), Fraction(0)) / len(outputs)
 
     def measure(candidate: Fraction) -> _Measured:
-        return _measure(candidate, shares, limits, needs)
+        return _measure(Share(candidate, budget.family), shares, limits, needs)
 
     failure = None
     try:
-        measurements, chosen_quantiles = measure(rho)
+        measurements, chosen_quantiles = measure(budget.amount)
     except NoiseRangeError as err:
         failure = str(err)
     if failure is not None:
-        raise _out_of_range(rho, failure, measure)
-    rho_spent = sum((m.exact_rho for m in measurements), Fraction(0)) + sum(
-        (m.exact_rho for m in chosen_quantiles), Fraction(0)
+        raise _out_of_range(budget.amount, failure, measure, budget.parameter)
+    spent = sum((m.exact_share for m in measurements), Fraction(0)) + sum(
+        (m.exact_share for m in chosen_quantiles), Fraction(0)
     )
     found = tuple(chosen_quantiles)
     relative = tuple(
         (name, math.sqrt(sum(b / _rho_of(key, measurements, found) for key, b in row.items())))
         for name, row in errors.items()
     )
+    family = budget.family
     if not selecting:
+        cost = zCDP(spent) if family == "gaussian" else PureDP(spent)
         return ReleasePlan(
-            limits, tuple(measurements), outputs, zCDP(rho_spent), None, found, relative
+            limits, tuple(measurements), outputs, cost, None, found, relative, family
         )
     selection_delta = exact("delta", delta, positive=True)
-    cost = zCDP(rho_spent, selection_delta)  # refuses a delta >= 1
+    selected_cost = zCDP(spent, selection_delta)  # refuses a delta >= 1
     selection, kept = _selection(measurements, limits, selection_delta)
-    return ReleasePlan(limits, kept, outputs, cost, selection, found, relative)
+    return ReleasePlan(limits, kept, outputs, selected_cost, selection, found, relative, family)
 
 
 def _selection(

@@ -178,7 +178,9 @@ class Pooled:
     def measurement(self, key: str) -> Measurement:
         """The measurement with its noise scaled to a sum of ``groups`` independent draws."""
         m = self.measured.measurement(key)
-        return dataclasses.replace(m, sigma_units=m.sigma_units * math.sqrt(self.groups))
+        return dataclasses.replace(
+            m, sigma_units=m.sigma_units * math.sqrt(self.groups), pooled=m.pooled * self.groups
+        )
 
     def quantile(self, key: str) -> RankMeasured:
         """Quantiles are not pooled: the total row has none."""

@@ -11,9 +11,9 @@ in this order, so that budget comes before bytes:
    is refused without its message, which may quote private values;
 4. **charge** (:meth:`Pipeline.charge`): the accountant records a batch's
    total in one ledger step (:mod:`privframe.accounting.accountant`);
-5. **noise** (:meth:`Pipeline.noisy`): key selection, discrete Gaussian
-   vectors (:mod:`privframe.mechanisms.draws`) and the quantiles'
-   exponential mechanism, only after the charge;
+5. **noise** (:meth:`Pipeline.noisy`): key selection, discrete Gaussian or
+   discrete Laplace vectors (:mod:`privframe.mechanisms.draws`) and the
+   quantiles' exponential mechanism, only after the charge;
 6. **estimate**: each aggregate turns the noisy measurements into its output
    columns (:meth:`~privframe.plan.aggregates.base.Aggregate.estimate`), then
    the release's post-processing: clamping, intervals, a total row
@@ -36,28 +36,57 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
+from privframe._arguments import RHO_HINTS
 from privframe.accounting.accountant import Accountant, Spend
-from privframe.accounting.budgets import zCDP
-from privframe.accounting.events import GaussianEvent, ThresholdEvent, ZCDPEvent
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
+from privframe.accounting.events import (
+    GaussianEvent,
+    LaplaceEvent,
+    PureDPEvent,
+    ThresholdEvent,
+    ZCDPEvent,
+)
 from privframe.accounting.ledger import LedgerEntry
 from privframe.engines.contributions import ContributionSpec, SupportsContributions
 from privframe.engines.inputs import PanicException
 from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, RowStep
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
-from privframe.mechanisms.draws import discrete_gaussian_vectors
+from privframe.mechanisms.draws import NoiseDraw, noise_vectors
 from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
 from privframe.numeric import Number
 from privframe.numeric import exact as exact_number
 from privframe.plan.aggregates.quantile import choose_quantiles, histogram_specs
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys
-from privframe.plan.planner import ReleasePlan, Selection, plan_release, selects
+from privframe.plan.measurements import Measurement
+from privframe.plan.planner import (
+    ReleasePlan,
+    Selection,
+    plan_approx_release,
+    plan_pure_release,
+    plan_release,
+    selects,
+)
 from privframe.plan.postprocess import estimate_outputs
 from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 from privframe.plan.tuning import TuningDesign
 
-__all__ = ["Batch", "Computed", "Pipeline", "describe"]
+__all__ = ["Batch", "Computed", "Cost", "Pipeline", "describe", "zero_cost"]
+
+Cost = zCDP | PureDP | ApproxDP
+"""A release's cost: a budget of its session's kind."""
+
+
+def zero_cost(kind: type[Cost]) -> Cost:
+    """The zero budget of a session's ``kind``, to add a batch's costs to.
+
+    Example:
+        >>> import privframe as pf
+        >>> zero_cost(pf.PureDP)
+        PureDP(epsilon=0.0)
+    """
+    return kind(0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,20 +153,91 @@ class Pipeline:
         rho: Number,
         weights: Mapping[str, float] | Balance | None,
         delta: Number | None,
-        before: zCDP,
+        before: Cost,
     ) -> ReleasePlan:
         """Plan a release at ``rho`` after ``before`` (the batch so far); refuse what cannot fit.
 
-        A request over what is left by float rounding only spends exactly what
-        is left, after what the requests before it in the batch spend.
+        ``rho`` is the budget in the session's first parameter: ρ for a zCDP
+        session, ε for a pure-DP or an (ε, δ) one (:meth:`asked` reads it).
+        Under (ε, δ)-DP ``delta`` is the release's δ (0 if None). A request
+        over what is left by float rounding only spends exactly what is left,
+        after what the requests before it in the batch spend.
         """
-        delta = self.selection_delta(plan, delta)
-        asked = exact_number("rho", rho, positive=True)
-        rho_left = self.accountant.affordable(before.exact_rho + asked) - before.exact_rho
-        release = plan_release(plan, self.unit is not None, rho_left, weights, delta)
-        self.accountant.check(before + release.cost)
+        release = self.planned(plan, rho, weights, delta, before)
+        self.accountant.check(before + release.cost)  # type: ignore[operator]  # one kind
         release.warn_if_drowned()
         return release
+
+    def planned(
+        self,
+        plan: Plan,
+        rho: Number,
+        weights: Mapping[str, float] | Balance | None,
+        delta: Number | None,
+        before: Cost,
+    ) -> ReleasePlan:
+        """:meth:`plan` without the check that it fits (for ``explain``)."""
+        has_unit = self.unit is not None
+        budget = self.accountant.budget
+        if isinstance(budget, zCDP):
+            assert isinstance(before, zCDP)
+            delta = self.selection_delta(plan, delta)
+            asked = exact_number("rho", rho, positive=True)
+            rho_left = self.accountant.affordable(before.exact_rho + asked) - before.exact_rho
+            release = plan_release(plan, has_unit, rho_left, weights, delta)
+        else:
+            assert isinstance(before, PureDP | ApproxDP)
+            asked = exact_number("epsilon", rho, positive=True)
+            spent = before.exact_epsilon
+            left = self.accountant.affordable(spent + asked) - spent
+            if isinstance(budget, PureDP):
+                if delta:
+                    raise InvalidValueError(
+                        "a pure-DP session (a PureDP budget) spends no delta: release with "
+                        "epsilon=... alone"
+                    )
+                release = plan_pure_release(plan, has_unit, left, weights)
+            else:
+                release = plan_approx_release(plan, has_unit, left, delta or 0, weights)
+        return release
+
+    def asked(self, rho: Number | None, epsilon: Number | None) -> Number:
+        """The budget a release asks for, in its session's parameter; the other is refused.
+
+        A zCDP session's releases spend ``rho``; pure-DP and (ε, δ) sessions'
+        spend ``epsilon``.
+
+        Raises:
+            InvalidArgumentError: the other parameter was given, or none.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.PureDP(1.0))
+            >>> try:
+            ...     sess.query().agg(pf.count()).release(rho=0.5)
+            ... except TypeError as err:
+            ...     print(str(err)[:62])
+            this session's budget is PureDP(epsilon=1.0): a release spends
+        """
+        budget = self.accountant.budget
+        if isinstance(budget, zCDP):
+            if epsilon is not None:
+                raise InvalidArgumentError(RHO_HINTS["epsilon"])
+            if rho is None:
+                raise InvalidArgumentError(f"a release needs a budget: {RHO_HINTS['rho']}")
+            return rho
+        if rho is not None:
+            raise InvalidArgumentError(
+                f"this session's budget is {budget!r}: a release spends epsilon=..., not rho, "
+                "e.g. release(epsilon=0.1); sess.remaining.epsilon shows what is left"
+            )
+        if epsilon is None:
+            raise InvalidArgumentError(
+                f"a release needs a budget: this session's budget is {budget!r}, so pass "
+                "epsilon=..., e.g. release(epsilon=0.1); sess.remaining.epsilon shows what is left"
+            )
+        return epsilon
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
         """The engine's exact aggregates; a failure is refused without its message."""
@@ -229,8 +329,11 @@ class Pipeline:
         release, exact = computed.release, computed.exact
         if release.selection is not None:
             exact = self._selected(exact, computed.plan.selected, release.selection)
-        sigmas = [m.sigma_units for m in release.measurements]
-        draws = discrete_gaussian_vectors(sigmas, exact.height, self.rng)
+        draws = noise_vectors(
+            [NoiseDraw(m.family, m.scale_units) for m in release.measurements],
+            exact.height,
+            self.rng,
+        )
         noisy = {
             m.key: exact[m.need.exact_column(value_column(i))].to_numpy().astype(np.int64) + draw
             for i, (m, draw) in enumerate(zip(release.measurements, draws, strict=True))
@@ -302,9 +405,10 @@ class Batch:
         return [c.options.label for c in self._computed]
 
     @property
-    def cost(self) -> zCDP:
-        """What :meth:`release` charges: every request's cost, composed."""
-        return sum((c.release.cost for c in self._computed), zCDP(0))
+    def cost(self) -> Cost:
+        """What :meth:`release` charges: every request's cost, added up."""
+        zero = zero_cost(type(self._pipeline.accountant.budget))
+        return sum((c.release.cost for c in self._computed), zero)
 
     @property
     def entries(self) -> list[LedgerEntry]:
@@ -395,21 +499,35 @@ def _with_other(
 def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
     """The release's mechanisms as versioned events (privframe.accounting.events), for replaying.
 
-    Each noisy measurement is a discrete Gaussian with noise multiplier σ/Δ
-    (grid units) and, with public keys, one value per group as its dimension;
-    a private key selection adds its counts (dimension not public) and a
-    threshold event with the δ it spends; a quantile is a ρ-zCDP event.
+    Each noisy measurement is a discrete Gaussian with noise multiplier σ/Δ₂,
+    or a discrete Laplace with noise multiplier b/Δ₁ (grid units), and, with
+    public keys, one value per group as its dimension; a private key
+    selection adds its counts (dimension not public) and a threshold event
+    with the δ it spends; a quantile is a ρ-zCDP event, or an ε-DP one under
+    pure DP.
     """
     events: list[Any] = [
-        GaussianEvent(m.sigma_units / m.l2_units, discrete=True, dimension=n_groups)
+        GaussianEvent(m.scale_units / m.l2_units, discrete=True, dimension=n_groups)
+        if m.family == "gaussian"
+        else LaplaceEvent(m.scale_units / m.l1_units, discrete=True, dimension=n_groups)
         for m in release.measurements
     ]
     if release.selection is not None:
         m = release.selection.measurement
         events.append(GaussianEvent(m.sigma_units / m.l2_units, discrete=True))
         events.append(ThresholdEvent(rho=0.0, delta=release.selection.delta))
-    events += [ZCDPEvent(q.rho) for q in release.quantiles]
+    events += [
+        ZCDPEvent(q.exact_share) if q.share.family == "gaussian" else PureDPEvent(q.exact_share)
+        for q in release.quantiles
+    ]
     return [event.to_dict() for event in events]
+
+
+def _measurement(m: Measurement) -> dict[str, Any]:
+    """A measurement's public parameters: its share and its noise (σ, or the Laplace scale)."""
+    if m.family == "gaussian":
+        return {"key": m.key, "rho": float(m.exact_share), "sigma": m.sigma}
+    return {"key": m.key, "epsilon": float(m.exact_share), "scale": m.scale_units * m.scale}
 
 
 def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
@@ -434,9 +552,10 @@ def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
         "filters": len(plan.filters),
         "outputs": [out.name for out in release.outputs],
         "limits": release.limits.describe(),
-        "measurements": [
-            {"key": m.key, "rho": m.rho, "sigma": m.sigma} for m in release.measurements
-        ]
-        + [{"key": m.key, "rho": m.rho, "eta": m.eta} for m in release.quantiles],
+        "measurements": [_measurement(m) for m in release.measurements]
+        + [
+            {"key": q.key, q.share.parameter: float(q.exact_share), "eta": q.eta}
+            for q in release.quantiles
+        ],
         "events": _events(release, plan.n_groups),
     }

@@ -6,7 +6,11 @@ ANONYMIZATION OPTIONS(epsilon=..., delta=..., kappa=...)``) becomes a frozen
 :class:`PrivacyOptions`:
 
 * ``epsilon`` and ``delta`` are this query's whole spend, (ε, δ)-DP as in
-  BigQuery. privframe spends zCDP: the query spends the largest ρ whose
+  BigQuery. In a pure-DP session (``pf.PureDP``) the query spends exactly
+  ``epsilon`` (``delta`` is refused: pure DP has none), and in an (ε, δ)
+  session (``pf.ApproxDP``) exactly ``epsilon`` and ``delta``, with no
+  conversion (the release chooses its noise, :func:`~privframe.plan.planner.plan_approx_release`).
+  A zCDP session spends zCDP: the query spends the largest ρ whose
   tightest conversion gives (ε, δ) (:meth:`pf.ApproxDP.to_zcdp
   <privframe.accounting.budgets.ApproxDP.to_zcdp>`, Canonne, Kamath & Steinke
   2020, Cor. 13, floored by Bun & Steinke 2016, Prop. 1.3). When its groups
@@ -147,8 +151,12 @@ class PrivacyOptions:
         """The clause as a construct name, ``WITH DIFFERENTIAL_PRIVACY OPTIONS``."""
         return _construct(self.clause)
 
-    def check(self) -> None:
+    def check(self, needs_delta: bool = True) -> None:
         """Refuse a budget that is not one: epsilon 0, delta without epsilon, or no delta.
+
+        ``needs_delta``: a zCDP session's Gaussian noise cannot give pure ε-DP,
+        so there ``epsilon`` needs a ``delta``; pure-DP and (ε, δ) sessions'
+        releases can (Laplace noise).
 
         Example:
             >>> from fractions import Fraction
@@ -170,10 +178,11 @@ class PrivacyOptions:
             )
         elif self.epsilon is not None and self.epsilon <= 0:
             problem = "needs epsilon > 0: a release with no budget cannot add finite noise"
-        elif self.epsilon is not None and not self.delta:
+        elif needs_delta and self.epsilon is not None and not self.delta:
             problem = (
-                "needs delta > 0 with epsilon: privframe's Gaussian noise gives "
-                "(epsilon, delta)-DP, never pure epsilon-DP; e.g. delta=1e-6"
+                "needs delta > 0 with epsilon in a zCDP session: its Gaussian noise gives "
+                "(epsilon, delta)-DP, never pure epsilon-DP; e.g. delta=1e-6 (or open the "
+                "session with budget=pf.PureDP(epsilon=...) for pure DP)"
             )
         if problem is not None:
             raise SQLError(
@@ -208,8 +217,13 @@ class PrivacyOptions:
         return OptionsBudget(converted.exact_rho, reserve, epsilon, delta)
 
 
-def read_options(clause: PrivacyClause, unit: str | None) -> PrivacyOptions:
+def read_options(
+    clause: PrivacyClause, unit: str | None, needs_delta: bool = True
+) -> PrivacyOptions:
     """The checked options of ``clause``; ``unit`` is the Session's privacy unit.
+
+    ``needs_delta`` is :meth:`PrivacyOptions.check`'s: False in a pure-DP or
+    (ε, δ) session.
 
     Example:
         >>> import sqlglot
@@ -244,7 +258,7 @@ def read_options(clause: PrivacyClause, unit: str | None) -> PrivacyOptions:
         public_groups=_strategy(values.get("group_selection_strategy")),
         position=position(clause),
     )
-    options.check()
+    options.check(needs_delta)
     return options
 
 

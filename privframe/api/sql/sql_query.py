@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, TypeVar, Unpack
 
 import polars as pl
 
-from privframe._arguments import RHO_HINTS, hinted
+from privframe._arguments import RELEASE_HINTS, hinted
+from privframe.accounting.budgets import PureDP, zCDP
 from privframe.api.html import query_html
 from privframe.api.query import Query, Request
 from privframe.api.schema import error_column_clashes
@@ -88,8 +89,25 @@ class SQLQuery:
         """The options of the query's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(...)``, if any."""
         return self._options
 
+    @property
+    def carries_budget(self) -> bool:
+        """Whether the query's OPTIONS give its budget (epsilon), so it can release as it is.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.PureDP(1.0))
+            >>> sess.parse_sql("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=0.5) "
+            ...                "COUNT(*) AS n FROM data").carries_budget
+            True
+        """
+        return self._options is not None and self._options.epsilon is not None
+
     def spend(self) -> OptionsBudget | None:
-        """What the query's OPTIONS(epsilon, delta) spend: ρ, and δ for private groups; or None.
+        """What the query's OPTIONS(epsilon, delta) spend in a zCDP session: ρ, and δ; or None.
+
+        None without OPTIONS(epsilon, ...), and in a pure-DP or (ε, δ) session,
+        which spends the OPTIONS' ε and δ as they are.
 
         Example:
             >>> import polars as pl
@@ -100,39 +118,62 @@ class SQLQuery:
             >>> round(float(q.spend().rho), 6), q.spend().selection_delta
             (0.024356, None)
         """
-        if self._options is None:
+        if self._options is None or not self._zcdp:
             return None
         return self._options.spend(selects=self._post.selection is not None)
 
-    def _budget(self, rho: Number | None, delta: Number | None) -> tuple[Number, Number | None]:
-        """The (ρ, δ) a release spends: the OPTIONS', or the arguments'; never both."""
-        spend = self.spend()
-        if spend is None:
-            if rho is None:
-                raise InvalidArgumentError(
-                    "pass rho=...: the zCDP budget to spend, e.g. rho=0.1; or give the query "
-                    "its (epsilon, delta) in SQL: SELECT WITH DIFFERENTIAL_PRIVACY "
-                    "OPTIONS(epsilon=..., delta=...) ..."
+    @property
+    def _zcdp(self) -> bool:
+        return issubclass(self._query.session.budget_kind, zCDP)
+
+    def _budget(
+        self, rho: Number | None, epsilon: Number | None, delta: Number | None
+    ) -> tuple[Number | None, Number | None, Number | None]:
+        """The (ρ or ε, δ) a release spends: the OPTIONS', or the arguments'; never both."""
+        options = self._options
+        if options is None or not self.carries_budget:
+            if rho is None and epsilon is None:
+                budget = (
+                    "rho=...: the zCDP budget to spend, e.g. rho=0.1"
+                    if self._zcdp
+                    else "epsilon=...: the budget to spend, e.g. epsilon=0.1"
                 )
-            return rho, delta
-        if rho is not None or delta is not None:
-            assert self._options is not None  # spend() is None without options
-            given = "rho=" if delta is None else ("delta=" if rho is None else "rho= and delta=")
+                raise InvalidArgumentError(
+                    f"pass {budget}; or give the query its (epsilon, delta) in SQL: SELECT WITH "
+                    "DIFFERENTIAL_PRIVACY OPTIONS(epsilon=..., delta=...) ..."
+                )
+            return rho, epsilon, delta
+        if rho is not None or epsilon is not None or delta is not None:
+            passed = {"rho": rho, "epsilon": epsilon, "delta": delta}
+            given = " and ".join(f"{name}=" for name, value in passed.items() if value is not None)
             raise SQLError(
-                f"the budget is given twice: {self._options.construct} sets this query's "
+                f"the budget is given twice: {options.construct} sets this query's "
                 f"epsilon and delta, and {given} was passed too. Pass neither (the OPTIONS are "
                 "spent), or take epsilon and delta out of OPTIONS",
-                construct=self._options.construct,
-                position=self._options.position,
+                construct=options.construct,
+                position=options.position,
             )
-        return spend.rho, spend.selection_delta
+        spend = self.spend()
+        if spend is not None:
+            return spend.rho, None, spend.selection_delta
+        if options.delta and issubclass(self._query.session.budget_kind, PureDP):
+            raise SQLError(
+                f"{options.construct} gives delta, and this session's budget is pure DP "
+                "(PureDP), which spends none: take delta out of OPTIONS, or open the session "
+                "with budget=pf.ApproxDP(epsilon=..., delta=...)",
+                construct=options.construct,
+                position=options.position,
+            )
+        return None, options.epsilon, options.delta
 
-    @hinted(**RHO_HINTS)
+    @hinted(**RELEASE_HINTS)
     def explain(
         self,
         rho: Number | None = None,
         weights: Mapping[str, float] | Balance | None = None,
         delta: Number | None = None,
+        *,
+        epsilon: Number | None = None,
     ) -> Explanation:
         """What the release would do, from public parameters only; spends nothing.
 
@@ -140,7 +181,9 @@ class SQLQuery:
         (with the δ the session has left, as the builder's ``explain`` does),
         with a note that its release needs ``delta=``. With OPTIONS(epsilon,
         delta), ``rho`` and ``delta`` come from them, and a note shows the
-        mapping (ε, δ → ρ, δ_selection) and where it comes from.
+        mapping (ε, δ → ρ, δ_selection) and where it comes from; in a pure-DP
+        or (ε, δ) session they are spent as they are, and ``epsilon`` is
+        passed instead of ``rho`` when there are none.
 
         Example:
             >>> import polars as pl
@@ -153,8 +196,10 @@ class SQLQuery:
             'OPTIONS(epsilon=1, delta=1e-06) -> rho = 0.024356 '
         """
         self.check(with_error=True)
-        rho, delta = self._budget(rho, delta)
-        explanation = self._spending(lambda: self._query.explain(rho, weights=weights, delta=delta))
+        rho, epsilon, delta = self._budget(rho, epsilon, delta)
+        explanation = self._spending(
+            lambda: self._query.explain(rho, weights=weights, delta=delta, epsilon=epsilon)
+        )
         notes = (*explanation.notes, *self._post.notes)
         spend = self.spend()
         if spend is not None:
@@ -172,12 +217,19 @@ class SQLQuery:
             )
         return dataclasses.replace(explanation, notes=notes)
 
-    @hinted(**RHO_HINTS)
+    @hinted(**RELEASE_HINTS)
     @takes_release_options
     def release(
-        self, rho: Number | None = None, **options: Unpack[ReleaseKeywords]
+        self,
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        **options: Unpack[ReleaseKeywords],
     ) -> pl.DataFrame | pd.DataFrame:
         """Spend ``rho`` (or the OPTIONS' budget), release, then apply HAVING, ORDER BY and LIMIT.
+
+        In a pure-DP or (ε, δ) session the budget is ``epsilon`` (and
+        ``delta``), or the OPTIONS' ε and δ, spent as they are.
 
         The post-processing is first run on an empty table of the release's
         types, so a HAVING or ORDER BY that cannot run fails before anything
@@ -197,12 +249,18 @@ class SQLQuery:
             >>> sess.sql("SELECT COUNT(*) AS n FROM data").release(0.5).columns
             ['n']
         """
-        request = self.request_with(rho, ReleaseOptions(**options))
+        request = self.request_with(rho, ReleaseOptions(**options), epsilon=epsilon)
         return self._spending(lambda: self._query.session.release_all([request])[0])
 
-    @hinted(**RHO_HINTS)
+    @hinted(**RELEASE_HINTS)
     @takes_release_options
-    def request(self, rho: Number | None = None, **options: Unpack[ReleaseKeywords]) -> Request:
+    def request(
+        self,
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        **options: Unpack[ReleaseKeywords],
+    ) -> Request:
         """This query's release as a :class:`~privframe.api.query.Request`, checked; spends nothing.
 
         :meth:`Session.release_all <privframe.api.session.Session.release_all>`
@@ -217,10 +275,12 @@ class SQLQuery:
             >>> request.options.label
             'SELECT COUNT(*) AS n FROM data'
         """
-        return self.request_with(rho, ReleaseOptions(**options))
+        return self.request_with(rho, ReleaseOptions(**options), epsilon=epsilon)
 
-    @hinted(**RHO_HINTS)
-    def request_with(self, rho: Number | None, options: ReleaseOptions) -> Request:
+    @hinted(**RELEASE_HINTS)
+    def request_with(
+        self, rho: Number | None, options: ReleaseOptions, *, epsilon: Number | None = None
+    ) -> Request:
         """:meth:`request` with the options as one value (as reports and the server pass them).
 
         Example:
@@ -235,7 +295,7 @@ class SQLQuery:
         options.post_for(self._query.plan)
         errors = options.computes_errors
         self.check(errors)
-        rho, delta = self._budget(rho, options.delta)
+        rho, epsilon, delta = self._budget(rho, epsilon, options.delta)
         selection = self._post.selection
         if selection is not None and delta is None:
             message, position = selection
@@ -246,6 +306,7 @@ class SQLQuery:
             dataclasses.replace(options, label=options.label or self._text, delta=delta),
             finish=lambda frame: self._post.finish(self._rounded(frame), errors),
             sql=self._text,
+            epsilon=epsilon,
         )
 
     def check(self, with_error: bool = False) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import polars as pl
 from sqlglot import exp
 
+from privframe.accounting.budgets import zCDP
 from privframe.api.query import Query
 from privframe.api.sql._common import TABLE, builder_refusal, construct, refuse
 from privframe.api.sql.calls import count_limit, rounds_to_integer
@@ -64,7 +65,8 @@ def parse(
     try:
         statement = select(text, names)
         clause = privacy_clause(statement)
-        options = None if clause is None else read_options(clause, unit)
+        zcdp = issubclass(query.session.budget_kind, zCDP)
+        options = None if clause is None else read_options(clause, unit, needs_delta=zcdp)
         limits = limits_of(statement, options, contributions, unit)
         scope = Scope(text, columns, tables, metadata, table)
         built, post, integers = builder_refusal(

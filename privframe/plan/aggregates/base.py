@@ -39,6 +39,7 @@ from privframe.plan.measurements import (
     Kind,
     Measurement,
     Need,
+    Share,
     exact_text,
     grid_measurement,
 )
@@ -490,12 +491,12 @@ class GridNeed(GaussianNeed):
     def values(self, limits: Limits) -> GridRange:
         """What one row adds to the sum, and how far it moves it."""
 
-    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
-        """The sum on its grid: Δ = sqrt(S)·spread."""
+    def measure(self, limits: Limits, share: Share) -> Measurement:
+        """The sum on its grid: Δ₂ = sqrt(S)·spread, Δ₁ = W·spread."""
         a = self.aggregate
         values = self.values(limits)
         return grid_measurement(
-            self.key, self.kind, a.column, (a.lower, a.upper), values, limits.squares, rho, self
+            self.key, self.kind, a.column, (a.lower, a.upper), values, limits, share, self
         )
 
     def error_coefficient(self, limits: Limits) -> float:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
@@ -33,7 +32,14 @@ from privframe.plan.aggregates.base import (
     Summed,
 )
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, integer_measurement
+from privframe.plan.measurements import (
+    Z95,
+    GaussianNeed,
+    Measurement,
+    Need,
+    Share,
+    integer_measurement,
+)
 
 __all__ = [
     "Count",
@@ -46,6 +52,11 @@ __all__ = [
 ]
 
 
+def _rows_bound(limits: Limits) -> tuple[int, str, int, str]:
+    """A row count's bounds: sum_g w_g² <= S and sum_g w_g <= W."""
+    return limits.squares, "S", limits.rows, "W"
+
+
 class CountNeed(GaussianNeed):
     """The noisy row count per group; every count, mean and variance shares it."""
 
@@ -54,9 +65,12 @@ class CountNeed(GaussianNeed):
         """Always ``count``: one count per release."""
         return "count"
 
-    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
-        """Rows per group: a unit's weights w_g satisfy sum_g w_g² <= S, so Δ = sqrt(S)."""
-        return integer_measurement("count", "count", limits.squares, "S", rho, self)
+    def measure(self, limits: Limits, share: Share) -> Measurement:
+        """Rows per group: a unit's weights w_g have sum_g w_g² <= S and sum_g w_g <= W.
+
+        So Δ₂ = sqrt(S) and Δ₁ = W.
+        """
+        return integer_measurement("count", "count", _rows_bound(limits), share, self)
 
     def error_coefficient(self, limits: Limits) -> float:
         """Squared 95% error (1.96σ)² = 1.96²·S/(2ρ)."""
@@ -86,13 +100,13 @@ class ValuesNeed(GaussianNeed):
         """``count(<column>)``: shared by the column's aggregates that drop missing values."""
         return f"count({self.column})"
 
-    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
-        """Values per group: a row adds 1 (0 if its value is missing), so Δ = sqrt(S).
+    def measure(self, limits: Limits, share: Share) -> Measurement:
+        """Values per group: a row adds 1 (0 if its value is missing), so Δ₂ = sqrt(S), Δ₁ = W.
 
         A unit adds at most its bounded weight w_g to each group, as to the
-        row count, and sum_g w_g² <= S.
+        row count: sum_g w_g² <= S and sum_g w_g <= W.
         """
-        return integer_measurement(self.key, "values", limits.squares, "S", rho, self)
+        return integer_measurement(self.key, "values", _rows_bound(limits), share, self)
 
     def error_coefficient(self, limits: Limits) -> float:
         """Squared 95% error (1.96σ)² = 1.96²·S/(2ρ), as the row count's."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
@@ -25,7 +24,14 @@ from privframe.engines.spec import DISTINCT
 from privframe.plan.aggregates.base import Aggregate, Measured, Summary
 from privframe.plan.aggregates.count import gaussian_columns
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, integer_measurement
+from privframe.plan.measurements import (
+    Z95,
+    GaussianNeed,
+    Measurement,
+    Need,
+    Share,
+    integer_measurement,
+)
 
 __all__ = ["DISTINCT_KEY", "SELECTION_KEY", "CountDistinct", "DistinctNeed", "count_distinct"]
 
@@ -44,9 +50,10 @@ class DistinctNeed(GaussianNeed):
         """``distinct units``, or ``distinct units (selection)`` for key selection."""
         return self.name
 
-    def measure(self, limits: Limits, rho: Fraction) -> Measurement:
-        """Each unit adds 1 to at most k groups: Δ = sqrt(k)."""
-        return integer_measurement(self.name, "distinct", limits.max_groups, "k", rho, self)
+    def measure(self, limits: Limits, share: Share) -> Measurement:
+        """Each unit adds 1 to at most k groups: Δ₂ = sqrt(k), Δ₁ = k."""
+        k = limits.max_groups
+        return integer_measurement(self.name, "distinct", (k, "k", k, "k"), share, self)
 
     def error_coefficient(self, limits: Limits) -> float:
         """Squared 95% error 1.96²·k/(2ρ)."""

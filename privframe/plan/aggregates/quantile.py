@@ -45,7 +45,7 @@ from privframe.plan.aggregates.base import (
     check_number,
 )
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Need, NoiseRangeError, exact_text
+from privframe.plan.measurements import Need, NoiseRangeError, Share, exact_text
 
 __all__ = [
     "Quantile",
@@ -73,10 +73,11 @@ class QuantileMeasurement:
     """One quantile per key, chosen by the exponential mechanism (:mod:`~.mechanisms.quantiles`).
 
     ``eta`` is the weight per row of rank distance, the largest float whose
-    cost over all groups, ρ = (η·max(q, 1 − q))²·S/2, fits the share it was
-    given. A ρ'-zCDP mechanism is ρ-zCDP for every ρ >= ρ', so the quantile
-    is charged its whole share, ``exact_rho``: the release then costs exactly
-    the ρ asked, not a rounding error less. That holds for an η capped at
+    cost over all groups fits the share it was given: ρ = (η·max(q, 1 − q))²·S/2
+    under zCDP, ε = 2·η·max(q, 1 − q)·W under pure DP. A mechanism that costs
+    less than its share also satisfies the share, so the quantile is charged
+    its whole share, ``exact_share``: the release then costs exactly the
+    budget asked, not a rounding error less. That holds for an η capped at
     :data:`~privframe.mechanisms.quantiles.MAX_SCALE` too, which costs less
     than its share and cannot use more: the share is charged all the same, so
     a budget is spent as asked (``derivation`` states the capped η's cost).
@@ -84,14 +85,14 @@ class QuantileMeasurement:
 
     key: str
     aggregate: Quantile
-    exact_rho: Fraction
+    share: Share
     eta: float
     derivation: str
 
     @property
-    def rho(self) -> float:
-        """The ρ charged, as the nearest float: at least the cost, which fits its float share."""
-        return float(self.exact_rho)
+    def exact_share(self) -> Fraction:
+        """The exact ρ (zCDP) or ε (pure DP) charged."""
+        return self.share.amount
 
     def rank_error(self, probability: float = 0.95) -> float:
         """Rows of rank error beyond the best candidate's, at ``probability`` (public)."""
@@ -113,42 +114,57 @@ class QuantileNeed(Need):
             f"{a.candidates} candidates)"
         )
 
-    def measure(self, limits: Limits, rho: Fraction) -> QuantileMeasurement:
-        """The exponential mechanism's η at ``rho``, charged ``rho``, exactly.
+    def measure(self, limits: Limits, share: Share) -> QuantileMeasurement:
+        """The exponential mechanism's η at ``share``, charged ``share``, exactly.
 
-        η is found for ``rho`` rounded down to a float: its exact cost is at
-        most that float, hence at most ``rho``; a capped η costs less still.
+        η is found for the share rounded down to a float: its exact cost is at
+        most that float, hence at most the share; a capped η costs less still.
         """
         agg, failure = self.aggregate, None
+        gaussian = share.family == "gaussian"
+        amount = round_down(share.amount)
         try:
-            eta = quantiles.scale(round_down(rho), agg.q, limits.squares)
+            if gaussian:
+                eta = quantiles.scale(amount, agg.q, limits.squares)
+            else:
+                eta = quantiles.epsilon_scale(amount, agg.q, limits.rows)
         except PrivframeError:
             failure = (
-                f"the contribution limits are too large for {self.key} at its rho share "
-                f"{float(rho):.3g}: its choice would be all but uniform"
+                f"the contribution limits are too large for {self.key} at its "
+                f"{share.parameter} share {float(share.amount):.3g}: its choice would be all "
+                "but uniform"
             )
         if failure is not None:
             raise NoiseRangeError(failure)
         capped = ""
         if eta >= quantiles.MAX_SCALE:
-            used = round_up(quantiles.cost(eta, agg.q, limits.squares))
+            used = round_up(
+                quantiles.cost(eta, agg.q, limits.squares)
+                if gaussian
+                else quantiles.epsilon_cost(eta, agg.q, limits.rows)
+            )
             capped = (
-                f" (capped at {quantiles.MAX_SCALE:g}, the sampler's margin: it costs rho = "
-                f"{used:.6g}, and the whole share {float(rho):.6g} is charged)"
+                f" (capped at {quantiles.MAX_SCALE:g}, the sampler's margin: it costs "
+                f"{share.parameter} = {used:.6g}, and the whole share {float(share.amount):.6g} "
+                "is charged)"
             )
         spread = max(agg.q, 1 - agg.q)
         error = quantiles.rank_error(eta, agg.candidates)
+        cost = (
+            f"rho = (eta·{spread:g})²·S/2 with S = {limits.squares}"
+            if gaussian
+            else f"epsilon = 2·eta·{spread:g}·W with W = {limits.rows}"
+        )
         return QuantileMeasurement(
             key=self.key,
             aggregate=agg,
-            exact_rho=rho,
+            share=share,
             eta=eta,
             derivation=(
                 f"exponential mechanism over {agg.candidates} candidates (spacing "
                 f"{agg.spacing:.6g}); a unit moves each rank distance by <= max(q,1−q)·w_g rows, "
-                f"so rho = (eta·{spread:g})²·S/2 with S = {limits.squares}: eta = {eta:.6g} per "
-                f"row{capped}; 95% rank error <= {error:.4g} rows "
-                "beyond the nearest candidate"
+                f"so {cost}: eta = {eta:.6g} per row{capped}; 95% rank error <= {error:.4g} "
+                "rows beyond the nearest candidate"
             ),
         )
 

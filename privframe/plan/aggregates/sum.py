@@ -68,11 +68,9 @@ class CentredSumNeed(GridNeed):
     kind = "centred_sum"
 
     def values(self, limits: Limits) -> GridRange:
-        """Each row adds its value about the centre: Δ = sqrt(S)·(U − L)/2."""
+        """Each row adds its value about the centre: Δ₂ = sqrt(S)·(U − L)/2, Δ₁ = W·(U − L)/2."""
         a = self.aggregate
-        half = a.half_width
-        formula = f"sqrt(S)·(U−L)/2 = sqrt({limits.squares})·{half:g}"
-        return GridRange(a.lower, a.upper, half, formula=formula)
+        return GridRange(a.lower, a.upper, a.half_width, formula="(U−L)/2")
 
 
 def centre_of(m: Measurement) -> float:

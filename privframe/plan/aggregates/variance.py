@@ -66,8 +66,7 @@ class SquaresNeed(GridNeed):
         """
         a = self.aggregate
         high = a.half_width * a.half_width
-        formula = f"sqrt(S)·((U−L)/2)²/2 = sqrt({limits.squares})·{high / 2:g}"
-        return GridRange(0.0, high, high / 2, formula=formula, round_top_up=True)
+        return GridRange(0.0, high, high / 2, formula="((U−L)/2)²/2", round_top_up=True)
 
 
 def _variance(
