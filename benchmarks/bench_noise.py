@@ -1,10 +1,12 @@
-"""Throughput of privframe's exact discrete Gaussian against the insecure floor and OpenDP.
+"""Throughput of privframe's exact discrete Gaussian and Laplace against insecure floors and OpenDP.
 
 Prints samples per second on one core (the process is pinned to CPU 0) for
 privframe's ``discrete_gaussian``, ``numpy.random.Generator.normal`` (the
 insecure floating-point floor privframe never uses for releases) and, with
 ``--opendp``, OpenDP's discrete Gaussian measurement run in its own
-virtualenv (see peers.py), with the ratios of each to privframe.
+virtualenv (see peers.py), with the ratios of each to privframe. A second
+table gives privframe's ``discrete_laplace`` at the same scales, against
+``numpy.random.Generator.laplace`` and against the discrete Gaussian.
 
 Usage:
     python benchmarks/bench_noise.py [--size 2000000] [--repeat 3] [--opendp]
@@ -21,14 +23,14 @@ import numpy as np
 
 import privframe as pf
 
-SIGMAS = (1.0, 1e3, 1e6, 1e9)
+SCALES = (1.0, 1e3, 1e6, 1e9)  # σ of the Gaussian, b of the Laplace
 
 OPENDP_SNIPPET = """
 import json, time
 import opendp.prelude as dp
 dp.enable_features("contrib")
 out = {{}}
-for sigma in {sigmas!r}:
+for sigma in {scales!r}:
     meas = dp.m.make_gaussian(
         dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=sigma
     )
@@ -64,15 +66,20 @@ def main() -> None:
 
     gen = np.random.default_rng()
     floor = best_rate(lambda n: gen.normal(size=n), args.size, args.repeat)
+    laplace_floor = best_rate(lambda n: gen.laplace(size=n), args.size, args.repeat)
     ours = {
         s: best_rate(lambda n, s=s: pf.discrete_gaussian(s, n), args.size, args.repeat)
-        for s in SIGMAS
+        for s in SCALES
+    }
+    laplace = {
+        s: best_rate(lambda n, s=s: pf.discrete_laplace(s, n), args.size, args.repeat)
+        for s in SCALES
     }
     peer: dict[str, float] = {}
     if args.opendp:
         from peers import run_snippet
 
-        code = OPENDP_SNIPPET.format(sigmas=SIGMAS, size=args.size, repeat=args.repeat)
+        code = OPENDP_SNIPPET.format(scales=SCALES, size=args.size, repeat=args.repeat)
         peer = run_snippet("opendp", code)["rates"]
 
     print(
@@ -89,6 +96,16 @@ def main() -> None:
             theirs = peer[str(s)]
             line += f" {theirs:>12,.0f} {rate / theirs:>17.1f}"
         print(line)
+    print("# discrete Laplace throughput, same draws")
+    print(
+        f"{'scale':>8} {'privframe/s':>13} {'numpy laplace/s':>16} {'privframe/numpy':>16} "
+        f"{'laplace/gaussian':>17}"
+    )
+    for s, rate in laplace.items():
+        print(
+            f"{s:>8.0e} {rate:>13,.0f} {laplace_floor:>16,.0f} {rate / laplace_floor:>16.3f} "
+            f"{rate / ours[s]:>17.2f}"
+        )
     t0 = time.perf_counter()
     pf.discrete_gaussian(1e3, args.big)
     print(f"# one draw of {args.big:,} samples at sigma=1e3: {time.perf_counter() - t0:.2f} s")

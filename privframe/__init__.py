@@ -45,7 +45,12 @@ from privframe.errors import (
     SQLError,
 )
 from privframe.mechanisms import dpsgd, noise
-from privframe.mechanisms.noise import discrete_gaussian, gaussian_mechanism
+from privframe.mechanisms.noise import (
+    discrete_gaussian,
+    discrete_laplace,
+    gaussian_mechanism,
+    laplace_mechanism,
+)
 from privframe.plan import keys
 from privframe.plan.aggregates import count, count_distinct, mean, median, quantile, std, sum, var
 from privframe.plan.ir import Bound
@@ -90,10 +95,12 @@ __all__ = [
     "count_distinct",
     "datasets",
     "discrete_gaussian",
+    "discrete_laplace",
     "dpsgd",
     "events",
     "gaussian_mechanism",
     "keys",
+    "laplace_mechanism",
     "mean",
     "median",
     "noise",

@@ -1,4 +1,4 @@
-"""Secure noise: an exact, vectorized discrete Gaussian sampler and the Gaussian mechanism.
+"""Secure noise: exact, vectorized discrete Gaussian and discrete Laplace samplers and mechanisms.
 
 Nothing here uses a floating-point random number generator. Random bits come
 from the operating system's CSPRNG (:class:`SystemRandomness`) or, for tests
@@ -14,11 +14,17 @@ is farther from exp(-x) than a proven bound on the float error; otherwise
 arithmetic and more random bits. The output distribution is therefore exactly
 N_Z(0, σ²); ``docs/privacy.md`` gives the argument and its constants.
 
+The discrete Laplace (:func:`discrete_laplace`, P[X = x] ∝ exp(−|x|/b), any
+rational scale b) is the same paper's Algorithm 2 on the same exact coins, and
+:func:`laplace_mechanism` is the pure ε-DP sibling of :func:`gaussian_mechanism`.
+
 Example:
     >>> import privframe as pf
     >>> x = pf.discrete_gaussian(sigma=3.0, size=5)
     >>> x.dtype.name, x.shape
     ('int64', (5,))
+    >>> pf.noise.discrete_laplace(scale=2.0, size=5).shape
+    (5,)
 """
 
 from privframe.mechanisms.exponential import exponential_choice
@@ -28,16 +34,26 @@ from privframe.mechanisms.gaussian import (
     grid_exponent,
     snap_to_grid,
 )
+from privframe.mechanisms.laplace import (
+    discrete_laplace,
+    discrete_laplace_halfwidth,
+    discrete_laplace_std,
+    laplace_mechanism,
+)
 from privframe.mechanisms.randomness import Randomness, SeededRandomness, SystemRandomness
 from privframe.mechanisms.sampler import (
+    MAX_LAPLACE_SCALE,
     MAX_SIGMA,
+    MIN_LAPLACE_SCALE,
     MIN_SIGMA,
     discrete_gaussian,
     discrete_gaussian_halfwidth,
 )
 
 __all__ = [
+    "MAX_LAPLACE_SCALE",
     "MAX_SIGMA",
+    "MIN_LAPLACE_SCALE",
     "MIN_SIGMA",
     "Randomness",
     "SeededRandomness",
@@ -45,8 +61,12 @@ __all__ = [
     "clipped_gaussian_sum",
     "discrete_gaussian",
     "discrete_gaussian_halfwidth",
+    "discrete_laplace",
+    "discrete_laplace_halfwidth",
+    "discrete_laplace_std",
     "exponential_choice",
     "gaussian_mechanism",
     "grid_exponent",
+    "laplace_mechanism",
     "snap_to_grid",
 ]

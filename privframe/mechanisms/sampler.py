@@ -1,8 +1,11 @@
-"""The exact discrete Gaussian sampler (Canonne, Kamath & Steinke 2020, Algorithms 2 and 3).
+"""The exact samplers: discrete Laplace and discrete Gaussian (Canonne, Kamath & Steinke 2020).
 
-:class:`DiscreteGaussianSampler` proposes from a discrete Laplace and accepts
-with Bernoulli(exp(−x)) coins decided exactly (:mod:`privframe.mechanisms._coins`),
-so its output is exactly N_Z(0, σ²); ``docs/privacy.md`` gives the argument.
+:class:`DiscreteLaplaceSampler` is their Algorithm 2, for any rational scale
+t/s; :class:`DiscreteGaussianSampler` (Algorithm 3) proposes from it at an
+integer scale and accepts with a further coin. Every coin is a Bernoulli(exp(−x))
+decided exactly (:mod:`privframe.mechanisms._coins`), so the outputs are exactly
+the discrete Laplace and N_Z(0, σ²); ``docs/privacy.md`` gives the argument.
+The public discrete Laplace functions are in :mod:`privframe.mechanisms.laplace`.
 
 Example:
     >>> from privframe.mechanisms.sampler import discrete_gaussian
@@ -13,7 +16,9 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 import operator
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -33,12 +38,17 @@ from privframe.mechanisms.randomness import Randomness, resolve_randomness
 from privframe.numeric import check_positive
 
 __all__ = [
+    "MAX_LAPLACE_SCALE",
     "MAX_SIGMA",
+    "MIN_LAPLACE_SCALE",
     "MIN_SIGMA",
     "DiscreteGaussianSampler",
+    "DiscreteLaplaceSampler",
+    "check_laplace_scale",
     "check_sigma",
     "discrete_gaussian",
     "discrete_gaussian_halfwidth",
+    "sample_shape",
 ]
 
 MAX_SIGMA = 2.0**40
@@ -48,29 +58,61 @@ MIN_SIGMA = 2.0**-20
 """Smallest σ the sampler accepts (about 1e-6); below σ = 0.1 N_Z is already a point mass
 at 0 up to probability 2e-22."""
 
+MAX_LAPLACE_SCALE = 2.0**40
+"""Largest discrete Laplace scale accepted (about 1.1e12), as :data:`MAX_SIGMA`: a sample
+reaches 2^62 with probability about e^(-2^22)."""
+
+MIN_LAPLACE_SCALE = 2.0**-10
+"""Smallest discrete Laplace scale accepted (about 0.001), where P(X != 0) < 2e-444. With the
+scale t/s in lowest terms and t < 2^53 (every float scale in range), s < 2^63 fits int64."""
+
 _CHUNK = 1 << 16  # candidates per vectorized pass: large enough to amortize, small enough for L2
 _MAX_EXACT_INT = 2**52  # |candidates| below this are exact in float64
+_MAX_T = 2**53  # numerators t of Laplace scales stay below this: U0/t is one float rounding
 
 
-class DiscreteGaussianSampler:
-    """Discrete Gaussian N_Z(0, σ²) by CKS Algorithm 3 over their Algorithm 2 (Laplace, scale t)."""
+def _fill(
+    candidates: Callable[[int], npt.NDArray[np.int64]], size: int, overshoot: float
+) -> npt.NDArray[np.int64]:
+    """``size`` samples from batches of ``candidates(n)`` (each keeps about n/overshoot)."""
+    out = np.empty(size, dtype=np.int64)
+    filled = 0
+    while filled < size:
+        need = size - filled
+        batch = min(_CHUNK, max(64, int(need * overshoot) + 64))
+        got = candidates(batch)
+        take = min(got.size, need)
+        out[filled : filled + take] = got[:take]
+        filled += take
+    return out
 
-    def __init__(self, sigma: float, rng: Randomness) -> None:
-        self.sigma = sigma
+
+class DiscreteLaplaceSampler:
+    """Discrete Laplace on ℤ with scale t/s, P(x) ∝ exp(−|x|·s/t) (CKS Algorithm 2).
+
+    ``scale`` is an exact rational t/s in lowest terms with t < 2^53 and s < 2^63:
+    every scale :func:`check_laplace_scale` accepts, and every integer scale
+    below 2^53 (the discrete Gaussian's proposals, s = 1).
+    """
+
+    def __init__(self, scale: Fraction, rng: Randomness) -> None:
+        self.scale = scale
         self.rng = rng
-        self.t = math.floor(sigma) + 1
-        self.sigma2 = Fraction(sigma) ** 2
-        # Correctly rounded constants (int/int and Fraction division round correctly).
-        self.c = float(self.sigma2 / self.t)
-        self.inv_two_sigma2 = float(1 / (2 * self.sigma2))
+        self.t = scale.numerator
+        self.s = scale.denominator
+        # Expected share of proposals kept, to size batches (public, not privacy-relevant):
+        # the coin keeps (1 − e^-1)/(t(1 − e^(-1/t))) of them, the sign (1 + e^(-s/t))/2.
+        coin = 1.0 if self.t == 1 else -math.expm1(-1.0) / (self.t * -math.expm1(-1.0 / self.t))
+        kept = coin * (1.0 + math.exp(-self.s / self.t)) / 2
+        self.overshoot = math.ceil(8.8 / kept) / 8  # 1.1/kept, rounded up to 1/8
 
-    def _laplace(self, n: int) -> npt.NDArray[np.int64]:
-        """Up to n candidates from the discrete Laplace with scale t (CKS Algorithm 2)."""
-        t = self.t
-        rng = self.rng
+    def candidates(self, n: int) -> npt.NDArray[np.int64]:
+        """The samples among n proposals that survive both rejections."""
+        t, s, rng = self.t, self.s, self.rng
         if t > 1:
             u0 = uniform_below(rng.words(n), t)
-            # Bernoulli(exp(-U0/t)): x̂ = fl(U0/t) is within 2^-53·x of x.
+            # Bernoulli(exp(-U0/t)): U0, t < 2^53 are exact floats, so x̂ = fl(U0/t) is
+            # within 2^-53·x of x.
             kd = prefix(rng.words(u0.size))
             x_hat = u0 / float(t)
             yes, no = fast_coin(kd, x_hat)
@@ -87,14 +129,39 @@ class DiscreteGaussianSampler:
         above_yes, _ = fast_coin(kv, guess)
         _, below_no = fast_coin(kv, guess + 1.0)
         v = guess.astype(np.int64)
-        for i in np.flatnonzero(~(above_yes & below_no)):
-            v[i] = exact_geometric(int(kv[i]), rng)
-        x = u0 + t * v
+        unsure = np.flatnonzero(~(above_yes & below_no))
+        v[unsure] = 0  # decided below
+        # X = U0 + t·V and Y = floor(X/s): with a sure V <= 37, X < 38·2^53 fits int64.
+        y = u0 + t * v
+        if s > 1:
+            y //= s
+        for i in unsure.tolist():
+            # An exactly decided V may be large: X in Python integers. Y overflows int64
+            # (and numpy raises) only if V >= 2^22 here, probability about e^(-2^22).
+            y[i] = (int(u0[i]) + t * exact_geometric(int(kv[i]), rng)) // s
         # The sign takes the lowest bit of V's word: bits below the 53-bit prefix are
         # independent of it. A negative zero is rejected so that 0 is not counted twice.
         negative = (wv & np.uint64(1)).astype(bool)
-        keep = ~(negative & (x == 0))
-        return np.where(negative, -x, x)[keep]
+        keep = ~(negative & (y == 0))
+        return np.where(negative, -y, y)[keep]
+
+    def sample(self, size: int) -> npt.NDArray[np.int64]:
+        """``size`` independent samples, drawn in vectorized batches."""
+        return _fill(self.candidates, size, self.overshoot)
+
+
+class DiscreteGaussianSampler:
+    """Discrete Gaussian N_Z(0, σ²) by CKS Algorithm 3 over their Algorithm 2 (Laplace, scale t)."""
+
+    def __init__(self, sigma: float, rng: Randomness) -> None:
+        self.sigma = sigma
+        self.rng = rng
+        self.t = math.floor(sigma) + 1
+        self.laplace = DiscreteLaplaceSampler(Fraction(self.t), rng)
+        self.sigma2 = Fraction(sigma) ** 2
+        # Correctly rounded constants (int/int and Fraction division round correctly).
+        self.c = float(self.sigma2 / self.t)
+        self.inv_two_sigma2 = float(1 / (2 * self.sigma2))
 
     def acceptance_x_hat(self, y: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """Float x̂ of the acceptance coin; within 8·2^-53·(1 + x) of x when |y| < 2^52."""
@@ -108,7 +175,7 @@ class DiscreteGaussianSampler:
 
     def candidates(self, n: int) -> npt.NDArray[np.int64]:
         """Accepted discrete Gaussian samples out of n Laplace proposals (CKS Algorithm 3)."""
-        y = self._laplace(n)
+        y = self.laplace.candidates(n)
         big = np.abs(y) >= _MAX_EXACT_INT
         kc = prefix(self.rng.words(y.size))
         x_hat = self.acceptance_x_hat(y)
@@ -120,17 +187,8 @@ class DiscreteGaussianSampler:
 
     def sample(self, size: int) -> npt.NDArray[np.int64]:
         """``size`` independent samples, drawn in vectorized batches."""
-        out = np.empty(size, dtype=np.int64)
-        filled = 0
-        while filled < size:
-            need = size - filled
-            # About 40% of proposals survive both rejections; overshoot a little.
-            batch = min(_CHUNK, max(64, int(need * 2.6) + 64))
-            got = self.candidates(batch)
-            take = min(got.size, need)
-            out[filled : filled + take] = got[:take]
-            filled += take
-        return out
+        # About 40% of proposals survive both rejections; overshoot a little.
+        return _fill(self.candidates, size, 2.6)
 
 
 def check_sigma(sigma: float) -> float:
@@ -147,7 +205,50 @@ def check_sigma(sigma: float) -> float:
     return s
 
 
-def _shape(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
+def check_laplace_scale(scale: float | Fraction) -> Fraction:
+    """``scale`` as the exact rational the discrete Laplace sampler uses, or an error.
+
+    A float is taken at its binary value (a float is a rational); an int or a
+    :class:`~fractions.Fraction` is exact as it is. The scale must lie in
+    [MIN_LAPLACE_SCALE, MAX_LAPLACE_SCALE] and, in lowest terms t/s, have
+    t < 2^53, which every float in that range has.
+
+    Raises:
+        InvalidArgumentError: ``scale`` is not a real number.
+        InvalidBudgetError: ``scale`` is not finite, not positive, or out of range.
+        InvalidValueError: a fraction's numerator is 2^53 or more.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> from privframe.mechanisms.sampler import check_laplace_scale
+        >>> check_laplace_scale(2.5), check_laplace_scale(Fraction(10, 3))
+        (Fraction(5, 2), Fraction(10, 3))
+    """
+    if isinstance(scale, numbers.Rational) and not isinstance(scale, bool):
+        b = Fraction(int(scale.numerator), int(scale.denominator))
+        if b <= 0:
+            raise InvalidBudgetError(f"scale must be > 0, got {scale!r}")
+    else:
+        b = Fraction(check_positive("scale", scale))
+    low, high = MIN_LAPLACE_SCALE, MAX_LAPLACE_SCALE
+    if not low <= b <= high:
+        raise InvalidBudgetError(f"scale must be in [{low:.4g}, {high:.4g}], got {float(b)!r}")
+    if b.numerator >= _MAX_T:
+        raise InvalidValueError(
+            f"scale={scale!r} has a numerator of 2^53 or more in lowest terms; pass a float "
+            "(rounding the scale up keeps a release private) or a fraction with a smaller numerator"
+        )
+    return b
+
+
+def sample_shape(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
+    """The shape a sampler's ``size`` asks for: ``None`` is a 0-d array.
+
+    Example:
+        >>> from privframe.mechanisms.sampler import sample_shape
+        >>> sample_shape(None), sample_shape(3), sample_shape((2, 3))
+        ((), (3,), (2, 3))
+    """
     if size is None:
         return ()
     dims = (size,) if not isinstance(size, tuple | list) else size
@@ -189,7 +290,7 @@ def discrete_gaussian(
         True
     """
     s = check_sigma(sigma)
-    shape = _shape(size)
+    shape = sample_shape(size)
     sampler = DiscreteGaussianSampler(s, resolve_randomness(rng))
     return sampler.sample(math.prod(shape)).reshape(shape)
 
