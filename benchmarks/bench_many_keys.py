@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 import privframe as pf
-from privframe.mechanisms.draws import discrete_gaussian_vectors
+from privframe.mechanisms.draws import NoiseDraw, noise_vectors
 from privframe.plan.planner import plan_release
 
 
@@ -53,7 +53,9 @@ def main() -> None:
     exact = sess._engine.aggregate(sess._pipeline.spec(query.plan, plan, sess.check(query.plan)))
     engine = time.perf_counter() - start
     start = time.perf_counter()
-    discrete_gaussian_vectors([m.sigma_units for m in plan.measurements], exact.height, None)
+    noise_vectors(
+        [NoiseDraw(m.family, m.scale_units) for m in plan.measurements], exact.height, None
+    )
     noise = time.perf_counter() - start
     print(
         f"{args.rows:,} rows, {args.keys:,} keys: release {release:.2f} s; engine "

@@ -29,7 +29,7 @@ from privframe.errors import InvalidValueError
 from privframe.mechanisms.noise import Randomness, discrete_gaussian, discrete_laplace
 from privframe.mechanisms.sampler import check_laplace_scale, check_sigma
 
-__all__ = ["NoiseDraw", "discrete_gaussian_vectors", "noise_vectors"]
+__all__ = ["NoiseDraw", "noise_vectors"]
 
 _PARALLEL_SAMPLES = 200_000  # below this, threads cost more than they save
 
@@ -85,16 +85,3 @@ def noise_vectors(
     workers = min(len(draws), os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(lambda draw: draw.sample(size, None), draws))
-
-
-def discrete_gaussian_vectors(
-    sigmas: Sequence[float], size: int, rng: Randomness | None
-) -> list[npt.NDArray[np.int64]]:
-    """One discrete Gaussian vector of ``size`` per σ: :func:`noise_vectors` of Gaussian draws.
-
-    Example:
-        >>> from privframe.mechanisms.draws import discrete_gaussian_vectors
-        >>> [v.shape for v in discrete_gaussian_vectors([1.0, 2.0], 3, rng=None)]
-        [(3,), (3,)]
-    """
-    return noise_vectors([NoiseDraw("gaussian", sigma) for sigma in sigmas], size, rng)

@@ -51,6 +51,7 @@ from typing import Literal
 from privframe.accounting.calibration import gaussian_sigma
 from privframe.engines.spec import ValueSpec
 from privframe.errors import PrivframeError
+from privframe.mechanisms.laplace import laplace_scale
 from privframe.mechanisms.noise import discrete_gaussian_halfwidth, discrete_laplace_halfwidth
 from privframe.numeric import round_down, round_up, sqrt_up
 from privframe.plan.limits import Limits
@@ -264,7 +265,7 @@ def _noise(l2: float, l1: float, share: Share, key: str) -> tuple[float, float]:
         if share.family == "gaussian":
             sigma = gaussian_sigma(l2, share.amount)
             return sigma, sigma
-        scale = round_up(Fraction(l1) / share.amount)
+        scale = laplace_scale(l1, share.amount)
         return scale, round_up(Fraction(scale) * Fraction(sqrt_up(Fraction(2))))
     except (PrivframeError, OverflowError, ZeroDivisionError):
         pass

@@ -54,7 +54,8 @@ def test_a_pure_release_that_does_not_fit_is_refused_before_the_data_is_read() -
     sess = _session(pf.PureDP(0.5))
     with pytest.raises(pf.BudgetExceededError):
         _count(sess).release(epsilon=0.75)
-    assert sess.spent == pf.PureDP(0) and len(sess.ledger) == 0
+    assert sess.spent == pf.PureDP(0)
+    assert len(sess.ledger) == 0
 
 
 def test_rho_in_an_epsilon_session_is_refused_saying_to_pass_epsilon() -> None:
@@ -84,7 +85,8 @@ def test_a_pure_count_is_calibrated_to_its_derived_l1_sensitivity() -> None:
     assert m.sensitivity == 6.0  # k·m
     assert m.scale_units == 12.0  # Δ₁/ε
     text = str(explanation)
-    assert "L1 sensitivity W = 6" in text and "W = k·m = 6" in text
+    assert "L1 sensitivity W = 6" in text
+    assert "W = k·m = 6" in text
     assert "release costs epsilon = 0.5 (pure DP)" in text
 
 
@@ -175,7 +177,8 @@ def test_a_pure_quantile_is_charged_in_epsilon() -> None:
         .agg(pf.median("amount", (0, 100)))
     )
     (qm,) = q.explain(epsilon=0.5).plan.quantiles
-    assert qm.share.parameter == "epsilon" and qm.exact_share == Fraction(1, 2)
+    assert qm.share.parameter == "epsilon"
+    assert qm.exact_share == Fraction(1, 2)
     assert "epsilon = 2·eta·0.5·W with W = 2" in qm.derivation
     q.release(epsilon=0.5)
     assert sess.spent == pf.PureDP(0.5)

@@ -20,7 +20,7 @@ import pytest
 
 import privframe as pf
 from privframe.mechanisms import laplace, noise
-from privframe.mechanisms.draws import NoiseDraw, discrete_gaussian_vectors, noise_vectors
+from privframe.mechanisms.draws import NoiseDraw, noise_vectors
 from privframe.mechanisms.laplace import laplace_scale
 from privframe.mechanisms.noise import (
     MAX_LAPLACE_SCALE,
@@ -310,14 +310,6 @@ def test_a_seeded_stream_draws_mixed_vectors_in_order() -> None:
         discrete_laplace(0.3, 500, rng=rng),
     ]
     assert all(np.array_equal(a, b) for a, b in zip(together, one_by_one, strict=True))
-
-
-@seeded_ok
-def test_gaussian_vectors_are_noise_vectors_of_gaussian_draws() -> None:
-    old = discrete_gaussian_vectors([1.0, 2.0], 100, SeededRandomness(3))
-    new = noise_vectors([NoiseDraw("gaussian", 1.0), NoiseDraw("gaussian", 2.0)], 100,
-                        SeededRandomness(3))  # fmt: skip
-    assert all(np.array_equal(a, b) for a, b in zip(old, new, strict=True))
 
 
 def test_parallel_draws_have_the_requested_shapes() -> None:

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from privframe.mechanisms import noise, sampler
-from privframe.mechanisms.draws import discrete_gaussian_vectors
+from privframe.mechanisms.draws import NoiseDraw, noise_vectors
 from privframe.mechanisms.noise import SeededRandomness, SystemRandomness, discrete_gaussian
 
 pytestmark = [
@@ -148,7 +148,7 @@ def test_parallel_draws_have_the_right_shape_and_scale() -> None:
     # (its relative sd is about 0.07%).
 
     sigmas = [3.0, 1e6, 40.0]
-    draws = discrete_gaussian_vectors(sigmas, 1_000_000, None)
+    draws = noise_vectors([NoiseDraw("gaussian", s) for s in sigmas], 1_000_000, None)
     assert [d.shape for d in draws] == [(1_000_000,)] * 3
     assert all(d.dtype == np.int64 for d in draws)
     for sigma, draw in zip(sigmas, draws, strict=True):
