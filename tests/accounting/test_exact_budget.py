@@ -101,7 +101,7 @@ def test_splits_computed_in_floats_spend_the_budget(budget: float, parts: int) -
     assert sess.spent.exact_rho <= Fraction(repr(budget))
     assert sess.remaining.exact_rho < Fraction(1, 10**15)
     last = plan_release(_query(sess).plan, True, sess.ledger[-1].exact_rho)
-    assert sum(m.exact_rho for m in last.measurements) == sess.ledger[-1].exact_rho
+    assert sum(m.exact_share for m in last.measurements) == sess.ledger[-1].exact_rho
 
 
 def test_the_remaining_rho_as_a_float_can_be_spent() -> None:
@@ -185,8 +185,8 @@ def test_noise_is_calibrated_to_the_exact_share_it_is_charged(rho: object) -> No
     asked = rho if isinstance(rho, Fraction) else Fraction(repr(rho))
     for m in plan.measurements:
         # Δ²/(2σ²) <= the share, checked in exact rationals, in the units σ is drawn in.
-        assert Fraction(m.l2_units) ** 2 / (2 * Fraction(m.sigma_units) ** 2) <= m.exact_rho
-    charged = sum((m.exact_rho for m in (*plan.measurements, *plan.quantiles)), Fraction(0))
+        assert Fraction(m.l2_units) ** 2 / (2 * Fraction(m.sigma_units) ** 2) <= m.exact_share
+    charged = sum((m.exact_share for m in (*plan.measurements, *plan.quantiles)), Fraction(0))
     assert plan.cost.exact_rho == charged == asked
     # The quantile is charged its share; the exponential mechanism's own cost is within it.
     (median,) = plan.quantiles
@@ -216,7 +216,7 @@ def test_a_release_with_a_median_is_charged_exactly_the_rho_asked() -> None:
 def test_the_shares_of_a_release_add_up_to_exactly_the_rho_asked() -> None:
     sess = pf.Session(_frame(), "user", pf.zCDP(1.0))
     plan = plan_release(_query(sess).plan, True, 0.1, {"count": 3.0, "amount_sum": 7.0})
-    assert sum(m.exact_rho for m in plan.measurements) == THIRD
+    assert sum(m.exact_share for m in plan.measurements) == THIRD
     assert plan.cost == pf.zCDP(0.1)
 
 

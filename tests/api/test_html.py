@@ -159,7 +159,7 @@ def test_explanation_html_has_every_number(sess: pf.Session) -> None:
     assert explanation.plan.limits.describe() in page
     for m in explanation.measurements:
         assert m.derivation in page
-        for value in (m.rho, m.sigma, m.ci95):
+        for value in (float(m.exact_share), m.sigma, m.ci95):
             assert f"<td>{value:.6g}</td>" in page
     for row in explanation.rows:
         assert f"<td>{row['std']}</td>" in page
@@ -202,7 +202,7 @@ def test_explanation_html_quantiles(sess: pf.Session) -> None:
     page = explanation_html(explanation)
     (qm,) = explanation.plan.quantiles
     assert f"<td>{qm.rank_error():.4g} rows of rank</td>" in page
-    assert f"<td>{qm.rho:.6g}</td>" in page
+    assert f"<td>{float(qm.exact_share):.6g}</td>" in page
 
 
 def test_query_html_describes_the_plan(sess: pf.Session) -> None:

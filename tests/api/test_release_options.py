@@ -209,7 +209,7 @@ def test_changing_the_callers_weights_after_request_does_not_change_the_request(
     (entry,) = sess.ledger
     charged = {m["key"]: m["rho"] for m in entry.description["measurements"]}
     planned = query.explain(rho=0.1, weights={"n": 3.0}).plan
-    assert charged == {m.key: m.rho for m in planned.measurements}
+    assert charged == {m.key: float(m.exact_share) for m in planned.measurements}
 
 
 def test_the_wire_form_carries_every_option() -> None:

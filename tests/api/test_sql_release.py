@@ -283,8 +283,8 @@ def test_sql_without_rho_is_a_query_that_explains_like_the_builder() -> None:
     got = parsed.explain(0.2)
     want = readme_build(sess.query()).explain(0.2)
     assert got.plan.cost == want.plan.cost
-    assert [(m.key, m.rho, m.sigma) for m in got.measurements] == [
-        (m.key, m.rho, m.sigma) for m in want.measurements
+    assert [(m.key, float(m.exact_share), m.sigma) for m in got.measurements] == [
+        (m.key, float(m.exact_share), m.sigma) for m in want.measurements
     ]
     assert got.rows == want.rows
     assert str(dataclasses.replace(got, notes=())) == str(want)

@@ -355,7 +355,7 @@ def test_planner_is_prompt_with_a_large_row_bound_at_a_small_rho() -> None:
         except pf.InvalidValueError:
             return
     (qm,) = plan.quantiles
-    assert 0 < qm.rho <= 1e-10
+    assert 0 < float(qm.exact_share) <= 1e-10
 
 
 def _sample_frame() -> pl.DataFrame:
@@ -401,12 +401,12 @@ def test_planner_cost_shares_and_explain_text() -> None:
             math.nextafter(float(share), 0), agg.q, 18
         )
         exact = quantiles.cost(qm.eta, agg.q, 18)
-        assert qm.exact_rho == share  # charged its share, which its cost fits
+        assert qm.exact_share == share  # charged its share, which its cost fits
         assert exact <= share
         assert float(exact) == pytest.approx(float(share), rel=1e-12)  # η is not capped here
-        total += qm.exact_rho
+        total += qm.exact_share
         assert "S = 18" in qm.derivation
-    total += sum((m.exact_rho for m in plan.measurements), Fraction(0))
+    total += sum((m.exact_share for m in plan.measurements), Fraction(0))
     assert plan.cost.exact_rho == total == Fraction(repr(rho))  # exactly the ρ asked
     assert plan.cost.delta == 0
     text = str(explanation)
@@ -426,7 +426,7 @@ def test_planner_caps_eta_and_charges_the_whole_share() -> None:
     assert qm.eta == quantiles.MAX_SCALE
     # A capped η costs 512, less than its share; the share is charged, as asked.
     assert round_up(quantiles.cost(quantiles.MAX_SCALE, 0.5, 1)) == 512.0
-    assert explanation.plan.cost.rho == qm.rho == 1e5
+    assert explanation.plan.cost.rho == float(qm.exact_share) == 1e5
     assert "capped at 64, the sampler's margin: it costs rho = 512" in str(explanation)
     assert "the whole share 100000 is charged" in str(explanation)
 
@@ -462,8 +462,8 @@ def test_weights_change_the_rho_split() -> None:
     )
     even = query.explain(rho=1.0).plan
     tilted = query.explain(rho=1.0, weights={"x_median": 3.0}).plan
-    assert even.quantiles[0].rho == pytest.approx(0.5)
-    assert tilted.quantiles[0].rho == pytest.approx(0.75)
+    assert float(even.quantiles[0].exact_share) == pytest.approx(0.5)
+    assert float(tilted.quantiles[0].exact_share) == pytest.approx(0.75)
     assert tilted.measurement("count").rho == pytest.approx(0.25)
     assert tilted.quantiles[0].eta == pytest.approx(even.quantiles[0].eta * math.sqrt(1.5))
     query.release(rho=1.0, weights={"x_median": 3.0})
@@ -897,9 +897,9 @@ def test_ledger_description_lists_each_quantile_measurement_with_rho_and_eta() -
     described = [dict(m) for m in entry.description["measurements"]]
     assert len(described) == len(plan.measurements) + len(plan.quantiles) == 5
     with_eta = [m for m in described if "eta" in m]
-    assert with_eta == [{"key": qm.key, "rho": qm.rho, "eta": qm.eta} for qm in plan.quantiles]
+    assert with_eta == [{"key": qm.key, "rho": float(qm.exact_share), "eta": qm.eta} for qm in plan.quantiles]
     with_sigma = [m for m in described if "sigma" in m]
-    assert with_sigma == [{"key": m.key, "rho": m.rho, "sigma": m.sigma} for m in plan.measurements]
+    assert with_sigma == [{"key": m.key, "rho": float(m.exact_share), "sigma": m.sigma} for m in plan.measurements]
     keys = [m["key"] for m in described]
     assert len(set(keys)) == len(keys)
     squares = plan.limits.squares

@@ -126,8 +126,8 @@ def test_sum_and_mean_share_a_count_and_a_centred_sum(bounds, magnitude, half_wi
     assert by_kind["centred_sum"].l2_sensitivity == pytest.approx(root_s * half_width, rel=1e-12)
     for mm in release.measurements:
         # σ = Δ / sqrt(2ρ), with ρ = Δ²/(2σ²) never above the measurement's share.
-        assert mm.sigma == pytest.approx(mm.l2_sensitivity / math.sqrt(2 * mm.rho), rel=1e-12)
-        assert Fraction(mm.l2_units) ** 2 / (2 * Fraction(mm.sigma_units) ** 2) <= mm.exact_rho
+        assert mm.sigma == pytest.approx(mm.l2_sensitivity / math.sqrt(2 * float(mm.exact_share)), rel=1e-12)
+        assert Fraction(mm.l2_units) ** 2 / (2 * Fraction(mm.sigma_units) ** 2) <= mm.exact_share
         # One row's grid value stays below 2^32 units and the noise within the sampler's range.
         assert mm.row_units <= 2**32
         assert mm.sigma_units <= 2**40
@@ -163,7 +163,7 @@ def test_rho_split_never_exceeds_rho(rho):
         pf.mean("y", bounds=(-1, 1)).alias("ym"),
     )
     release = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, rho)
-    total = sum((mm.exact_rho for mm in release.measurements), Fraction(0))
+    total = sum((mm.exact_share for mm in release.measurements), Fraction(0))
     assert total == release.cost.exact_rho
     assert release.cost.rho <= rho
     assert release.cost.rho == pytest.approx(rho, rel=1e-12)
@@ -194,7 +194,7 @@ def test_weights():
     partial = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, 1.0, {"count": 4})
     assert partial.measurement("count").rho == pytest.approx(0.8, rel=1e-12)
     # Each share is exact, and the shares add up to exactly the ρ asked.
-    assert sum(mm.exact_rho for mm in partial.measurements) == 1
+    assert sum(mm.exact_share for mm in partial.measurements) == 1
     assert partial.cost == pf.zCDP(1)
 
 
@@ -318,7 +318,7 @@ def test_explain_shows_sensitivity_split_sigma_and_error():
         assert f"sigma = {mm.sigma:.6g}" in text
         assert f"95% ± {mm.ci95:.6g}" in text
     assert [row["output"] for row in expl.rows] == ["count", "amount_sum", "avg"]
-    total = sum(mm.exact_rho for mm in expl.measurements)
+    total = sum(mm.exact_share for mm in expl.measurements)
     assert total == Fraction(3, 10) == expl.plan.cost.exact_rho
     # explain and release plan the same measurements.
     assert expl.plan == plan_release(_query(sess).plan, True, 0.3)
@@ -379,7 +379,7 @@ def test_count_sum_and_mean_waste_no_rho_and_lie_on_the_two_measurement_curve():
     aggs = (pf.count(), pf.sum("amount", bounds=bounds), pf.mean("amount", bounds=bounds))
     release = plan_release(plan(5, k=3, m=10, big_m=10, aggregates=aggs), True, 1.0)
     assert sorted(m.kind for m in release.measurements) == ["centred_sum", "count"]
-    assert sum(m.exact_rho for m in release.measurements) == 1
+    assert sum(m.exact_share for m in release.measurements) == 1
     rho_c = float(release.measurement("count").exact_rho)
     count_sigma = release.measurement("count").sigma
     assert count_sigma == pytest.approx(10 / math.sqrt(2 * rho_c), rel=1e-12)
@@ -392,4 +392,4 @@ def test_count_sum_and_mean_waste_no_rho_and_lie_on_the_two_measurement_curve():
 def test_a_variance_alone_splits_its_three_measurements_evenly(make):
     # Its first-order terms misjudge it (docs/sensitivity.md §6): equal parts.
     release = plan_release(plan(5, k=2, m=3, aggregates=(make("x", (0, 100)),)), True, 0.3)
-    assert [m.exact_rho for m in release.measurements] == [Fraction(1, 10)] * 3
+    assert [m.exact_share for m in release.measurements] == [Fraction(1, 10)] * 3

@@ -182,7 +182,7 @@ def test_explained_sigma_follows_the_sensitivity(released):
     }
     for kind, delta in sensitivities.items():
         m = _measurement(explanation, kind)
-        assert m.sigma == pytest.approx(delta / math.sqrt(2 * m.rho), rel=1e-9)
+        assert m.sigma == pytest.approx(delta / math.sqrt(2 * float(m.exact_share)), rel=1e-9)
 
 
 @pytest.mark.parametrize("kind", ["count", "centred_sum"])
