@@ -38,7 +38,7 @@ from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import from_list
 from privframe.plan.limits import Limits
-from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need
+from privframe.plan.measurements import Z95, GaussianNeed, Measurement, Need, Share
 
 DATA = pl.DataFrame(
     {
@@ -105,9 +105,10 @@ def test_every_family_owns_each_piece_of_a_release(name: str) -> None:
     assert [n.key for n in needs] == list(agg.keys())
     for need in needs:
         assert need.error_coefficient(limits) > 0
-        measured = need.measure(limits, Fraction(1, 4))
-        assert measured.key == need.key  # type: ignore[attr-defined]
-        assert measured.exact_rho <= Fraction(1, 4)  # type: ignore[attr-defined]
+        for family in ("gaussian", "laplace"):
+            measured = need.measure(limits, Share(Fraction(1, 4), family))
+            assert measured.key == need.key  # type: ignore[attr-defined]
+            assert measured.exact_share <= Fraction(1, 4)  # type: ignore[attr-defined]
     sess = _session()
     released = _query(sess, agg).release(0.5, with_error=True)
     assert list(released.columns) == ["region", agg.output_name, *agg.error_columns()]

@@ -151,7 +151,7 @@ def test_a_sum_centred_on_zero_reads_no_count():
     release = plan_release(p, True, 0.5)
     (only,) = release.measurements
     assert only.kind == "centred_sum"
-    assert only.exact_rho == Fraction(1, 2)
+    assert only.exact_share == Fraction(1, 2)
 
 
 @pytest.mark.parametrize("rho", [0.1, 1 / 3, 1e-5, 0.7, 2.0])
@@ -380,7 +380,7 @@ def test_count_sum_and_mean_waste_no_rho_and_lie_on_the_two_measurement_curve():
     release = plan_release(plan(5, k=3, m=10, big_m=10, aggregates=aggs), True, 1.0)
     assert sorted(m.kind for m in release.measurements) == ["centred_sum", "count"]
     assert sum(m.exact_share for m in release.measurements) == 1
-    rho_c = float(release.measurement("count").exact_rho)
+    rho_c = float(release.measurement("count").exact_share)
     count_sigma = release.measurement("count").sigma
     assert count_sigma == pytest.approx(10 / math.sqrt(2 * rho_c), rel=1e-12)
     sum_std = float(release.outputs[1].aggregate.explain_row(release)[0])
