@@ -517,7 +517,9 @@ def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
         events.append(GaussianEvent(m.sigma_units / m.l2_units, discrete=True))
         events.append(ThresholdEvent(rho=0.0, delta=release.selection.delta))
     events += [
-        ZCDPEvent(q.exact_share) if q.share.family == "gaussian" else PureDPEvent(q.exact_share)
+        ZCDPEvent(float(q.exact_share))
+        if q.share.family == "gaussian"
+        else PureDPEvent(float(q.exact_share))
         for q in release.quantiles
     ]
     return [event.to_dict() for event in events]

@@ -178,7 +178,7 @@ def test_default_split_minimises_the_relative_variances():
     release = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, 1.0)
     assert [mm.kind for mm in release.measurements] == ["count", "centred_sum"]
     expected = math.sqrt(1.25) / (math.sqrt(1.25) + 0.5)
-    assert release.measurement("count").rho == pytest.approx(expected, rel=1e-12)
+    assert float(release.measurement("count").exact_share) == pytest.approx(expected, rel=1e-12)
     assert release.cost == pf.zCDP(1)
 
 
@@ -188,11 +188,11 @@ def test_weights():
     release = plan_release(
         plan(10, k=2, m=3, aggregates=aggs), True, 1.0, {"count": 3.0, "x_sum": 1.0}
     )
-    assert release.measurement("count").rho == pytest.approx(0.75, rel=1e-12)
-    assert release.measurements[1].rho == pytest.approx(0.25, rel=1e-12)
+    assert float(release.measurement("count").exact_share) == pytest.approx(0.75, rel=1e-12)
+    assert float(release.measurements[1].exact_share) == pytest.approx(0.25, rel=1e-12)
     # Unnamed outputs weigh 1.
     partial = plan_release(plan(10, k=2, m=3, aggregates=aggs), True, 1.0, {"count": 4})
-    assert partial.measurement("count").rho == pytest.approx(0.8, rel=1e-12)
+    assert float(partial.measurement("count").exact_share) == pytest.approx(0.8, rel=1e-12)
     # Each share is exact, and the shares add up to exactly the ρ asked.
     assert sum(mm.exact_share for mm in partial.measurements) == 1
     assert partial.cost == pf.zCDP(1)
