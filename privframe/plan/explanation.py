@@ -58,15 +58,17 @@ APPROX_ACCOUNTING_NOTE = (
 """How a release is accounted in an (ε, δ) session."""
 
 
-def _cost_text(cost: object, rho: str = "rho", epsilon: str = "epsilon") -> str:
-    """The cost line and the accounting note of a release, by the kind of its budget."""
+def _cost_text(cost: object, greek: bool = False) -> str:
+    """The cost line of a release, by the kind of its budget (Greek letters for HTML)."""
+    rho, epsilon, delta = ("ρ", "ε", "δ") if greek else ("rho", "epsilon", "delta")
     if isinstance(cost, zCDP):
-        delta = f", delta = {cost.delta:.3g}" if cost.delta else ""
-        return f"release costs {rho} = {cost.rho:.6g}{delta} (zCDP)"
+        spent = f", {delta} = {cost.delta:.3g}" if cost.delta else ""
+        value = number(cost.rho) if greek else f"{cost.rho:.6g}"
+        return f"release costs {rho} = {value}{spent} (zCDP)"
     if isinstance(cost, PureDP):
         return f"release costs {epsilon} = {cost.epsilon:.6g} (pure DP)"
     assert isinstance(cost, ApproxDP)
-    return f"release costs {epsilon} = {cost.epsilon:.6g}, delta = {cost.delta:.3g} ((ε, δ)-DP)"
+    return f"release costs {epsilon} = {cost.epsilon:.6g}, {delta} = {cost.delta:.3g} ((ε, δ)-DP)"
 
 
 def _accounting_note(cost: object) -> str:
@@ -142,7 +144,7 @@ def explanation_html(explanation: Explanation) -> str:
     ]
     share, noise = ("ρ", "σ") if plan.family == "gaussian" else ("ε", "b")
     parts = [
-        paragraph(_cost_text(cost, "ρ", "ε")),
+        paragraph(_cost_text(cost, greek=True)),
         *([paragraph(f"noise: {plan.choice}")] if plan.choice else []),
         paragraph(_accounting_note(cost), "pf-meta"),
         paragraph(f"contribution bound: {explanation.bound}"),

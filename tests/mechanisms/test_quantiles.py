@@ -897,9 +897,13 @@ def test_ledger_description_lists_each_quantile_measurement_with_rho_and_eta() -
     described = [dict(m) for m in entry.description["measurements"]]
     assert len(described) == len(plan.measurements) + len(plan.quantiles) == 5
     with_eta = [m for m in described if "eta" in m]
-    assert with_eta == [{"key": qm.key, "rho": float(qm.exact_share), "eta": qm.eta} for qm in plan.quantiles]
+    assert with_eta == [
+        {"key": qm.key, "rho": float(qm.exact_share), "eta": qm.eta} for qm in plan.quantiles
+    ]
     with_sigma = [m for m in described if "sigma" in m]
-    assert with_sigma == [{"key": m.key, "rho": float(m.exact_share), "sigma": m.sigma} for m in plan.measurements]
+    assert with_sigma == [
+        {"key": m.key, "rho": float(m.exact_share), "sigma": m.sigma} for m in plan.measurements
+    ]
     keys = [m["key"] for m in described]
     assert len(set(keys)) == len(keys)
     squares = plan.limits.squares

@@ -126,7 +126,9 @@ def test_sum_and_mean_share_a_count_and_a_centred_sum(bounds, magnitude, half_wi
     assert by_kind["centred_sum"].l2_sensitivity == pytest.approx(root_s * half_width, rel=1e-12)
     for mm in release.measurements:
         # σ = Δ / sqrt(2ρ), with ρ = Δ²/(2σ²) never above the measurement's share.
-        assert mm.sigma == pytest.approx(mm.l2_sensitivity / math.sqrt(2 * float(mm.exact_share)), rel=1e-12)
+        assert mm.sigma == pytest.approx(
+            mm.l2_sensitivity / math.sqrt(2 * float(mm.exact_share)), rel=1e-12
+        )
         assert Fraction(mm.l2_units) ** 2 / (2 * Fraction(mm.sigma_units) ** 2) <= mm.exact_share
         # One row's grid value stays below 2^32 units and the noise within the sampler's range.
         assert mm.row_units <= 2**32
