@@ -318,8 +318,9 @@ class Composition:
                 continue
             total = self.sums[k] + Fraction(r)
             sums.append(total)
-            if offsets[k] is not None:
-                candidates.append(total + offsets[k])
+            start_offset = offsets[k]
+            if start_offset is not None:
+                candidates.append(total + start_offset)
         if option.sure is not None:
             candidates.append(self.epsilon + option.sure)
         if not candidates:

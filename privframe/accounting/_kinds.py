@@ -86,7 +86,7 @@ def check_kind(kind: object) -> Kind:
     """
     if kind not in KINDS:
         raise InvalidArgumentError(f"kind must be privframe.zCDP, PureDP or ApproxDP, got {kind!r}")
-    return kind  # type: ignore[return-value]  # one of the KINDS
+    return kind
 
 
 def columns(budget: Spendable) -> tuple[Fraction, Fraction]:

@@ -274,9 +274,10 @@ class BudgetReport:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        if not isinstance(self.budget, zCDP):
+        budget, spent = self.budget, self.spent
+        if not isinstance(budget, zCDP) or not isinstance(spent, zCDP):
             return self._epsilon_str()
-        outright = self.budget.exact_delta > 0 or self.spent.exact_delta > 0
+        outright = budget.exact_delta > 0 or spent.exact_delta > 0
         left = f"{'':<10} {'rho (zCDP)':>12}"
         if outright:
             left += f" {'delta spent outright':>21}"
@@ -294,9 +295,7 @@ class BudgetReport:
             lines.append(f"{row} | {converted} {figure(mu):>10}")
         added = "rho and the delta spent outright add" if outright else "rho adds"
         left_note = f"{added} up (spent + remaining = budget)"
-        if self.spent.exact_rho > self.budget.exact_rho or (
-            self.spent.exact_delta > self.budget.exact_delta
-        ):
+        if spent.exact_rho > budget.exact_rho or spent.exact_delta > budget.exact_delta:
             # The remaining row is clipped at 0, so the left side cannot add up.
             left_note = (
                 "more than this budget was spent (the ledger was charged under a larger "

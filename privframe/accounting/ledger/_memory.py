@@ -366,7 +366,7 @@ class Ledger:
                     f"charge {i} costs a {type(cost).__name__}, but this ledger records "
                     f"{name} costs"
                 )
-            first, second = columns(cost)  # type: ignore[arg-type]  # one of the KINDS
+            first, second = columns(cost)
             drafts.append(
                 _draft(first, second, charge.label, charge.description, charge.seeded,
                        self._kind)
