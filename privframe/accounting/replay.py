@@ -363,21 +363,25 @@ def guarantee(
 
 
 def _kind(entries: Sequence[LedgerEntry], total: Spendable | None) -> Kind:
-    """The one kind of ``entries`` (or of ``total`` when there are none)."""
-    kinds = {type(total)} if total is not None else set()
-    if entries:
-        kinds |= {entries[0].kind, entries[-1].kind}
+    """The kind of ``total``, or else of ``entries`` (zCDP when there are none).
+
+    Given a total, no entry is read: the caller keeps the entries' kind.
+    """
+    if total is not None:
+        if not isinstance(total, zCDP | PureDP | ApproxDP):
+            raise InvalidValueError(
+                f"total must be a zCDP, PureDP or ApproxDP, got {type(total).__name__}"
+            )
+        return type(total)
+    if not entries:
+        return zCDP
+    kinds = {entries[0].kind, entries[-1].kind}
     if len(kinds) > 1:
         raise InvalidValueError(
-            "the entries and total are of several kinds of budget "
+            "the entries are of several kinds of budget "
             f"({', '.join(sorted(k.__name__ for k in kinds))}); a ledger keeps one"
         )
-    if not kinds:
-        return zCDP
-    kind = kinds.pop()
-    if kind not in (zCDP, PureDP, ApproxDP):
-        raise InvalidValueError(f"total must be a zCDP, PureDP or ApproxDP, got {kind.__name__}")
-    return kind
+    return kinds.pop()
 
 
 def _charged(
