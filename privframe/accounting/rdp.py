@@ -202,7 +202,7 @@ def pure_dp_rdp(epsilon: float, orders: Sequence[float] = DEFAULT_ORDERS) -> lis
         cap = min(eps, _up_or_inf(Fraction(a) * Fraction(eps) ** 2 / 2))
         top, bottom = _log_cosh((a - 0.5) * eps), _log_cosh(eps / 2)
         # Each ln cosh is within a few ulps of its value; α − 1 is exact for α in (1, 2^53].
-        value = up((top - bottom) / (a - 1), 16 * ULP * (top + bottom) / (a - 1) + 4 * ULP)
+        value = up((top - bottom) / (a - 1), 16 * ULP * (top + bottom) / (a - 1))
         curve.append(max(0.0, min(cap, value)))
     return curve
 

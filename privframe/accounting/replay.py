@@ -328,6 +328,13 @@ def guarantee(
     for event in replayed:
         accountant.compose(event)
     epsilon = accountant.epsilon(delta)
+    capped = False
+    if kind is not zCDP:
+        # Adding the ε's (and δ's) is valid too; a replay never states more than that.
+        first = sum((e.exact_rho for e in entries), Fraction(0))
+        second = sum((e.exact_delta for e in entries), Fraction(0))
+        if Fraction(delta) >= second and round_up(first) < epsilon:
+            epsilon, capped = round_up(first), True
     if isinstance(accountant, RDPAccountant):
         basis = "the ledger's mechanism events replayed in " + _rdp_basis(replayed)
     elif accountant.fallback is None:
@@ -353,6 +360,8 @@ def guarantee(
             f". Entries {by_charge} record events that do not account for their charged "
             f"({'rho' if kind is zCDP else 'epsilon'}, delta); they count by their charge"
         )
+    if capped:
+        basis += "; capped by basic composition (the sum of the epsilons), which is smaller here"
     if kind is not zCDP:
         basis += (
             f". This replays the {kind.__name__} ledger's releases as one fixed sequence; "
