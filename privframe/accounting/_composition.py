@@ -31,8 +31,12 @@ chosen when the release is asked for, from its parameters only:
 * (a) any release charged (ε_i, δ_i): the (ε_i, δ_i)-randomized response,
   whose loss is +∞ with probability δ_i (an *atom*) and else ±ε_i; so
   L_i − L_{i−1} <= ε_i surely outside the atom, and its Rényi divergence of
-  order α is that of ε_i-randomized response (:func:`~privframe.accounting.rdp.pure_dp_rdp`);
-* (b) a release whose ``description["events"]`` say what it ran: the events'
+  order α is that of ε_i-randomized response (:func:`~privframe.accounting.rdp.pure_dp_rdp`).
+  When the release's events (below) show it is (ε_i, δ′)-DP for some δ′ < δ_i,
+  the same pair at (ε_i, δ′): the atom is δ′ and the rest of δ_i is *slack*;
+* (b) a release whose ``description["events"]`` say what it ran (and claim
+  at least its charged ε at its charged δ; events claiming less are not
+  believed, and the release counts by its charge): the events'
   own Rényi curve (:class:`~privframe.accounting.rdp.RDPAccountant`), atoms
   the δ₀ its threshold events spend outright (plus ln(1/(1 − δ₀)) at every
   order, for the mass the other side's atom takes away), a sure bound Σε_e
@@ -85,6 +89,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -186,17 +191,19 @@ def _generic(epsilon: Fraction, delta: Fraction, atoms: Fraction) -> _Option:
     return _Option(tuple(pure_dp_rdp(round_up(epsilon), ORDERS)), delta - atoms, epsilon)
 
 
-def _events_delta(epsilon: Fraction, events: Sequence[Event]) -> Fraction | None:
+def _events_delta(
+    epsilon: Fraction, events: Sequence[Event], rdp: RDPAccountant | None
+) -> Fraction | None:
     """A δ for which the events together are (ε, δ)-DP, or None if they cannot be bounded.
 
     When they are ε_e-DP, with e = Σε_e: 0 if e <= ε, else the profile of
     e-randomized response at ε, (e^e − e^ε)/(1 + e^e), which bounds every
     e-DP mechanism's (Kairouz, Oh & Viswanath 2015): the float rounding of a
     recorded ε then costs a δ of the order of the rounding. Otherwise the
-    Rényi conversion of their curve (Canonne, Kamath & Steinke 2020, Prop.
-    12) plus the δ their threshold events spend outright, at ε rounded down.
-    The events of one release are fixed before it runs, so composing them is
-    not a filter.
+    Rényi conversion of their curve ``rdp`` (Canonne, Kamath & Steinke 2020,
+    Prop. 12) plus the δ their threshold events spend outright, at ε rounded
+    down (None when they have no Rényi curve). The events of one release are
+    fixed before it runs, so composing them is not a filter.
     """
     pure = _pure_epsilon(events)
     if pure is not None:
@@ -205,23 +212,56 @@ def _events_delta(epsilon: Fraction, events: Sequence[Event]) -> Fraction | None
         total, eps = round_up(pure), round_down(epsilon)
         value = -math.expm1(eps - total) / (1 + math.exp(-total))
         return Fraction(up(value, 8 * ULP * value))
-    try:
-        rdp = RDPAccountant()
-        for event in events:
-            rdp.compose(event)
-        return Fraction(rdp.delta(round_down(epsilon)))
-    except PrivframeError:
+    if rdp is None:
         return None
+    return Fraction(rdp.delta(round_down(epsilon)))
 
 
-def _described(delta: Fraction, events: Sequence[Event]) -> _Option | None:
-    """Option (b): the events' own curve; None if they cannot be bounded within δ."""
+_CHARGE_SLACK = Fraction(1, 2**20)
+"""Relative rounding allowed between a release's charged ε and its events' own ε."""
+
+
+def _accounts_for(epsilon: Fraction, delta: Fraction, events: Sequence[Event]) -> bool:
+    """Whether the events claim at least the charged ε at the charged δ (up to rounding).
+
+    A release is charged (ε, δ) as it asked; its events say what it ran, and
+    may be tighter than the charge in δ (slack) but are not believed when
+    they claim less than ε at δ (say, ``"events": []`` for a release that
+    did run a mechanism): then it counts as a generic (ε, δ)-DP release, so
+    a description can never lower a charge below what its own mechanism's
+    (ε, δ) allows. The events' ε at δ is Σε_e for ε-DP events, else their
+    Rényi conversion at δ (+∞ when they have none, or spend all of δ outright).
+    """
+    floor = epsilon * (1 - _CHARGE_SLACK)
+    pure = _pure_epsilon(events)
+    if pure is not None:
+        return pure >= floor
+    rdp = _renyi(events)
+    if rdp is None or Fraction(rdp.threshold_delta) >= delta:
+        return True  # no finite ε at δ: they claim no less than the charge
+    try:
+        return Fraction(rdp.epsilon(round_down(delta))) >= floor
+    except PrivframeError:
+        return True  # δ is all spent outright, up to rounding: no finite ε either
+
+
+def _renyi(events: Sequence[Event]) -> RDPAccountant | None:
+    """The events composed in Rényi DP at :data:`ORDERS`, or None if they have no bound."""
     try:
         rdp = RDPAccountant(ORDERS)
         for event in events:
             rdp.compose(event)
     except PrivframeError:
         return None  # e.g. a subsampled event no Rényi bound is implemented for
+    return rdp
+
+
+def _described(
+    delta: Fraction, events: Sequence[Event], rdp: RDPAccountant | None
+) -> _Option | None:
+    """Option (b): the events' own curve; None if they cannot be bounded within δ."""
+    if rdp is None:
+        return None
     atoms = Fraction(rdp.threshold_delta)
     if atoms > delta or atoms >= 1:
         return None  # the events spend more δ outright than the release was charged
@@ -232,6 +272,27 @@ def _described(delta: Fraction, events: Sequence[Event]) -> _Option | None:
         shift = up(shift, 4 * ULP * shift + ULP * float(atoms))
         curve = [r if math.isinf(r) else round_up(Fraction(r) + Fraction(shift)) for r in curve]
     return _Option(tuple(curve), delta - atoms, _pure_epsilon(events))
+
+
+@functools.lru_cache(maxsize=4096)
+def _options(
+    epsilon: Fraction, delta: Fraction, events: tuple[Event, ...] | None
+) -> tuple[_Option, ...]:
+    """The ways to bound one release, best first on a tie in T (cached: releases repeat).
+
+    On a tie: more slack first (it may start a Rényi bound), then the events'
+    own curve (better for later releases), then the generic pair.
+    """
+    options = [_generic(epsilon, delta, delta)]
+    if events is not None and _accounts_for(epsilon, delta, events):
+        rdp = _renyi(events)
+        certified = _events_delta(epsilon, events, rdp)
+        if certified is not None and certified < delta:
+            options.insert(0, _generic(epsilon, delta, certified))
+        described = _described(delta, events, rdp)
+        if described is not None:
+            options.insert(0, described)
+    return tuple(options)
 
 
 @dataclass(frozen=True)
@@ -275,19 +336,10 @@ class Composition:
         """
         if not isinstance(epsilon, Fraction) or not isinstance(delta, Fraction):
             raise InvalidArgumentError("a composed cost is exact: pass Fractions")
-        # Preferred on a tie in T: more slack (it may start a Rényi bound), then the
-        # events' own curve (better for later releases), then the generic pair.
-        options = [_generic(epsilon, delta, delta)]
-        if events is not None:
-            certified = _events_delta(epsilon, events)
-            if certified is not None and certified < delta:
-                options.insert(0, _generic(epsilon, delta, certified))
-            described = _described(delta, events)
-            if described is not None:
-                options.insert(0, described)
+        key = None if events is None else tuple(events)
         best: tuple[Fraction, Fraction, int] | None = None
         chosen: Composition | None = None
-        for rank, option in enumerate(options):
+        for rank, option in enumerate(_options(epsilon, delta, key)):
             state = self._with(option, epsilon, delta)
             if state is None:
                 continue

@@ -165,3 +165,24 @@ def test_the_natural_pld_filter_is_not_a_privacy_filter() -> None:
     charged_e = pf.GDP(mu).epsilon(target_delta)  # the Gaussian's own (ε, D)
     after = state.add(Fraction(charged_e), Fraction(target_delta), [GaussianEvent(1 / mu)])
     assert after.epsilon > big_e
+
+
+def test_events_that_claim_less_than_the_charge_are_not_believed() -> None:
+    # "Nothing ran" for a release charged ε > 0: it counts by its charge.
+    empty = _fold([(Fraction(1, 10), Fraction(1, 10**7), [])] * 60)[-1]
+    assert empty.epsilon == 6
+    # A Laplace of ε = 0.05 for a release charged 0.1: likewise.
+    smaller = _fold([(Fraction(1, 10), Fraction(1, 10**7), [LaplaceEvent(20.0)])] * 60)[-1]
+    assert smaller.epsilon == 6
+    # The same releases described truthfully are charged less.
+    truthful = _fold([(Fraction(1, 10), Fraction(1, 10**7), [LaplaceEvent(10.0)])] * 60)[-1]
+    assert truthful.epsilon < 5
+
+
+def test_gaussian_releases_with_room_in_their_delta_compose_by_their_renyi_curve() -> None:
+    # A discrete Gaussian that is (0.1, 5e-9)-DP, charged (0.1, 1e-8): half its δ is slack.
+    z = 62.0
+    assert pf.zCDP(1 / (2 * z * z)).epsilon(5e-9) <= 0.1
+    state = _fold([(Fraction(1, 10), Fraction(1, 10**8), [GaussianEvent(z, discrete=True)])] * 100)
+    assert state[-1].basic_epsilon == 10
+    assert state[-1].epsilon < 2
