@@ -34,11 +34,11 @@ chosen when the release is asked for, from its parameters only:
   order α is that of ε_i-randomized response (:func:`~privframe.accounting.rdp.pure_dp_rdp`).
   When the release's events (below) show it is (ε_i, δ′)-DP for some δ′ < δ_i,
   the same pair at (ε_i, δ′): the atom is δ′ and the rest of δ_i is *slack*;
-* (b) a release whose ``description["events"]`` say what it ran (and claim
-  at least its charged ε at its charged δ; events claiming less are not
-  believed, and the release counts by its charge): the events'
-  own Rényi curve (:class:`~privframe.accounting.rdp.RDPAccountant`), atoms
-  the δ₀ its threshold events spend outright (plus ln(1/(1 − δ₀)) at every
+* (b) a release whose ``description["events"]`` say what it ran (events of
+  ε-DP mechanisms only must add up to its charged ε, else they are not
+  believed and it counts by its charge): the events' own Rényi curve
+  (:class:`~privframe.accounting.rdp.RDPAccountant`), atoms the δ₀ its
+  threshold events spend outright (plus ln(1/(1 − δ₀)) at every
   order, for the mass the other side's atom takes away), a sure bound Σε_e
   only if every event is ε_e-DP (Laplace, exponential mechanism); the rest of
   δ_i, s_i = δ_i − δ₀, is *slack*.
@@ -221,28 +221,18 @@ _CHARGE_SLACK = Fraction(1, 2**20)
 """Relative rounding allowed between a release's charged ε and its events' own ε."""
 
 
-def _accounts_for(epsilon: Fraction, delta: Fraction, events: Sequence[Event]) -> bool:
-    """Whether the events claim at least the charged ε at the charged δ (up to rounding).
+def _accounts_for(epsilon: Fraction, events: Sequence[Event]) -> bool:
+    """Whether events made of ε-DP mechanisms only claim at least the charged ε.
 
-    A release is charged (ε, δ) as it asked; its events say what it ran, and
-    may be tighter than the charge in δ (slack) but are not believed when
-    they claim less than ε at δ (say, ``"events": []`` for a release that
-    did run a mechanism): then it counts as a generic (ε, δ)-DP release, so
-    a description can never lower a charge below what its own mechanism's
-    (ε, δ) allows. The events' ε at δ is Σε_e for ε-DP events, else their
-    Rényi conversion at δ (+∞ when they have none, or spend all of δ outright).
+    A release is charged (ε, δ) as it asked, and its events say what it ran.
+    A Gaussian's events are tighter than its charge (that is where slack
+    comes from), but a pure-DP release is charged its ε exactly: events of
+    ε-DP mechanisms whose ε add up to less than the charge (``"events": []``
+    for a release charged ε > 0, a Laplace of another ε) do not describe it,
+    and are not believed: it then counts as a generic (ε, δ)-DP release.
     """
-    floor = epsilon * (1 - _CHARGE_SLACK)
     pure = _pure_epsilon(events)
-    if pure is not None:
-        return pure >= floor
-    rdp = _renyi(events)
-    if rdp is None or Fraction(rdp.threshold_delta) >= delta:
-        return True  # no finite ε at δ: they claim no less than the charge
-    try:
-        return Fraction(rdp.epsilon(round_down(delta))) >= floor
-    except PrivframeError:
-        return True  # δ is all spent outright, up to rounding: no finite ε either
+    return pure is None or pure >= epsilon * (1 - _CHARGE_SLACK)
 
 
 def _renyi(events: Sequence[Event]) -> RDPAccountant | None:
@@ -284,7 +274,7 @@ def _options(
     own curve (better for later releases), then the generic pair.
     """
     options = [_generic(epsilon, delta, delta)]
-    if events is not None and _accounts_for(epsilon, delta, events):
+    if events is not None and _accounts_for(epsilon, events):
         rdp = _renyi(events)
         certified = _events_delta(epsilon, events, rdp)
         if certified is not None and certified < delta:
