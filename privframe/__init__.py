@@ -21,7 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 from privframe import accounting, progress
 from privframe.accounting import events
 from privframe.accounting.accountant import BudgetReport
-from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
+from privframe.accounting.budgets import GDP, ApproxDP, Budget, PureDP, zCDP
 from privframe.accounting.ledger import LedgerEntry, LedgerMissingWarning, LedgerStateWarning
 from privframe.api import datasets
 from privframe.api.client import RemoteSession, connect
@@ -80,6 +80,7 @@ __all__ = [
     "LedgerStateWarning",
     "PrivframeError",
     "PrivframeWarning",
+    "PureDP",
     "RemoteSession",
     "Request",
     "SQLError",

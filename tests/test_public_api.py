@@ -22,6 +22,13 @@ def test_every_exported_name_exists_and_is_documented() -> None:
             assert inspect.getdoc(value), name
 
 
+def test_the_three_kinds_of_budget_are_exported() -> None:
+    for name in ("zCDP", "PureDP", "ApproxDP", "GDP", "Budget"):
+        assert name in pf.__all__
+        assert getattr(pf, name) is getattr(pf.accounting, name)
+    assert repr(pf.PureDP(epsilon=0.5)) == "PureDP(epsilon=0.5)"
+
+
 def test_the_root_exports_no_internals() -> None:
     internals = {"Spend", "Batch", "Accountant", "Balance", "LedgerEntries", "spark", "planner"}
     assert internals.isdisjoint(pf.__all__)

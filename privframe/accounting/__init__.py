@@ -15,7 +15,15 @@ Example:
 """
 
 from privframe.accounting.accountant import Accountant, BudgetReport, Spend
-from privframe.accounting.budgets import GDP, ApproxDP, Budget, mu_estimate, to_zcdp, zCDP
+from privframe.accounting.budgets import (
+    GDP,
+    ApproxDP,
+    Budget,
+    PureDP,
+    mu_estimate,
+    to_zcdp,
+    zCDP,
+)
 from privframe.accounting.calibration import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
@@ -34,6 +42,7 @@ __all__ = [
     "BudgetReport",
     "Number",
     "PLDAccountant",
+    "PureDP",
     "RDPAccountant",
     "Spend",
     "analytic_gaussian_sigma",

@@ -2,9 +2,10 @@
 
 The numerics behind :class:`~privframe.accounting.pld.PLDAccountant`, whose
 module docstring states the method and its error analysis: the loss CDFs of
-the Gaussian and the Poisson-subsampled Gaussian (:func:`gaussian_loss`,
-:func:`sampled_loss`), their pessimistic or optimistic discretisation on a
-grid of spacing h (:func:`discretize`), and composition by FFT
+the Gaussian, the Poisson-subsampled Gaussian and ε-randomized response
+(:func:`gaussian_loss`, :func:`sampled_loss`, :func:`randomized_response_loss`),
+their pessimistic or optimistic discretisation on a grid of spacing h
+(:func:`discretize`), and composition by FFT
 (:func:`convolve`, :func:`self_compose`), each carrying a bound on its
 floating-point error.
 
@@ -35,6 +36,7 @@ __all__ = [
     "convolve",
     "discretize",
     "gaussian_loss",
+    "randomized_response_loss",
     "sampled_loss",
     "self_compose",
 ]
@@ -169,6 +171,31 @@ def sampled_loss(q: float, sigma: float, *, remove: bool) -> LossCDF:
             return -psi(sigma * z), -psi(-sigma * z)
 
     return LossCDF(cdf, loss_range, (2 + 40 * sigma) / var + abs(log_q))
+
+
+def randomized_response_loss(epsilon: float) -> LossCDF:
+    """The loss of ε-randomized response (ε > 0), the same in both directions.
+
+    P = (p, 1 − p) and Q = (1 − p, p) on two outputs, p = e^ε/(1 + e^ε): the
+    loss is +ε with probability p and −ε with probability 1 − p under P, and
+    the other way round under Q. Its CDFs are steps; p and 1 − p are each
+    computed to a few ulps.
+    """
+    high = 1 / (1 + math.exp(-epsilon))  # P[L = ε] = Q[L = −ε]
+    low = 1 / (1 + math.exp(epsilon))  # P[L = −ε] = Q[L = ε]
+
+    def cdf(eps: np.ndarray) -> tuple[np.ndarray, ...]:
+        top, middle = eps >= epsilon, eps >= -epsilon
+        p_le = np.where(top, 1.0, np.where(middle, low, 0.0))
+        p_gt = np.where(top, 0.0, np.where(middle, high, 1.0))
+        q_le = np.where(top, 1.0, np.where(middle, high, 0.0))
+        q_gt = np.where(top, 0.0, np.where(middle, low, 1.0))
+        return p_le, p_gt, q_le, q_gt
+
+    def loss_range(tail: float) -> tuple[float, float]:
+        return -epsilon, epsilon
+
+    return LossCDF(cdf, loss_range, epsilon)
 
 
 # ---------------------------------------------------------------------------

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from privframe.accounting.budgets import zCDP
+from privframe.accounting._kinds import Kind, Spendable, columns
+from privframe.accounting.budgets import ApproxDP, zCDP
+from privframe.errors import InvalidArgumentError
 from privframe.numeric import round_up
 
 __all__ = ["BudgetReport", "figure", "refusal"]
@@ -35,7 +37,19 @@ def figure(x: float | Fraction) -> str:
 class BudgetReport:
     """A snapshot of an accountant's budget in every reporting unit.
 
-    ρ is the accounting unit, and it adds up exactly: ``spent + remaining ==
+    Its :attr:`kind` is the accountant's: zCDP, PureDP or ApproxDP.
+
+    **PureDP.** ``budget``, ``spent`` and ``remaining`` are
+    :class:`~privframe.accounting.PureDP` values that add up exactly (ε adds);
+    every row is (ε, 0)-DP. **ApproxDP.** They are
+    :class:`~privframe.accounting.ApproxDP` values: ``spent`` is the (ε, δ) the
+    accountant charged, its tight composition of the releases (see
+    :mod:`privframe.accounting.accountant`), and ``basic`` what basic
+    composition (adding the ε's and δ's) would have charged; ``spent +
+    remaining == budget``. The ρ and μ fields are None for both kinds, and
+    :meth:`epsilon_rows` gives the table.
+
+    **zCDP.** ρ is the accounting unit, and it adds up exactly: ``spent + remaining ==
     budget`` (the exact :class:`~privframe.accounting.zCDP` fields), in ρ and
     in the δ spent outright (approximate zCDP, e.g. private partition
     selection). The other units are each row's own conversion, and do not add
@@ -57,9 +71,11 @@ class BudgetReport:
         delta: the reporting δ: the slack of the zCDP to (ε, δ) conversion.
             For a budget ``ApproxDP(ε, δ).to_zcdp(selection_delta=δ_s)`` it
             defaults to δ − δ_s, so the budget row, and the spent row once
-            everything is spent, read (ε' <= ε, δ).
+            everything is spent, read (ε' <= ε, δ). For a PureDP report 0, for
+            an ApproxDP one the budget's δ.
         budget: the budget, exactly.
-        spent: what was spent, exactly (the exact sum of the ledger's entries).
+        spent: what was spent, exactly (zCDP, PureDP: the exact sum of the
+            ledger's entries; ApproxDP: the tight composition charged).
         remaining: ``budget - spent``, exactly (0 if more was spent, which a
             ledger reopened with a smaller budget can show).
         budget_rho: ρ of the budget.
@@ -82,6 +98,8 @@ class BudgetReport:
             Gaussian releases are ρ-zCDP but not exactly μ-GDP.
         n_entries: number of ledger entries.
         n_seeded: how many of them used seeded (non-private) randomness.
+        basic: ApproxDP only: what basic composition would have charged,
+            (Σε, Σδ) of the entries; else None.
 
     Example:
         >>> import privframe as pf
@@ -93,57 +111,115 @@ class BudgetReport:
         (0.125, 0.375, 1e-06, 0.5)
         >>> r.spent + r.remaining == r.budget
         True
+        >>> pure = Accountant(pf.PureDP(1.0))
+        >>> _ = pure.spend(pf.PureDP(0.25), label="q1")
+        >>> p = pure.report()
+        >>> p.spent, p.remaining_epsilon, p.epsilon_rows()[0]
+        (PureDP(epsilon=0.25), 0.75, ('budget', 1.0, 0.0))
     """
 
     delta: float
-    budget: zCDP
-    spent: zCDP
-    remaining: zCDP
+    budget: Spendable
+    spent: Spendable
+    remaining: Spendable
     budget_epsilon: float
     spent_epsilon: float
     remaining_epsilon: float
-    budget_mu: float
-    spent_mu: float
-    remaining_mu: float
+    budget_mu: float | None
+    spent_mu: float | None
+    remaining_mu: float | None
     spent_epsilon_gaussian: float | None
     n_entries: int
     n_seeded: int
+    basic: ApproxDP | None = None
+
+    @property
+    def kind(self) -> Kind:
+        """The kind of the budget: zCDP, PureDP or ApproxDP.
+
+        Example:
+            >>> import privframe as pf
+            >>> from privframe.accounting.accountant import Accountant
+            >>> Accountant(pf.ApproxDP(1.0, 1e-6)).report().kind.__name__
+            'ApproxDP'
+        """
+        return type(self.budget)
+
+    def _zcdp(self, part: Spendable, name: str) -> zCDP:
+        if not isinstance(part, zCDP):
+            raise InvalidArgumentError(
+                f"{name} is a zCDP figure, and this is a report of a {self.kind.__name__} "
+                "budget, which has no rho: read the epsilon fields (epsilon_rows())"
+            )
+        return part
 
     @property
     def budget_rho(self) -> float:
-        """ρ of the budget (nearest float)."""
-        return self.budget.rho
+        """ρ of the budget (nearest float); zCDP reports only."""
+        return self._zcdp(self.budget, "budget_rho").rho
 
     @property
     def spent_rho(self) -> float:
-        """ρ spent (nearest float)."""
-        return self.spent.rho
+        """ρ spent (nearest float); zCDP reports only."""
+        return self._zcdp(self.spent, "spent_rho").rho
 
     @property
     def remaining_rho(self) -> float:
-        """ρ left (nearest float)."""
-        return self.remaining.rho
+        """ρ left (nearest float); zCDP reports only."""
+        return self._zcdp(self.remaining, "remaining_rho").rho
 
     @property
     def budget_delta(self) -> float:
-        """δ₀ of the budget, spent outright (nearest float)."""
-        return self.budget.delta
+        """δ₀ of the budget, spent outright (nearest float); a PureDP or ApproxDP budget's δ."""
+        return _delta(self.budget)
 
     @property
     def spent_delta(self) -> float:
-        """δ₀ spent outright (nearest float)."""
-        return self.spent.delta
+        """δ₀ spent outright (nearest float); the δ spent of a PureDP or ApproxDP budget."""
+        return _delta(self.spent)
 
     @property
     def remaining_delta(self) -> float:
-        """δ₀ left to spend outright (nearest float)."""
-        return self.remaining.delta
+        """δ₀ left to spend outright (nearest float); the δ left of a PureDP or ApproxDP budget."""
+        return _delta(self.remaining)
+
+    @property
+    def basic_epsilon(self) -> float | None:
+        """ApproxDP: the ε basic composition would have charged (Σε); else None."""
+        return None if self.basic is None else self.basic.epsilon
+
+    def epsilon_rows(self) -> list[tuple[str, float, float]]:
+        """(name, ε, δ) for budget, spent and remaining, and for ApproxDP basic composition.
+
+        Each row is stated as (ε, δ)-DP; for a zCDP report, ε is converted at
+        δ = the reporting δ plus the row's δ spent outright (as :meth:`rows`).
+
+        Example:
+            >>> import privframe as pf
+            >>> from privframe.accounting.accountant import Accountant
+            >>> Accountant(pf.ApproxDP(1.0, 1e-6)).report().epsilon_rows()[0]
+            ('budget', 1.0, 1e-06)
+        """
+        if isinstance(self.budget, zCDP):
+            return [(name, eps, total) for name, _, eps, _, _, total in self.rows()]
+        rows = [
+            ("budget", self.budget_epsilon, self.budget_delta),
+            ("spent", self.spent_epsilon, self.spent_delta),
+            ("remaining", self.remaining_epsilon, self.remaining_delta),
+        ]
+        if self.basic is not None:
+            rows.append(("basic", self.basic.epsilon, self.basic.delta))
+        return rows
 
     def rows(self) -> list[tuple[str, float, float, float, float, float]]:
         """(name, ρ, ε, μ, δ spent outright, total δ) for budget, spent and remaining.
 
         Each row is (ε, total δ)-DP, with total δ = the reporting δ plus the
-        row's δ spent outright, rounded up.
+        row's δ spent outright, rounded up. zCDP reports only (a PureDP or
+        ApproxDP report has no ρ or μ: :meth:`epsilon_rows`).
+
+        Raises:
+            InvalidArgumentError: a PureDP or ApproxDP report.
 
         Example:
             >>> import privframe as pf
@@ -157,12 +233,51 @@ class BudgetReport:
             ("remaining", self.remaining, self.remaining_epsilon, self.remaining_mu),
         ]
         return [
-            (name, b.rho, eps, mu, b.delta, round_up(Fraction(self.delta) + b.exact_delta))
+            (
+                name,
+                z.rho,
+                eps,
+                float(mu or 0.0),
+                z.delta,
+                round_up(Fraction(self.delta) + z.exact_delta),
+            )
             for name, b, eps, mu in parts
+            for z in [self._zcdp(b, "rows()")]
         ]
 
+    def _epsilon_str(self) -> str:
+        """The table of a PureDP or ApproxDP report."""
+        approx = isinstance(self.budget, ApproxDP)
+        lines = [
+            f"privacy budget: {self.n_entries} ledger entr{'y' if self.n_entries == 1 else 'ies'}",
+            f"{'':<10} {'epsilon':>12}" + (f" {'delta':>12}" if approx else ""),
+        ]
+        for name, eps, delta in self.epsilon_rows():
+            lines.append(
+                f"{name:<10} {figure(eps):>12}" + (f" {figure(delta):>12}" if approx else "")
+            )
+        if approx:
+            lines.append(
+                "each row is (epsilon, delta)-DP; spent is the tight composition of the "
+                "releases charged (a privacy filter valid for adaptively chosen releases), "
+                "basic what adding their epsilons and deltas gives"
+            )
+        else:
+            lines.append(
+                "each row is pure epsilon-DP; epsilon adds up (spent + remaining = budget)"
+            )
+        if self.n_seeded:
+            lines.append(
+                f"warning: {self.n_seeded} entr{'y' if self.n_seeded == 1 else 'ies'} used "
+                "seeded randomness; those releases are not private"
+            )
+        return "\n".join(lines)
+
     def __str__(self) -> str:
-        outright = self.budget.exact_delta > 0 or self.spent.exact_delta > 0
+        budget, spent = self.budget, self.spent
+        if not isinstance(budget, zCDP) or not isinstance(spent, zCDP):
+            return self._epsilon_str()
+        outright = budget.exact_delta > 0 or spent.exact_delta > 0
         left = f"{'':<10} {'rho (zCDP)':>12}"
         if outright:
             left += f" {'delta spent outright':>21}"
@@ -180,9 +295,7 @@ class BudgetReport:
             lines.append(f"{row} | {converted} {figure(mu):>10}")
         added = "rho and the delta spent outright add" if outright else "rho adds"
         left_note = f"{added} up (spent + remaining = budget)"
-        if self.spent.exact_rho > self.budget.exact_rho or (
-            self.spent.exact_delta > self.budget.exact_delta
-        ):
+        if spent.exact_rho > budget.exact_rho or spent.exact_delta > budget.exact_delta:
             # The remaining row is clipped at 0, so the left side cannot add up.
             left_note = (
                 "more than this budget was spent (the ledger was charged under a larger "
@@ -210,13 +323,19 @@ class BudgetReport:
         return "\n".join(lines)
 
 
+def _delta(budget: Spendable) -> float:
+    return float(columns(budget)[1])
+
+
 def refusal(
-    cost: zCDP,
+    cost: Spendable,
     what: str,
     requests: str,
     spent: tuple[Fraction, Fraction],
-    cap: zCDP,
-    left: zCDP,
+    cap: Spendable,
+    left: Spendable,
+    *,
+    after: Fraction | None = None,
 ) -> str:
     """Why a spend of ``cost`` does not fit: what it asks, what is spent, and what remains.
 
@@ -233,7 +352,15 @@ def refusal(
         release 'q' refused, nothing was recorded: it requests rho=0.5, but rho=0.75 is spent
         and rho=0.25 remains of the budget rho=1. Request at most the remaining budget (its
         exact_rho is exactly what is left), or start a new privacy budget.
+
+    For a PureDP or ApproxDP budget the figures are ε (and δ); ``spent`` is
+    then (ε, δ) charged so far and ``after`` the ε the spend would bring the
+    charge to (an ApproxDP accountant charges a composition, not a sum).
     """
+    if not isinstance(cap, zCDP):
+        return _epsilon_refusal(cost, what, requests, spent, cap, left, after)
+    assert isinstance(cost, zCDP)  # a zCDP accountant's
+    assert isinstance(left, zCDP)
     rho, delta = spent
     parts = [
         f"{what} refused, nothing was recorded: {requests} rho={figure(cost.exact_rho)}, "
@@ -260,5 +387,48 @@ def refusal(
     parts.append(
         "Request at most the remaining budget (its exact_rho is exactly what is left), "
         "or start a new privacy budget."
+    )
+    return " ".join(parts[:-1]) + ". " + parts[-1]
+
+
+def _epsilon_refusal(
+    cost: Spendable,
+    what: str,
+    requests: str,
+    spent: tuple[Fraction, Fraction],
+    cap: Spendable,
+    left: Spendable,
+    after: Fraction | None,
+) -> str:
+    """:func:`refusal` for a PureDP or ApproxDP budget: the figures in ε (and δ)."""
+    approx = isinstance(cap, ApproxDP)
+    (eps, delta), (cap_eps, cap_delta) = spent, columns(cap)
+    (ask_eps, ask_delta), (left_eps, left_delta) = columns(cost), columns(left)
+    parts = [
+        f"{what} refused, nothing was recorded: {requests} epsilon={figure(ask_eps)}"
+        + (f" and delta={figure(ask_delta)}" if approx else "")
+        + f", but epsilon={figure(eps)} is spent and epsilon={figure(left_eps)} remains "
+        f"of the budget epsilon={figure(cap_eps)}"
+    ]
+    if approx:
+        parts.append(
+            f"(delta: requests {figure(ask_delta)}, spent {figure(delta)}, remaining "
+            f"{figure(left_delta)} of {figure(cap_delta)})"
+        )
+        if after is not None and after > cap_eps:
+            parts.append(
+                f"(the releases composed with it would be charged epsilon={figure(after)})"
+            )
+    if eps > cap_eps or delta > cap_delta:
+        parts.append(
+            "(this ledger already holds more than this budget: it was charged under a "
+            "larger one, so no spend fits)"
+        )
+    if left_eps and ask_eps > left_eps and figure(ask_eps) == figure(left_eps):
+        parts.append(f"(the request exceeds what remains by epsilon={ask_eps - left_eps})")
+    parts.append(
+        "Request at most the remaining budget (its exact_epsilon"
+        + (" and exact_delta are" if approx else " is")
+        + " exactly what is left), or start a new privacy budget."
     )
     return " ".join(parts[:-1]) + ". " + parts[-1]

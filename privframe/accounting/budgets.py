@@ -1,9 +1,20 @@
 """Privacy budgets as value types, their conversions, and noise calibration.
 
-Every release in privframe is charged in zero-concentrated DP (zCDP, Bun &
-Steinke 2016): a Gaussian release with L2 sensitivity Δ and noise scale σ costs
-ρ = Δ²/(2σ²), and releases compose by adding ρ. (ε, δ)-DP and μ-GDP are
-reporting units, converted with the tightest conversion proven valid.
+A session spends from one of three kinds of budget, each its own value type:
+
+* :class:`zCDP` (zero-concentrated DP, Bun & Steinke 2016): a Gaussian release
+  with L2 sensitivity Δ and noise scale σ costs ρ = Δ²/(2σ²), and releases
+  compose by adding ρ. :class:`GDP` budgets are spent as zCDP (ρ = μ²/2).
+* :class:`PureDP` (ε-DP, Dwork, McSherry, Nissim & Smith 2006): Laplace and
+  exponential-mechanism releases cost ε, and releases compose by adding ε.
+* :class:`ApproxDP` ((ε, δ)-DP, Dwork & Roth 2014, Def. 2.4): releases cost
+  (ε, δ); an accountant charges their composition tightly
+  (:mod:`privframe.accounting.accountant`), never more than adding them up.
+
+Conversions between them are stated where they are proven: ε-DP implies
+(ε²/2)-zCDP (:meth:`PureDP.to_zcdp`), ρ-zCDP implies (ε, δ)-DP for every δ
+(:meth:`zCDP.epsilon`), and an (ε, δ) budget allows the ρ of
+:meth:`ApproxDP.to_zcdp`.
 
 Budgets are exact rationals (:class:`fractions.Fraction`), as in Tumult
 Analytics. A number the user writes is read as written: a float as the
@@ -75,9 +86,9 @@ from privframe.numeric import (
 # ---------------------------------------------------------------------------
 
 _FROM_EPSILON = (
-    "epsilon states an (epsilon, delta)-DP budget: pf.ApproxDP(epsilon=..., delta=...), "
-    "which a Session takes as it is; pf.zCDP.from_approx_dp(epsilon, delta) gives the rho "
-    "that implies one"
+    "epsilon states a pure DP budget, pf.PureDP(epsilon=...), or an (epsilon, delta)-DP "
+    "one, pf.ApproxDP(epsilon=..., delta=...), which a Session takes as they are; "
+    "pf.zCDP.from_approx_dp(epsilon, delta) gives the rho that implies one"
 )
 # The hints for a budget given in another model's parameters, by the parameter's name.
 _OTHER_MODELS = {
@@ -407,6 +418,108 @@ class zCDP(_Ordered):
 
 
 @dataclass(frozen=True, slots=True, init=False, repr=False)
+class PureDP(_Ordered):
+    """A pure ε-DP budget (Dwork, McSherry, Nissim & Smith 2006; Dwork & Roth 2014, Def. 2.4).
+
+    Adding two composes them by basic composition (ε adds: Dwork & Roth
+    2014, Thm. 3.16 with δ = 0), which is exact for pure DP's accounting;
+    subtracting gives what is left, refused below zero. ε is an exact
+    rational (``exact_epsilon``; ``epsilon`` is the nearest float), read as
+    :class:`zCDP` reads its parameters, so ten spends of 0.1 use up 1.0
+    exactly.
+
+    Args:
+        epsilon: ε >= 0.
+
+    Raises:
+        InvalidArgumentError: ``epsilon`` is not a real number, or a
+            parameter of another kind of budget is passed (``rho``,
+            ``delta``, ``mu``), with the type that takes it.
+        InvalidBudgetError: a negative, NaN or infinite ε.
+
+    Example:
+        >>> import privframe as pf
+        >>> pf.PureDP(0.5) + pf.PureDP(0.25)
+        PureDP(epsilon=0.75)
+        >>> sum([pf.PureDP(0.1)] * 10, pf.PureDP(0)) == pf.PureDP(1)
+        True
+        >>> pf.PureDP(1.0) - pf.PureDP(0.1)
+        PureDP(epsilon=0.9)
+        >>> pf.PureDP(0.1) <= pf.PureDP(0.2)
+        True
+    """
+
+    exact_epsilon: Fraction
+
+    @hinted(
+        delta="a pure DP budget has no delta: pf.ApproxDP(epsilon=..., delta=...) states one",
+        **_hints("rho", "mu"),
+    )
+    def __init__(self, epsilon: Number) -> None:
+        object.__setattr__(self, "exact_epsilon", exact("epsilon", epsilon))
+
+    @property
+    def epsilon(self) -> float:
+        """ε as the nearest float; :attr:`exact_epsilon` is the exact value.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.PureDP(0.1).epsilon, pf.PureDP(0.1).exact_epsilon
+            (0.1, Fraction(1, 10))
+        """
+        return float(self.exact_epsilon)
+
+    def __repr__(self) -> str:
+        return f"PureDP({literal('epsilon', self.exact_epsilon)})"
+
+    def __add__(self, other: PureDP) -> PureDP:
+        """Basic composition: ε adds (Dwork & Roth 2014, Thm. 3.16), exactly."""
+        if not isinstance(other, PureDP):
+            return NotImplemented
+        return PureDP(self.exact_epsilon + other.exact_epsilon)
+
+    def __sub__(self, other: PureDP) -> PureDP:
+        """What is left of ``self`` after ``other``, exactly; refused if negative."""
+        if not isinstance(other, PureDP):
+            return NotImplemented
+        check_not_larger("epsilon", self.exact_epsilon, other.exact_epsilon)
+        return PureDP(self.exact_epsilon - other.exact_epsilon)
+
+    def to_zcdp(self) -> zCDP:
+        """The ρ = ε²/2 that every ε-DP mechanism satisfies, exactly.
+
+        Bun & Steinke 2016 (arXiv 1605.02065), Prop. 1.4 (proved as Prop.
+        3.3): ε-DP implies (ε²/2)-zCDP. It is an implication, not an
+        allowance: a pure-DP release may be counted in a zCDP session at this
+        ρ. ε is exact, so ε²/2 is too.
+
+        Raises:
+            InvalidBudgetError: ε²/2 is beyond the float range.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.PureDP(1.0).to_zcdp()
+            zCDP(rho=0.5, delta=0.0)
+        """
+        rho = self.exact_epsilon**2 / 2
+        if rho > FLOAT_MAX:
+            raise InvalidBudgetError(
+                f"epsilon={self.epsilon!r} is too large: rho = epsilon**2/2 exceeds the float range"
+            )
+        return zCDP(rho)
+
+    def to_approx_dp(self) -> ApproxDP:
+        """The same guarantee as an (ε, 0)-DP budget: ε-DP is (ε, δ)-DP with δ = 0.
+
+        Example:
+            >>> import privframe as pf
+            >>> pf.PureDP(0.5).to_approx_dp()
+            ApproxDP(epsilon=0.5, delta=0.0)
+        """
+        return ApproxDP(self.exact_epsilon, 0)
+
+
+@dataclass(frozen=True, slots=True, init=False, repr=False)
 class ApproxDP(_Ordered):
     """An (ε, δ)-DP budget (Dwork & Roth 2014, Def. 2.4).
 
@@ -414,6 +527,11 @@ class ApproxDP(_Ordered):
     subtracting gives what is left. Both are exact: ε and δ are exact
     rationals (``exact_epsilon``, ``exact_delta``; ``epsilon`` and ``delta``
     are the nearest floats), read as :class:`zCDP` reads its parameters.
+
+    Given to an :class:`~privframe.accounting.accountant.Accountant` (or a
+    Session), it is spent as (ε, δ): releases cost (ε, δ) and the accountant
+    charges their composition tightly (never more than basic composition).
+    To spend it as zCDP instead, give :meth:`to_zcdp` (the ρ it allows).
 
     Args:
         epsilon: ε >= 0.
@@ -709,8 +827,13 @@ def mu_estimate(epsilon: float, delta: float) -> float:
     )
 
 
-Budget = zCDP | ApproxDP | GDP
-"""Any budget a user may hand to privframe; sessions account in :class:`zCDP`."""
+Budget = zCDP | PureDP | ApproxDP | GDP
+"""Any budget a user may hand to privframe.
+
+An :class:`~privframe.accounting.accountant.Accountant` given a :class:`zCDP`
+or :class:`GDP` budget accounts in zCDP, given a :class:`PureDP` one in ε, and
+given an :class:`ApproxDP` one in (ε, δ).
+"""
 
 
 def _half_square(budget: GDP) -> zCDP:
@@ -724,9 +847,15 @@ def _half_square(budget: GDP) -> zCDP:
 
 
 def to_zcdp(budget: Budget) -> zCDP:
-    """The zCDP allowance a session may spend under a user's budget.
+    """The zCDP allowance a budget of any kind allows: what to give a zCDP session.
+
+    An :class:`~privframe.accounting.accountant.Accountant` spends a
+    :class:`PureDP` or :class:`ApproxDP` budget in its own kind; this
+    converts one for an accountant (a Session) that should account in zCDP.
 
     - ``zCDP``: itself (including any δ for partition selection).
+    - ``PureDP(ε)``: ρ = ε²/2, exactly (:meth:`PureDP.to_zcdp`; Bun & Steinke
+      2016, Prop. 1.4).
     - ``ApproxDP(ε, δ)``: :meth:`zCDP.from_approx_dp` (Canonne, Kamath &
       Steinke 2020 inverse), rounded down; all of δ goes to the conversion,
       so a session with this budget cannot choose groups privately. δ = 0 is
@@ -739,10 +868,10 @@ def to_zcdp(budget: Budget) -> zCDP:
       (Canonne, Kamath & Steinke 2020) but not exactly μ-GDP.
 
     Args:
-        budget: a :class:`zCDP`, :class:`ApproxDP` or :class:`GDP`.
+        budget: a :class:`zCDP`, :class:`PureDP`, :class:`ApproxDP` or :class:`GDP`.
 
     Returns:
-        the session's :class:`zCDP` allowance.
+        the :class:`zCDP` allowance.
 
     Raises:
         InvalidBudgetError: for an unknown budget type or an ApproxDP with δ = 0.
@@ -752,13 +881,19 @@ def to_zcdp(budget: Budget) -> zCDP:
         >>> from privframe.accounting.budgets import to_zcdp
         >>> to_zcdp(pf.GDP(1.0))
         zCDP(rho=0.5, delta=0.0)
+        >>> to_zcdp(pf.PureDP(0.5))
+        zCDP(rho=0.125, delta=0.0)
         >>> round(to_zcdp(pf.ApproxDP(1.0, 1e-5)).rho, 8)
         0.0305566
     """
     if isinstance(budget, zCDP):
         return budget
+    if isinstance(budget, PureDP):
+        return budget.to_zcdp()
     if isinstance(budget, ApproxDP):
         return budget.to_zcdp()
     if isinstance(budget, GDP):
         return _half_square(budget)
-    raise InvalidBudgetError(f"budget must be a zCDP, ApproxDP or GDP, got {type(budget).__name__}")
+    raise InvalidBudgetError(
+        f"budget must be a zCDP, PureDP, ApproxDP or GDP, got {type(budget).__name__}"
+    )

@@ -21,6 +21,15 @@ format ``"version"``.
 * :class:`ComposedEvent` -- several events in sequence (adaptively chosen).
 * :class:`ThresholdEvent` -- private partition selection: noisy counts costing
   ``rho`` (zCDP) plus a ``delta`` spent outright (Desfontaines et al. 2022).
+* :class:`LaplaceEvent` -- a Laplace mechanism with noise multiplier b/Δ₁
+  (b the noise scale, Δ₁ the L1 sensitivity of the whole released vector):
+  ε-DP with ε = Δ₁/b (Dwork, McSherry, Nissim & Smith 2006). ``discrete=True``
+  marks the discrete Laplace on ℤ, ε-DP with the same ε for integer
+  sensitivity (Canonne, Kamath & Steinke 2020, Sec. 2.2; Ghosh, Roughgarden &
+  Sundararajan 2012).
+* :class:`PureDPEvent` -- a mechanism known only to be ε-DP, e.g. privframe's
+  exponential-mechanism quantiles under a pure-DP budget (McSherry & Talwar
+  2007).
 
 Example:
     >>> from privframe.accounting.events import GaussianEvent, PoissonSampledEvent
@@ -38,6 +47,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -47,6 +57,7 @@ from privframe.numeric import (
     check_nonnegative,
     check_positive,
     check_real,
+    round_up,
 )
 
 __all__ = [
@@ -54,7 +65,9 @@ __all__ = [
     "ComposedEvent",
     "Event",
     "GaussianEvent",
+    "LaplaceEvent",
     "PoissonSampledEvent",
+    "PureDPEvent",
     "SelfComposedEvent",
     "ThresholdEvent",
     "ZCDPEvent",
@@ -62,12 +75,14 @@ __all__ = [
     "from_json",
 ]
 
-EVENT_FORMAT_VERSION = 2
+EVENT_FORMAT_VERSION = 3
 """The newest version of the dict format :meth:`Event.to_dict` writes.
 
-Version 2 adds GaussianEvent's ``dimension``; an event is written in the
-oldest version that holds it (version 1 unless it has a dimension), so older
-readers still read every event they can represent.
+Version 2 adds GaussianEvent's ``dimension``; version 3 adds the pure-DP
+events (:class:`LaplaceEvent`, :class:`PureDPEvent`). An event is written in
+the oldest version that holds it (version 1 unless it has a dimension or is a
+pure-DP event), so older readers still read every event they can represent,
+and refuse a pure-DP event by its version rather than misread it.
 
 Readers accept exactly the versions they know; a newer file is refused rather
 than misread (an accountant that misreads an event could under-count privacy
@@ -92,6 +107,8 @@ class Event:
     """
 
     TYPE: ClassVar[str] = ""
+    SINCE: ClassVar[int] = 1
+    """The format version that introduced this event type."""
 
     def _payload(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -99,12 +116,17 @@ class Event:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``{"type": ..., "version": 1, <fields>}``; nested events nest.
 
+        The version is the oldest that holds the event (see
+        :data:`EVENT_FORMAT_VERSION`).
+
         Example:
             >>> GaussianEvent(2.0).to_dict()
             {'type': 'gaussian', 'version': 1, 'noise_multiplier': 2.0, 'discrete': False}
+            >>> PureDPEvent(0.5).to_dict()
+            {'type': 'pure_dp', 'version': 3, 'epsilon': 0.5}
         """
         payload = self._payload()
-        version = 2 if "dimension" in payload else 1
+        version = max(self.SINCE, 2 if "dimension" in payload else 1)
         return {"type": self.TYPE, "version": version, **payload}
 
     def to_json(self) -> str:
@@ -322,6 +344,107 @@ class ZCDPEvent(Event):
         return {"rho": self.rho}
 
 
+@dataclass(frozen=True)
+class LaplaceEvent(Event):
+    """A Laplace mechanism with noise multiplier b/Δ₁: ε-DP with ε = Δ₁/b.
+
+    Releasing f(D) + Lap(b)^k, with Δ₁ the L1 sensitivity of the whole
+    vector f, is (Δ₁/b)-DP (Dwork, McSherry, Nissim & Smith 2006; Dwork &
+    Roth 2014, Thm. 3.6). The discrete Laplace on ℤ, P[X = x] ∝ e^{−|x|/b},
+    gives the same ε for integer-valued f with integer Δ₁ (Canonne, Kamath &
+    Steinke 2020, Sec. 2.2; Ghosh, Roughgarden & Sundararajan 2012).
+
+    Args:
+        noise_multiplier: b/Δ₁ > 0, the noise scale over the L1 sensitivity
+            of the released vector.
+        discrete: True for the discrete Laplace on ℤ.
+        dimension: how many noisy values the vector has, or None when it is
+            not public; recorded for audits, it takes no part in ``==`` or
+            hashing (Δ₁ is the whole vector's).
+
+    Raises:
+        InvalidArgumentError: a field of the wrong type.
+        InvalidBudgetError: a noise multiplier that is not a positive finite float.
+        InvalidValueError: a dimension below 1.
+
+    Example:
+        >>> event = LaplaceEvent(2.0, discrete=True, dimension=3)
+        >>> event.epsilon
+        0.5
+        >>> from_dict(event.to_dict()) == event
+        True
+    """
+
+    TYPE: ClassVar[str] = "laplace"
+    SINCE: ClassVar[int] = 3
+    noise_multiplier: float
+    discrete: bool = False
+    dimension: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        scale = check_positive("noise_multiplier", self.noise_multiplier)
+        object.__setattr__(self, "noise_multiplier", scale)
+        if not isinstance(self.discrete, bool):
+            raise InvalidArgumentError(
+                f"discrete must be a bool, got {type(self.discrete).__name__}"
+            )
+        if self.dimension is not None:
+            dimension = check_count("dimension", self.dimension)
+            if dimension < 1:
+                raise InvalidValueError(f"dimension must be >= 1, got {dimension!r}")
+            object.__setattr__(self, "dimension", dimension)
+
+    @property
+    def epsilon(self) -> float:
+        """ε = Δ₁/b = 1/``noise_multiplier``, rounded up (a guarantee).
+
+        Example:
+            >>> LaplaceEvent(3.0).epsilon > 1 / 3
+            True
+        """
+        return round_up(1 / Fraction(self.noise_multiplier))
+
+    def _payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "noise_multiplier": self.noise_multiplier,
+            "discrete": self.discrete,
+        }
+        if self.dimension is not None:
+            payload["dimension"] = self.dimension
+        return payload
+
+
+@dataclass(frozen=True)
+class PureDPEvent(Event):
+    """A mechanism known only to be ε-DP, e.g. the exponential mechanism (McSherry & Talwar 2007).
+
+    Accountants bound it by the ε-DP randomized-response pair, which dominates
+    every ε-DP mechanism (Kairouz, Oh & Viswanath 2015, proof of Thm. 3.3; see
+    :mod:`privframe.accounting.pld`).
+
+    Args:
+        epsilon: ε >= 0.
+
+    Raises:
+        InvalidArgumentError: ``epsilon`` is not a real number.
+        InvalidBudgetError: a negative or non-finite ε.
+
+    Example:
+        >>> PureDPEvent(epsilon=0.25)
+        PureDPEvent(epsilon=0.25)
+    """
+
+    TYPE: ClassVar[str] = "pure_dp"
+    SINCE: ClassVar[int] = 3
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_nonnegative("epsilon", self.epsilon))
+
+    def _payload(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon}
+
+
 _TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (
@@ -331,6 +454,8 @@ _TYPES: dict[str, type[Event]] = {
         ComposedEvent,
         ThresholdEvent,
         ZCDPEvent,
+        LaplaceEvent,
+        PureDPEvent,
     )
 }
 
@@ -344,8 +469,9 @@ def _field(data: Mapping[str, Any], name: str, where: str) -> Any:
 def from_dict(data: Mapping[str, Any]) -> Event:
     """The event a dict written by :meth:`Event.to_dict` describes.
 
-    Every level must carry ``"version"`` 1 or 2 and a known ``"type"``; unknown
-    fields are refused, so a newer format is never silently half-read.
+    Every level must carry a ``"version"`` from 1 to :data:`EVENT_FORMAT_VERSION`
+    and a known ``"type"`` that exists in that version; unknown fields are
+    refused, so a newer format is never silently half-read.
 
     Raises:
         InvalidArgumentError: ``data`` (or a nested event) is not a dict.
@@ -359,9 +485,13 @@ def from_dict(data: Mapping[str, Any]) -> Event:
     if not isinstance(data, Mapping):
         raise InvalidArgumentError(f"an event dict must be a mapping, got {type(data).__name__}")
     version = data.get("version")
-    if isinstance(version, bool) or version not in (1, EVENT_FORMAT_VERSION):
+    if (
+        isinstance(version, bool)
+        or not isinstance(version, int)
+        or not 1 <= version <= EVENT_FORMAT_VERSION
+    ):
         raise InvalidValueError(
-            f"event version must be 1 or {EVENT_FORMAT_VERSION}, got {version!r}; "
+            f"event version must be 1 to {EVENT_FORMAT_VERSION}, got {version!r}; "
             "this privframe cannot read that event format"
         )
     if version == 1 and "dimension" in data:
@@ -370,8 +500,15 @@ def from_dict(data: Mapping[str, Any]) -> Event:
     if not isinstance(kind, str) or kind not in _TYPES:
         raise InvalidValueError(f"unknown event type {kind!r}; expected one of {sorted(_TYPES)}")
     cls = _TYPES[kind]
+    if version < cls.SINCE:
+        raise InvalidValueError(
+            f"a version {version} event dict has no {kind!r} events (they came in version "
+            f"{cls.SINCE})"
+        )
     allowed = {
         GaussianEvent: {"noise_multiplier", "discrete", "dimension"},
+        LaplaceEvent: {"noise_multiplier", "discrete", "dimension"},
+        PureDPEvent: {"epsilon"},
         PoissonSampledEvent: {"sampling_probability", "event"},
         SelfComposedEvent: {"event", "count"},
         ComposedEvent: {"events"},
@@ -387,6 +524,14 @@ def from_dict(data: Mapping[str, Any]) -> Event:
             discrete=data.get("discrete", False),
             dimension=data.get("dimension"),
         )
+    if cls is LaplaceEvent:
+        return LaplaceEvent(
+            _field(data, "noise_multiplier", kind),
+            discrete=data.get("discrete", False),
+            dimension=data.get("dimension"),
+        )
+    if cls is PureDPEvent:
+        return PureDPEvent(_field(data, "epsilon", kind))
     if cls is PoissonSampledEvent:
         q = check_real("sampling_probability", _field(data, "sampling_probability", kind))
         return PoissonSampledEvent(q, from_dict(_field(data, "event", kind)))

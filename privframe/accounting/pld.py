@@ -26,6 +26,14 @@ Function", Def. 4 and Thm. 10). Under add/remove neighbours both directions
   σ): remove direction P = (1−q)N(0, σ²) + qN(1, σ²), Q = N(0, σ²), and the add
   direction with P and Q swapped; the loss is monotone in the output, so its
   CDF is a mixture of normal CDFs at one threshold.
+* ε-DP mechanisms (:class:`~privframe.accounting.events.LaplaceEvent`,
+  :class:`~privframe.accounting.events.PureDPEvent`): ε-randomized response,
+  P = (p, 1 − p), Q = (1 − p, p) with p = e^ε/(1 + e^ε), whose loss is ±ε.
+  For each pair of neighbours every ε-DP mechanism is a post-processing of
+  it (Kairouz, Oh & Viswanath 2015, proof of Thm. 3.3), so it dominates them all in
+  both directions (Zhu, Dong & Wang 2022, Def. 4). k of them compose into
+  Kairouz et al.'s optimal bound for k ε-DP mechanisms (their Thm. 3.3).
+  Its two loss values are discretised like the other losses.
 * :class:`~privframe.accounting.events.ThresholdEvent` with ρ = 0 (a δ spent outright):
   the pair with loss ∞ w.p. δ and 0 otherwise, so the composition has
   δ_total(ε) <= δ₀ + δ_PLD(ε).
@@ -112,6 +120,7 @@ from privframe.accounting._pld_grid import (
     convolve,
     discretize,
     gaussian_loss,
+    randomized_response_loss,
     sampled_loss,
     self_compose,
 )
@@ -121,7 +130,9 @@ from privframe.accounting.events import (
     ComposedEvent,
     Event,
     GaussianEvent,
+    LaplaceEvent,
     PoissonSampledEvent,
+    PureDPEvent,
     SelfComposedEvent,
     ThresholdEvent,
     ZCDPEvent,
@@ -155,17 +166,22 @@ class _Parts:
     threshold_delta: float  # δ spent outright
     zcdp_rho: float  # ρ of the events known only through zCDP
     rdp_only: bool = False  # an event bounded only in RDP (a subsampled discrete Gaussian)
+    pure: tuple[tuple[float, int], ...] = ()  # (ε, count) of the ε-DP events, merged
 
     def __add__(self, other: _Parts) -> _Parts:
         counts: dict[tuple[float, float], int] = {}
         for q, sigma, count in self.sampled + other.sampled:
             counts[(q, sigma)] = counts.get((q, sigma), 0) + count
+        pure: dict[float, int] = {}
+        for eps, count in self.pure + other.pure:
+            pure[eps] = pure.get(eps, 0) + count
         return _Parts(
             self.gaussian_inverse_square + other.gaussian_inverse_square,
             tuple((q, s, c) for (q, s), c in counts.items() if c),
             min(1.0, round_up(Fraction(self.threshold_delta) + Fraction(other.threshold_delta))),
             round_up(Fraction(self.zcdp_rho) + Fraction(other.zcdp_rho)),
             self.rdp_only or other.rdp_only,
+            tuple((e, c) for e, c in pure.items() if c),
         )
 
     def times(self, count: int) -> _Parts:
@@ -175,7 +191,12 @@ class _Parts:
             min(1.0, round_up(Fraction(self.threshold_delta) * count)),
             round_up(Fraction(self.zcdp_rho) * count),
             self.rdp_only and count > 0,
+            tuple((e, c * count) for e, c in self.pure if c * count),
         )
+
+    def pure_rho(self) -> Fraction:
+        """The zCDP ρ of the ε-DP events: Σ ε²/2 (Bun & Steinke 2016, Prop. 1.4), exactly."""
+        return sum((count * Fraction(eps) ** 2 / 2 for eps, count in self.pure), Fraction(0))
 
 
 _EMPTY = _Parts(Fraction(0), (), 0.0, 0.0)
@@ -199,6 +220,9 @@ def _parts(event: Event) -> _Parts:
         if q == 1:
             return _Parts(1 / Fraction(sigma) ** 2, (), 0.0, 0.0)
         return _Parts(Fraction(0), ((q, sigma, 1),), 0.0, 0.0)
+    if isinstance(event, LaplaceEvent | PureDPEvent):
+        eps = event.epsilon
+        return _EMPTY if eps == 0 else _Parts(Fraction(0), (), 0.0, 0.0, pure=((eps, 1),))
     if isinstance(event, ThresholdEvent):
         return _Parts(Fraction(0), (), event.delta, event.rho)
     if isinstance(event, ZCDPEvent):
@@ -306,6 +330,12 @@ class PLDAccountant:
                     f"the PLD accountant composes a subsampled event at most 2^40 times, got "
                     f"{total} of (q={q!r}, sigma={sigma!r}); use RDP accounting"
                 )
+        for eps, total in parts.pure:
+            if total > MAX_COUNT:
+                raise InvalidValueError(
+                    f"the PLD accountant composes an epsilon-DP event at most 2^40 times, got "
+                    f"{total} of epsilon={eps!r}; use RDP accounting"
+                )
         self._parts = parts
         self._events.append(event if count == 1 else SelfComposedEvent(event, count))
         self._cache.clear()
@@ -319,20 +349,21 @@ class PLDAccountant:
             return self._cache[pessimistic]
         parts = self._parts
         result: tuple[GridPLD, GridPLD] | None = None
-        if parts.sampled:
+        if parts.sampled or parts.pure:
             directions = []
             for remove in (True, False):
+                steps = [
+                    (sampled_loss(q, sigma, remove=remove), count)
+                    for q, sigma, count in parts.sampled
+                ]
+                # Randomized response is symmetric: its loss is the same in both directions.
+                steps += [(randomized_response_loss(eps), count) for eps, count in parts.pure]
                 pld: GridPLD | None = None
-                for q, sigma, count in parts.sampled:
-                    step = discretize(
-                        sampled_loss(q, sigma, remove=remove),
-                        self._h,
-                        self._tail,
-                        pessimistic=pessimistic,
-                    )
+                for loss, count in steps:
+                    step = discretize(loss, self._h, self._tail, pessimistic=pessimistic)
                     composed = self_compose(step, count, self._tail)
                     pld = composed if pld is None else convolve(pld, composed, self._tail)
-                assert pld is not None  # parts.sampled is not empty
+                assert pld is not None  # parts.sampled or parts.pure is not empty
                 if parts.gaussian_inverse_square:
                     gaussian = discretize(
                         gaussian_loss(self._gaussian_mu(pessimistic)),
@@ -352,9 +383,11 @@ class PLDAccountant:
         return sqrt_up(inverse_square) if pessimistic else sqrt_down(inverse_square)
 
     def _zcdp(self) -> zCDP:
-        """Every event's ρ added up (continuous Gaussians: 1/(2z²)), with the δ spent outright."""
+        """Every event's ρ added up (continuous Gaussians: 1/(2z²); ε-DP: ε²/2), with δ₀."""
         parts = self._parts
-        rho = round_up(Fraction(parts.zcdp_rho) + parts.gaussian_inverse_square / 2)
+        rho = round_up(
+            Fraction(parts.zcdp_rho) + parts.gaussian_inverse_square / 2 + parts.pure_rho()
+        )
         # Fractions: computed floats at their exact value (zCDP reads a float as its decimal).
         return zCDP(Fraction(rho), Fraction(parts.threshold_delta))
 
@@ -483,6 +516,11 @@ class PLDAccountant:
         """
         delta = self._check_delta(delta)
         parts = self._parts
-        if self.fallback is None and not parts.sampled and parts.threshold_delta == 0:
+        if (
+            self.fallback is None
+            and not parts.sampled
+            and not parts.pure
+            and parts.threshold_delta == 0
+        ):
             return self._gaussian_mu(pessimistic=True)
         return mu_estimate(self.epsilon(delta), delta)

@@ -8,6 +8,9 @@ conversion are those of Google's ``dp_accounting`` (``RdpAccountant``, version
 0.4 and later), so that both give the same numbers for the same events:
 
 * Gaussian with noise multiplier σ/Δ: ε(α) = α/(2σ²) (Mironov 2017, Prop. 7).
+* ε-DP mechanisms (:class:`~privframe.accounting.events.LaplaceEvent`,
+  :class:`~privframe.accounting.events.PureDPEvent`): the curve of ε-randomized
+  response, which dominates every ε-DP mechanism (:func:`pure_dp_rdp`).
   The discrete Gaussian has at most this RDP (Canonne, Kamath & Steinke 2020,
   "The Discrete Gaussian for Differential Privacy", Thm. 4).
 * Poisson-subsampled Gaussian (sampling probability q, add/remove-one
@@ -71,7 +74,9 @@ from privframe.accounting.events import (
     ComposedEvent,
     Event,
     GaussianEvent,
+    LaplaceEvent,
     PoissonSampledEvent,
+    PureDPEvent,
     SelfComposedEvent,
     ThresholdEvent,
     ZCDPEvent,
@@ -95,6 +100,7 @@ __all__ = [
     "gaussian_rdp",
     "poisson_gaussian_rdp",
     "poisson_rdp_general",
+    "pure_dp_rdp",
     "rdp_to_delta",
     "rdp_to_epsilon",
 ]
@@ -154,6 +160,51 @@ def gaussian_rdp(noise_multiplier: float, orders: Sequence[float] = DEFAULT_ORDE
     """
     sigma = check_positive("noise_multiplier", noise_multiplier)
     return [_up_or_inf(Fraction(a) / (2 * Fraction(sigma) ** 2)) for a in _check_orders(orders)]
+
+
+def _log_cosh(x: float) -> float:
+    """The natural log of cosh x for x >= 0, to a few ulps relative (no cancellation near 0)."""
+    if x < 20:
+        return math.log1p(2 * math.sinh(x / 2) ** 2)
+    return x - math.log(2) + math.log1p(math.exp(-2 * x))
+
+
+def pure_dp_rdp(epsilon: float, orders: Sequence[float] = DEFAULT_ORDERS) -> list[float]:
+    """RDP of any ε-DP mechanism at each order: that of ε-randomized response, rounded up.
+
+    Randomized response P = (p, 1 − p), Q = (1 − p, p) with p = e^ε/(1 + e^ε)
+    has D_α(P‖Q) = ln(p^α(1−p)^{1−α} + (1−p)^α p^{1−α})/(α − 1) = ln(cosh((α −
+    ½)ε)/cosh(ε/2))/(α − 1) (the randomized-response curve of Mironov 2017,
+    Sec. on basic mechanisms). For a given pair of neighbours every ε-DP
+    mechanism is a post-processing of this pair (Kairouz, Oh & Viswanath 2015,
+    proof of Thm. 3.3, with δ = 0), and Rényi divergence does not grow under
+    post-processing (van Erven & Harremoës 2014, Thm. 9), so the curve bounds
+    them all, in both directions. Two simpler bounds cap it: D_α <= D_∞ = ε,
+    and D_α <= αε²/2 (ε-DP implies (ε²/2)-zCDP, Bun & Steinke 2016, Prop.
+    3.3). The formula is evaluated in floats with a guard for its rounding.
+
+    Args:
+        epsilon: ε >= 0.
+        orders: Rényi orders α > 1.
+
+    Example:
+        >>> [round(r, 6) for r in pure_dp_rdp(0.1, [2.0, 32.0])]
+        [0.009959, 0.079272]
+        >>> pure_dp_rdp(50.0, [2.0])  # capped by ε
+        [50.0]
+    """
+    eps = check_nonnegative("epsilon", epsilon)
+    curve = []
+    for a in _check_orders(orders):
+        if eps == 0:
+            curve.append(0.0)
+            continue
+        cap = min(eps, _up_or_inf(Fraction(a) * Fraction(eps) ** 2 / 2))
+        top, bottom = _log_cosh((a - 0.5) * eps), _log_cosh(eps / 2)
+        # Each ln cosh is within a few ulps of its value; α − 1 is exact for α in (1, 2^53].
+        value = up((top - bottom) / (a - 1), 16 * ULP * (top + bottom) / (a - 1))
+        curve.append(max(0.0, min(cap, value)))
+    return curve
 
 
 def poisson_gaussian_rdp(
@@ -389,6 +440,8 @@ class RDPAccountant:
                 curve = poisson_rdp_general(event.sampling_probability, rho, self._orders)
                 return curve, 0.0
             return poisson_gaussian_rdp(event.sampling_probability, sigma, self._orders), 0.0
+        if isinstance(event, LaplaceEvent | PureDPEvent):
+            return pure_dp_rdp(event.epsilon, self._orders), 0.0
         if isinstance(event, ThresholdEvent | ZCDPEvent):
             exact_rho = Fraction(event.rho)
             delta = event.delta if isinstance(event, ThresholdEvent) else 0.0

@@ -27,10 +27,10 @@ def test_budget_conversion_and_reporting_delta() -> None:
     gdp = Accountant(pf.GDP(1.0))
     assert gdp.budget == accounting.to_zcdp(pf.GDP(1.0))
     assert gdp.delta == 1e-6
-    approx = Accountant(pf.ApproxDP(1.0, 1e-5))
+    approx = Accountant(pf.ApproxDP(1.0, 1e-5).to_zcdp())
     assert approx.budget == accounting.to_zcdp(pf.ApproxDP(1.0, 1e-5))
     assert approx.delta == 1e-5
-    assert Accountant(pf.ApproxDP(1.0, 1e-5), delta=1e-8).delta == 1e-8
+    assert Accountant(pf.ApproxDP(1.0, 1e-5).to_zcdp(), delta=1e-8).delta == 1e-8
 
 
 @pytest.mark.parametrize("budget", [1.0, "1.0", None, {"rho": 1.0}])
@@ -285,7 +285,7 @@ def test_report_matches_conversions(make) -> None:
 
 
 def test_report_of_approx_dp_budget_is_within_it() -> None:
-    acct = Accountant(pf.ApproxDP(1.0, 1e-6))
+    acct = Accountant(pf.ApproxDP(1.0, 1e-6).to_zcdp())
     r = acct.report()
     assert r.delta == 1e-6
     assert r.budget_epsilon <= 1.0 + 1e-9
@@ -306,6 +306,8 @@ def test_report_with_delta_spent_outright() -> None:
     assert "the conversion's slack 1e-05 + the row's delta spent outright" in text
 
 
-def test_pure_dp_budget_refused() -> None:
-    with pytest.raises(InvalidBudgetError):
-        Accountant(pf.ApproxDP(1.0, 0.0))
+def test_an_approx_dp_budget_without_delta_has_no_zcdp_allowance() -> None:
+    # Gaussian (zCDP) releases cannot meet delta = 0; the budget is spent as (epsilon, 0).
+    with pytest.raises(InvalidBudgetError, match="pure-DP"):
+        Accountant(pf.ApproxDP(1.0, 0.0).to_zcdp())
+    assert Accountant(pf.ApproxDP(1.0, 0.0)).kind is pf.ApproxDP

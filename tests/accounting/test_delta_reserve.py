@@ -185,7 +185,7 @@ def test_spending_the_whole_budget_reports_the_users_epsilon_at_the_users_delta(
 
 
 def test_plain_approx_dp_budget_is_unchanged() -> None:
-    acct = Accountant(pf.ApproxDP(1.0, 1e-5))
+    acct = Accountant(pf.ApproxDP(1.0, 1e-5).to_zcdp())
     assert acct.budget == pf.zCDP.from_approx_dp(1.0, 1e-5)
     assert acct.budget.delta == 0.0
     assert acct.delta == 1e-5
@@ -202,7 +202,7 @@ def test_a_ledger_file_remembers_the_reserve(tmp_path: Path) -> None:
         assert again.delta == 9e-7
     # Reopening with the all-to-rho conversion of the same (ε, δ) would raise ρ: refused.
     with pytest.raises(LedgerError, match="larger"):
-        Accountant(pf.ApproxDP(1.0, 1e-6), path)
+        Accountant(pf.ApproxDP(1.0, 1e-6).to_zcdp(), path)
 
 
 # -- end to end through a Session -----------------------------------------------------
@@ -236,7 +236,7 @@ def test_session_with_a_reserve_selects_groups_privately() -> None:
 
 
 def test_session_with_a_plain_approx_dp_budget_refuses_selection() -> None:
-    sess = pf.Session(_data(), "uid", budget=pf.ApproxDP(1.0, 1e-5))
+    sess = pf.Session(_data(), "uid", budget=pf.ApproxDP(1.0, 1e-5).to_zcdp())
     with pytest.raises(pf.InvalidBudgetError, match="public keys"):
         _select(sess).release(rho=0.01)
     assert sess.ledger == ()

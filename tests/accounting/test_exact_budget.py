@@ -231,7 +231,7 @@ def test_people_are_shown_rounded_figures() -> None:
     )
     # What no short decimal shows exactly is rounded, and marked so.
     assert repr(pf.zCDP(Fraction(1, 3))) == "zCDP(rho≈0.333333, delta=0.0)"
-    converted = repr(pf.Session(_frame(), "user", pf.ApproxDP(1, 1e-6)).remaining)
+    converted = repr(pf.Session(_frame(), "user", pf.ApproxDP(1, 1e-6).to_zcdp()).remaining)
     assert re.fullmatch(r"zCDP\(rho≈0\.\d{6}, delta=0\.0\)", converted), converted
     sess = pf.Session(_frame(), "user", pf.zCDP(0.3))
     for _ in range(3):
@@ -390,8 +390,11 @@ def test_an_old_ledger_of_a_converted_budget_reopens_with_it(tmp_path: Path) -> 
     budget = pf.ApproxDP(1.0, 1e-6).to_zcdp()
     path = tmp_path / "old.ledger"
     _old_ledger(path, budget.rho, [budget.rho / 2])  # stored as repr of the float
-    with Accountant(pf.ApproxDP(1.0, 1e-6), path) as acct:
+    with Accountant(pf.ApproxDP(1.0, 1e-6).to_zcdp(), path) as acct:
         assert acct.remaining.exact_rho == budget.exact_rho - Fraction(budget.rho / 2)
+    # A bare ApproxDP budget is spent as (epsilon, delta) now: the message says what to pass.
+    with pytest.raises(pf.LedgerError, match=r"\.to_zcdp\(\)"):
+        Accountant(pf.ApproxDP(1.0, 1e-6), path)
 
 
 def test_an_old_ledger_opens_in_a_session_and_adopts_its_data(tmp_path: Path) -> None:

@@ -266,7 +266,7 @@ def test_event_json_round_trip(event: Any) -> None:
 def test_event_versioning_and_unknown_fields_refused() -> None:
     data = GaussianEvent(1.0).to_dict()
     with pytest.raises(InvalidValueError, match="version"):
-        from_dict({**data, "version": 3})
+        from_dict({**data, "version": 4})
     with pytest.raises(InvalidValueError, match="version"):
         from_dict({k: v for k, v in data.items() if k != "version"})
     nested = sampled(0.1, 1.0).to_dict()
@@ -274,6 +274,9 @@ def test_event_versioning_and_unknown_fields_refused() -> None:
     with pytest.raises(InvalidValueError, match="version"):
         from_dict(nested)
     with pytest.raises(InvalidValueError, match="unknown event type"):
+        from_dict({**data, "type": "cauchy"})
+    # A pure-DP event type exists from version 3 on: an older version cannot hold one.
+    with pytest.raises(InvalidValueError, match="came in version 3"):
         from_dict({**data, "type": "laplace"})
     with pytest.raises(InvalidValueError, match="unexpected fields"):
         from_dict({**data, "width": 3})

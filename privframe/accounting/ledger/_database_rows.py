@@ -91,8 +91,15 @@ def checked_name(value: object, what: str) -> str:
 
 
 def checked_zcdp(value: object, what: str) -> zCDP:
+    """``value`` if it is a zCDP budget: a database's ledgers account in zCDP only."""
     if not isinstance(value, zCDP):
-        raise InvalidArgumentError(f"{what} must be a zCDP, got {type(value).__name__}")
+        hint = ""
+        if type(value).__name__ in ("PureDP", "ApproxDP", "GDP"):
+            hint = (
+                f"; a server's database ledgers account in zCDP only: give "
+                f"{type(value).__name__}(...).to_zcdp(), the zCDP budget it allows"
+            )
+        raise InvalidArgumentError(f"{what} must be a zCDP, got {type(value).__name__}{hint}")
     return value
 
 

@@ -22,7 +22,8 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-from privframe.accounting.budgets import zCDP
+from privframe.accounting._kinds import KINDS, Kind, Spendable, check_kind, from_columns, kind_of
+from privframe.accounting.budgets import PureDP, zCDP
 from privframe.accounting.ledger._format import (
     canonical_json,
     charge_value,
@@ -30,7 +31,7 @@ from privframe.accounting.ledger._format import (
     float_excess,
     ratio_text,
 )
-from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.numeric import Number
 
 __all__ = [
@@ -113,9 +114,20 @@ def canonical_description(description: object) -> str:
     return text
 
 
-def exact_cost(rho: object, delta: object) -> tuple[Fraction, Fraction]:
-    """Validate a (ρ, δ) pair the way :class:`~privframe.accounting.zCDP` does; exact."""
+def exact_cost(rho: object, delta: object, kind: Kind = zCDP) -> tuple[Fraction, Fraction]:
+    """Validate a cost's two columns the way the budgets do; exact.
+
+    The first column is ρ or ε (each >= 0), the second δ (0 <= δ < 1, and 0
+    for a :class:`~privframe.accounting.PureDP` ledger).
+
+    Raises:
+        InvalidBudgetError: a malformed value, or a δ in a PureDP cost.
+    """
     budget = zCDP(rho, delta)  # type: ignore[arg-type]  # zCDP refuses a non-number itself
+    if kind is PureDP and budget.exact_delta:
+        raise InvalidBudgetError(
+            f"a PureDP ledger's cost has no delta, got delta={float(budget.exact_delta)!r}"
+        )
     return budget.exact_rho, budget.exact_delta
 
 
@@ -149,13 +161,21 @@ def check_label_and_seeded(label: object, seeded: object) -> tuple[str, bool]:
 class LedgerEntry:
     """One recorded spend: immutable, serialisable, and its meaning never changes.
 
+    An entry belongs to a ledger of one kind (:attr:`kind`): its two cost
+    columns are (ρ, δ) for a :class:`~privframe.accounting.zCDP` ledger,
+    (ε, 0) for a :class:`~privframe.accounting.PureDP` one and (ε, δ) for an
+    :class:`~privframe.accounting.ApproxDP` one. :attr:`cost` is the cost as a
+    budget of that kind; :attr:`rho` is there for zCDP entries only and
+    :attr:`epsilon` for the others, so neither is misread as the other.
+
     Args:
         index: position in the ledger, 0-based and contiguous.
         time: when it was recorded, a UTC ISO-8601 string.
         label: the caller's short name for the release.
-        rho: the ρ spent (zCDP), read exactly as budgets are
-            (:func:`privframe.accounting.exact`).
-        delta: the δ spent outright (approximate zCDP); 0 for Gaussian releases.
+        rho: the first cost column: ρ spent (zCDP), or ε spent (PureDP,
+            ApproxDP), read exactly as budgets are (:func:`privframe.accounting.exact`).
+        delta: the δ spent outright (approximate zCDP; 0 for Gaussian
+            releases), or the δ of an (ε, δ) cost; 0 for a PureDP entry.
         description: a str or a JSON-serialisable mapping describing the
             release (public parameters only). It is stored as canonical JSON
             text; mappings come back read-only (nested objects as mapping
@@ -165,9 +185,12 @@ class LedgerEntry:
             ledger, which recorded ρ and δ as floats: they are then floats,
             taken at their exact binary value (what that privframe charged),
             and the hash chain covers them as ``float.hex``.
+        kind: keyword only; the kind of the ledger: ``privframe.zCDP`` (the
+            default), ``PureDP`` or ``ApproxDP``. The hash chain does not
+            cover it (its ledger's root does).
 
     Attributes:
-        exact_rho: the exact ρ; ``rho`` is the nearest float, for display.
+        exact_rho: the exact first column (ρ, or ε for PureDP and ApproxDP entries).
         exact_delta: the exact δ; ``delta`` is the nearest float.
 
     Example:
@@ -180,6 +203,11 @@ class LedgerEntry:
         '{"keys":["a","b"],"query":"count"}'
         >>> LedgerEntry.from_dict(e.to_dict()) == e
         True
+        >>> import privframe as pf
+        >>> pure = LedgerEntry(1, "2024-01-01T00:00:00.000000+00:00", "q2", 0.5, 0.0, "",
+        ...                    False, kind=pf.PureDP)
+        >>> pure.cost, pure.epsilon
+        (PureDP(epsilon=0.5), 0.5)
     """
 
     index: int
@@ -190,6 +218,7 @@ class LedgerEntry:
     description: Mapping[str, Any] | str
     seeded: bool
     legacy_floats: bool = False
+    kind: Kind = field(default=zCDP, repr=False)
     _description_json: str = field(default="", repr=False, compare=False)
 
     def __init__(
@@ -203,6 +232,7 @@ class LedgerEntry:
         seeded: bool,
         *,
         legacy_floats: bool = False,
+        kind: Kind = zCDP,
     ) -> None:
         if isinstance(index, bool) or not isinstance(index, int):
             raise InvalidArgumentError(f"index must be an int, got {type(index).__name__}")
@@ -219,10 +249,11 @@ class LedgerEntry:
             if not (isinstance(rho, float) and isinstance(delta, float)):
                 raise InvalidArgumentError("a legacy_floats entry's rho and delta must be floats")
             rho, delta = Fraction(rho + 0.0), Fraction(delta + 0.0)
-        exact_rho, exact_delta = exact_cost(rho, delta)
+        kind = check_kind(kind)
+        exact_rho, exact_delta = exact_cost(rho, delta, kind)
         text = canonical_description(description)
         self._set(index, time, label, exact_rho, exact_delta, json.loads(text), text, seeded,
-                  legacy_floats)  # fmt: skip
+                  legacy_floats, kind)  # fmt: skip
 
     def _set(
         self,
@@ -235,6 +266,7 @@ class LedgerEntry:
         text: str,
         seeded: bool,
         legacy_floats: bool,
+        kind: Kind = zCDP,
     ) -> None:
         for name, value in (
             ("index", index),
@@ -245,6 +277,7 @@ class LedgerEntry:
             ("description", _freeze(parsed)),
             ("seeded", seeded),
             ("legacy_floats", legacy_floats),
+            ("kind", kind),
             ("_description_json", text),
         ):
             object.__setattr__(self, name, value)
@@ -256,11 +289,43 @@ class LedgerEntry:
     def rho(self) -> float:
         """ρ as the nearest float, for display; :attr:`exact_rho` is the exact value.
 
+        Raises:
+            InvalidArgumentError: the entry is not a zCDP one (its first column is
+                ε: read :attr:`epsilon`).
+
         Example:
             >>> from privframe.accounting.ledger import LedgerEntry
             >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.1, 0.0, "", False).rho
             0.1
         """
+        if self.kind is not zCDP:
+            raise InvalidArgumentError(
+                f"ledger entry {self.index} is from a {self.kind.__name__} ledger, which "
+                "charges epsilon, not rho: read entry.epsilon (or entry.cost)"
+            )
+        return float(self.exact_rho)
+
+    @property
+    def epsilon(self) -> float:
+        """ε as the nearest float, for an entry of a PureDP or ApproxDP ledger.
+
+        :attr:`exact_rho` holds the exact ε (the entry's first cost column).
+
+        Raises:
+            InvalidArgumentError: the entry is a zCDP one (read :attr:`rho`).
+
+        Example:
+            >>> import privframe as pf
+            >>> from privframe.accounting.ledger import LedgerEntry
+            >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.1, 1e-7, "", False,
+            ...             kind=pf.ApproxDP).epsilon
+            0.1
+        """
+        if self.kind is zCDP:
+            raise InvalidArgumentError(
+                f"ledger entry {self.index} is from a zCDP ledger, which charges rho, not "
+                "epsilon: read entry.rho (or entry.cost)"
+            )
         return float(self.exact_rho)
 
     @property
@@ -287,15 +352,15 @@ class LedgerEntry:
         return self._description_json
 
     @property
-    def cost(self) -> zCDP:
-        """The spend as an exact :class:`~privframe.accounting.zCDP` budget.
+    def cost(self) -> Spendable:
+        """The spend as an exact budget of the entry's :attr:`kind`.
 
         Example:
             >>> from privframe.accounting.ledger import LedgerEntry
             >>> LedgerEntry(0, "2024-01-01T00:00:00+00:00", "", 0.5, 0.0, "", False).cost
             zCDP(rho=0.5, delta=0.0)
         """
-        return zCDP(self.exact_rho, self.exact_delta)
+        return from_columns(self.kind, self.exact_rho, self.exact_delta)
 
     @property
     def float_excess(self) -> tuple[Fraction, Fraction]:
@@ -323,6 +388,11 @@ class LedgerEntry:
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-serialisable dict; ρ and δ as their exact stored text.
 
+        The two cost columns keep their stored names ``"rho"`` and ``"delta"``
+        for every kind; an entry of a PureDP or ApproxDP ledger adds its kind
+        (``"kind": "pure_dp"`` or ``"approx_dp"``), so a zCDP entry's dict is
+        what it always was.
+
         Example:
             >>> from privframe.accounting.ledger import LedgerEntry
             >>> d = LedgerEntry(0, "2024-01-01T00:00:00+00:00", "q", 0.1, 0.0, {"k": 1},
@@ -330,7 +400,7 @@ class LedgerEntry:
             >>> d["rho"], d["delta"], d["description"]
             ('1/10', '0/1', {'k': 1})
         """
-        return {
+        data = {
             "index": self.index,
             "time": self.time,
             "label": self.label,
@@ -339,13 +409,17 @@ class LedgerEntry:
             "description": _thaw(self.description),
             "seeded": self.seeded,
         }
+        if self.kind is not zCDP:
+            data["kind"] = KINDS[self.kind]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LedgerEntry:
         """Rebuild an entry from :meth:`to_dict` output (exactly these keys).
 
         ρ and δ are ``"n/d"`` text, or (from a schema-1 ledger) floats or
-        their ``float.hex``, which are taken at their binary value.
+        their ``float.hex``, which are taken at their binary value. ``"kind"``
+        is there for the entries of PureDP and ApproxDP ledgers only.
 
         Example:
             >>> from privframe.accounting.ledger import LedgerEntry
@@ -355,10 +429,19 @@ class LedgerEntry:
             0.5
         """
         expected = {"index", "time", "label", "rho", "delta", "description", "seeded"}
-        if not isinstance(data, Mapping) or set(data) != expected:
+        if not isinstance(data, Mapping) or set(data) - {"kind"} != expected:
             raise InvalidArgumentError(
-                f"data must be a ledger entry dict with exactly the keys {sorted(expected)}"
+                f"data must be a ledger entry dict with exactly the keys {sorted(expected)} "
+                "(and 'kind' for a PureDP or ApproxDP ledger's entry)"
             )
+        kind: Kind = zCDP
+        if "kind" in data:
+            try:
+                kind = kind_of(data["kind"])
+                if kind is zCDP:
+                    raise ValueError("a zCDP entry's dict has no kind")
+            except (TypeError, ValueError) as err:
+                raise InvalidValueError(f"a ledger entry's kind is malformed ({err})") from None
         try:
             (rho, old_rho), (delta, old_delta) = (
                 charge_value(data["rho"]),
@@ -370,10 +453,10 @@ class LedgerEntry:
             ) from None
         if old_rho != old_delta:
             raise InvalidValueError("a ledger entry's rho and delta must be stored alike")
-        values = {k: v for k, v in data.items() if k not in ("rho", "delta")}
+        values = {k: v for k, v in data.items() if k not in ("rho", "delta", "kind")}
         if old_rho:
-            return cls(**values, rho=float(rho), delta=float(delta), legacy_floats=True)
-        return cls(**values, rho=rho, delta=delta)
+            return cls(**values, rho=float(rho), delta=float(delta), legacy_floats=True, kind=kind)
+        return cls(**values, rho=rho, delta=delta, kind=kind)
 
     def canonical_json(self) -> str:
         """The exact text the hash chain covers (ρ and δ as their stored text).
@@ -403,6 +486,7 @@ def entry_from_file(
     cost: tuple[Fraction, Fraction, bool],
     text: str,
     seeded: bool,
+    kind: Kind = zCDP,
 ) -> LedgerEntry:
     """An entry read back from a ledger file, whose fields the reader has validated.
 
@@ -410,7 +494,8 @@ def entry_from_file(
     (types, the cost, each description value) were done by the reader or
     hold for any JSON text, so only the description text's canonical form
     is checked here. ``cost`` is the exact (ρ, δ) and whether they were
-    schema-1 floats.
+    schema-1 floats; ``kind`` the ledger's kind (its file checked the costs
+    against it).
 
     Raises:
         ValueError: ``text`` is not canonical JSON (or holds NaN or an infinity).
@@ -425,7 +510,7 @@ def entry_from_file(
     if canonical_json(parsed) != text:
         raise ValueError("its description is not canonical JSON")
     entry = LedgerEntry.__new__(LedgerEntry)
-    entry._set(index, time, label, cost[0], cost[1], parsed, text, seeded, cost[2])
+    entry._set(index, time, label, cost[0], cost[1], parsed, text, seeded, cost[2], kind)
     return entry
 
 

@@ -34,6 +34,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from privframe.accounting._kinds import Kind, Spendable, columns, model_name
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger._entry import (
     LedgerEntry,
@@ -91,6 +92,8 @@ class LedgerFile:
         timeout: the lock timeout in seconds.
         version: the file's ``user_version`` (its ledger schema) once opened.
         created: whether :meth:`open` created the file (this opener published it).
+        kind: the kind of budget the file records (zCDP, PureDP or ApproxDP),
+            once :meth:`load_meta` has read it.
 
     Example:
         >>> from pathlib import Path
@@ -103,6 +106,7 @@ class LedgerFile:
         self.timeout = timeout
         self.version = SCHEMA_VERSION
         self.created = False
+        self.kind: Kind = zCDP
         self._conn: sqlite3.Connection | None = None
 
     # -- errors -----------------------------------------------------------------
@@ -170,7 +174,7 @@ class LedgerFile:
 
     # -- opening ----------------------------------------------------------------
 
-    def open(self, budget: zCDP, data: DataIdentity | None) -> None:
+    def open(self, budget: Spendable, data: DataIdentity | None) -> None:
         """Open the ledger file (creating it with ``budget`` and ``data`` if it does not exist).
 
         Raises:
@@ -265,7 +269,7 @@ class LedgerFile:
             )
         self.version = version
 
-    def _create(self, budget: zCDP, data: DataIdentity | None) -> None:
+    def _create(self, budget: Spendable, data: DataIdentity | None) -> None:
         """Create the ledger file, unless another opener creates it first.
 
         The ledger is built in a temporary file of this call's own, created
@@ -308,9 +312,14 @@ class LedgerFile:
                     leftover.unlink()
 
     def _initialise(
-        self, conn: sqlite3.Connection, budget: zCDP, data: DataIdentity | None
+        self, conn: sqlite3.Connection, budget: Spendable, data: DataIdentity | None
     ) -> None:
-        """Write the schema and meta rows into the new, private database ``conn``."""
+        """Write the schema and meta rows into the new, private database ``conn``.
+
+        The budget is stored in its two columns (``budget_rho`` holds ε for a
+        PureDP or ApproxDP ledger), and a kind other than zCDP as ``model``,
+        which the chain's root covers.
+        """
         conn.execute("BEGIN IMMEDIATE")
         try:
             # executescript() would COMMIT first: run the statements one by one.
@@ -319,14 +328,17 @@ class LedgerFile:
                     conn.execute(statement)
             conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            first, second = columns(budget)
             meta = {
                 "format": FORMAT,
                 "schema": str(SCHEMA_VERSION),
                 "ledger_id": str(uuid.uuid4()),
                 "created": now(),
-                "budget_rho": ratio_text(budget.exact_rho),
-                "budget_delta": ratio_text(budget.exact_delta),
+                "budget_rho": ratio_text(first),
+                "budget_delta": ratio_text(second),
             }
+            if not isinstance(budget, zCDP):
+                meta["model"] = model_name(type(budget))
             meta["genesis"] = genesis_hash(meta)
             meta["head"] = meta["genesis"]
             meta["count"] = "0"
@@ -339,12 +351,15 @@ class LedgerFile:
                 conn.execute("ROLLBACK")
             raise
 
-    def load_meta(self, requested: zCDP) -> tuple[zCDP, str]:
+    def load_meta(self, requested: Spendable | None) -> tuple[Spendable, str]:
         """The budget the file was created with, and its chain's genesis hash.
 
+        Sets :attr:`kind`. ``requested`` None checks no budget (for an
+        operator accepting a restored file).
+
         Raises:
-            LedgerError: the meta table is malformed, or ``requested`` is larger
-                than the stored budget.
+            LedgerError: the meta table is malformed, ``requested`` is of
+                another kind than the file's, or larger than the stored budget.
         """
         conn = self.connection()
         with self.sqlite("reading its meta table"):
@@ -358,7 +373,27 @@ class LedgerFile:
             raise self.corrupt(f"its meta table is malformed ({err})") from None
         if meta.get("genesis") != genesis:
             raise self.corrupt("its meta table does not match its recorded hash")
-        if requested.exact_rho > stored.exact_rho or requested.exact_delta > stored.exact_delta:
+        self.kind = type(stored)
+        if requested is None:
+            return stored, genesis
+        if type(requested) is not type(stored):
+            mine, theirs = type(stored).__name__, type(requested).__name__
+            hint = ""
+            if isinstance(stored, zCDP):
+                # Before PureDP and ApproxDP accountants, such a budget was spent as zCDP.
+                hint = (
+                    f" (to keep spending this ledger with that budget, pass its zCDP "
+                    f"allowance: {requested!r}.to_zcdp(), as privframe did before it had "
+                    f"{theirs} sessions)"
+                )
+            raise self.fail(
+                f"is a {mine} ledger (created with budget {stored!r}); it cannot be opened "
+                f"with the {theirs} budget {requested!r}: a ledger keeps the kind of budget "
+                f"it was created with. Pass a {mine} budget no larger than {stored!r}"
+                f"{hint}, or use a new ledger file for the {theirs} budget"
+            )
+        asked, kept = columns(requested), columns(stored)
+        if asked[0] > kept[0] or asked[1] > kept[1]:
             raise self.fail(
                 f"was created with budget {stored!r}; it cannot be reopened with the larger "
                 f"budget {requested!r} (a persisted ledger keeps its budget). Use a budget "
@@ -505,7 +540,7 @@ class LedgerFile:
                 (r, old_r), (d, old_d) = charge_value(rho_text), charge_value(delta_text)
                 if old_r != old_d:
                     raise TypeError("rho and delta are stored differently")
-                exact_cost(r, d)
+                exact_cost(r, d, self.kind)
             except (TypeError, ValueError, InvalidValueError) as err:
                 problem = str(err)
             if problem:
@@ -527,7 +562,7 @@ class LedgerFile:
         cost = costs[cost_text(rho), cost_text(delta)]
         problem = ""
         try:
-            return entry_from_file(idx, time, label, cost, description, bool(flag))
+            return entry_from_file(idx, time, label, cost, description, bool(flag), self.kind)
         except ValueError as err:
             problem = str(err)
         raise self.corrupt(f"entry {idx} is malformed ({problem})")

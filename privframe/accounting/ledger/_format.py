@@ -25,6 +25,7 @@ from fractions import Fraction
 from json.encoder import encode_basestring
 from typing import Any
 
+from privframe.accounting._kinds import Spendable, from_columns, kind_of
 from privframe.accounting.budgets import zCDP
 
 __all__ = [
@@ -180,23 +181,44 @@ def float_excess(rho: Fraction, delta: Fraction) -> tuple[Fraction, Fraction]:
 
 
 def genesis_hash(meta: Mapping[str, str]) -> str:
-    """Root of the hash chain: binds the chain to the ledger's identity and budget."""
+    """Root of the hash chain: binds the chain to the ledger's identity, budget and kind.
+
+    The kind (``model``) is covered when it is not zCDP: a zCDP ledger has no
+    ``model`` key (every ledger before the other kinds existed), and its root
+    is what it always was.
+    """
     keys = ("format", "schema", "ledger_id", "created", "budget_rho", "budget_delta")
-    payload = canonical_json({k: meta[k] for k in keys})
+    root = {k: meta[k] for k in keys}
+    if "model" in meta:
+        root["model"] = meta["model"]
+    payload = canonical_json(root)
     return hashlib.sha256(b"privframe-ledger\x00" + payload.encode()).hexdigest()
 
 
-def stored_budget(meta: Mapping[str, str]) -> zCDP:
-    """The budget a file was created with, exactly.
+def stored_budget(meta: Mapping[str, str]) -> Spendable:
+    """The budget a file was created with, exactly, of the kind its ``model`` names.
 
     Schema 2 writes ``"n/d"``. Schema 1 wrote ``repr(float)``: the decimal the
     user typed for a budget they gave (``0.3``), or the shortest repr of a
     computed float (a converted budget). Either may be meant, and that file
     enforced the float, so it is read as the larger of the decimal and the
     float: reopening it with either exact value is not a "larger" budget.
+    A file of another kind than zCDP is always of schema 2 or later, and
+    records ``model``; a ``model`` of ``"zcdp"`` is refused (zCDP files have none).
+
+    Raises:
+        ValueError: a malformed budget or model.
     """
     if meta["schema"] != "1":
-        return zCDP(parse_ratio(meta["budget_rho"]), parse_ratio(meta["budget_delta"]))
+        model = meta.get("model")
+        if model == "zcdp":
+            raise ValueError("a zCDP ledger records no model")
+        kind = zCDP if model is None else kind_of(model)
+        return from_columns(
+            kind, parse_ratio(meta["budget_rho"]), parse_ratio(meta["budget_delta"])
+        )
+    if "model" in meta:
+        raise ValueError("a schema-1 ledger records no model")
     parts = []
     for key in ("budget_rho", "budget_delta"):
         text = meta[key]

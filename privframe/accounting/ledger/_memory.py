@@ -24,6 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol, overload
 
+from privframe.accounting._kinds import KINDS, Kind, Spendable, check_kind, columns
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger._entry import (
     LedgerEntry,
@@ -39,15 +40,18 @@ from privframe.numeric import Number
 __all__ = ["Charge", "Check", "Ledger", "LedgerEntries"]
 
 Check = Callable[[Fraction, Fraction], None]
-"""A budget check: called with the exact (ρ, δ) totals already recorded; raises to refuse."""
+"""A budget check: called with the exact column totals already recorded; raises to refuse.
+
+The columns are (ρ, δ) for a zCDP ledger and (ε, δ) for a PureDP or ApproxDP one.
+"""
 
 
 class Charge(Protocol):
     """One spend for :meth:`Ledger.append_all`, as :class:`privframe.accounting.Spend` holds it."""
 
     @property
-    def cost(self) -> zCDP:
-        """The spend's (ρ, δ)."""
+    def cost(self) -> Spendable:
+        """The spend, a budget of the ledger's kind."""
 
     @property
     def label(self) -> str:
@@ -67,9 +71,9 @@ _Draft = tuple[Fraction, Fraction, str, str, bool]
 
 
 def _draft(rho: object, delta: object, label: object, description: object,
-           seeded: object) -> _Draft:  # fmt: skip
+           seeded: object, kind: Kind) -> _Draft:  # fmt: skip
     """Validate one spend's fields as :meth:`Ledger.append` takes them."""
-    exact_rho, exact_delta = exact_cost(rho, delta)
+    exact_rho, exact_delta = exact_cost(rho, delta, kind)
     text, flag = check_label_and_seeded(label, seeded)
     return exact_rho, exact_delta, text, canonical_description(description), flag
 
@@ -167,6 +171,11 @@ class Ledger:
     :meth:`append` runs an optional ``check`` and the write under one lock, so
     a check cannot be overtaken by a concurrent append.
 
+    Args:
+        kind: keyword only; the kind of budget it records costs of:
+            ``privframe.zCDP`` (the default; costs in (ρ, δ)), ``PureDP``
+            (costs in ε) or ``ApproxDP`` (costs in (ε, δ)).
+
     Example:
         >>> from privframe.accounting.ledger import Ledger
         >>> ledger = Ledger()
@@ -176,9 +185,13 @@ class Ledger:
         (['a', 'b'], 2)
         >>> ledger.totals()[0] == Fraction(3, 10)  # 0.1 + 0.2 exactly, not 0.30000000000000004
         True
+        >>> import privframe as pf
+        >>> Ledger(kind=pf.PureDP).append(0.5, label="c").cost
+        PureDP(epsilon=0.5)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, kind: Kind = zCDP) -> None:
+        self._kind: Kind = check_kind(kind)
         self._lock = threading.Lock()
         self._entries: list[LedgerEntry] = []
         self._summary = LedgerSummary()
@@ -186,6 +199,17 @@ class Ledger:
         self._closed = False
 
     # -- public API -------------------------------------------------------------
+
+    @property
+    def kind(self) -> Kind:
+        """The kind of budget this ledger records costs of: zCDP, PureDP or ApproxDP.
+
+        Example:
+            >>> from privframe.accounting.ledger import Ledger
+            >>> Ledger().kind.__name__
+            'zCDP'
+        """
+        return self._kind
 
     @property
     def path(self) -> Path | None:
@@ -229,7 +253,7 @@ class Ledger:
             return self._summary
 
     def totals(self) -> tuple[Fraction, Fraction]:
-        """The exact sums (ρ, δ) of every recorded entry.
+        """The exact sums of every recorded entry's columns: (ρ, δ), or (ε, δ) by :attr:`kind`.
 
         Example:
             >>> from privframe.accounting.ledger import Ledger
@@ -269,9 +293,9 @@ class Ledger:
         recorded and the exception propagates.
 
         Args:
-            rho: ρ spent, >= 0, read exactly (a float as its decimal, a
-                ``Fraction`` as itself).
-            delta: δ spent, 0 <= δ < 1, read the same way.
+            rho: ρ spent, >= 0 (ε for a PureDP or ApproxDP ledger), read
+                exactly (a float as its decimal, a ``Fraction`` as itself).
+            delta: δ spent, 0 <= δ < 1 (0 for a PureDP ledger), read the same way.
             label: a short public name for the release.
             description: a str or JSON-serialisable mapping of public parameters.
             seeded: whether the release used a seeded (non-private) stream.
@@ -294,7 +318,7 @@ class Ledger:
             >>> len(ledger)
             1
         """
-        return self._append([_draft(rho, delta, label, description, seeded)], check)[0]
+        return self._append([_draft(rho, delta, label, description, seeded, self._kind)], check)[0]
 
     def append_all(
         self, charges: Sequence[Charge], *, check: Check | None = None
@@ -329,16 +353,23 @@ class Ledger:
                 f"charges must be a sequence of spends, got {type(charges).__name__}"
             )
         drafts = []
+        name = self._kind.__name__
         for i, charge in enumerate(charges):
             cost = getattr(charge, "cost", None)
-            if not isinstance(cost, zCDP):
+            if type(cost) not in KINDS:
                 raise InvalidArgumentError(
-                    f"charge {i} must have a zCDP cost (a privframe.accounting.accountant.Spend), "
-                    f"got {type(charge).__name__}"
+                    f"charge {i} must have a {name} cost (a privframe.accounting.accountant."
+                    f"Spend), got {type(charge).__name__}"
                 )
+            if type(cost) is not self._kind:
+                raise InvalidArgumentError(
+                    f"charge {i} costs a {type(cost).__name__}, but this ledger records "
+                    f"{name} costs"
+                )
+            first, second = columns(cost)
             drafts.append(
-                _draft(cost.exact_rho, cost.exact_delta, charge.label, charge.description,
-                       charge.seeded)
+                _draft(first, second, charge.label, charge.description, charge.seeded,
+                       self._kind)
             )  # fmt: skip
         if not drafts:
             return []
@@ -352,8 +383,11 @@ class Ledger:
                 if check is not None:
                     check(self._summary.rho, self._summary.delta)
                 start = self._summary.count
+                kind = self._kind
                 entries = [
-                    LedgerEntry(start + i, now(), label, rho, delta, json.loads(text), seeded)
+                    LedgerEntry(
+                        start + i, now(), label, rho, delta, json.loads(text), seeded, kind=kind
+                    )
                     for i, (rho, delta, label, text, seeded) in enumerate(drafts)
                 ]
                 self._write(entries)

@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+from privframe.accounting._kinds import KINDS, Spendable
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger._entry import LedgerEntry, LedgerSummary, stored_costs
 from privframe.accounting.ledger._file import LedgerFile
@@ -56,7 +57,9 @@ class SQLiteLedger(Ledger):
     ledger results and all of them open it). An existing file is never
     initialised, even an empty one: it must already be a privframe ledger.
     Opening an existing ledger checks that it is a privframe ledger of a known
-    schema and refuses a ``budget`` larger (in ρ or δ, compared exactly) than
+    schema, refuses a ``budget`` of another kind than the file's (a zCDP,
+    PureDP or ApproxDP ledger records costs of its own kind only: :attr:`kind`)
+    and refuses a ``budget`` larger (in ρ or ε, or δ, compared exactly) than
     the one the file was created with. A smaller budget is accepted: enforcing
     it is the caller's job (the :class:`~privframe.accounting.accountant.Accountant` does).
 
@@ -82,7 +85,9 @@ class SQLiteLedger(Ledger):
 
     Args:
         path: the ledger file; its directory must exist.
-        budget: the budget the caller intends to enforce.
+        budget: the budget the caller intends to enforce: a
+            :class:`~privframe.accounting.zCDP`, :class:`~privframe.accounting.PureDP`
+            or :class:`~privframe.accounting.ApproxDP`, whose kind a new file takes.
         data: keyword only; the :class:`DataIdentity` of the data spent on.
         same_data: keyword only; accept ``data`` that differs from the
             file's record as the same data, and record it.
@@ -94,7 +99,8 @@ class SQLiteLedger(Ledger):
         LedgerError: missing directory or an unusable path; an existing file
             that is not a privframe ledger (including an empty or truncated
             file); a corrupted file; a rolled-back file; unknown schema
-            version; a budget larger than the persisted one; other data than
+            version; a budget of another kind than the file's, or larger than
+            the persisted one; other data than
             the file records; or the file is busy (locked by another process
             for longer than ``timeout``).
         InvalidValueError: ``timeout`` is not a positive number.
@@ -115,7 +121,7 @@ class SQLiteLedger(Ledger):
     def __init__(
         self,
         path: str | os.PathLike[str],
-        budget: zCDP,
+        budget: Spendable,
         *,
         data: DataIdentity | None = None,
         same_data: bool = False,
@@ -123,8 +129,10 @@ class SQLiteLedger(Ledger):
         _restored: bool = False,
     ) -> None:
         super().__init__()
-        if not isinstance(budget, zCDP):
-            raise InvalidArgumentError(f"budget must be a zCDP, got {type(budget).__name__}")
+        if type(budget) not in KINDS:
+            raise InvalidArgumentError(
+                f"budget must be a zCDP, PureDP or ApproxDP, got {type(budget).__name__}"
+            )
         if data is not None and not isinstance(data, DataIdentity):
             raise InvalidArgumentError(
                 f"data must be a DataIdentity or None, got {type(data).__name__}"
@@ -144,7 +152,8 @@ class SQLiteLedger(Ledger):
         self._pending_head = ""
         try:
             self._file.open(budget, data)
-            self._budget, self._genesis = self._file.load_meta(budget)
+            self._budget, self._genesis = self._file.load_meta(None if _restored else budget)
+            self._kind = self._file.kind
             self._head = self._genesis
             self._key = state_key(self._file.path)
             record = None if _restored else self._known_record()
@@ -176,8 +185,8 @@ class SQLiteLedger(Ledger):
         return self._file.path
 
     @property
-    def budget(self) -> zCDP:
-        """The budget the file was created with (the most any opener may enforce).
+    def budget(self) -> Spendable:
+        """The budget the file was created with (the most any opener may enforce), of its kind.
 
         Example:
             >>> import os, tempfile
@@ -215,7 +224,8 @@ class SQLiteLedger(Ledger):
         spent = self._summary
         then = f"{count} entries"
         if spent.count == count:
-            then += f", spending rho={float(spent.rho):.6g}, delta={float(spent.delta):.6g}"
+            first = "rho" if self._kind is zCDP else "epsilon"
+            then += f", spending {first}={float(spent.rho):.6g}, delta={float(spent.delta):.6g}"
         return self._file.fail(
             f"was rolled back or modified outside privframe: entry {count - 1}, which "
             f"privframe verified before (when the ledger had {then}), changed or "
