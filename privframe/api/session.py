@@ -245,6 +245,25 @@ class Session(SQLEntry):
         return self._accountant.remaining
 
     @property
+    def basic_spent(self) -> Cost:
+        """What basic composition would have charged: the releases' costs added up.
+
+        An (ε, δ) session charges less (:attr:`spent`): it composes its
+        releases' mechanisms tightly (docs/accounting.md). For the other
+        kinds it equals :attr:`spent`.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.ApproxDP(1.0, 1e-6))
+            >>> for _ in range(2):
+            ...     _ = sess.query().agg(pf.count()).release(epsilon=0.25)
+            >>> sess.basic_spent
+            ApproxDP(epsilon=0.5, delta=0.0)
+        """
+        return self._accountant.basic_spent
+
+    @property
     def ledger(self) -> LedgerEntries:
         """Every release charged to this session's budget, in order.
 

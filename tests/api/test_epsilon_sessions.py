@@ -98,7 +98,9 @@ def test_a_pure_sum_is_calibrated_to_w_times_half_the_range() -> None:
         .group_by("region", keys=REGIONS)
         .agg(pf.sum("amount", (0, 100)))
     )
-    (m,) = q.explain(epsilon=1.0).measurements
+    by_kind = {m.kind: m for m in q.explain(epsilon=1.0).measurements}
+    assert by_kind["count"].sensitivity == 6
+    m = by_kind["centred_sum"]
     assert m.sensitivity == pytest.approx(6 * 50, rel=1e-9)
     assert "L1 sensitivity W·(U−L)/2 = 6·50" in m.derivation
 
@@ -130,16 +132,26 @@ def test_the_noise_of_a_pure_count_has_the_discrete_laplace_std() -> None:
 
 
 def test_an_approx_release_chooses_laplace_for_one_group_and_gaussian_for_many() -> None:
+    # Laplace's std grows as k (L1 = k), the Gaussian's as sqrt(k) (L2 = sqrt(k)): at
+    # epsilon = 1, delta = 1e-6 the Gaussian wins from about k = 11 on.
     sess = _session(pf.ApproxDP(2.0, 1e-5))
     one = _count(sess, k=1, m=1).explain(epsilon=1.0, delta=1e-6)
-    many = _count(sess, k=4, m=1).explain(epsilon=1.0, delta=1e-6)
+    many = (
+        sess.query()
+        .bound(max_groups=16, max_rows_per_group=1)
+        .group_by("region", keys=[*REGIONS, *(f"r{i}" for i in range(12))])
+        .agg(pf.count())
+        .explain(epsilon=1.0, delta=1e-6)
+    )
     assert one.plan.family == "laplace"
     assert one.plan.choice.startswith("Laplace noise")
     assert many.plan.family == "gaussian"
     assert many.plan.choice.startswith("Gaussian noise")
     assert "noise: Gaussian noise" in str(many)
     # Whichever noise is used, the release is charged what it asked.
-    _count(sess, k=4, m=1).release(epsilon=1.0, delta=1e-6)
+    sess.query().bound(max_groups=16, max_rows_per_group=1).group_by(
+        "region", keys=[*REGIONS, *(f"r{i}" for i in range(12))]
+    ).agg(pf.count()).release(epsilon=1.0, delta=1e-6)
     assert sess.ledger[0].description["measurements"][0]["rho"] > 0
     assert sess.basic_spent == pf.ApproxDP(1.0, 1e-6)
 
