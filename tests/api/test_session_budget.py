@@ -116,8 +116,16 @@ def test_seeded_sessions_are_reproducible_and_flagged():
     assert unseeded.ledger[0].seeded is False
 
 
-def test_approx_dp_and_gdp_budgets():
-    for budget in (pf.ApproxDP(epsilon=2.0, delta=1e-6), pf.GDP(mu=1.0)):
+def test_converted_approx_dp_and_gdp_budgets_spend_rho():
+    converted = pf.ApproxDP(epsilon=2.0, delta=1e-6).to_zcdp()
+    for budget in (converted, pf.GDP(mu=1.0)):
         sess = pf.Session(make_data(), "user_id", budget)
         readme_query(sess).release(rho=0.05)
         assert sess.spent.rho == pytest.approx(0.05)
+
+
+def test_an_approx_dp_budget_spends_epsilon_and_delta():
+    sess = pf.Session(make_data(), "user_id", pf.ApproxDP(epsilon=2.0, delta=1e-6))
+    readme_query(sess).release(epsilon=0.5, delta=1e-7)
+    assert sess.basic_spent == pf.ApproxDP(0.5, 1e-7)
+    assert sess.spent.epsilon <= 0.5
