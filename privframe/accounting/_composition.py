@@ -274,6 +274,10 @@ def _options(
     own curve (better for later releases), then the generic pair.
     """
     options = [_generic(epsilon, delta, delta)]
+    if not epsilon and not delta:
+        # Charged (0, 0): 0-DP, whatever its events say. Such an entry changes nothing,
+        # which the accountant relies on (equal totals mean an equal composition).
+        return tuple(options)
     if events is not None and _accounts_for(epsilon, events):
         rdp = _renyi(events)
         certified = _events_delta(epsilon, events, rdp)
