@@ -94,7 +94,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from privframe.accounting.events import (
     ComposedEvent,
@@ -114,8 +113,6 @@ ORDERS: tuple[float, ...] = (
     1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 11.0, 16.0, 23.0, 32.0, 45.0, 64.0, 91.0, 128.0, 256.0, 512.0,
 )  # fmt: skip
 """The Rényi orders α of the bound; each start's slack is split evenly among them."""
-
-_LOG_ORDERS = math.log(len(ORDERS))
 
 
 def description_events(description: object) -> list[Event] | None:
@@ -274,6 +271,10 @@ def _options(
     own curve (better for later releases), then the generic pair.
     """
     options = [_generic(epsilon, delta, delta)]
+    if not epsilon and not delta:
+        # Charged (0, 0): 0-DP, whatever its events say. Such an entry changes nothing,
+        # which the accountant relies on (equal totals mean an equal composition).
+        return tuple(options)
     if events is not None and _accounts_for(epsilon, events):
         rdp = _renyi(events)
         certified = _events_delta(epsilon, events, rdp)
@@ -375,17 +376,3 @@ class Composition:
             tuple(sums),
             tuple(offsets),
         )
-
-    def describe(self) -> dict[str, Any]:
-        """The state's public figures, for explanations.
-
-        Example:
-            >>> Composition().describe()["entries"]
-            0
-        """
-        return {
-            "entries": self.count,
-            "epsilon": float(self.epsilon),
-            "basic_epsilon": float(self.basic_epsilon),
-            "delta": float(self.delta),
-        }

@@ -37,6 +37,7 @@ __all__ = [
     "kind_of",
     "model_name",
     "parameters",
+    "with_article",
 ]
 
 Spendable: TypeAlias = zCDP | PureDP | ApproxDP
@@ -126,6 +127,16 @@ def from_columns(kind: Kind, first: Fraction, second: Fraction) -> Spendable:
             raise InvalidBudgetError(f"a pure DP cost has no delta, got delta={second}")
         return PureDP(first)
     return ApproxDP(first, second)
+
+
+def with_article(name: str) -> str:
+    """``name`` with its indefinite article: "a zCDP", "a PureDP", "an ApproxDP".
+
+    Example:
+        >>> with_article("ApproxDP"), with_article("PureDP")
+        ('an ApproxDP', 'a PureDP')
+    """
+    return f"{'an' if name[:1] in 'AEIOU' else 'a'} {name}"
 
 
 def parameters(kind: Kind) -> str:

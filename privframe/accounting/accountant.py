@@ -74,7 +74,7 @@ from typing import Any
 
 from privframe import numeric
 from privframe.accounting._composition import Composition, description_events
-from privframe.accounting._kinds import KINDS, Kind, Spendable, columns, from_columns
+from privframe.accounting._kinds import KINDS, Kind, Spendable, columns, from_columns, with_article
 from privframe.accounting._report import BudgetReport, figure, refusal
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, PureDP, to_zcdp, zCDP
 from privframe.accounting.events import Event
@@ -168,8 +168,8 @@ def _validate_cost(cost: object, kind: Kind) -> None:
         "delta=...))",
     }[kind]
     raise InvalidBudgetError(
-        f"a spend's cost must be a {name}, got {type(cost).__name__}: this accountant's "
-        f"budget is {name}: {hint}"
+        f"a spend's cost must be {with_article(name)}, got {type(cost).__name__}: this "
+        f"accountant's budget is {name}: {hint}"
     )
 
 
@@ -269,10 +269,11 @@ class Accountant:
         self._budget: Spendable
         if isinstance(budget, PureDP | ApproxDP):
             if delta is not None:
+                kind = with_article(type(budget).__name__)
                 raise InvalidArgumentError(
-                    f"delta= is the reporting delta of a zCDP budget; a {type(budget).__name__} "
-                    "budget states its own guarantee: leave delta out (or give the budget's "
-                    "to_zcdp() to spend it as zCDP)"
+                    f"delta= is the reporting delta of a zCDP budget; {kind} budget states its "
+                    "own guarantee: leave delta out (or give the budget's to_zcdp() to spend "
+                    "it as zCDP)"
                 )
             self._budget = budget
             self._delta = columns(budget)[1]
@@ -300,9 +301,10 @@ class Accountant:
             if ledger.kind is not self._kind:
                 mine, theirs = self._kind.__name__, ledger.kind.__name__
                 raise LedgerError(
-                    f"the ledger records {theirs} costs and this budget is a {mine}: a ledger "
-                    f"keeps one kind of budget. Pass a {theirs} budget for this ledger, or "
-                    f"another ledger for a {mine} budget"
+                    f"the ledger records {theirs} costs and this budget is "
+                    f"{with_article(mine)}: a ledger keeps one kind of budget. Pass "
+                    f"{with_article(theirs)} budget for this ledger, or another ledger for "
+                    f"{with_article(mine)} budget"
                 )
             self._ledger = ledger
         else:

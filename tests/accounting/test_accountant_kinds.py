@@ -82,7 +82,7 @@ def test_a_reporting_delta_belongs_to_zcdp_budgets(budget: pf.Budget) -> None:
 def test_a_ledger_instance_of_another_kind_is_refused() -> None:
     with pytest.raises(LedgerError, match="records zCDP costs and this budget is a PureDP"):
         Accountant(pf.PureDP(1.0), Ledger())
-    with pytest.raises(LedgerError, match="records PureDP costs and this budget is a ApproxDP"):
+    with pytest.raises(LedgerError, match="records PureDP costs and this budget is an ApproxDP"):
         Accountant(pf.ApproxDP(1.0, 1e-6), Ledger(kind=pf.PureDP))
     shared = Ledger(kind=pf.PureDP)
     Accountant(pf.PureDP(1.0), shared).spend(pf.PureDP(0.5))

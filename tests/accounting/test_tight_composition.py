@@ -186,3 +186,13 @@ def test_gaussian_releases_with_room_in_their_delta_compose_by_their_renyi_curve
     state = _fold([(Fraction(1, 10), Fraction(1, 10**8), [GaussianEvent(z, discrete=True)])] * 100)
     assert state[-1].basic_epsilon == 10
     assert state[-1].epsilon < 2
+
+
+def test_an_entry_charged_nothing_changes_nothing() -> None:
+    # The accountant checks a spend against a composition read before the ledger's lock,
+    # if the totals are unchanged: entries charged (0, 0) must not change the composition.
+    base = _fold([(Fraction(1, 10), Fraction(1, 10**7), [LaplaceEvent(10.0)])] * 40)[-1]
+    for events in (None, [], [GaussianEvent(1.0)], [ThresholdEvent(0.5, 0.0)]):
+        after = base.add(Fraction(0), Fraction(0), events)
+        assert (after.epsilon, after.sums, after.offsets) == (base.epsilon, base.sums, base.offsets)
+        assert after.count == base.count + 1

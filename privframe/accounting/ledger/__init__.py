@@ -6,6 +6,12 @@ seeded randomness). Entries are only ever appended; their meaning never changes
 once written. Costs are exact rationals (:mod:`privframe.accounting`), stored
 exactly, and the running total is their exact sum.
 
+A ledger keeps one kind of budget (:attr:`Ledger.kind`): zCDP, whose costs are
+(ρ, δ), PureDP, whose costs are (ε, 0), or ApproxDP, whose costs are (ε, δ),
+in the same two exact columns. A file records its kind (``model`` in its meta
+table, covered by the hash chain's root; absent for zCDP, so older files are
+unchanged) and refuses to be opened with a budget of another kind.
+
 A ledger does not decide what may be spent: :meth:`Ledger.append` takes a
 ``check`` callback that sees the exact totals *inside* the same critical
 section as the write, and may refuse by raising. The

@@ -34,7 +34,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from privframe.accounting._kinds import Kind, Spendable, columns, model_name
+from privframe.accounting._kinds import Kind, Spendable, columns, model_name, with_article
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger._entry import (
     LedgerEntry,
@@ -387,10 +387,10 @@ class LedgerFile:
                     f"{theirs} sessions)"
                 )
             raise self.fail(
-                f"is a {mine} ledger (created with budget {stored!r}); it cannot be opened "
-                f"with the {theirs} budget {requested!r}: a ledger keeps the kind of budget "
-                f"it was created with. Pass a {mine} budget no larger than {stored!r}"
-                f"{hint}, or use a new ledger file for the {theirs} budget"
+                f"is {with_article(mine)} ledger (created with budget {stored!r}); it cannot "
+                f"be opened with the {theirs} budget {requested!r}: a ledger keeps the kind "
+                f"of budget it was created with. Pass {with_article(mine)} budget no larger "
+                f"than {stored!r}{hint}, or use a new ledger file for the {theirs} budget"
             )
         asked, kept = columns(requested), columns(stored)
         if asked[0] > kept[0] or asked[1] > kept[1]:

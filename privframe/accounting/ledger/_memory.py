@@ -24,7 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol, overload
 
-from privframe.accounting._kinds import KINDS, Kind, Spendable, check_kind, columns
+from privframe.accounting._kinds import KINDS, Kind, Spendable, check_kind, columns, with_article
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.ledger._entry import (
     LedgerEntry,
@@ -358,13 +358,13 @@ class Ledger:
             cost = getattr(charge, "cost", None)
             if type(cost) not in KINDS:
                 raise InvalidArgumentError(
-                    f"charge {i} must have a {name} cost (a privframe.accounting.accountant."
-                    f"Spend), got {type(charge).__name__}"
+                    f"charge {i} must have {with_article(name)} cost (a privframe.accounting."
+                    f"accountant.Spend), got {type(charge).__name__}"
                 )
             if type(cost) is not self._kind:
+                given = with_article(type(cost).__name__)
                 raise InvalidArgumentError(
-                    f"charge {i} costs a {type(cost).__name__}, but this ledger records "
-                    f"{name} costs"
+                    f"charge {i} costs {given}, but this ledger records {name} costs"
                 )
             first, second = columns(cost)
             drafts.append(
