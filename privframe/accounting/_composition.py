@@ -327,16 +327,16 @@ class Composition:
         """
         if not isinstance(epsilon, Fraction) or not isinstance(delta, Fraction):
             raise InvalidArgumentError("a composed cost is exact: pass Fractions")
-        key = None if events is None else tuple(events)
+        recorded = None if events is None else tuple(events)
         best: tuple[Fraction, Fraction, int] | None = None
         chosen: Composition | None = None
-        for rank, option in enumerate(_options(epsilon, delta, key)):
+        for rank, option in enumerate(_options(epsilon, delta, recorded)):
             state = self._with(option, epsilon, delta)
             if state is None:
                 continue
-            key = (state.epsilon, -option.slack, rank)
-            if best is None or key < best:
-                best, chosen = key, state
+            order = (state.epsilon, -option.slack, rank)
+            if best is None or order < best:
+                best, chosen = order, state
         assert chosen is not None  # the generic option always has a sure bound
         return chosen
 

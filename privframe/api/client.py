@@ -169,6 +169,12 @@ _RHO_ONLY = (
 )
 
 
+def _granted(budget: object) -> zCDP:
+    """``budget``, which is a zCDP one: a server's grants, and so its costs, are zCDP."""
+    assert isinstance(budget, zCDP)
+    return budget
+
+
 class RemoteSession(SQLEntry):
     """One analyst's session on one dataset of a privframe server; make it with :func:`connect`.
 
@@ -413,7 +419,7 @@ machine: ...
             BudgetExceededError: ``cost`` does not fit.
         """
         report = self.report()
-        spent, left = report.spent, report.remaining
+        spent, left = _granted(report.spent), _granted(report.remaining)
         if cost.exact_rho > left.exact_rho or cost.exact_delta > left.exact_delta:
             spent_exact = (spent.exact_rho, spent.exact_delta)
             # The words a local Accountant.check refuses with.
@@ -427,12 +433,12 @@ machine: ...
     @property
     def spent(self) -> zCDP:
         """What this analyst has spent on the dataset."""
-        return self.report().spent
+        return _granted(self.report().spent)
 
     @property
     def remaining(self) -> zCDP:
         """What this analyst has left on the dataset."""
-        return self.report().remaining
+        return _granted(self.report().remaining)
 
     @property
     def ledger(self) -> tuple[LedgerEntry, ...]:
@@ -447,7 +453,7 @@ machine: ...
         """Like :meth:`guarantee`, with δ, the method and how the ε was derived."""
         report, entries = self._budget()
         if delta is None:
-            delta = float(Fraction(report.delta) + report.spent.exact_delta)
+            delta = float(Fraction(report.delta) + _granted(report.spent).exact_delta)
         return replay.guarantee(entries, delta, method, total=report.spent)
 
     # -- views and lifecycle ------------------------------------------------------------
@@ -488,9 +494,9 @@ class RemoteBatch:
         total = zCDP(0)
         for r in self._requests:
             options = r.options
-            total += self._session.explain(
-                r.query.plan, r.rho, options.weights, options.delta
-            ).plan.cost
+            total += _granted(
+                self._session.explain(r.query.plan, r.rho, options.weights, options.delta).plan.cost
+            )
         return total
 
     @property

@@ -30,7 +30,7 @@ import polars as pl
 from privframe._arguments import BUDGET_HINTS, hinted
 from privframe.accounting import replay
 from privframe.accounting.accountant import Accountant, BudgetReport
-from privframe.accounting.budgets import Budget, zCDP
+from privframe.accounting.budgets import ApproxDP, Budget, zCDP
 from privframe.accounting.ledger import DataIdentity, LedgerEntries
 from privframe.accounting.replay import Guarantee
 from privframe.api._session_arguments import (
@@ -56,7 +56,7 @@ from privframe.mechanisms.noise import Randomness
 from privframe.numeric import Number
 from privframe.plan.explanation import Explanation, explain, explained
 from privframe.plan.ir import Bound, Plan
-from privframe.plan.release import Batch, Computed, Cost, Pipeline, zero_cost
+from privframe.plan.release import Batch, Computed, Cost, Pipeline, added, zero_cost
 from privframe.plan.split import Balance
 from privframe.progress import steps
 
@@ -338,8 +338,7 @@ class Session(SQLEntry):
             True
         """
         if delta is None:
-            spent = self._accountant.spent
-            delta = float(Fraction(self._accountant.delta) + Fraction(spent.delta))
+            delta = _default_delta(self._accountant)
         return replay.guarantee(self.ledger, delta, method, total=self._accountant.spent)
 
     def query(self) -> Query:
@@ -515,7 +514,7 @@ class Session(SQLEntry):
         with steps("queries", len(requests)) as advance:
             for request in requests:
                 computed.append(self._compute(request, before))
-                before += computed[-1].release.cost
+                before = added(before, computed[-1].release.cost)
                 advance()
         return Batch(self._pipeline, computed, self._present)
 
@@ -527,3 +526,13 @@ class Session(SQLEntry):
         release = self._pipeline.plan(plan, amount, options.weights, options.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
         return Computed(plan, release, exact, options, request.finish)
+
+
+def _default_delta(accountant: Accountant) -> float:
+    """The δ a guarantee is stated at by default: the reporting δ plus δ spent (zCDP), δ spent."""
+    spent = accountant.spent
+    if isinstance(spent, zCDP):
+        return float(Fraction(accountant.delta) + spent.exact_delta)
+    if isinstance(spent, ApproxDP):
+        return float(spent.exact_delta)
+    return 0.0

@@ -273,9 +273,11 @@ class Explanation:
             True
         """
         assert self.report_delta is not None
+        cost = self.plan.cost
+        assert isinstance(cost, zCDP)  # report_delta is set for zCDP releases only
         total = self.report_delta + selection.delta
         rho, k, p = (
-            round_up(self.plan.cost.exact_rho),
+            round_up(cost.exact_rho),
             self.plan.limits.max_groups,
             selection.single_unit_survival(),
         )

@@ -72,10 +72,25 @@ from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 from privframe.plan.tuning import TuningDesign
 
-__all__ = ["Batch", "Computed", "Cost", "Pipeline", "describe", "zero_cost"]
+__all__ = ["Batch", "Computed", "Cost", "Pipeline", "added", "describe", "zero_cost"]
 
 Cost = zCDP | PureDP | ApproxDP
 """A release's cost: a budget of its session's kind."""
+
+
+def added(total: Cost, cost: Cost) -> Cost:
+    """``total + cost``, two budgets of one session's kind.
+
+    Example:
+        >>> import privframe as pf
+        >>> added(pf.PureDP(0.5), pf.PureDP(0.25))
+        PureDP(epsilon=0.75)
+    """
+    if type(total) is not type(cost):
+        raise InvalidBudgetError(
+            f"a batch's costs are of one kind; got {type(total).__name__} and {type(cost).__name__}"
+        )
+    return total + cost  # type: ignore[operator]  # both are of one type, checked above
 
 
 def zero_cost(kind: type[Cost]) -> Cost:
@@ -138,7 +153,9 @@ class Pipeline:
                 )
             return None
         if delta is None:
-            delta = self.accountant.remaining.exact_delta
+            remaining = self.accountant.remaining
+            assert isinstance(remaining, zCDP)  # selection_delta plans zCDP releases
+            delta = remaining.exact_delta
         if not delta:
             raise InvalidBudgetError(
                 f"choosing groups privately (group_by columns {list(plan.selected)} without "
@@ -164,7 +181,7 @@ class Pipeline:
         after what the requests before it in the batch spend.
         """
         release = self.planned(plan, rho, weights, delta, before)
-        self.accountant.check(before + release.cost)  # type: ignore[operator]  # one kind
+        self.accountant.check(added(before, release.cost))
         release.warn_if_drowned()
         return release
 
@@ -407,8 +424,10 @@ class Batch:
     @property
     def cost(self) -> Cost:
         """What :meth:`release` charges: every request's cost, added up."""
-        zero = zero_cost(type(self._pipeline.accountant.budget))
-        return sum((c.release.cost for c in self._computed), zero)
+        total = zero_cost(type(self._pipeline.accountant.budget))
+        for c in self._computed:
+            total = added(total, c.release.cost)
+        return total
 
     @property
     def entries(self) -> list[LedgerEntry]:
@@ -468,7 +487,9 @@ def value_column(index: int) -> str:
 
 def _no_delta(accountant: Accountant) -> str:
     """Why a session cannot choose groups privately, and what to do instead."""
-    if accountant.budget.delta:
+    budget = accountant.budget
+    assert isinstance(budget, zCDP)  # pure-DP and (ε, δ) sessions say what to do themselves
+    if budget.delta:
         why = "has none left"
         fix = (
             "open a new budget (and give earlier selections a share with "

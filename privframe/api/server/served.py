@@ -234,16 +234,19 @@ class Served:
         """The budget facts an explanation needs, for a request checked like a release."""
         session = self.session(analyst, name)
         asked = decode_request(request, session)
-        plan, options = asked.query.plan, asked.options
-        explanation = session.explain(plan, asked.rho, options.weights, options.delta)
+        plan, options, rho = asked.query.plan, asked.options, asked.rho
+        assert rho is not None  # a request on the wire always has its rho
+        explanation = session.explain(plan, rho, options.weights, options.delta)
+        cost = explanation.plan.cost
+        assert isinstance(cost, zCDP)  # a grant is a zCDP budget
         # The δ a private selection spends is its cost's δ; a plan that selects nothing spends none.
-        delta = explanation.plan.cost.exact_delta if selects(plan) else None
+        delta = cost.exact_delta if selects(plan) else None
         return {
-            "affordable": encode_number(session.accountant.affordable(asked.rho)),
+            "affordable": encode_number(session.accountant.affordable(rho)),
             "delta": None if delta is None else encode_number(delta),
             "reporting_delta": encode_number(session.accountant.delta),
             "has_unit": session.privacy_unit is not None,
-            "cost": _zcdp(explanation.plan.cost),
+            "cost": _zcdp(cost),
         }
 
     def release(

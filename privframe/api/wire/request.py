@@ -112,6 +112,8 @@ def encode_request(request: Request) -> dict[str, Any]:
         raise WireError(f"{_WHERE}: a request that post-processes its table is sent as SQL text")
     else:
         data["plan"] = encode_plan(request.query.plan, f"{_WHERE}.plan")
+    if request.rho is None:
+        raise WireError(f"{_WHERE}: a request on the wire spends rho (a server's grants are zCDP)")
     data["rho"] = encode_number(request.rho)
     options = request.options
     for name in options.given():
