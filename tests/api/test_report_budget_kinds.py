@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 from fractions import Fraction
 from pathlib import Path
@@ -215,6 +217,31 @@ def test_a_pure_report_over_budget_exits_3_and_charges_nothing(
     assert "report 'Pure' needs epsilon = 0.5 but the ledger" in err
     assert "has epsilon = 0.25 left; nothing was spent" in err
     assert "by_region (epsilon = 0.25)" in err
+    assert [e.label for e in _entries(folder, PURE)] == ["another job"]
+    assert not (folder / "out").exists()
+
+
+class _AnotherJob(io.StringIO):
+    """stderr, where another job spends the rest of the pure-DP ledger as the report charges."""
+
+    def __init__(self, ledger: Path) -> None:
+        super().__init__()
+        self.ledger = ledger
+
+    def write(self, text: str) -> int:
+        if text.startswith("charging"):
+            with Accountant(PURE, ledger=self.ledger) as other:
+                other.spend(other.remaining, label="another job")
+        return super().write(text)
+
+
+def test_a_pure_report_refused_at_its_charge_charges_nothing(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stderr = _AnotherJob(folder / "ledger.sqlite")
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert _run(folder, PURE_SPEC) == ExitCode.OVER_BUDGET
+    assert "[1/3]" not in stderr.getvalue()
     assert [e.label for e in _entries(folder, PURE)] == ["another job"]
     assert not (folder / "out").exists()
 
