@@ -48,7 +48,7 @@ NOISE_NOTE = (
     "(a mean, variance or standard deviation, when its query is known) its 95% interval "
     "spans at least half the range its bounds allow: the release says little more than the "
     "public bounds do. Give the release "
-    "more rho, or merge small groups, to make them data."
+    "more budget (rho, or epsilon), or merge small groups, to make them data."
 )
 """What the grey rows and values of a result's table mean."""
 

@@ -276,11 +276,9 @@ def _report(args: argparse.Namespace) -> ExitCode:
         # whatever reaches here happened before anything was spent.
         _error(f"unexpected: {describe_error(err)}; nothing was spent")
         return ExitCode.UNEXPECTED
-    left = report.session.remaining
     print(
-        f"report {spec.title!r}: {len(report.planned)} queries released for rho = "
-        f"{report.cost.rho:.6g}; {spec.spends_from} has rho = {left.rho:.6g} left\n"
-        f"wrote {page} and {len(report.planned)} CSV files beside it"
+        f"report {spec.title!r}: {len(report.planned)} queries released for "
+        f"{report.summary()}\nwrote {page} and {len(report.planned)} CSV files beside it"
     )
     return ExitCode.OK
 

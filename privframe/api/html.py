@@ -37,7 +37,7 @@ from privframe._html import (
     text,
 )
 from privframe.accounting.accountant import BudgetReport
-from privframe.accounting.budgets import zCDP
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.accounting.ledger import LedgerEntry
 from privframe.accounting.replay import guarantee
 from privframe.api._chart import bar_chart
@@ -49,6 +49,7 @@ from privframe.api._frames import (
     error_columns,
     interval_columns,
 )
+from privframe.numeric import round_up
 from privframe.plan.aggregates import Aggregate, Bounded
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 from privframe.plan.explanation import Explanation, explanation_html
@@ -98,6 +99,19 @@ _CONVERSION = (
     "Gaussian-DP summary, exact only for continuous Gaussian noise."
 )
 
+_PURE_NOTE = (
+    "ε adds up: spent + remaining = budget, exactly (basic composition, Dwork & Roth 2014, "
+    "Thm. 3.16). Every row is pure ε-DP, at δ = 0."
+)
+
+_APPROX_NOTE = (
+    "Every row is (ε, δ)-DP, and spent + remaining = budget. Spent is what the ledger charged: "
+    "the tight composition of its releases, a privacy filter valid for releases chosen "
+    "adaptively (Rényi bounds started from each release's δ, Feldman & Zrnic 2021; "
+    "docs/accounting.md), never more than basic composition. Basic composition adds the "
+    "releases' ε and δ (Dwork & Roth 2014, Thm. 3.16)."
+)
+
 _PAGE_STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #1f2937; }
 h1 { margin-bottom: 0.2em; }
@@ -132,7 +146,10 @@ def _gauge(spent: float, budget: float) -> str:
 
 def _guarantee_table(report: BudgetReport) -> str:
     """Budget, spent and remaining: the parts that add up first, then each row's conversion."""
-    outright = report.budget.exact_delta > 0 or report.spent.exact_delta > 0
+    budget, spent = report.budget, report.spent
+    assert isinstance(budget, zCDP)  # a zCDP report's
+    assert isinstance(spent, zCDP)
+    outright = budget.exact_delta > 0 or spent.exact_delta > 0
     header = ["", "ρ (zCDP)", *(["δ spent outright"] if outright else []), "ε", "δ", "μ (GDP)"]
     rows = [
         (
@@ -149,7 +166,9 @@ def _guarantee_table(report: BudgetReport) -> str:
 
 
 def _budget_html(report: BudgetReport) -> str:
-    """The gauge, the budget in ρ, (ε, δ) and μ, the conversion, and a seeded warning."""
+    """The gauge, the budget in ρ, (ε, δ) and μ (or in ε and δ), and a seeded warning."""
+    if not isinstance(report.budget, zCDP):
+        return _epsilon_budget_html(report) + _seeded_html(report)
     parts = [
         _gauge(report.spent_rho, report.budget_rho),
         paragraph(
@@ -160,20 +179,69 @@ def _budget_html(report: BudgetReport) -> str:
         _guarantee_table(report),
         paragraph(_CONVERSION, "pf-meta"),
     ]
-    if report.n_seeded:
+    return "".join(parts) + _seeded_html(report)
+
+
+def _seeded_html(report: BudgetReport) -> str:
+    if not report.n_seeded:
+        return ""
+    return paragraph(
+        f"{report.n_seeded} release(s) used seeded randomness: "
+        "their output is NOT private (seeds are for tests and demos only).",
+        "pf-warning",
+    )
+
+
+def _epsilon_budget_html(report: BudgetReport) -> str:
+    """A pure-DP or (ε, δ) budget: the gauge of ε, the rows in ε (and δ), basic composition."""
+    basic = report.basic
+    approx = isinstance(report.budget, ApproxDP)
+    spent, total = report.spent_epsilon, report.budget_epsilon
+    n = report.n_entries
+    line = f"epsilon spent {number(spent)} of {number(total)} ({number(report.remaining_epsilon)} "
+    line += "remaining)"
+    if approx:
+        line += f", delta spent {report.spent_delta:.3g} of {report.budget_delta:.3g}"
+    parts = [_gauge(spent, total), paragraph(f"{line} in {n} release{'' if n == 1 else 's'}")]
+    if basic is not None:
         parts.append(
             paragraph(
-                f"{report.n_seeded} release(s) used seeded randomness: "
-                "their output is NOT private (seeds are for tests and demos only).",
-                "pf-warning",
+                f"The ledger charged the tight composition of its releases, ε = {number(spent)}; "
+                f"basic composition (adding their ε and δ) would have charged ε = "
+                f"{number(basic.epsilon)}, δ = {basic.delta:.3g}."
             )
         )
+    names = {"basic": "basic composition"}
+    rows = [
+        (names.get(name, name), number(eps), *([f"{delta:.3g}"] if approx else []))
+        for name, eps, delta in report.epsilon_rows()
+    ]
+    header = ["", "ε", *(["δ"] if approx else [])]
+    parts.append(table(header, rows, "guarantee: spent + remaining = budget in ε"))
+    parts.append(paragraph(_APPROX_NOTE if approx else _PURE_NOTE, "pf-meta"))
     return "".join(parts)
 
 
 def _ledger_html(entries: Sequence[LedgerEntry], caption: str = "ledger") -> str:
+    """The entries' labels, costs and times; a pure-DP or (ε, δ) ledger's costs in ε."""
     if not entries:
         return paragraph("no releases yet")
+    kind = entries[0].kind
+    if kind is not zCDP:
+        pure = kind is PureDP
+        charged = (
+            (e.index, e.label, number(e.epsilon), *([] if pure else [number(e.delta)]))
+            for e in entries
+        )
+        header = ["#", "label", "ε", *([] if pure else ["δ"]), "time (UTC)", "seeded"]
+        return table(
+            header,
+            (
+                (*cells, e.time, "yes" if e.seeded else "no")
+                for cells, e in zip(charged, entries, strict=True)
+            ),
+            caption,
+        )
     rows = (
         (e.index, e.label, number(e.rho), number(e.delta), e.time, "yes" if e.seeded else "no")
         for e in entries
@@ -199,6 +267,15 @@ def session_html(sess: SessionView) -> str:
         >>> _ = sess.query().bound(max_rows=1).agg(pf.count()).release(rho=0.25, label="n")
         >>> page = session_html(sess)
         >>> "<td>n</td>" in page, "spent 0.25 of 0.5" in page
+        (True, True)
+
+        A pure-DP or (ε, δ) session shows ε (and δ); an (ε, δ) one also what
+        basic composition would have charged:
+
+        >>> approx = pf.Session(pl.DataFrame({"u": [1, 2]}), "u", pf.ApproxDP(1.0, 1e-6))
+        >>> _ = approx.query().bound(max_rows=1).agg(pf.count()).release(epsilon=0.25)
+        >>> page = session_html(approx)
+        >>> "epsilon spent 0.25 of 1" in page, "basic composition" in page
         (True, True)
     """
     ledger = sess.ledger
@@ -424,15 +501,21 @@ class ReportSection:
     sql: str | None = None
 
 
+def _cost_html(cost: zCDP | PureDP | ApproxDP) -> str:
+    """A release's cost: ``ρ = 0.1`` (and δ spent outright), or ``ε = 0.1`` (and its δ)."""
+    if isinstance(cost, zCDP):
+        delta = f", δ = {cost.delta:.3g}" if cost.delta else ""
+        return f"ρ = {number(cost.rho)}{delta}"
+    delta = f", δ = {cost.delta:.3g}" if isinstance(cost, ApproxDP) and cost.delta else ""
+    return f"ε = {number(cost.epsilon)}{delta}"
+
+
 def _section_html(index: int, section: ReportSection) -> str:
     cost = section.explanation.plan.cost
-    delta = f", δ = {cost.delta:.3g}" if cost.delta else ""
     sql = "" if section.sql is None else f"<pre>{text(section.sql)}</pre>"
     return (
         f'<section id="query-{index}"><h2>{text(section.name)}</h2>'
-        + paragraph(
-            f"cost ρ = {number(cost.rho)}{delta}; ledger label {section.label!r}", "pf-meta"
-        )
+        + paragraph(f"cost {_cost_html(cost)}; ledger label {section.label!r}", "pf-meta")
         + sql
         + query_html(section.query)
         + result_html(section.result, query=section.query)
@@ -443,12 +526,24 @@ def _section_html(index: int, section: ReportSection) -> str:
     )
 
 
-def _report_guarantee(
-    entries: Sequence[LedgerEntry], reporting_delta: float, accounting: str
-) -> str:
-    """This report's own (ρ, δ), stated as (ε, δ) by the chosen accounting method, and μ."""
-    used = sum((e.cost for e in entries), zCDP(0))
-    total_delta = reporting_delta + used.delta
+def _report_guarantee(entries: Sequence[LedgerEntry], budget: BudgetReport, accounting: str) -> str:
+    """This report's own (ρ, δ), stated as (ε, δ) by the chosen accounting method, and μ.
+
+    A pure-DP report states its ε, which adds up; an (ε, δ) report states its
+    releases' tight composition beside what basic composition would.
+    """
+    if isinstance(budget.budget, PureDP):
+        costs = (e.cost for e in entries)
+        pure = sum((c for c in costs if isinstance(c, PureDP)), PureDP(0))
+        return paragraph(
+            f"This report's {len(entries)} release(s) charged ε = {number(pure.epsilon)} "
+            "(pure DP). ε adds up (basic composition, Dwork & Roth 2014, Thm. 3.16): together "
+            f"they are ε-DP with ε = {number(pure.epsilon)}, at δ = 0."
+        )
+    if isinstance(budget.budget, ApproxDP):
+        return _approx_guarantee(entries)
+    used = sum((c for c in (e.cost for e in entries) if isinstance(c, zCDP)), zCDP(0))
+    total_delta = budget.delta + used.delta
     stated = guarantee(entries, total_delta, accounting)
     return paragraph(
         f"This report's {len(entries)} release(s) charged ρ = {number(used.rho)} (zCDP)"
@@ -456,6 +551,24 @@ def _report_guarantee(
         + f". Stated by {accounting} accounting, they are (ε, δ)-DP with ε = "
         f"{number(stated.epsilon)} at δ = {total_delta:.3g} ({stated.basis}). "
         f"μ = √(2ρ) = {number(used.to_gdp().mu)} is the Gaussian-DP summary."
+    )
+
+
+def _approx_guarantee(entries: Sequence[LedgerEntry]) -> str:
+    """An (ε, δ) report's releases: their tight composition, and basic composition's sum."""
+    costs = (e.cost for e in entries)
+    basic = sum((c for c in costs if isinstance(c, ApproxDP)), ApproxDP(0))
+    tight = basic.epsilon
+    if basic.exact_delta:
+        # The accountant's filter over these entries alone (with no δ it is Σε).
+        tight = guarantee(entries, round_up(basic.exact_delta)).epsilon
+    return paragraph(
+        f"This report's {len(entries)} release(s) asked for ε = {number(basic.epsilon)}, "
+        f"δ = {basic.delta:.3g} ((ε, δ)-DP). Composed tightly (the accountant's privacy filter, "
+        f"never more than basic composition), they are (ε, δ)-DP with ε = {number(tight)} at "
+        f"δ = {basic.delta:.3g}; basic composition (adding their ε and δ) states ε = "
+        f"{number(basic.epsilon)}. The ledger charges the tight composition of all its "
+        "releases: see below."
     )
 
 
@@ -505,6 +618,9 @@ def report_html(
         charged: the ledger entries of this report's releases.
         accounting: how the report's own guarantee is stated: ``"zcdp"``,
             ``"rdp"`` or ``"pld"`` (:func:`privframe.accounting.replay.guarantee`).
+            A pure-DP report states its ε (which adds up) and an (ε, δ) one
+            the tight composition of its releases beside basic composition,
+            whatever ``accounting`` says.
 
     Example:
         >>> from datetime import UTC, datetime
@@ -523,7 +639,7 @@ def report_html(
         + _front_matter(created, sections, charged)
         + "".join(_section_html(i, s) for i, s in enumerate(sections, 1))
         + '<section id="budget"><h2>Privacy budget</h2>'
-        + _report_guarantee(charged, budget.delta, accounting)
+        + _report_guarantee(charged, budget, accounting)
         + _ledger_html(charged, "this report's ledger entries")
         + "<h3>The ledger after this report</h3>"
         + _budget_html(budget)

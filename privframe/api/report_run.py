@@ -33,7 +33,7 @@ from typing import TextIO
 import pandas as pd
 import polars as pl
 
-from privframe.accounting.budgets import zCDP
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.api import report_output
 from privframe.api.client import TOKEN_ENV, RemoteBatch, RemoteSession, connect
 from privframe.api.html import ReportSection, report_html
@@ -44,6 +44,7 @@ from privframe.api.sql import Column, SQLQuery
 from privframe.errors import BudgetExceededError, PrivframeError
 from privframe.mechanisms.noise import SeededRandomness
 from privframe.plan.explanation import Explanation
+from privframe.plan.release import Cost
 from privframe.plan.release_options import ReleaseOptions
 
 __all__ = ["Planned", "Report", "ReportError", "describe_error", "prepare"]
@@ -90,8 +91,8 @@ class Planned:
     explanation: Explanation
 
     @property
-    def cost(self) -> zCDP:
-        """What the release will charge."""
+    def cost(self) -> Cost:
+        """What the release will charge: ρ (and δ), or ε (and δ), by the session's kind."""
         return self.explanation.plan.cost
 
 
@@ -183,7 +184,8 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
         try:
             built = _build(sess, spec, query)
             built.check(with_error=True)  # what a release checks, as it runs with_error
-            planned.append(Planned(query, built, built.explain(query.rho, delta=query.delta)))
+            explanation = built.explain(query.rho, delta=query.delta, epsilon=query.epsilon)
+            planned.append(Planned(query, built, explanation))
         except PrivframeError as err:
             problems.append(f"query {query.name!r}: {err}")
     for p in planned:
@@ -197,7 +199,7 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
         raise SpecError("\n".join(problems))
     report = Report(spec, sess, tuple(planned))
     try:
-        sess.check_cost(report.cost)
+        _check_cost(sess, report.cost)
     except BudgetExceededError:
         left = sess.remaining
         raise BudgetExceededError(
@@ -208,8 +210,52 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
     return report
 
 
-def _cost(cost: zCDP) -> str:
-    return f"rho = {cost.rho:.6g}" + (f", delta = {cost.delta:.3g}" if cost.delta else "")
+def _check_cost(sess: Session | RemoteSession, cost: Cost) -> None:
+    """Refuse a cost that does not fit what the session has left now; spends nothing."""
+    if isinstance(sess, Session):
+        sess.check_cost(cost)
+        return
+    assert isinstance(cost, zCDP)  # a server's budgets are zCDP, and its queries spend rho
+    sess.check_cost(cost)
+
+
+def _cost(cost: Cost) -> str:
+    """A cost as the run prints it: ``rho = 0.1, delta = 1e-07`` or ``epsilon = 0.1``."""
+    if isinstance(cost, zCDP):
+        return f"rho = {cost.rho:.6g}" + (f", delta = {cost.delta:.3g}" if cost.delta else "")
+    delta = _delta(cost)
+    return f"epsilon = {cost.epsilon:.6g}" + (f", delta = {delta:.3g}" if delta else "")
+
+
+def _charge(cost: Cost) -> str:
+    """What a batch of ``cost`` charges, in words: an (ε, δ) ledger composes it tightly."""
+    if isinstance(cost, ApproxDP):
+        return f"at most {_cost(cost)} (the ledger composes its releases tightly)"
+    return _cost(cost)
+
+
+def _delta(cost: Cost) -> float:
+    """The δ of a cost: spent outright (zCDP) or the release's (ApproxDP); 0 for pure DP."""
+    return 0.0 if isinstance(cost, PureDP) else cost.delta
+
+
+def _total(costs: Sequence[Cost]) -> Cost:
+    """Costs of one kind added up: what basic composition charges (zCDP and pure DP: exact)."""
+    first, *rest = costs
+    return sum(rest, first)
+
+
+def _accounting(spec: ReportSpec) -> str:
+    """How the report's guarantee is stated, for the dry run's summary."""
+    kind = spec.spending.kind
+    if kind == "pure":
+        return "epsilon adds up (pure DP, basic composition)"
+    if kind == "approx":
+        return (
+            "the ledger charges the tight composition of its releases, at most their "
+            "epsilons and deltas added up"
+        )
+    return f"the report states its guarantee by {spec.accounting} accounting"
 
 
 @dataclass(frozen=True)
@@ -222,9 +268,13 @@ class Report:
     created: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
-    def cost(self) -> zCDP:
-        """The report's total cost: every query's, composed."""
-        return sum((p.cost for p in self.planned), zCDP(0.0))
+    def cost(self) -> Cost:
+        """The report's total cost: every query's, added up.
+
+        In an (ε, δ) report this is basic composition; the ledger charges the
+        tight composition of its releases, which is never more.
+        """
+        return _total([p.cost for p in self.planned])
 
     def plan_text(self) -> str:
         """The plan a dry run prints: each query's explanation, the total and the budget left."""
@@ -232,10 +282,26 @@ class Report:
         left = self.session.remaining
         blocks.append(
             f"== report {self.spec.title!r}: {len(self.planned)} queries, {_cost(self.cost)} "
-            f"in total; the ledger has {_cost(left)} left; the report states its guarantee "
-            f"by {self.spec.accounting} accounting =="
+            f"in total; the ledger has {_cost(left)} left; {_accounting(self.spec)} =="
         )
         return "\n\n".join(blocks)
+
+    def summary(self) -> str:
+        """What the report spends and what is then left, as ``privframe report`` prints it.
+
+        A zCDP report reads ``rho = 0.4; the ledger '...' has rho = 0.6 left``;
+        a pure-DP or (ε, δ) report gives ε (and δ), and an (ε, δ) report says
+        that its sum is what the ledger's tight composition never exceeds.
+        """
+        cost, left = self.cost, self.session.remaining
+        where = self.spec.spends_from
+        if isinstance(cost, zCDP) and isinstance(left, zCDP):
+            return f"rho = {cost.rho:.6g}; {where} has rho = {left.rho:.6g} left"
+        composed = " (added up; the ledger charges their tight composition)"
+        return (
+            f"{_cost(cost)}{composed if isinstance(cost, ApproxDP) else ''}; {where} has "
+            f"{_cost(left)} left"
+        )
 
     def run(self, out: Path, progress: TextIO | None = None) -> Path:
         """Release every query all or nothing; write ``<name>.csv`` each and ``report.html``.
@@ -329,7 +395,7 @@ class Report:
         return ReleaseOptions(
             with_error=True,
             label=self.spec.label(planned.spec),
-            delta=planned.cost.delta or None,
+            delta=_delta(planned.cost) or None,
             **dataclasses.asdict(planned.spec.post),
         )
 
@@ -344,7 +410,10 @@ class Report:
         failure = None
         try:
             batch = self.session.batch(
-                [p.query.request_with(p.spec.rho, self._options(p)) for p in self.planned]
+                [
+                    p.query.request_with(p.spec.rho, self._options(p), epsilon=p.spec.epsilon)
+                    for p in self.planned
+                ]
             )
         except BudgetExceededError:
             raise
@@ -357,7 +426,7 @@ class Report:
                 f"{failure.rstrip('.')}. Charged to the ledger: nothing.",
                 (),
             )
-        print(f"charging {_cost(batch.cost)} to the ledger in one step", file=stream, flush=True)
+        print(f"charging {_charge(batch.cost)} to the ledger in one step", file=stream, flush=True)
         return batch
 
     def _write(

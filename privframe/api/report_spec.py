@@ -42,7 +42,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from privframe.accounting.budgets import Budget
+from privframe.accounting.budgets import ApproxDP, Budget, PureDP
 from privframe.accounting.replay import METHODS
 from privframe.api.spec_values import (
     AGGREGATE_KINDS,
@@ -69,12 +69,59 @@ from privframe.plan.aggregates import Aggregate
 from privframe.plan.keys import KeySet, product
 from privframe.plan.postprocess import PostProcessing
 
-__all__ = ["QuerySpec", "ReportSpec", "SpecError", "load_spec"]
+__all__ = ["QuerySpec", "ReportSpec", "SpecError", "Spending", "load_spec"]
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _POST_KEYS = ("clamp", "intervals", "total")
-_QUERY_KEYS = ("name", "sql", "group_by", "keys", "aggregates", "rho", "share", "delta")
+_QUERY_KEYS = ("name", "sql", "group_by", "keys", "aggregates", "rho", "epsilon", "share", "delta")
+
+
+@dataclass(frozen=True)
+class Spending:
+    """How a report's queries spend, by the kind of its budget (as the Session spends it).
+
+    Attributes:
+        kind: ``"zcdp"`` (a zCDP or GDP budget, or a server's dataset),
+            ``"pure"`` (``PureDP``) or ``"approx"`` (``ApproxDP``).
+        parameter: the budget parameter a query and ``[report]`` give: ``"rho"``
+            (zCDP) or ``"epsilon"``.
+        budget: the budget in words, for messages.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.api.report_spec import Spending
+        >>> Spending.of(pf.PureDP(1.0)).parameter, Spending.of(pf.GDP(1.0)).parameter
+        ('epsilon', 'rho')
+    """
+
+    kind: str
+    parameter: str
+    budget: str
+
+    @classmethod
+    def of(cls, budget: Budget | None) -> Spending:
+        """How a report with ``budget`` spends; None (a server's dataset) spends zCDP ρ."""
+        if isinstance(budget, PureDP):
+            return cls("pure", "epsilon", "pure DP ([budget] epsilon = ...)")
+        if isinstance(budget, ApproxDP):
+            return cls("approx", "epsilon", "(epsilon, delta)-DP ([budget] epsilon and delta)")
+        if budget is None:
+            return cls("zcdp", "rho", "zCDP (a server's budgets are)")
+        return cls("zcdp", "rho", "zCDP")
+
+    @property
+    def other(self) -> str:
+        """The budget parameter of the other kinds, which this report's tables refuse."""
+        return "epsilon" if self.parameter == "rho" else "rho"
+
+    def refuse_other(self, table: Mapping[str, Any], where: str) -> None:
+        """Refuse the other kinds' parameter in ``table``, naming what to write instead."""
+        if self.other in table:
+            raise SpecError(
+                f"{where}.{self.other}: this report's budget is {self.budget}, whose queries "
+                f"spend {self.parameter}: write {self.parameter} = ... instead of {self.other}"
+            )
 
 
 @dataclass(frozen=True)
@@ -83,25 +130,38 @@ class QuerySpec:
 
     Attributes:
         name: the query's name (its CSV file is ``<name>.csv``).
-        rho: the ρ its release spends, exactly as written (a ``share`` is resolved
-            against ``[report] rho`` exactly: ten shares of 0.1 spend the total).
-        delta: the δ a private key selection spends, or None for the session's default.
+        rho: in a zCDP report, the ρ its release spends, exactly as written (a
+            ``share`` is resolved against ``[report] rho`` exactly: ten shares
+            of 0.1 spend the total); None in a pure-DP or (ε, δ) report.
+        delta: in a zCDP report, the δ a private key selection spends (None:
+            the session's default); in an (ε, δ) report, the δ the release
+            spends (None: 0). A pure-DP report's queries spend none (None).
         sql: the SQL text, for a SQL query.
         group_by: the grouping columns, for a structured query.
         keys: the public keys (None: chosen privately, or no grouping).
         aggregates: the aggregates, for a structured query.
         post: the release's post-processing (``clamp``, ``intervals`` and
             ``total`` in the spec, as in ``Query.release``).
+        epsilon: in a pure-DP or (ε, δ) report, the ε its release spends, exactly
+            as written or as its ``share`` of ``[report] epsilon``; None in a zCDP report.
+
+    Raises:
+        SpecError: both ``rho`` and ``epsilon``, or neither.
     """
 
     name: str
-    rho: Fraction
+    rho: Fraction | None
     delta: float | None = None
     sql: str | None = None
     group_by: tuple[str, ...] = ()
     keys: KeySet | None = None
     aggregates: tuple[Aggregate, ...] = ()
     post: PostProcessing = field(default_factory=PostProcessing)
+    epsilon: Fraction | None = None
+
+    def __post_init__(self) -> None:
+        if (self.rho is None) == (self.epsilon is None):
+            raise SpecError(f"query {self.name!r}: give its budget as rho or as epsilon, once")
 
 
 @dataclass(frozen=True)
@@ -124,7 +184,9 @@ class ReportSpec:
             the budget and draws the noise; None for a local file.
         seed: a seed for the noise: the results are then NOT private (tests only).
         accounting: how the report states its guarantee: ``"zcdp"`` (default),
-            ``"rdp"`` or ``"pld"`` (see :mod:`privframe.accounting.replay`).
+            ``"rdp"`` or ``"pld"`` (see :mod:`privframe.accounting.replay`); a
+            pure-DP or (ε, δ) report states what its ledger charges (``"zcdp"``,
+            the ledger's own accounting).
         allow_seeded_noise: the second key a ``seed`` needs; a seed without it
             is refused (:class:`SpecError`), so no spec line alone makes the
             noise non-private.
@@ -173,6 +235,19 @@ class ReportSpec:
         if self.dataset is not None:
             return f"your budget on the server's dataset {self.dataset!r}"
         return f"the ledger {str(self.ledger)!r}"
+
+    @property
+    def spending(self) -> Spending:
+        """How the report's queries spend: by its budget's kind (zCDP for a server's dataset).
+
+        Example:
+            >>> from pathlib import Path
+            >>> import privframe as pf
+            >>> from privframe.api.report_spec import ReportSpec
+            >>> ReportSpec(Path("s.toml"), "t", {}, {}, (), budget=pf.PureDP(1.0)).spending.kind
+            'pure'
+        """
+        return Spending.of(self.budget)
 
     def label(self, query: QuerySpec) -> str:
         """The ledger label of a query's release."""
@@ -264,8 +339,9 @@ def _query(
     where: str,
     total: Fraction | None,
     metadata: Mapping[str, Mapping[str, Any]],
+    spending: Spending,
 ) -> tuple[QuerySpec, Fraction | None]:
-    """One query, and its share of ``[report] rho`` if it gave one."""
+    """One query, and its share of ``[report] rho`` (or ``epsilon``) if it gave one."""
     table = spec_table(raw, where)
     check_keys(table, where, (*_QUERY_KEYS, *_POST_KEYS), ("name",))
     name = spec_string(table, "name", where)
@@ -275,7 +351,13 @@ def _query(
             "(it names the query's CSV file)"
         )
     where = f"{where} ({name!r})"
-    rho, share = _query_rho(table, where, total)
+    amount, share = _query_budget(table, where, total, spending)
+    rho, epsilon = (None, amount) if spending.parameter == "epsilon" else (amount, None)
+    if "delta" in table and spending.kind == "pure":
+        raise SpecError(
+            f"{where}.delta: this report's budget is {spending.budget}, which spends no delta: "
+            "remove it, or give [budget] delta = ... for an (epsilon, delta) budget"
+        )
     delta = spec_positive(table, "delta", where) if "delta" in table else None
     structured = [k for k in ("group_by", "keys", "aggregates") if k in table]
     if "sql" in table:
@@ -285,7 +367,8 @@ def _query(
                 f"not both; found sql and {structured[0]}"
             )
         sql = spec_string(table, "sql", where)
-        return QuerySpec(name, rho, delta, sql=sql, post=_post(table, where)), share
+        post = _post(table, where)
+        return QuerySpec(name, rho, delta, sql=sql, post=post, epsilon=epsilon), share
     if "aggregates" not in table:
         raise SpecError(f'{where}: give sql = "SELECT ..." or aggregates = [...]')
     group_by = spec_names(table, "group_by", where) if "group_by" in table else ()
@@ -300,8 +383,16 @@ def _query(
         for aggregate in _aggregate(item, f"{where}.aggregates[{i}]", metadata)
     )
     keys = _keys(table, group_by, where, metadata)
-    unkeyed = [c for c in group_by if keys is not None and c not in keys.columns]
-    if unkeyed and delta is None:
+    unkeyed = [c for c in group_by if keys is None or c not in keys.columns]
+    if unkeyed and spending.kind == "pure":
+        raise SpecError(
+            f"{where}: group_by columns {unkeyed} have no keys (in the query or the "
+            "metadata): they would be chosen privately, which needs delta, and this report's "
+            f"budget is {spending.budget}, which has none; give keys for every group column, "
+            "or give [budget] delta = ... for an (epsilon, delta) budget"
+        )
+    # (A zCDP query without any keys defaults to all the delta left; _checked refuses that.)
+    if unkeyed and delta is None and (keys is not None or spending.kind == "approx"):
         raise SpecError(
             f"{where}: group_by columns {unkeyed} have no keys (in the query or the "
             "metadata): they would be chosen privately, spending delta; give delta = ... "
@@ -310,44 +401,66 @@ def _query(
     post = _post(table, where)
     if post.total and not group_by:
         raise SpecError(f"{where}.total adds a row for all groups together: it needs group_by")
-    return QuerySpec(name, rho, delta, None, group_by, keys, aggregates, post), share
+    built = QuerySpec(name, rho, delta, None, group_by, keys, aggregates, post, epsilon)
+    return built, share
 
 
-def _query_rho(
-    table: Mapping[str, Any], where: str, total: Fraction | None
+def _query_budget(
+    table: Mapping[str, Any], where: str, total: Fraction | None, spending: Spending
 ) -> tuple[Fraction, Fraction | None]:
-    """A query's exact ρ, from its own ``rho`` or its ``share`` of the report's total."""
-    if ("rho" in table) == ("share" in table):
-        raise SpecError(f"{where}: give exactly one of rho and share")
-    if "rho" in table:
-        return exact("rho", spec_positive(table, "rho", where)), None
+    """A query's exact ρ (or ε), from its own ``rho`` (``epsilon``) or its ``share`` of the total.
+
+    Shares are exact: ten shares of 0.1 of ``[report] epsilon = 1`` spend 1.
+    """
+    name = spending.parameter
+    spending.refuse_other(table, where)
+    if (name in table) == ("share" in table):
+        raise SpecError(f"{where}: give exactly one of {name} and share")
+    if name in table:
+        return exact(name, spec_positive(table, name, where)), None
     share = exact("share", spec_positive(table, "share", where))
     if total is None:
-        raise SpecError(f"{where}.share needs a total: [report] rho = ...")
+        raise SpecError(f"{where}.share needs a total: [report] {name} = ...")
     return share * total, share
 
 
-def _report(report: Mapping[str, Any]) -> tuple[str, str, Fraction | None, int | None]:
-    """The ``[report]`` table: its title, accounting method, total ρ and seed."""
-    check_keys(report, "report", ("title", "rho", "seed", "accounting"), ("title",))
+_REPORT_KEYS = ("title", "rho", "epsilon", "seed", "accounting")
+
+
+def _report(
+    report: Mapping[str, Any], spending: Spending
+) -> tuple[str, str, Fraction | None, int | None]:
+    """The ``[report]`` table: its title, accounting method, total ρ (or ε) and seed."""
+    check_keys(report, "report", _REPORT_KEYS, ("title",))
     title = spec_string(report, "title", "report")
     accounting = spec_string(report, "accounting", "report") if "accounting" in report else "zcdp"
     if accounting not in METHODS:
         raise SpecError(
             f"report: accounting must be one of {', '.join(METHODS)}, got {accounting!r}"
         )
-    total = exact("rho", spec_positive(report, "rho", "report")) if "rho" in report else None
+    if accounting != "zcdp" and spending.kind != "zcdp":
+        raise SpecError(
+            f"report.accounting: this report's budget is {spending.budget}, and its page states "
+            "what the ledger charges, in epsilon; rdp and pld restate a zCDP report's "
+            f"releases: remove accounting = {accounting!r}"
+        )
+    spending.refuse_other(report, "report")
+    name = spending.parameter
+    total = exact(name, spec_positive(report, name, "report")) if name in report else None
     seed = spec_integer(report, "seed", "report") if "seed" in report else None
     return title, accounting, total, seed
 
 
 def _queries(
-    queries: object, total: Fraction | None, metadata: Mapping[str, Mapping[str, Any]]
+    queries: object,
+    total: Fraction | None,
+    metadata: Mapping[str, Mapping[str, Any]],
+    spending: Spending,
 ) -> tuple[QuerySpec, ...]:
-    """The ``[[queries]]``: each valid, their names unique, their ρ within ``[report] rho``."""
+    """The ``[[queries]]``: each valid, their names unique, their budget within the total."""
     if not isinstance(queries, list) or not queries:
         raise SpecError("queries must be a non-empty array of tables: [[queries]]")
-    parsed = [_query(q, f"queries[{i}]", total, metadata) for i, q in enumerate(queries)]
+    parsed = [_query(q, f"queries[{i}]", total, metadata, spending) for i, q in enumerate(queries)]
     names = [q.name for q, _ in parsed]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -356,17 +469,22 @@ def _queries(
         shares = sum((share for _, share in parsed if share is not None), Fraction(0))
         if shares > 1:
             raise SpecError(f"queries: the shares add up to {float(shares):g}, more than 1")
-        asked = sum((q.rho for q, _ in parsed), Fraction(0))
+        name = spending.parameter
+        asked = sum((q.rho or q.epsilon or Fraction(0) for q, _ in parsed), Fraction(0))
         if asked > total:
             raise SpecError(
-                f"queries ask for rho = {float(asked):.6g} in total, more than [report] "
-                f"rho = {float(total):g}"
+                f"queries ask for {name} = {float(asked):.6g} in total, more than [report] "
+                f"{name} = {float(total):g}"
             )
     return tuple(q for q, _ in parsed)
 
 
 def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSpec:
     """Read and validate a report spec (TOML); every problem names its key.
+
+    The ``[budget]`` decides how the queries spend, as a Session's budget
+    does: ``rho`` in a zCDP report, ``epsilon`` (and ``delta`` for an (ε, δ)
+    budget) in a pure-DP or (ε, δ) one (``docs/reports.md``).
 
     Args:
         path: the spec file.
@@ -375,8 +493,9 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
 
     Raises:
         SpecError: the file is missing or not TOML, a key is unknown or
-            missing, or a value has the wrong type or range; or it sets a
-            seed without ``allow_seeded_noise``.
+            missing, or a value has the wrong type or range (the budget
+            parameter of another kind of budget, say); or it sets a seed
+            without ``allow_seeded_noise``.
     """
     path = Path(path)
     raw = read_toml(path)
@@ -386,15 +505,18 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
         ("report", "data", "budget", "metadata", "contributions", "queries"),
         ("report", "data", "contributions", "queries"),
     )
-    title, accounting, total, seed = _report(spec_table(raw["report"], "report"))
+    report = spec_table(raw["report"], "report")
+    check_keys(report, "report", _REPORT_KEYS, ("title",))
     data = spec_table(raw["data"], "data")
     if "dataset" in data:
-        source = _remote_source(raw, data, seed)
+        source = _remote_source(raw, data, "seed" in report)
     else:
         source = _local_source(raw, data, path.parent)
+    spending = Spending.of(source.get("budget"))
+    title, accounting, total, seed = _report(report, spending)
     contributions = spec_contributions(spec_table(raw["contributions"], "contributions"))
     metadata = spec_metadata(spec_table(raw.get("metadata", {}), "metadata"))
-    queries = _queries(raw["queries"], total, metadata)
+    queries = _queries(raw["queries"], total, metadata, spending)
     return ReportSpec(
         path=path,
         title=title,
@@ -428,9 +550,7 @@ def _local_source(raw: Mapping[str, Any], data: Mapping[str, Any], folder: Path)
     }
 
 
-def _remote_source(
-    raw: Mapping[str, Any], data: Mapping[str, Any], seed: int | None
-) -> dict[str, Any]:
+def _remote_source(raw: Mapping[str, Any], data: Mapping[str, Any], seeded: bool) -> dict[str, Any]:
     """The dataset of a spec run on a privframe server, whose budget and noise are the server's."""
     check_keys(data, "data", ("dataset",))
     if "budget" in raw:
@@ -438,6 +558,6 @@ def _remote_source(
             "budget: a spec run on a server ([data] dataset) spends the analyst's budget on "
             "the server, which keeps it; remove [budget]"
         )
-    if seed is not None:
+    if seeded:
         raise SpecError("report.seed: a server draws its own noise; remove the seed")
     return {"dataset": spec_string(data, "dataset", "data")}

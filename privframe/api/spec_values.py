@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from privframe.accounting.budgets import GDP, ApproxDP, Budget, zCDP
+from privframe.accounting.budgets import GDP, ApproxDP, Budget, PureDP, zCDP
 from privframe.api.query import Bound
 from privframe.api.sql.metadata import column_type
 from privframe.errors import InvalidValueError, PrivframeError
@@ -247,7 +247,13 @@ def spec_guard(where: str, build: Callable[[], Any]) -> Any:
 def spec_budget(
     table: Mapping[str, Any], where: str = "budget", also: Sequence[str] = ()
 ) -> Budget:
-    """A budget table: ``rho`` (+ ``delta``), ``epsilon`` + ``delta`` or ``mu``.
+    """A budget table, read as the Session takes budgets.
+
+    * ``epsilon`` alone: pure DP, ``PureDP(epsilon)``;
+    * ``epsilon`` and ``delta``: (ε, δ)-DP spent as such, ``ApproxDP(epsilon, delta)``;
+    * ``epsilon``, ``delta`` and ``selection_delta``: that (ε, δ) budget spent as
+      zCDP, ``ApproxDP(epsilon, delta).to_zcdp(selection_delta=...)``;
+    * ``rho`` (and optionally ``delta``): zCDP; ``mu``: Gaussian DP.
 
     ``also`` lists the other keys of ``table`` that the caller reads.
 
@@ -255,6 +261,8 @@ def spec_budget(
         >>> from privframe.api.spec_values import spec_budget
         >>> spec_budget({"rho": 0.5})
         zCDP(rho=0.5, delta=0.0)
+        >>> spec_budget({"epsilon": 1.0}), spec_budget({"epsilon": 1.0, "delta": 1e-6})
+        (PureDP(epsilon=1.0), ApproxDP(epsilon=1.0, delta=1e-06))
     """
     check_keys(table, where, (*BUDGET_KEYS, *also))
     given = set(table) - set(also)
@@ -262,17 +270,21 @@ def spec_budget(
         rho = spec_positive(table, "rho", where)
         delta = spec_number(table, "delta", where) if "delta" in table else 0.0
         return spec_guard(where, lambda: zCDP(rho, delta))
+    if given == {"epsilon"}:
+        epsilon = spec_positive(table, "epsilon", where)
+        return spec_guard(where, lambda: PureDP(epsilon))
     if given in ({"epsilon", "delta"}, {"epsilon", "delta", "selection_delta"}):
         epsilon, delta = spec_positive(table, "epsilon", where), spec_number(table, "delta", where)
-        reserve = (
-            spec_number(table, "selection_delta", where) if "selection_delta" in table else 0.0
-        )
+        if "selection_delta" not in table:
+            return spec_guard(where, lambda: ApproxDP(epsilon, delta))
+        reserve = spec_number(table, "selection_delta", where)
         return spec_guard(where, lambda: ApproxDP(epsilon, delta).to_zcdp(selection_delta=reserve))
     if given == {"mu"}:
         return GDP(spec_positive(table, "mu", where))
     raise SpecError(
-        f"{where}: give rho (and optionally delta), or epsilon and delta (and optionally "
-        f"selection_delta), or mu; got {', '.join(sorted(given)) or 'none of them'}"
+        f"{where}: give rho (and optionally delta) for zCDP, epsilon for pure DP, epsilon "
+        "and delta for (epsilon, delta)-DP (and selection_delta to spend it as zCDP), or mu; "
+        f"got {', '.join(sorted(given)) or 'none of them'}"
     )
 
 

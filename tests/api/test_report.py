@@ -24,6 +24,7 @@ import privframe as pf
 from privframe.accounting.accountant import Accountant
 from privframe.api.cli import main
 from privframe.api.report import ExitCode, SpecError, load_spec
+from privframe.api.spec_values import spec_budget
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "report_spec.toml"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -318,7 +319,8 @@ def test_unseeded_outputs_carry_no_not_private_line(folder: Path) -> None:
         ("[contributions]\n", "[contributions]\nmax_row = 2\n", "unknown key 'max_row'"),
         ("max_groups = 3", "max_groups = 3.5", "contributions.max_groups must be a whole number"),
         ("rho = 1.0\ndelta = 1e-6", "rho = 1.0\nmu = 1.0", "budget: give rho"),
-        ("rho = 1.0\ndelta = 1e-6", "epsilon = 1.0", "budget: give rho"),
+        ("rho = 1.0\ndelta = 1e-6", "epsilon = 1.0\nmu = 1.0", "budget: give rho"),
+        ("rho = 1.0\ndelta = 1e-6", "epsilon = 1.0\nselection_delta = 1e-7", "budget: give rho"),
         ("rho = 1.0\ndelta = 1e-6", "rho = -1.0", "budget.rho must be > 0"),
         ('ledger = "ledger.sqlite"\n', "", "budget: missing the required key 'ledger'"),
         ("bounds = [0, 1000]", "bounds = [0]", "metadata.amount.bounds must be [lower, upper]"),
@@ -493,7 +495,15 @@ def test_budget_forms(folder: Path) -> None:
 
     assert budget("rho = 2") == pf.zCDP(2.0)
     assert budget("mu = 1.5") == pf.GDP(1.5)
-    assert budget("epsilon = 1.0\ndelta = 1e-6") == pf.ApproxDP(1.0, 1e-6).to_zcdp()
+    # epsilon alone is pure DP, epsilon and delta an (epsilon, delta) budget spent as such
+    # (this spec's queries spend rho: tests/api/test_report_epsilon.py runs such reports).
+    assert spec_budget({"epsilon": 1.0}) == pf.PureDP(1.0)
+    assert spec_budget({"epsilon": 1.0, "delta": 1e-6}) == pf.ApproxDP(1.0, 1e-6)
+    # selection_delta asks for the (epsilon, delta) budget spent as zCDP, part of delta kept.
+    assert (
+        budget("epsilon = 1.0\ndelta = 1e-6\nselection_delta = 0")
+        == pf.ApproxDP(1.0, 1e-6).to_zcdp()
+    )
     reserved = budget("epsilon = 1.0\ndelta = 1e-6\nselection_delta = 1e-7")
     assert reserved == pf.ApproxDP(1.0, 1e-6).to_zcdp(selection_delta=1e-7)
     with pytest.raises(pf.InvalidValueError, match="budget: selection_delta must be below"):
@@ -620,4 +630,6 @@ def test_report_renders_in_headless_chromium(folder: Path) -> None:
 def test_docs_show_the_example_spec() -> None:
     page = (EXAMPLE.parent.parent / "docs" / "reports.md").read_text()
     blocks = re.findall(r"^```toml\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
-    assert blocks == [EXAMPLE.read_text()]
+    # The example first; test_report_budget_kinds.py runs the pure-DP one after it.
+    assert blocks[0] == EXAMPLE.read_text()
+    assert len(blocks) == 2
