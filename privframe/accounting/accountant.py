@@ -272,8 +272,7 @@ class Accountant:
                 kind = with_article(type(budget).__name__)
                 raise InvalidArgumentError(
                     f"delta= is the reporting delta of a zCDP budget; {kind} budget states its "
-                    "own guarantee: leave delta out (or give the budget's to_zcdp() to spend "
-                    "it as zCDP)"
+                    "own guarantee: leave delta out"
                 )
             self._budget = budget
             self._delta = columns(budget)[1]

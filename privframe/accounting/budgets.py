@@ -12,9 +12,9 @@ A session spends from one of three kinds of budget, each its own value type:
   (:mod:`privframe.accounting.accountant`), never more than adding them up.
 
 Conversions between them are stated where they are proven: ε-DP implies
-(ε²/2)-zCDP (:meth:`PureDP.to_zcdp`), ρ-zCDP implies (ε, δ)-DP for every δ
-(:meth:`zCDP.epsilon`), and an (ε, δ) budget allows the ρ of
-:meth:`ApproxDP.to_zcdp`.
+(ε²/2)-zCDP (:meth:`PureDP.implied_zcdp`, an implication, not an allowance),
+ρ-zCDP implies (ε, δ)-DP for every δ (:meth:`zCDP.epsilon`), and an (ε, δ)
+budget allows the ρ of :meth:`ApproxDP.to_zcdp`.
 
 Budgets are exact rationals (:class:`fractions.Fraction`), as in Tumult
 Analytics. A number the user writes is read as written: a float as the
@@ -485,20 +485,23 @@ class PureDP(_Ordered):
         check_not_larger("epsilon", self.exact_epsilon, other.exact_epsilon)
         return PureDP(self.exact_epsilon - other.exact_epsilon)
 
-    def to_zcdp(self) -> zCDP:
+    def implied_zcdp(self) -> zCDP:
         """The ρ = ε²/2 that every ε-DP mechanism satisfies, exactly.
 
         Bun & Steinke 2016 (arXiv 1605.02065), Prop. 1.4 (proved as Prop.
         3.3): ε-DP implies (ε²/2)-zCDP. It is an implication, not an
         allowance: a pure-DP release may be counted in a zCDP session at this
-        ρ. ε is exact, so ε²/2 is too.
+        ρ, but a zCDP session spending this ρ is not ε-DP (zCDP bounds Rényi
+        divergences, and no ρ bounds the worst-case loss), so there is no
+        ``to_zcdp`` and :func:`to_zcdp` refuses a PureDP budget. ε is exact,
+        so ε²/2 is too.
 
         Raises:
             InvalidBudgetError: ε²/2 is beyond the float range.
 
         Example:
             >>> import privframe as pf
-            >>> pf.PureDP(1.0).to_zcdp()
+            >>> pf.PureDP(1.0).implied_zcdp()
             zCDP(rho=0.5, delta=0.0)
         """
         rho = self.exact_epsilon**2 / 2
@@ -854,8 +857,10 @@ def to_zcdp(budget: Budget) -> zCDP:
     converts one for an accountant (a Session) that should account in zCDP.
 
     - ``zCDP``: itself (including any δ for partition selection).
-    - ``PureDP(ε)``: ρ = ε²/2, exactly (:meth:`PureDP.to_zcdp`; Bun & Steinke
-      2016, Prop. 1.4).
+    - ``PureDP(ε)``: refused. A zCDP session spending any ρ is not ε-DP (ε-DP
+      implies (ε²/2)-zCDP, :meth:`PureDP.implied_zcdp`, but not the other
+      way), so a pure-DP budget has no zCDP allowance: spend it in a pure-DP
+      session.
     - ``ApproxDP(ε, δ)``: :meth:`zCDP.from_approx_dp` (Canonne, Kamath &
       Steinke 2020 inverse), rounded down; all of δ goes to the conversion,
       so a session with this budget cannot choose groups privately. δ = 0 is
@@ -874,22 +879,26 @@ def to_zcdp(budget: Budget) -> zCDP:
         the :class:`zCDP` allowance.
 
     Raises:
-        InvalidBudgetError: for an unknown budget type or an ApproxDP with δ = 0.
+        InvalidBudgetError: for a PureDP budget, an unknown budget type or an
+            ApproxDP with δ = 0.
 
     Example:
         >>> import privframe as pf
         >>> from privframe.accounting.budgets import to_zcdp
         >>> to_zcdp(pf.GDP(1.0))
         zCDP(rho=0.5, delta=0.0)
-        >>> to_zcdp(pf.PureDP(0.5))
-        zCDP(rho=0.125, delta=0.0)
         >>> round(to_zcdp(pf.ApproxDP(1.0, 1e-5)).rho, 8)
         0.0305566
     """
     if isinstance(budget, zCDP):
         return budget
     if isinstance(budget, PureDP):
-        return budget.to_zcdp()
+        raise InvalidBudgetError(
+            f"{budget!r} has no zCDP allowance: a session spending rho-zCDP is not "
+            "epsilon-DP for any epsilon (epsilon-DP implies (epsilon**2/2)-zCDP, not the "
+            "other way). Spend it as pure DP (Session(..., budget=pf.PureDP(...))), or state "
+            "a zCDP or an (epsilon, delta) budget"
+        )
     if isinstance(budget, ApproxDP):
         return budget.to_zcdp()
     if isinstance(budget, GDP):

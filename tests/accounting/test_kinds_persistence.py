@@ -39,7 +39,7 @@ LAPLACE = {"events": [LaplaceEvent(20.0).to_dict()]}  # ε = 0.05
         (pf.PureDP(1.0), pf.ApproxDP(1.0, 1e-6), "with the ApproxDP budget"),
         (pf.ApproxDP(1.0, 1e-6), pf.PureDP(1.0), "is an ApproxDP ledger"),
         (pf.ApproxDP(1.0, 1e-6), pf.zCDP(0.1), "Pass an ApproxDP budget no larger than"),
-        (pf.zCDP(1.0), pf.PureDP(1.0), "PureDP(epsilon=1.0).to_zcdp()"),
+        (pf.zCDP(1.0), pf.PureDP(1.0), "a ledger keeps the kind of budget"),
         (pf.zCDP(1.0), pf.ApproxDP(1.0, 1e-6), "a ledger keeps the kind of budget"),
     ],
 )

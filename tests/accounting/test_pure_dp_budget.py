@@ -100,12 +100,18 @@ def test_partial_order_within_the_type_only() -> None:
 
 def test_conversions_are_exact_and_cited_ones() -> None:
     # Bun & Steinke 2016, Prop. 1.4: ε-DP implies (ε²/2)-zCDP.
-    assert pf.PureDP(0.5).to_zcdp() == pf.zCDP(Fraction(1, 8))
-    assert pf.PureDP(Fraction(1, 3)).to_zcdp().exact_rho == Fraction(1, 18)
-    assert to_zcdp(pf.PureDP(1.0)) == pf.zCDP(0.5)
+    assert pf.PureDP(0.5).implied_zcdp() == pf.zCDP(Fraction(1, 8))
+    assert pf.PureDP(Fraction(1, 3)).implied_zcdp().exact_rho == Fraction(1, 18)
     assert pf.PureDP(0.5).to_approx_dp() == pf.ApproxDP(0.5, 0.0)
     with pytest.raises(InvalidBudgetError, match="float range"):
-        pf.PureDP(1e300).to_zcdp()
+        pf.PureDP(1e300).implied_zcdp()
+
+
+def test_a_pure_budget_has_no_zcdp_allowance() -> None:
+    # rho-zCDP does not imply epsilon-DP: spending epsilon**2/2 as zCDP would overspend.
+    with pytest.raises(InvalidBudgetError, match="no zCDP allowance"):
+        to_zcdp(pf.PureDP(1.0))
+    assert not hasattr(pf.PureDP(1.0), "to_zcdp")
 
 
 def test_values_are_frozen_and_hashable() -> None:

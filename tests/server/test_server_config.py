@@ -57,6 +57,7 @@ def test_plain_http_off_the_loopback_interface_is_refused(tmp_path: Path) -> Non
         ('[datasets."bad name!"]\ndata = "x"\nprivacy_unit = "u"\n', "not a valid name"),
         ('[datasets.sales]\ndata = "x"\n', "missing the required key 'privacy_unit'"),
         (DATASET + "cap = { rho = -1 }\n", r"datasets.sales.cap.rho must be > 0"),
+        (DATASET + "cap = { epsilon = 1 }\n", r"datasets.sales.cap: .*no zCDP allowance"),
         (DATASET + "contributions = { max_groups = 2 }\n", "a person's row limit"),
         (DATASET + "metadata.amount = { bounds = [0] }\n", r"must be \[lower, upper\]"),
         (

@@ -94,7 +94,7 @@ def checked_zcdp(value: object, what: str) -> zCDP:
     """``value`` if it is a zCDP budget: a database's ledgers account in zCDP only."""
     if not isinstance(value, zCDP):
         hint = ""
-        if type(value).__name__ in ("PureDP", "ApproxDP", "GDP"):
+        if type(value).__name__ in ("ApproxDP", "GDP"):
             hint = (
                 f"; a server's database ledgers account in zCDP only: give "
                 f"{type(value).__name__}(...).to_zcdp(), the zCDP budget it allows"

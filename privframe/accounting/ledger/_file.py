@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from privframe.accounting._kinds import Kind, Spendable, columns, model_name, with_article
-from privframe.accounting.budgets import zCDP
+from privframe.accounting.budgets import PureDP, zCDP
 from privframe.accounting.ledger._entry import (
     LedgerEntry,
     LedgerSummary,
@@ -379,7 +379,7 @@ class LedgerFile:
         if type(requested) is not type(stored):
             mine, theirs = type(stored).__name__, type(requested).__name__
             hint = ""
-            if isinstance(stored, zCDP):
+            if isinstance(stored, zCDP) and not isinstance(requested, PureDP):
                 # Before PureDP and ApproxDP accountants, such a budget was spent as zCDP.
                 hint = (
                     f" (to keep spending this ledger with that budget, pass its zCDP "

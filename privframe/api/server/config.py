@@ -59,6 +59,7 @@ from privframe.api.spec_values import (
     spec_budget,
     spec_contributions,
     spec_flag,
+    spec_guard,
     spec_integer,
     spec_metadata,
     spec_string,
@@ -173,7 +174,10 @@ def _dataset(name: str, raw: object, folder: Path) -> DatasetConfig:
     )
     cap = None
     if "cap" in table:
-        cap = to_zcdp(spec_budget(spec_table(table["cap"], f"{where}.cap"), f"{where}.cap"))
+        stated = spec_budget(spec_table(table["cap"], f"{where}.cap"), f"{where}.cap")
+        # A server's ledgers are zCDP: a cap in another kind becomes the ρ it allows, or is
+        # refused when it allows none (pure DP).
+        cap = spec_guard(f"{where}.cap", lambda: to_zcdp(stated))
     contributions = None
     if "contributions" in table:
         limits = f"{where}.contributions"
