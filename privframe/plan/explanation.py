@@ -93,7 +93,19 @@ NOISE_ONLY_NOTE = (
     "for example, spends rho=0.05 to estimate privately what bounding drops, and chooses "
     "bounds that balance it against the noise of a release at plan_rho=0.45 (docs/tuning.md)"
 )
-"""What the error columns leave out; printed under the outputs of every explanation."""
+"""What the error columns leave out; printed under the outputs of every zCDP explanation."""
+
+_BOUNDING_NOTE = (
+    "std and 95% intervals cover the noise only: rows dropped by the contribution bound "
+    "(max_groups, max_rows_per_group, max_rows) and values clipped to their bounds bias the "
+    "outputs by amounts no measurement here estimates (query.tune, which spends rho, "
+    "estimates them in a zCDP session: docs/tuning.md)"
+)
+
+
+def _noise_note(cost: object) -> str:
+    """What the error columns leave out, with the advice the session's kind can follow."""
+    return NOISE_ONLY_NOTE if isinstance(cost, zCDP) else _BOUNDING_NOTE
 
 
 def _selection_table(explanation: Explanation, selection: Selection) -> str:
@@ -165,7 +177,7 @@ def explanation_html(explanation: Explanation) -> str:
     parts.append(
         table(["output", "derived from the measurements as", "std", "95% ±"], outputs, "outputs")
     )
-    parts.append(paragraph(NOISE_ONLY_NOTE, "pf-meta"))
+    parts.append(paragraph(_noise_note(cost), "pf-meta"))
     if explanation.missing_rules:
         rules = explanation.missing_rules
         parts.append(table(["output", "a null or NaN value"], rules, "missing values"))
@@ -246,7 +258,7 @@ class Explanation:
             lines.append(
                 f"  {row['output']} = {row['formula']}: std {row['std']}, 95% ± {row['ci95']}"
             )
-        lines.append(NOISE_ONLY_NOTE)
+        lines.append(_noise_note(cost))
         if self.missing_rules:
             lines += ["", "missing values:", *(f"  {n}: {rule}" for n, rule in self.missing_rules)]
         if self.notes:
