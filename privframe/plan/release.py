@@ -181,7 +181,11 @@ class Pipeline:
         after what the requests before it in the batch spend.
         """
         release = self.planned(plan, rho, weights, delta, before)
-        self.accountant.check(added(before, release.cost))
+        if before == zero_cost(type(before)):
+            # Alone, its mechanisms (events) let an (ε, δ) session compose it tightly.
+            self.accountant.check(release.cost, description=describe(plan, release))
+        else:
+            self.accountant.check(added(before, release.cost))
         release.warn_if_drowned()
         return release
 

@@ -244,3 +244,17 @@ def test_tune_is_refused_in_an_epsilon_session_before_anything_is_spent() -> Non
     with pytest.raises(pf.InvalidValueError, match="tune"):
         q.tune(0.1, plan_rho=0.5)
     assert len(sess.ledger) == 0
+
+
+def test_an_approx_session_composes_tightly_and_fits_more_than_basic_composition() -> None:
+    # 40 Laplace releases at (0.1, 1e-6): basic composition charges epsilon = 4, more
+    # than the budget's 3.6; the session's tight composition (docs/accounting.md) fits.
+    df = pl.DataFrame({"uid": list(range(50)), "region": ["n", "s"] * 25})
+    sess = pf.Session(df, "uid", pf.ApproxDP(3.6, 1e-3))
+    q = _count(sess, k=1, m=1)
+    for _ in range(40):
+        q.release(epsilon=0.1, delta=1e-6)
+    assert sess.basic_spent == pf.ApproxDP(4, Fraction(4, 10**5))
+    assert sess.spent.exact_epsilon <= Fraction(36, 10)
+    assert sess.spent.exact_delta == Fraction(4, 10**5)
+    assert sess.remaining.exact_epsilon == Fraction(36, 10) - sess.spent.exact_epsilon
