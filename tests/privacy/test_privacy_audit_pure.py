@@ -242,14 +242,10 @@ def test_audit_of_a_pure_count_flags_an_under_noised_release(
     breaks: Callable[[pytest.MonkeyPatch], None],
     seed: int,
 ) -> None:
-    base = _base(count_pair)
+    base = _base(count_pair)  # f(D); the statistic keeps the honest plan's scales
     breaks(monkeypatch)
     out = trials(count_pair, COUNT_COPIES, COUNT_RELEASES // 3, seed)  # still charged ε = 1
-    scales = np.array([m.scale_units for m in count_pair.release.measurements])
-    t_d, t_d1 = (
-        laplace_llr(measured(t, count_pair.release) - base, count_shift, scales) for t in out
-    )
-    result = split_audit(t_d, t_d1, 0.0)
+    result = split_audit(*_llr(count_pair, count_shift, out, base), 0.0)
     report(f"pure count, {request.node.callspec.id}", CLAIM, result)
     assert result.epsilon_lb > EPSILON + 0.5
 
@@ -280,7 +276,9 @@ def test_audit_of_a_pure_sum_stays_below_its_epsilon() -> None:
         assert (by == SUM_BIG_M // SUM_K * m.row_units).all()
         assert np.abs(by).sum() == m.l1_units == SUM_BIG_M * m.row_units
     # The two shares' ε add up to at most the release's.
-    assert sum(Fraction(m.l1_units) / Fraction(m.scale_units) for m in release.measurements) <= 1
+    assert (
+        sum(Fraction(m.l1_units) / Fraction(m.scale_units) for m in release.measurements) <= EPSILON
+    )
     out = trials(made, SUM_COPIES, SUM_RELEASES, seed=301)
     result = split_audit(*_llr(made, moved, out, _base(made)), 0.0)
     report("pure count + sum (Session.release)", CLAIM, result)
@@ -498,7 +496,7 @@ def _random_config(i: int) -> Config:
     regions: list[str] = []
     amounts: list[float] = []
     for unit in range(int(gen.integers(4, 9))):
-        # Up to k + 2 groups, one maybe not public; up to m + 3 rows in each.
+        # Up to k + 3 keys (zz, not public, among them), up to m + 3 rows in each.
         pool = [*keys, "zz"]
         for key in gen.choice(
             pool, size=int(gen.integers(1, min(k + 3, len(pool)) + 1)), replace=False
