@@ -286,7 +286,8 @@ def integer_measurement(
     """
     squares, square_symbol, l1, l1_symbol = bound
     l2 = sqrt_up(Fraction(squares))
-    scale, sigma = _noise(l2, float(l1), share, key)
+    l1_units = round_up(Fraction(l1))  # above 2^53 a float can be below it
+    scale, sigma = _noise(l2, l1_units, share, key)
     derivation = (
         f"sensitivity sqrt({square_symbol}) = sqrt({squares}) = {l2:.6g}"
         if share.family == "gaussian"
@@ -304,7 +305,7 @@ def integer_measurement(
         centre_units=0,
         row_units=1,
         l2_units=l2,
-        l1_units=float(l1),
+        l1_units=l1_units,
         share=share,
         scale_units=scale,
         sigma_units=sigma,
@@ -386,7 +387,7 @@ def grid_measurement(
             f"exceed the bounds of column {column!r} 2^39 times over"
         )
     l2 = sqrt_up(Fraction(squares) * row_units * row_units)
-    l1 = float(rows * row_units)  # an integer below 2^53: exact
+    l1 = round_up(Fraction(rows * row_units))  # above 2^53 a float can be below it
     noise_scale, sigma = _noise(l2, l1, share, key)
     noun = "squares" if values.round_top_up else "values"
     if share.family == "gaussian":

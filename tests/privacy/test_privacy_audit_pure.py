@@ -80,8 +80,8 @@
    vacuous (some person reaches the bound of every kind of measurement), and
    it has power: bounding switched off in the engine, or W replaced by
    sqrt(S), is flagged. A plan-level check beside it compares each Laplace
-   measurement's ε, computed exactly from W·R, with its share; one case fails
-   (marked xfail, strict): above 2^53, ``l1_units`` is rounded down.
+   measurement's ε, computed exactly from W·R, with its share, including W·R
+   above 2^53, where a float rounds.
 """
 
 from __future__ import annotations
@@ -644,26 +644,14 @@ def test_the_l1_audit_flags_an_engine_or_planner_that_breaks_the_bound(
 # The measurement's own ε, with the exact L1 bound W·R (grid units), against its share.
 # W·R is at most about 2^38.5·ε (the grid coarsens with the noise), so it passes 2^53, where
 # float(W·R) can round down, only at ε above about 5·10^4: a sum at ε = 10^5 with M = 10^7 + 1.
-_L1_ROUNDED_DOWN = (
-    "privframe.plan.measurements.grid_measurement stores l1_units = float(W·R), 'an integer "
-    "below 2^53: exact', but W·R = 10000001·1422707917 ≈ 1.4e16 > 2^53 rounds down by 1 "
-    "grid unit, and b is calibrated to that: the sum's measurement costs its share of ε plus "
-    "2.6e-12 (relative 5e-17). Fix: l1 as the exact integer, rounded up to a float"
-)
-
-
 @pytest.mark.parametrize(
     ("epsilon", "bounds", "max_rows"),
     [
         (1.0, (0.0, 100.0), 12),
         (0.01, (-1.3, 4.1), 10**6),
         (1e5, (0.0, 5.7), 10**7 + 1),
-        pytest.param(
-            1e5,
-            (0.0, 5.3),
-            10**7 + 1,
-            marks=pytest.mark.xfail(strict=True, reason=_L1_ROUNDED_DOWN),
-        ),
+        # W·R above 2^53: the L1 sensitivity is rounded up to a float, never down.
+        (1e5, (0.0, 5.3), 10**7 + 1),
     ],
 )
 def test_each_laplace_measurement_costs_at_most_its_share_of_epsilon_exactly(
