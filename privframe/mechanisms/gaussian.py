@@ -86,7 +86,19 @@ def snap_to_grid(values: npt.ArrayLike, j: int) -> npt.NDArray[np.int64]:
     return np.rint(scaled).astype(np.int64)
 
 
-def _as_numeric_array(values: npt.ArrayLike) -> npt.NDArray[Any]:
+def numeric_array(values: npt.ArrayLike) -> npt.NDArray[Any]:
+    """``values`` as an int or float array: the exact answer a mechanism may noise.
+
+    Raises:
+        InvalidArgumentError: a masked array (its hidden values would be released), or
+            another dtype.
+        InvalidValueError: the values do not form a rectangular array.
+
+    Example:
+        >>> from privframe.mechanisms.gaussian import numeric_array
+        >>> numeric_array([1, 2]).dtype.kind
+        'i'
+    """
     if isinstance(values, np.ma.MaskedArray):
         raise InvalidArgumentError(
             "masked arrays are not supported: their hidden values would be released; "
@@ -163,7 +175,7 @@ def gaussian_mechanism(
         >>> noisy.dtype.name, noisy.shape, acct.remaining.rho
         ('int64', (3,), 0.5)
     """
-    arr = _as_numeric_array(values)
+    arr = numeric_array(values)
     if arr.dtype.kind in "iu":
         if arr.size and not np.abs(arr.astype(np.float64)).max() < 2.0**62:
             raise InvalidValueError("integer values must satisfy |value| < 2^62 to be noised")
@@ -221,7 +233,7 @@ def clipped_gaussian_sum(
         >>> clipped_gaussian_sum(np.ones((4, 3)), clip_norm=1.0, noise_multiplier=1.1).shape
         (3,)
     """
-    batch = _as_numeric_array(rows)
+    batch = numeric_array(rows)
     if batch.ndim != 2:
         raise InvalidValueError(f"rows must be a 2-D array (examples x values), got {batch.ndim}-D")
     c = check_positive("clip_norm", clip_norm)

@@ -20,15 +20,18 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from privframe.errors import CalibrationError, InvalidArgumentError, InvalidValueError
+from privframe.accounting.accountant import Accountant
+from privframe.accounting.budgets import PureDP
+from privframe.errors import CalibrationError, InvalidValueError
 from privframe.mechanisms._coins import exp_neg_bounds
-from privframe.mechanisms.gaussian import snap_to_grid
+from privframe.mechanisms.gaussian import numeric_array, snap_to_grid
 from privframe.mechanisms.randomness import Randomness, resolve_randomness
 from privframe.mechanisms.sampler import (
     MAX_LAPLACE_SCALE,
@@ -207,27 +210,15 @@ def _grid_exponent(l1_sensitivity: float, epsilon: Fraction, n: int) -> int:
     return 12 - k
 
 
-def _numeric_array(values: npt.ArrayLike) -> npt.NDArray[Any]:
-    if isinstance(values, np.ma.MaskedArray):
-        raise InvalidArgumentError(
-            "masked arrays are not supported: their hidden values would be released; "
-            "fill or drop the masked entries first"
-        )
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError) as err:
-        raise InvalidValueError(f"values must form a rectangular numeric array: {err}") from None
-    if arr.dtype.kind not in "iuf":
-        raise InvalidArgumentError(f"values must be an int or float array, got dtype {arr.dtype}")
-    return arr
-
-
 def laplace_mechanism(
     values: npt.ArrayLike,
     l1_sensitivity: float,
     epsilon: Number,
     *,
     rng: Randomness | None = None,
+    accountant: Accountant | None = None,
+    label: str = "",
+    description: Mapping[str, Any] | str = "",
 ) -> npt.NDArray[np.int64] | npt.NDArray[np.float64]:
     """Release ``values`` with discrete Laplace noise calibrated to pure ε-DP.
 
@@ -243,7 +234,11 @@ def laplace_mechanism(
     sensitivity and scaled back, so every output is a grid point and no
     floating-point noise is ever sampled (Mironov 2012).
 
-    The caller charges ε: this function takes no accountant yet.
+    With an ``accountant`` (of a pure-DP budget), ``PureDP(epsilon)`` is
+    charged to it (with ``label``, ``description`` and the ``seeded`` flag of
+    ``rng``) after the input is validated and before any noise is drawn: a
+    release that does not fit raises
+    :class:`~privframe.errors.BudgetExceededError` and produces nothing.
 
     Args:
         values: an int or float array: the exact query answer.
@@ -251,6 +246,10 @@ def laplace_mechanism(
             of one privacy unit.
         epsilon: ε > 0 spent by this release, read exactly (``0.1`` is 1/10).
         rng: the random source; the OS CSPRNG by default.
+        accountant: charge ``PureDP(epsilon)`` here first; without it the caller
+            must charge it.
+        label: the ledger label, with ``accountant``.
+        description: the ledger description, with ``accountant``.
 
     Returns:
         A noisy copy of the same shape: int64 for integer input, float64 for real input.
@@ -272,8 +271,12 @@ def laplace_mechanism(
         ('int64', (3,))
         >>> pf.laplace_mechanism(np.array([0.25]), l1_sensitivity=1.0, epsilon=1.0).dtype.name
         'float64'
+        >>> acct = pf.accounting.Accountant(pf.PureDP(1.0))
+        >>> _ = pf.laplace_mechanism(np.array([3]), 1.0, 0.25, accountant=acct, label="q")
+        >>> acct.remaining
+        PureDP(epsilon=0.75)
     """
-    arr = _numeric_array(values)
+    arr = numeric_array(values)
     delta_1 = Fraction(check_positive("l1_sensitivity", l1_sensitivity))
     eps = exact("epsilon", epsilon, positive=True)
     if arr.dtype.kind in "iu":
@@ -297,6 +300,9 @@ def laplace_mechanism(
             "rescale the values"
         )
     sampler = DiscreteLaplaceSampler(Fraction(scale), resolve_randomness(rng))
-    # A pure-DP accountant, when there is one, is charged here: after validation, before noise.
+    if accountant is not None:
+        accountant.spend(
+            PureDP(eps), label=label, description=description, seeded=sampler.rng.seeded
+        )
     noisy = units + sampler.sample(arr.size).reshape(arr.shape)
     return np.asarray(noisy if arr.dtype.kind in "iu" else np.ldexp(noisy.astype(np.float64), -j))

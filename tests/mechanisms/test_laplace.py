@@ -326,3 +326,12 @@ def test_parallel_draws_have_the_requested_shapes() -> None:
 def test_a_bad_noise_draw_is_refused_when_made(kind: str, scale: float, error: type) -> None:
     with pytest.raises(error):
         NoiseDraw(kind, scale)  # type: ignore[arg-type]
+
+
+def test_the_laplace_mechanism_charges_its_accountant_before_drawing() -> None:
+    acct = pf.accounting.Accountant(pf.PureDP(1.0))
+    pf.laplace_mechanism(np.array([1, 2]), 1.0, 0.75, accountant=acct, label="first")
+    assert acct.spent == pf.PureDP(0.75)
+    with pytest.raises(pf.BudgetExceededError):
+        pf.laplace_mechanism(np.array([1, 2]), 1.0, 0.5, accountant=acct, label="second")
+    assert [e.label for e in acct.entries] == ["first"]
