@@ -66,6 +66,7 @@ __all__ = [
     "Event",
     "GaussianEvent",
     "LaplaceEvent",
+    "NoiseEvent",
     "PoissonSampledEvent",
     "PureDPEvent",
     "SelfComposedEvent",
@@ -140,7 +141,46 @@ class Event:
 
 
 @dataclass(frozen=True)
-class GaussianEvent(Event):
+class NoiseEvent(Event):
+    """Additive noise with a noise multiplier (scale over sensitivity); use the subclasses.
+
+    :class:`GaussianEvent` and :class:`LaplaceEvent` share its fields, checks
+    and dict form; ``dimension`` takes no part in ``==`` or hashing.
+
+    Example:
+        >>> isinstance(LaplaceEvent(2.0), NoiseEvent)
+        True
+    """
+
+    noise_multiplier: float
+    discrete: bool = False
+    dimension: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        scale = check_positive("noise_multiplier", self.noise_multiplier)
+        object.__setattr__(self, "noise_multiplier", scale)
+        if not isinstance(self.discrete, bool):
+            raise InvalidArgumentError(
+                f"discrete must be a bool, got {type(self.discrete).__name__}"
+            )
+        if self.dimension is not None:
+            dimension = check_count("dimension", self.dimension)
+            if dimension < 1:
+                raise InvalidValueError(f"dimension must be >= 1, got {dimension!r}")
+            object.__setattr__(self, "dimension", dimension)
+
+    def _payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "noise_multiplier": self.noise_multiplier,
+            "discrete": self.discrete,
+        }
+        if self.dimension is not None:
+            payload["dimension"] = self.dimension
+        return payload
+
+
+@dataclass(frozen=True)
+class GaussianEvent(NoiseEvent):
     """A Gaussian mechanism with noise multiplier σ/Δ.
 
     Args:
@@ -165,31 +205,6 @@ class GaussianEvent(Event):
     """
 
     TYPE: ClassVar[str] = "gaussian"
-    noise_multiplier: float
-    discrete: bool = False
-    dimension: int | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        sigma = check_positive("noise_multiplier", self.noise_multiplier)
-        object.__setattr__(self, "noise_multiplier", sigma)
-        if not isinstance(self.discrete, bool):
-            raise InvalidArgumentError(
-                f"discrete must be a bool, got {type(self.discrete).__name__}"
-            )
-        if self.dimension is not None:
-            dimension = check_count("dimension", self.dimension)
-            if dimension < 1:
-                raise InvalidValueError(f"dimension must be >= 1, got {dimension!r}")
-            object.__setattr__(self, "dimension", dimension)
-
-    def _payload(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "noise_multiplier": self.noise_multiplier,
-            "discrete": self.discrete,
-        }
-        if self.dimension is not None:
-            payload["dimension"] = self.dimension
-        return payload
 
 
 @dataclass(frozen=True)
@@ -345,7 +360,7 @@ class ZCDPEvent(Event):
 
 
 @dataclass(frozen=True)
-class LaplaceEvent(Event):
+class LaplaceEvent(NoiseEvent):
     """A Laplace mechanism with noise multiplier b/Δ₁: ε-DP with ε = Δ₁/b.
 
     Releasing f(D) + Lap(b)^k, with Δ₁ the L1 sensitivity of the whole
@@ -377,22 +392,6 @@ class LaplaceEvent(Event):
 
     TYPE: ClassVar[str] = "laplace"
     SINCE: ClassVar[int] = 3
-    noise_multiplier: float
-    discrete: bool = False
-    dimension: int | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        scale = check_positive("noise_multiplier", self.noise_multiplier)
-        object.__setattr__(self, "noise_multiplier", scale)
-        if not isinstance(self.discrete, bool):
-            raise InvalidArgumentError(
-                f"discrete must be a bool, got {type(self.discrete).__name__}"
-            )
-        if self.dimension is not None:
-            dimension = check_count("dimension", self.dimension)
-            if dimension < 1:
-                raise InvalidValueError(f"dimension must be >= 1, got {dimension!r}")
-            object.__setattr__(self, "dimension", dimension)
 
     @property
     def epsilon(self) -> float:
@@ -403,15 +402,6 @@ class LaplaceEvent(Event):
             True
         """
         return round_up(1 / Fraction(self.noise_multiplier))
-
-    def _payload(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "noise_multiplier": self.noise_multiplier,
-            "discrete": self.discrete,
-        }
-        if self.dimension is not None:
-            payload["dimension"] = self.dimension
-        return payload
 
 
 @dataclass(frozen=True)
