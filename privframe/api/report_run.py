@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import shutil
 import signal
 import sys
@@ -33,6 +34,7 @@ from typing import TextIO
 import pandas as pd
 import polars as pl
 
+from privframe.accounting._kinds import Spendable
 from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.api import report_output
 from privframe.api.client import TOKEN_ENV, RemoteBatch, RemoteSession, connect
@@ -44,7 +46,7 @@ from privframe.api.sql import Column, SQLQuery
 from privframe.errors import BudgetExceededError, PrivframeError
 from privframe.mechanisms.noise import SeededRandomness
 from privframe.plan.explanation import Explanation
-from privframe.plan.release import Cost
+from privframe.plan.release import added
 from privframe.plan.release_options import ReleaseOptions
 
 __all__ = ["Planned", "Report", "ReportError", "describe_error", "prepare"]
@@ -91,7 +93,7 @@ class Planned:
     explanation: Explanation
 
     @property
-    def cost(self) -> Cost:
+    def cost(self) -> Spendable:
         """What the release will charge: ρ (and δ), or ε (and δ), by the session's kind."""
         return self.explanation.plan.cost
 
@@ -210,7 +212,7 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
     return report
 
 
-def _check_cost(sess: Session | RemoteSession, cost: Cost) -> None:
+def _check_cost(sess: Session | RemoteSession, cost: Spendable) -> None:
     """Refuse a cost that does not fit what the session has left now; spends nothing."""
     if isinstance(sess, Session):
         sess.check_cost(cost)
@@ -219,7 +221,7 @@ def _check_cost(sess: Session | RemoteSession, cost: Cost) -> None:
     sess.check_cost(cost)
 
 
-def _cost(cost: Cost) -> str:
+def _cost(cost: Spendable) -> str:
     """A cost as the run prints it: ``rho = 0.1, delta = 1e-07`` or ``epsilon = 0.1``."""
     if isinstance(cost, zCDP):
         return f"rho = {cost.rho:.6g}" + (f", delta = {cost.delta:.3g}" if cost.delta else "")
@@ -227,22 +229,21 @@ def _cost(cost: Cost) -> str:
     return f"epsilon = {cost.epsilon:.6g}" + (f", delta = {delta:.3g}" if delta else "")
 
 
-def _charge(cost: Cost) -> str:
+def _charge(cost: Spendable) -> str:
     """What a batch of ``cost`` charges, in words: an (ε, δ) ledger composes it tightly."""
     if isinstance(cost, ApproxDP):
         return f"at most {_cost(cost)} (the ledger composes its releases tightly)"
     return _cost(cost)
 
 
-def _delta(cost: Cost) -> float:
+def _delta(cost: Spendable) -> float:
     """The δ of a cost: spent outright (zCDP) or the release's (ApproxDP); 0 for pure DP."""
     return 0.0 if isinstance(cost, PureDP) else cost.delta
 
 
-def _total(costs: Sequence[Cost]) -> Cost:
+def _total(costs: Sequence[Spendable]) -> Spendable:
     """Costs of one kind added up: what basic composition charges (zCDP and pure DP: exact)."""
-    first, *rest = costs
-    return sum(rest, first)
+    return functools.reduce(added, costs)
 
 
 def _accounting(spec: ReportSpec) -> str:
@@ -268,7 +269,7 @@ class Report:
     created: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
-    def cost(self) -> Cost:
+    def cost(self) -> Spendable:
         """The report's total cost: every query's, added up.
 
         In an (ε, δ) report this is basic composition; the ledger charges the

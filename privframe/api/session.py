@@ -29,6 +29,7 @@ import polars as pl
 
 from privframe._arguments import BUDGET_HINTS, hinted
 from privframe.accounting import replay
+from privframe.accounting._kinds import Spendable
 from privframe.accounting.accountant import Accountant, BudgetReport
 from privframe.accounting.budgets import ApproxDP, Budget, zCDP
 from privframe.accounting.ledger import DataIdentity, LedgerEntries
@@ -53,10 +54,10 @@ from privframe.errors import (
     InvalidValueError,
 )
 from privframe.mechanisms.noise import Randomness
-from privframe.numeric import Number
+from privframe.numeric import Number, round_up
 from privframe.plan.explanation import Explanation, explain, explained
 from privframe.plan.ir import Bound, Plan
-from privframe.plan.release import Batch, Computed, Cost, Pipeline, added, zero_cost
+from privframe.plan.release import Batch, Computed, Pipeline, added, zero_cost
 from privframe.plan.split import Balance
 from privframe.progress import steps
 
@@ -206,7 +207,7 @@ class Session(SQLEntry):
         return self._accountant
 
     @property
-    def budget_kind(self) -> type[Cost]:
+    def budget_kind(self) -> type[Spendable]:
         """The kind of this session's budget: zCDP (releases spend ρ), PureDP or ApproxDP (ε).
 
         Example:
@@ -226,7 +227,7 @@ class Session(SQLEntry):
         return self._present(table)
 
     @property
-    def spent(self) -> Cost:
+    def spent(self) -> Spendable:
         """The budget spent so far, in the kind of the session's budget (zCDP, PureDP, ApproxDP).
 
         Example:
@@ -240,12 +241,12 @@ class Session(SQLEntry):
         return self._accountant.spent
 
     @property
-    def remaining(self) -> Cost:
+    def remaining(self) -> Spendable:
         """The budget left, in the kind of the session's budget."""
         return self._accountant.remaining
 
     @property
-    def basic_spent(self) -> Cost:
+    def basic_spent(self) -> Spendable:
         """What basic composition would have charged: the releases' costs added up.
 
         An (ε, δ) session charges less (:attr:`spent`): it composes its
@@ -282,7 +283,7 @@ class Session(SQLEntry):
         """
         return self._accountant.entries
 
-    def check_cost(self, cost: Cost) -> None:
+    def check_cost(self, cost: Spendable) -> None:
         """Refuse a ``cost`` that would not fit what remains now; spends nothing.
 
         For plans and dry runs (a scripted report checks its total before
@@ -518,7 +519,7 @@ class Session(SQLEntry):
                 advance()
         return Batch(self._pipeline, computed, self._present)
 
-    def _compute(self, request: Request, before: Cost) -> Computed:
+    def _compute(self, request: Request, before: Spendable) -> Computed:
         """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""
         plan, options = request.query.plan, request.options
         amount = self._pipeline.asked(request.rho, request.epsilon)
@@ -534,5 +535,5 @@ def _default_delta(accountant: Accountant) -> float:
     if isinstance(spent, zCDP):
         return float(Fraction(accountant.delta) + spent.exact_delta)
     if isinstance(spent, ApproxDP):
-        return float(spent.exact_delta)
+        return round_up(spent.exact_delta)
     return 0.0

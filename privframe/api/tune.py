@@ -241,8 +241,9 @@ def tune(
     if not isinstance(budget, zCDP):
         raise InvalidValueError(
             f"tune measures with Gaussian noise and spends rho, and this session's budget is "
-            f"{budget!r}: choose the limits and bounds by hand, or tune in a zCDP session over "
-            "the same data (pf.zCDP(rho=...)) and release the tuned query here"
+            f"{budget!r}: choose the limits and bounds by hand (from public knowledge of the "
+            "data, never from looking at it); tuning elsewhere would spend budget on this data "
+            "outside this session's guarantee"
         )
     asked = exact("rho", rho, positive=True)
     target = exact("plan_rho", plan_rho, positive=True)

@@ -51,9 +51,10 @@ PURE_ACCOUNTING_NOTE = (
 
 APPROX_ACCOUNTING_NOTE = (
     "accounting: (epsilon, delta)-DP; a release is charged the (epsilon, delta) it asks for, "
-    "and the session composes its releases' mechanisms by their privacy loss distributions "
-    "(or through zCDP, for the discrete Gaussian), charging the tight total, never more than "
-    "basic composition (epsilons and deltas added) would (docs/accounting.md)"
+    "and the session composes its releases with a privacy filter valid for adaptively "
+    "chosen releases (Renyi bounds of their mechanisms, started by the delta they leave "
+    "unused), never charging more than basic composition (epsilons and deltas added) "
+    "would (docs/accounting.md)"
 )
 """How a release is accounted in an (ε, δ) session."""
 
@@ -98,8 +99,8 @@ NOISE_ONLY_NOTE = (
 _BOUNDING_NOTE = (
     "std and 95% intervals cover the noise only: rows dropped by the contribution bound "
     "(max_groups, max_rows_per_group, max_rows) and values clipped to their bounds bias the "
-    "outputs by amounts no measurement here estimates (query.tune, which spends rho, "
-    "estimates them in a zCDP session: docs/tuning.md)"
+    "outputs by amounts no measurement here estimates; choose the bounds from public "
+    "knowledge (query.tune, which estimates them privately, spends rho: zCDP sessions only)"
 )
 
 

@@ -160,7 +160,7 @@ class ReleasePlan:
     choice: str = ""
 
     def measurement(self, key: str) -> Measurement:
-        """The Gaussian measurement with this key."""
+        """The noisy-vector measurement (Gaussian or Laplace) with this key."""
         return next(m for m in self.measurements if m.key == key)
 
     def quantile(self, key: str) -> QuantileMeasurement:
@@ -194,7 +194,7 @@ class ReleasePlan:
         ]
         drowned = [key for key, share in shares if share < floor]
         if drowned:
-            name = "rho" if self.family == "gaussian" else "epsilon"
+            name = Share(Fraction(0), self.family).parameter
             total = sum((share for _, share in shares), Fraction(0))
             warn_caller(
                 f"{', '.join(drowned)} would get a share of {name} below {float(floor):.3g} "
@@ -614,19 +614,24 @@ def plan_approx_release(
             "keys) spends delta: release with delta=... (or pass public keys, "
             "group_by(..., keys=[...]))"
         )
+    if isinstance(weights, Balance) and not delta:
+        raise InvalidArgumentError(
+            "pf.balance balances the relative errors of Gaussian noise, which needs delta: "
+            "release with delta=..., or pass weights={output: weight, ...}"
+        )
     candidates: list[ReleasePlan] = []
-    failures: list[InvalidBudgetError] = []
+    failures: list[InvalidBudgetError | InvalidValueError] = []
     if not selecting and not isinstance(weights, Balance):
         try:
             candidates.append(plan_pure_release(plan, has_unit, epsilon, weights))
-        except InvalidBudgetError as err:
+        except (InvalidBudgetError, InvalidValueError) as err:
             failures.append(err)
     if delta:
         selection_delta = delta / 2 if selecting else None
         rho = zCDP.from_approx_dp(epsilon, delta - (selection_delta or 0)).exact_rho
         try:
             candidates.append(plan_release(plan, has_unit, rho, weights, selection_delta))
-        except InvalidBudgetError as err:
+        except (InvalidBudgetError, InvalidValueError) as err:
             failures.append(err)
     if not candidates:
         raise failures[0]
@@ -648,7 +653,8 @@ def _choice(best: ReleasePlan, candidates: Sequence[ReleasePlan], epsilon: Fract
     if best.family == "laplace":
         chosen = f"Laplace noise (pure epsilon={float(epsilon):.6g}-DP)"
     else:
-        rho = sum((m.exact_share for m in best.measurements), Fraction(0))
+        selected = () if best.selection is None else (best.selection.measurement,)
+        rho = sum((m.exact_share for m in (*best.measurements, *selected)), Fraction(0))
         rho += sum((q.exact_share for q in best.quantiles), Fraction(0))
         chosen = (
             f"Gaussian noise (rho={float(rho):.6g}-zCDP, the most whose (epsilon, delta) "

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
 
 from privframe._arguments import RHO_HINTS
+from privframe.accounting._kinds import Spendable
 from privframe.accounting.accountant import Accountant, Spend
 from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.accounting.events import (
@@ -53,7 +55,7 @@ from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, RowStep
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.draws import NoiseDraw, noise_vectors
 from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
-from privframe.numeric import Number
+from privframe.numeric import Number, round_down
 from privframe.numeric import exact as exact_number
 from privframe.plan.aggregates.quantile import choose_quantiles, histogram_specs
 from privframe.plan.ir import Plan
@@ -72,13 +74,10 @@ from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 from privframe.plan.tuning import TuningDesign
 
-__all__ = ["Batch", "Computed", "Cost", "Pipeline", "added", "describe", "zero_cost"]
-
-Cost = zCDP | PureDP | ApproxDP
-"""A release's cost: a budget of its session's kind."""
+__all__ = ["Batch", "Computed", "Pipeline", "added", "describe", "zero_cost"]
 
 
-def added(total: Cost, cost: Cost) -> Cost:
+def added(total: Spendable, cost: Spendable) -> Spendable:
     """``total + cost``, two budgets of one session's kind.
 
     Example:
@@ -93,7 +92,7 @@ def added(total: Cost, cost: Cost) -> Cost:
     return total + cost  # type: ignore[operator]  # both are of one type, checked above
 
 
-def zero_cost(kind: type[Cost]) -> Cost:
+def zero_cost(kind: type[Spendable]) -> Spendable:
     """The zero budget of a session's ``kind``, to add a batch's costs to.
 
     Example:
@@ -170,7 +169,7 @@ class Pipeline:
         rho: Number,
         weights: Mapping[str, float] | Balance | None,
         delta: Number | None,
-        before: Cost,
+        before: Spendable,
     ) -> ReleasePlan:
         """Plan a release at ``rho`` after ``before`` (the batch so far); refuse what cannot fit.
 
@@ -195,7 +194,7 @@ class Pipeline:
         rho: Number,
         weights: Mapping[str, float] | Balance | None,
         delta: Number | None,
-        before: Cost,
+        before: Spendable,
     ) -> ReleasePlan:
         """:meth:`plan` without the check that it fits (for ``explain``)."""
         has_unit = self.unit is not None
@@ -426,7 +425,7 @@ class Batch:
         return [c.options.label for c in self._computed]
 
     @property
-    def cost(self) -> Cost:
+    def cost(self) -> Spendable:
         """What :meth:`release` charges: every request's cost, added up."""
         total = zero_cost(type(self._pipeline.accountant.budget))
         for c in self._computed:
@@ -521,6 +520,15 @@ def _with_other(
     return keys, (*steps, RowStep("with_columns", (route,)))
 
 
+def _multiplier(m: Measurement) -> float:
+    """The noise multiplier (scale over the calibrating sensitivity) rounded down.
+
+    An event claims no more noise than was drawn: an (ε, δ) session's
+    accountant composes releases by their events.
+    """
+    return round_down(Fraction(m.scale_units) / Fraction(m.sensitivity_units))
+
+
 def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
     """The release's mechanisms as versioned events (privframe.accounting.events), for replaying.
 
@@ -532,14 +540,13 @@ def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
     pure DP.
     """
     events: list[Any] = [
-        GaussianEvent(m.scale_units / m.l2_units, discrete=True, dimension=n_groups)
+        GaussianEvent(_multiplier(m), discrete=True, dimension=n_groups)
         if m.family == "gaussian"
-        else LaplaceEvent(m.scale_units / m.l1_units, discrete=True, dimension=n_groups)
+        else LaplaceEvent(_multiplier(m), discrete=True, dimension=n_groups)
         for m in release.measurements
     ]
     if release.selection is not None:
-        m = release.selection.measurement
-        events.append(GaussianEvent(m.sigma_units / m.l2_units, discrete=True))
+        events.append(GaussianEvent(_multiplier(release.selection.measurement), discrete=True))
         events.append(ThresholdEvent(rho=0.0, delta=release.selection.delta))
     events += [
         ZCDPEvent(float(q.exact_share))
@@ -578,7 +585,7 @@ def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
         else {"threshold": selection.threshold, "delta": selection.delta},
         "filters": len(plan.filters),
         "outputs": [out.name for out in release.outputs],
-        "limits": release.limits.describe(),
+        "limits": release.limits.describe(l1=release.family == "laplace"),
         "measurements": [_measurement(m) for m in release.measurements]
         + [
             {"key": q.key, q.share.parameter: float(q.exact_share), "eta": q.eta}

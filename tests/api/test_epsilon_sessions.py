@@ -258,3 +258,35 @@ def test_an_approx_session_composes_tightly_and_fits_more_than_basic_composition
     assert sess.spent.exact_epsilon <= Fraction(36, 10)
     assert sess.spent.exact_delta == Fraction(4, 10**5)
     assert sess.remaining.exact_epsilon == Fraction(36, 10) - sess.spent.exact_epsilon
+
+
+def test_a_private_sql_group_by_in_a_pure_session_says_to_give_keys() -> None:
+    sess = pf.Session(
+        _frame(), "uid", pf.PureDP(1.0), contributions=pf.Bound(max_groups=1, max_rows_per_group=2)
+    )
+    with pytest.raises(pf.SQLError, match="give the keys in metadata") as caught:
+        sess.sql("SELECT region, COUNT(*) AS n FROM data GROUP BY region", epsilon=0.5)
+    assert "ApproxDP" in str(caught.value)
+    assert len(sess.ledger) == 0
+
+
+def test_balance_without_delta_in_an_approx_session_says_to_give_delta() -> None:
+    sess = _session(pf.ApproxDP(1.0, 1e-6))
+    with pytest.raises(pf.InvalidArgumentError, match="delta"):
+        _count(sess).release(epsilon=0.5, weights=pf.balance(rows=100))
+    assert len(sess.ledger) == 0
+
+
+def test_the_default_guarantee_of_an_approx_session_is_its_charge() -> None:
+    sess = _session(pf.ApproxDP(1.0, 1e-6))
+    _count(sess).release(epsilon=0.5, delta=1e-7)
+    assert sess.guarantee() == pytest.approx(sess.spent.epsilon)
+
+
+def test_events_claim_no_more_noise_than_was_drawn() -> None:
+    sess = _session(pf.PureDP(1.0))
+    for eps in (Fraction(1, 37), Fraction(5, 37), Fraction(12, 37)):
+        (m,) = _count(sess, k=3, m=13).explain(epsilon=eps).measurements
+        _count(sess, k=3, m=13).release(epsilon=eps)
+        (event,) = sess.ledger[-1].description["events"]
+        assert Fraction(event["noise_multiplier"]) <= Fraction(m.scale_units) / Fraction(m.l1_units)

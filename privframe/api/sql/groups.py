@@ -144,8 +144,8 @@ def public_keys(
         f"the keys in metadata, e.g. metadata={{{next(iter(unkeyed))!r}: "
         "pf.Column(keys=[...])}, which spends no delta; or opt into private "
         "selection with delta= on the call, e.g. sess.sql(text, rho=..., delta=...) "
-        "or .release(rho, delta=...), which spends that delta (a share of the "
-        "budget's). Nothing was charged",
+        "or .release(rho, delta=...) (epsilon=... instead of rho in an (epsilon, delta) "
+        "session), which spends that delta (a share of the budget's). Nothing was charged",
     )
 
 

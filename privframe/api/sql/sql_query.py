@@ -297,6 +297,15 @@ class SQLQuery:
         self.check(errors)
         rho, epsilon, delta = self._budget(rho, epsilon, options.delta)
         selection = self._post.selection
+        if selection is not None and issubclass(self._query.session.budget_kind, PureDP):
+            raise SQLError(
+                "GROUP BY without public keys would choose the groups privately, which needs "
+                "a delta > 0, and this session's budget is pure DP (PureDP), which has none: "
+                "give the keys in metadata (pf.Column(keys=[...])), or open the session with "
+                "budget=pf.ApproxDP(epsilon=..., delta=...). Nothing was charged",
+                construct="GROUP BY",
+                position=selection[1],
+            )
         if selection is not None and delta is None:
             message, position = selection
             raise SQLError(message, construct="GROUP BY", position=position)
