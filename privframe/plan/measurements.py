@@ -229,7 +229,9 @@ class Measurement:
         """Half-width of the 95% interval of the noise, in value units.
 
         Exact for one draw. A sum of Gaussian draws is Gaussian; a sum of
-        Laplace draws (a total row's) gets the normal approximation 1.96·std.
+        Laplace draws (a total row's) gets the normal approximation 1.96·std,
+        which covers a little less than 95% for few draws (92.7% for two draws
+        of scale 1, 94.6% for five of scale 100) and tends to 95% with more.
         """
         if self.family == "gaussian":
             return discrete_gaussian_halfwidth(self.sigma_units, 0.95) * self.scale

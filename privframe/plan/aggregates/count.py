@@ -151,7 +151,9 @@ def spread_columns(
 
     The noise is a sum of independent discrete Gaussians (or, for ratios, is
     approximated by one to first order), so the half-width is 1.96·std, not
-    an exact quantile.
+    an exact quantile. Under Laplace noise (pure-DP and some (ε, δ) releases)
+    it is the normal approximation of a sum of Laplaces, which covers a little
+    less than 95% when few measurements dominate (docs/privacy.md §3a).
     """
     columns = {name: values}
     if with_error:
