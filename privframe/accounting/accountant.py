@@ -515,6 +515,34 @@ class Accountant:
         first, second = self._ledger.totals()
         self._fits(cost, "spend", "it requests", first, second)
 
+    def spent_after(
+        self, cost: Spendable, *, description: Mapping[str, Any] | str = ""
+    ) -> tuple[Spendable, Spendable]:
+        """What :attr:`spent` and :attr:`basic_spent` would be after spending ``cost`` now.
+
+        Spends and checks nothing (for ``explain``). An ApproxDP accountant
+        composes ``cost`` with the mechanism events of ``description`` as
+        :meth:`spend` would; for the other kinds both are the sum.
+
+        Raises:
+            InvalidBudgetError: ``cost`` is not a budget of :attr:`kind`.
+
+        Example:
+            >>> import privframe as pf
+            >>> from privframe.accounting.accountant import Accountant
+            >>> acct = Accountant(pf.ApproxDP(1.0, 1e-6))
+            >>> acct.spent_after(pf.ApproxDP(0.5, 1e-7))
+            (ApproxDP(epsilon=0.5, delta=1e-07), ApproxDP(epsilon=0.5, delta=1e-07))
+        """
+        _validate_cost(cost, self._kind)
+        first, second = self._ledger.totals()
+        added, more = columns(cost)
+        basic = from_columns(self._kind, first + added, second + more)
+        if self._kind is not ApproxDP:
+            return basic, basic
+        after = self._refresh().add(added, more, description_events(description))
+        return from_columns(self._kind, after.epsilon, after.delta), basic
+
     def spend(
         self,
         cost: Spendable,

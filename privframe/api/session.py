@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -57,7 +58,7 @@ from privframe.mechanisms.noise import Randomness
 from privframe.numeric import Number, round_up
 from privframe.plan.explanation import Explanation, explain, explained
 from privframe.plan.ir import Bound, Plan
-from privframe.plan.release import Batch, Computed, Pipeline, added, zero_cost
+from privframe.plan.release import Batch, Computed, Pipeline, added, describe, zero_cost
 from privframe.plan.split import Balance
 from privframe.progress import steps
 
@@ -447,7 +448,21 @@ class Session(SQLEntry):
         amount = self._pipeline.asked(rho, epsilon)
         if not isinstance(self._accountant.budget, zCDP):
             before = zero_cost(type(self._accountant.budget))
-            return explained(plan, self._pipeline.planned(plan, amount, weights, delta, before))
+            release = self._pipeline.planned(plan, amount, weights, delta, before)
+            explanation = explained(plan, release)
+            if not isinstance(release.cost, ApproxDP):
+                return explanation
+            spent, basic = self._accountant.spent_after(
+                release.cost, description=describe(plan, release)
+            )
+            assert isinstance(spent, ApproxDP)
+            assert isinstance(basic, ApproxDP)
+            note = (
+                f"after this release the session would be charged epsilon = {spent.epsilon:.6g}, "
+                f"delta = {spent.delta:.3g} in all (basic composition, adding the releases up: "
+                f"epsilon = {basic.epsilon:.6g}, delta = {basic.delta:.3g})"
+            )
+            return dataclasses.replace(explanation, notes=(*explanation.notes, note))
         delta = self._pipeline.selection_delta(plan, delta)
         return explain(
             plan,

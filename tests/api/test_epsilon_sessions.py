@@ -290,3 +290,17 @@ def test_events_claim_no_more_noise_than_was_drawn() -> None:
         _count(sess, k=3, m=13).release(epsilon=eps)
         (event,) = sess.ledger[-1].description["events"]
         assert Fraction(event["noise_multiplier"]) <= Fraction(m.scale_units) / Fraction(m.l1_units)
+
+
+def test_explain_in_an_approx_session_shows_the_charge_beside_basic_composition() -> None:
+    df = pl.DataFrame({"uid": list(range(50)), "region": ["n", "s"] * 25})
+    sess = pf.Session(df, "uid", pf.ApproxDP(10, 1e-3))
+    q = _count(sess, k=1, m=1)
+    for _ in range(39):
+        q.release(epsilon=0.1, delta=1e-6)
+    (note,) = q.explain(epsilon=0.1, delta=1e-6).notes
+    assert "basic composition, adding the releases up: epsilon = 4, delta = 4e-05" in note
+    charged = float(note.split("charged epsilon = ")[1].split(",")[0])
+    q.release(epsilon=0.1, delta=1e-6)
+    assert charged == pytest.approx(sess.spent.epsilon, rel=1e-5)
+    assert charged < 4
