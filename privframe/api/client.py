@@ -106,7 +106,7 @@ from privframe.api.wire import (
     encode_request,
 )
 from privframe.engines.inputs import exact_pandas
-from privframe.numeric import Number
+from privframe.numeric import Number, round_up
 from privframe.plan.explanation import Explanation, explain, explained
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import plan_approx_release, plan_pure_release
@@ -555,12 +555,13 @@ machine: ...
         """Like :meth:`guarantee`, with δ, the method and how the ε was derived."""
         report, entries = self._budget()
         if delta is None:
-            # As a local Session states it: the reporting δ plus the δ spent (zCDP), the δ spent.
+            # The reporting δ plus the δ spent (zCDP); the δ charged, rounded up so that it
+            # is not below it (ApproxDP); none for pure DP.
             spent = report.spent
             if isinstance(spent, zCDP):
                 delta = float(Fraction(report.delta) + spent.exact_delta)
             else:
-                delta = float(spent.exact_delta) if isinstance(spent, ApproxDP) else 0.0
+                delta = round_up(spent.exact_delta) if isinstance(spent, ApproxDP) else 0.0
         return replay.guarantee(entries, delta, method, total=report.spent)
 
     # -- views and lifecycle ------------------------------------------------------------

@@ -386,8 +386,11 @@ class Store:
         total = self.ledgers.spent(ledger_id)
         if not isinstance(total, ApproxDP):
             return total
-        with self.ledgers.open(ledger_id) as ledger:
+        ledger = self.ledgers.open(ledger_id)
+        try:
             return Accountant(ledger.budget, ledger=ledger).spent
+        finally:
+            ledger.close()
 
     def granted(self, analyst: str) -> list[str]:
         """The datasets granted to ``analyst``, sorted (none for an unknown analyst)."""

@@ -183,7 +183,7 @@ def _sql_request(
     amount = request.rho if request.rho is not None else request.epsilon
     sent = (rho if name == "rho" else epsilon, options.delta)
     spent = (
-        exact(name, amount),  # type: ignore[arg-type]  # OPTIONS carry a budget: not None
+        exact(name, amount),
         None if request.options.delta is None else exact("delta", request.options.delta),
     )
     other, other_sent = ("epsilon", epsilon) if name == "rho" else ("rho", rho)
