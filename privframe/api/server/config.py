@@ -25,8 +25,8 @@ metadata: types are published, so they never come from the values.
 A ``cap`` is read as a report's ``[budget]`` is: ``rho`` (and ``delta``) or
 ``mu`` make a zCDP cap, ``epsilon`` a pure-DP one, ``epsilon`` and ``delta``
 an (ε, δ) one, which bounds (ε, δ) grants, or zCDP grants by the ρ it allows
-(as it did before grants could be of other kinds); see
-:mod:`privframe.accounting.ledger._database` for which grants each cap admits.
+(as it did before grants could be of other kinds); ``docs/server.md`` says
+which grants each cap admits.
 
 Analysts, their tokens and their budgets are not in this file: they live in
 the server's database and change with ``privframe admin`` (a top-up is then a
