@@ -7,6 +7,7 @@ and a new schema on a real PostgreSQL server started by the tests
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -214,3 +215,46 @@ def test_a_database_of_schema_one_is_migrated_and_its_ledgers_are_zcdp(
         Accountant(pf.zCDP(1.0), ledger=ledger).spend(pf.zCDP(0.75), label="after the upgrade")
         ledgers.create("bob/visits", "visits", pf.PureDP(1.0))
         assert ledgers.budget("bob/visits") == pf.PureDP(1.0)
+
+
+@pytest.mark.parametrize(
+    ("budget", "step"),
+    [
+        (pf.PureDP(1), pf.PureDP(Fraction(1, 100))),
+        (pf.ApproxDP(2, 1e-5), pf.ApproxDP(Fraction(1, 10), Fraction(1, 10**7))),
+    ],
+    ids=["PureDP", "ApproxDP"],
+)
+def test_eight_spenders_on_one_ledger_fill_its_budget_and_never_pass_it(
+    ledgers: DatabaseLedgers, budget: pf.PureDP | pf.ApproxDP, step: pf.PureDP | pf.ApproxDP
+) -> None:
+    # Each thread has its own accountant and ledger object, as separate server processes do;
+    # together they ask for far more than the budget.
+    ledgers.create("alice/sales", "sales", budget)
+    description = _laplace(float(step.exact_epsilon))
+    accountants = [Accountant(budget, ledger=ledgers.open("alice/sales")) for _ in range(8)]
+    recorded, barrier = [0] * 8, threading.Barrier(8)
+
+    def spender(i: int) -> None:
+        barrier.wait()
+        for j in range(40):
+            try:
+                accountants[i].spend(step, label=f"t{i}-{j}", description=description)
+                recorded[i] += 1
+            except BudgetExceededError:
+                pass
+
+    threads = [threading.Thread(target=spender, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ledger = ledgers.open("alice/sales")
+    ledger.verify()
+    assert len(ledger) == sum(recorded)
+    fresh = Accountant(budget, ledger=ledger)  # folds every entry again
+    assert fresh.spent <= budget
+    with pytest.raises(BudgetExceededError):
+        fresh.check(step, description=description)  # filled: one more step does not fit
+    if isinstance(budget, pf.PureDP):
+        assert fresh.spent == budget  # exactly, 100 steps of 1/100

@@ -610,6 +610,12 @@ class DatabaseLedger(Ledger):
 
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[None]:
+        if self._kind is ApproxDP:
+            # Fold the entries recorded so far before taking the pool's lock: inside it,
+            # only those another process added meanwhile are left to fold.
+            with self._db.transaction(f"reading {self._where}", write=False) as tx:
+                self._load(tx)
+                self._folded(tx)
         with self._db.transaction(f"recording a spend on {self._where}", write=True) as tx:
             self._pool_row = lock_pool(tx, self.pool)
             self._load(tx)
