@@ -83,7 +83,7 @@ import polars as pl
 
 from privframe import errors
 from privframe.accounting import replay
-from privframe.accounting._kinds import Kind, Spendable
+from privframe.accounting._kinds import Kind, Spendable, with_article
 from privframe.accounting._report import BudgetReport, refusal
 from privframe.accounting.accountant import Accountant
 from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
@@ -349,7 +349,7 @@ machine: ...
     def _asked(self, rho: Number | None, epsilon: Number | None) -> None:
         """Refuse the other budget parameter than the grant's, or none, before asking the server.
 
-        The words of a local Session with this kind of budget.
+        As a local Session with this kind of budget refuses them, naming the grant.
         """
         if self._kind is zCDP:
             if epsilon is not None:
@@ -368,8 +368,8 @@ machine: ...
         name = self._kind.__name__
         if rho is not None:
             raise errors.InvalidArgumentError(
-                f"your grant on {self._dataset!r} is {'an' if name[0] == 'A' else 'a'} {name} "
-                "budget: a release spends epsilon=..., not rho, e.g. release(epsilon=0.1); "
+                f"your grant on {self._dataset!r} is {with_article(name)} budget: a release "
+                "spends epsilon=..., not rho, e.g. release(epsilon=0.1); "
                 "sess.remaining.epsilon shows what is left"
             )
         if epsilon is None:
