@@ -14,6 +14,13 @@ error a local Session raises; a refusal of the server's own (no valid token,
 a dataset not granted, a body too large, the server unreachable) as
 :class:`~privframe.errors.ServerError`.
 
+A grant's budget is of one kind, which the session takes from the server
+(:attr:`RemoteSession.budget_kind`): a zCDP grant's releases spend ``rho``,
+a pure-DP grant's (``pf.PureDP``) ``epsilon``, an (ε, δ) grant's
+(``pf.ApproxDP``) ``epsilon`` and ``delta``, as a local Session with that
+budget does; ``spent``, ``remaining`` and ``basic_spent`` are budgets of that
+kind.
+
 Needs httpx (``pip install 'privframe[client]'``).
 
 Example:
@@ -48,6 +55,18 @@ Example:
     (zCDP(rho=0.25, delta=0.0), [1], ['again'])
     >>> sess.spent, [e.label for e in sess.ledger]
     (zCDP(rho=0.5, delta=0.0), ['', 'again'])
+
+    A pure-DP grant's releases spend ε:
+
+    >>> with Store(config.database) as store:
+    ...     token = store.add_analyst("bob")
+    ...     store.grant("bob", "t", pf.PureDP(1.0))
+    >>> pure = RemoteSession("http://testserver", "t", token, results="polars", client=http)
+    >>> query = pure.query().bound(max_groups=1, max_rows_per_group=1).agg(pf.count())
+    >>> pure.budget_kind.__name__, query.explain(epsilon=0.5).plan.family
+    ('PureDP', 'laplace')
+    >>> query.release(epsilon=0.5).columns, pure.remaining
+    (['count'], PureDP(epsilon=0.5))
     >>> http.__exit__(None, None, None)
 """
 
@@ -64,9 +83,11 @@ import polars as pl
 
 from privframe import errors
 from privframe.accounting import replay
+from privframe.accounting._kinds import Kind, Spendable, with_article
 from privframe.accounting._report import BudgetReport, refusal
-from privframe.accounting.budgets import zCDP
-from privframe.accounting.ledger import LedgerEntry
+from privframe.accounting.accountant import Accountant
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
+from privframe.accounting.ledger import Ledger, LedgerEntry
 from privframe.accounting.replay import Guarantee
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request
@@ -75,6 +96,9 @@ from privframe.api.sql import TABLE, Column, SQLQuery, parse
 from privframe.api.sql_entry import SQLEntry
 from privframe.api.wire import (
     WIRE_VERSION,
+    WireError,
+    decode_budget,
+    decode_kind,
     decode_number,
     decode_released,
     decode_schema,
@@ -82,9 +106,11 @@ from privframe.api.wire import (
     encode_request,
 )
 from privframe.engines.inputs import exact_pandas
-from privframe.numeric import Number
-from privframe.plan.explanation import Explanation, explain
+from privframe.numeric import Number, round_up
+from privframe.plan.explanation import Explanation, explain, explained
 from privframe.plan.ir import Bound, Plan
+from privframe.plan.planner import plan_approx_release, plan_pure_release
+from privframe.plan.release import added, zero_cost
 from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 
@@ -117,10 +143,6 @@ def tls_context(verify: bool | str) -> bool | ssl.SSLContext:
         True
     """
     return ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
-
-
-def _zcdp(data: Mapping[str, str]) -> zCDP:
-    return zCDP(decode_number(data["rho"]), decode_number(data["delta"]))
 
 
 def _raise(status: int, body: Any) -> None:
@@ -163,14 +185,8 @@ def _check_url(url: object, insecure_http: bool) -> str:
     return url  # type: ignore[return-value]  # a str, checked above
 
 
-_RHO_ONLY = (
-    "a server's grants are zCDP budgets: explain and release with rho=..., e.g. rho=0.1 "
-    "(pf.zCDP.from_approx_dp(epsilon, delta).rho converts an (epsilon, delta) target)"
-)
-
-
 def _granted(budget: object) -> zCDP:
-    """``budget``, which is a zCDP one: a server's grants, and so its costs, are zCDP."""
+    """``budget``, which is a zCDP one: a zCDP grant's report, and so its costs, are zCDP."""
     assert isinstance(budget, zCDP)
     return budget
 
@@ -247,6 +263,17 @@ machine: ...
         }
         limits = info["contributions"]
         self._contributions = None if limits is None else Bound(**limits)
+        # A server that does not say (an older one) grants zCDP budgets only.
+        kind: Kind = zCDP
+        if "budget_kind" in info:
+            failure = None
+            try:
+                kind = decode_kind(info["budget_kind"], "budget_kind")
+            except WireError as err:
+                failure = f"the server named a kind of budget this privframe does not know ({err})"
+            if failure is not None:
+                raise errors.ServerError(f"{failure}: install a privframe of the server's version")
+        self._kind = kind
 
     # -- transport ----------------------------------------------------------------------
 
@@ -311,9 +338,45 @@ machine: ...
         return decode_schema(self._call("POST", f"{self._base}/check", body)["schema"])
 
     @property
-    def budget_kind(self) -> type[zCDP]:
-        """zCDP: a server's grants are zCDP budgets, so releases spend ρ."""
-        return zCDP
+    def budget_kind(self) -> Kind:
+        """The kind of this analyst's grant on the dataset: what its releases spend.
+
+        ``zCDP`` (releases spend ρ), ``PureDP`` (ε) or ``ApproxDP`` (ε and δ),
+        as the server says; a server too old to say grants zCDP budgets only.
+        """
+        return self._kind
+
+    def _asked(self, rho: Number | None, epsilon: Number | None) -> None:
+        """Refuse the other budget parameter than the grant's, or none, before asking the server.
+
+        As a local Session with this kind of budget refuses them, naming the grant.
+        """
+        if self._kind is zCDP:
+            if epsilon is not None:
+                raise errors.InvalidArgumentError(
+                    f"your grant on {self._dataset!r} is a zCDP budget: a release spends rho, "
+                    "not epsilon: pass rho=..., e.g. rho=0.1 (pf.zCDP.from_approx_dp(epsilon, "
+                    "delta).rho converts an (epsilon, delta) target); the data owner grants "
+                    "epsilon budgets with privframe admin ... --epsilon"
+                )
+            if rho is None:
+                raise errors.InvalidArgumentError(
+                    "a release needs a budget: pass rho=..., e.g. rho=0.1; sess.remaining shows "
+                    "what is left"
+                )
+            return
+        name = self._kind.__name__
+        if rho is not None:
+            raise errors.InvalidArgumentError(
+                f"your grant on {self._dataset!r} is {with_article(name)} budget: a release "
+                "spends epsilon=..., not rho, e.g. release(epsilon=0.1); "
+                "sess.remaining.epsilon shows what is left"
+            )
+        if epsilon is None:
+            raise errors.InvalidArgumentError(
+                f"a release needs a budget: your grant on {self._dataset!r} is {name}, so pass "
+                "epsilon=..., e.g. release(epsilon=0.1); sess.remaining.epsilon shows what is left"
+            )
 
     def explain(
         self,
@@ -324,24 +387,32 @@ machine: ...
         *,
         epsilon: Number | None = None,
     ) -> Explanation:
-        """What releasing ``plan`` at ``rho`` would do; spends nothing.
+        """What releasing ``plan`` at ``rho`` (or ``epsilon``) would do; spends nothing.
 
-        The server checks the plan and answers the facts of this analyst's
-        budget an explanation needs (the ρ a release would spend, the δ a
-        private selection would, the reporting δ); the explanation is then
-        derived from those public facts as a local Session derives it.
-        A server's grants are zCDP budgets: ``epsilon`` is refused.
+        The server checks the plan as a local Session would and answers the
+        facts of this analyst's budget an explanation needs (the ρ or ε a
+        release would spend, the δ a private selection would, the reporting
+        δ); the explanation is then derived from those public facts as a
+        local Session derives it, by the same planner. A zCDP grant's
+        releases spend ``rho``; a pure-DP or (ε, δ) grant's ``epsilon`` (and
+        ``delta`` under (ε, δ)-DP).
         """
-        if epsilon is not None or rho is None:
-            raise errors.InvalidArgumentError(_RHO_ONLY)
-        request = Request(Query(self, plan), rho, ReleaseOptions(weights=weights, delta=delta))
+        self._asked(rho, epsilon)
+        options = ReleaseOptions(weights=weights, delta=delta)
+        request = Request(Query(self, plan), rho, options, epsilon=epsilon)
         body = {"version": WIRE_VERSION, "request": encode_request(request)}
         facts = self._call("POST", f"{self._base}/explain", body)
+        affordable = decode_number(facts["affordable"])
+        if self._kind is PureDP:
+            return explained(plan, plan_pure_release(plan, facts["has_unit"], affordable, weights))
+        if self._kind is ApproxDP:
+            release = plan_approx_release(plan, facts["has_unit"], affordable, delta or 0, weights)
+            return explained(plan, release)
         chosen = facts["delta"]
         return explain(
             plan,
             facts["has_unit"],
-            decode_number(facts["affordable"]),
+            affordable,
             weights,
             None if chosen is None else decode_number(chosen),
             float(decode_number(facts["reporting_delta"])),
@@ -357,8 +428,8 @@ machine: ...
 
     def send(self, requests: Sequence[Request]) -> tuple[list[Any], list[LedgerEntry]]:
         """Send ``requests`` to be released all or nothing: their tables and ledger entries."""
-        if any(r.epsilon is not None or r.rho is None for r in requests):
-            raise errors.InvalidArgumentError(_RHO_ONLY)
+        for request in requests:
+            self._asked(request.rho, request.epsilon)
         body = {"version": WIRE_VERSION, "requests": [encode_request(r) for r in requests]}
         answer = self._call("POST", f"{self._base}/release", body)
         tables = [self._present(decode_released(text)) for text in answer["tables"]]
@@ -403,21 +474,38 @@ machine: ...
     def _budget(self, entries: bool = True) -> tuple[BudgetReport, tuple[LedgerEntry, ...]]:
         answer = self._call("GET", f"{self._base}/budget?entries={str(entries).lower()}")
         fields: dict[str, Any] = {
-            name: _zcdp(value) if isinstance(value, dict) else value
+            name: decode_budget(value, f"report.{name}") if isinstance(value, dict) else value
             for name, value in answer["report"].items()
         }
         ledger = tuple(LedgerEntry.from_dict(entry) for entry in answer["ledger"])
         return BudgetReport(**fields), ledger
 
-    def check_cost(self, cost: zCDP) -> None:
+    def check_cost(self, cost: Spendable) -> None:
         """Refuse a ``cost`` over what this analyst has left now; spends nothing.
 
-        The server checks again when it charges, together with the dataset's
-        cap across analysts, which this check cannot see.
+        ``cost`` is a budget of the grant's kind. The check is the one a local
+        Session makes (for an (ε, δ) grant, the cost composed with this
+        analyst's releases as its ledger charges them). The server checks
+        again when it charges, together with the dataset's cap across
+        analysts, which this check cannot see.
 
         Raises:
             BudgetExceededError: ``cost`` does not fit.
+            InvalidBudgetError: ``cost`` is not a budget of the grant's kind.
         """
+        if self._kind is not zCDP:
+            # The local accountant's own check, over this analyst's ledger as recorded.
+            report, entries = self._budget()
+            ledger = Ledger(kind=self._kind)
+            for entry in entries:
+                ledger.append(entry.exact_rho, entry.exact_delta, label=entry.label,
+                              description=entry.description, seeded=entry.seeded)  # fmt: skip
+            Accountant(report.budget, ledger=ledger).check(cost)
+            return
+        if not isinstance(cost, zCDP):
+            raise errors.InvalidBudgetError(
+                f"this grant is a zCDP budget, so a cost is a zCDP one, got {type(cost).__name__}"
+            )
         report = self.report()
         spent, left = _granted(report.spent), _granted(report.remaining)
         if cost.exact_rho > left.exact_rho or cost.exact_delta > left.exact_delta:
@@ -427,18 +515,32 @@ machine: ...
             raise errors.BudgetExceededError(why)
 
     def report(self) -> BudgetReport:
-        """This analyst's budget on the dataset, spent and remaining, in ρ, (ε, δ) and μ."""
+        """This analyst's budget on the dataset, spent and remaining (in ρ, (ε, δ) and μ, or ε)."""
         return self._budget(entries=False)[0]
 
     @property
-    def spent(self) -> zCDP:
-        """What this analyst has spent on the dataset."""
-        return _granted(self.report().spent)
+    def spent(self) -> Spendable:
+        """What this analyst has been charged on the dataset, a budget of the grant's kind.
+
+        For an (ε, δ) grant, the tight composition of its releases (:attr:`basic_spent`
+        is their sum).
+        """
+        return self.report().spent
 
     @property
-    def remaining(self) -> zCDP:
-        """What this analyst has left on the dataset."""
-        return _granted(self.report().remaining)
+    def remaining(self) -> Spendable:
+        """What this analyst has left on the dataset, a budget of the grant's kind."""
+        return self.report().remaining
+
+    @property
+    def basic_spent(self) -> Spendable:
+        """What basic composition would have charged: the releases' costs added up.
+
+        An (ε, δ) grant is charged less (:attr:`spent`); for the other kinds
+        it equals :attr:`spent`.
+        """
+        report = self.report()
+        return report.spent if report.basic is None else report.basic
 
     @property
     def ledger(self) -> tuple[LedgerEntry, ...]:
@@ -453,7 +555,13 @@ machine: ...
         """Like :meth:`guarantee`, with δ, the method and how the ε was derived."""
         report, entries = self._budget()
         if delta is None:
-            delta = float(Fraction(report.delta) + _granted(report.spent).exact_delta)
+            # The reporting δ plus the δ spent (zCDP); the δ charged, rounded up so that it
+            # is not below it (ApproxDP); none for pure DP.
+            spent = report.spent
+            if isinstance(spent, zCDP):
+                delta = float(Fraction(report.delta) + spent.exact_delta)
+            else:
+                delta = round_up(spent.exact_delta) if isinstance(spent, ApproxDP) else 0.0
         return replay.guarantee(entries, delta, method, total=report.spent)
 
     # -- views and lifecycle ------------------------------------------------------------
@@ -489,14 +597,20 @@ class RemoteBatch:
         self._entries: list[LedgerEntry] = []
 
     @property
-    def cost(self) -> zCDP:
-        """What the batch will charge, from each request's explanation (nothing spent)."""
-        total = zCDP(0)
+    def cost(self) -> Spendable:
+        """What the batch will charge, from each request's explanation (nothing spent).
+
+        Their costs added up, a budget of the grant's kind (for an (ε, δ)
+        grant, what basic composition charges: the ledger charges at most that).
+        """
+        session = self._session
+        total = zero_cost(session.budget_kind)
         for r in self._requests:
             options = r.options
-            total += _granted(
-                self._session.explain(r.query.plan, r.rho, options.weights, options.delta).plan.cost
+            explanation = session.explain(
+                r.query.plan, r.rho, options.weights, options.delta, epsilon=r.epsilon
             )
+            total = added(total, explanation.plan.cost)
         return total
 
     @property

@@ -57,7 +57,8 @@ def test_plain_http_off_the_loopback_interface_is_refused(tmp_path: Path) -> Non
         ('[datasets."bad name!"]\ndata = "x"\nprivacy_unit = "u"\n', "not a valid name"),
         ('[datasets.sales]\ndata = "x"\n', "missing the required key 'privacy_unit'"),
         (DATASET + "cap = { rho = -1 }\n", r"datasets.sales.cap.rho must be > 0"),
-        (DATASET + "cap = { epsilon = 1 }\n", r"datasets.sales.cap: .*no zCDP allowance"),
+        (DATASET + "cap = { epsilon = 0 }\n", r"datasets.sales.cap.epsilon must be > 0"),
+        (DATASET + "cap = { epsilon = 1, rho = 1 }\n", r"datasets.sales.cap: give rho"),
         (DATASET + "contributions = { max_groups = 2 }\n", "a person's row limit"),
         (DATASET + "metadata.amount = { bounds = [0] }\n", r"must be \[lower, upper\]"),
         (
@@ -69,3 +70,17 @@ def test_plain_http_off_the_loopback_interface_is_refused(tmp_path: Path) -> Non
 def test_a_wrong_key_or_value_is_refused_by_name(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         _load(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    ("cap", "budget"),
+    [
+        ("{ rho = 2, delta = 1e-9 }", pf.zCDP(2, 1e-9)),
+        ("{ mu = 2 }", pf.zCDP(2)),
+        ("{ epsilon = 1 }", pf.PureDP(1)),
+        ("{ epsilon = 1, delta = 1e-6 }", pf.ApproxDP(1, 1e-6)),
+    ],
+)
+def test_a_cap_is_read_in_its_kind(tmp_path: Path, cap: str, budget: object) -> None:
+    config = _load(tmp_path, DATASET + f"cap = {cap}\n")
+    assert config.datasets["sales"].cap == budget  # type: ignore[attr-defined]

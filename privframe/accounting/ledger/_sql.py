@@ -33,7 +33,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -353,16 +353,27 @@ class Database:
         finally:
             self._writer.release()
 
-    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
-        """Create ``component``'s tables at ``version`` unless they exist; refuse another version.
+    def ensure_schema(
+        self,
+        component: str,
+        version: int,
+        statements: Sequence[str],
+        migrations: Mapping[int, Sequence[str]] | None = None,
+    ) -> None:
+        """Create ``component``'s tables at ``version``, or bring older ones to it; refuse newer.
 
         Idempotent and safe when several processes open a new database at
-        once: creation is one transaction under the database's write lock
-        (SQLite) or an advisory lock (PostgreSQL). ``statements`` are the
-        ``CREATE TABLE`` statements, run only when the component is new.
+        once: creation (or migration) is one transaction under the database's
+        write lock (SQLite) or an advisory lock (PostgreSQL). ``statements``
+        are the ``CREATE TABLE`` statements, run only when the component is
+        new. ``migrations[v]`` are the statements that take the component's
+        tables from version ``v`` to ``v + 1``; tables of an older version are
+        migrated step by step in that one transaction (all steps or none), and
+        ``pf_schema`` then records ``version``.
 
         Raises:
-            LedgerError: the database holds ``component`` at another version.
+            LedgerError: the database holds ``component`` at a newer version, or
+                at an older one that ``migrations`` cannot bring up to date.
 
         Example:
             >>> import os, tempfile
@@ -371,7 +382,12 @@ class Database:
             ...     db = Database(os.path.join(d, "server.db"))
             ...     for _ in range(2):
             ...         db.ensure_schema("example", 1, ["CREATE TABLE pf_example (x TEXT)"])
+            ...     db.ensure_schema("example", 2, ["CREATE TABLE pf_example (x TEXT, y TEXT)"],
+            ...                      {1: ["ALTER TABLE pf_example ADD COLUMN y TEXT"]})
+            ...     with db.transaction("reading", write=False) as tx:
+            ...         print(tx.run("SELECT x, y FROM pf_example"))
             ...     db.close()
+            []
         """
         with self.transaction(f"creating the {component} tables", write=True) as tx:
             if self.postgres:
@@ -389,10 +405,20 @@ class Database:
                 tx.run("INSERT INTO pf_schema(component, version) VALUES (?, ?)",
                        (component, version))  # fmt: skip
             elif row[0] != version:
-                raise self._fail(
-                    f"holds {component} tables of schema version {row[0]}, which this "
-                    f"privframe does not know (it writes version {version}); upgrade privframe"
-                )
+                steps = migrations or {}
+                found = row[0]
+                if not (isinstance(found, int) and 0 < found < version) or any(
+                    step not in steps for step in range(found, version)
+                ):
+                    raise self._fail(
+                        f"holds {component} tables of schema version {found}, which this "
+                        f"privframe does not know (it writes version {version}); upgrade "
+                        "privframe"
+                    )
+                for step in range(found, version):
+                    for statement in steps[step]:
+                        tx.run(statement)
+                tx.run("UPDATE pf_schema SET version = ? WHERE component = ?", (version, component))
 
 
 def _import_psycopg() -> Any:

@@ -8,15 +8,22 @@ top-up or a revoked token applies to the next request. Commands::
     add-analyst NAME                          add an analyst; prints its token, once
     token NAME                                a new token for NAME; its old ones stop working
     revoke NAME                               every token of NAME stops working
-    grant NAME DATASET --rho R [--delta D]    grant DATASET to NAME with a budget
-    top-up NAME DATASET --rho R [--delta D]   add to NAME's budget on DATASET
-    set-budget NAME DATASET --rho R [--delta D]
+    grant NAME DATASET BUDGET                 grant DATASET to NAME with a budget
+    top-up NAME DATASET BUDGET                add to NAME's budget on DATASET
+    set-budget NAME DATASET BUDGET            set NAME's budget on DATASET
     list                                      analysts, grants, budgets, spent, remaining
+    datasets                                  each dataset's cap and what all spent on it
+    verify                                    check every ledger and each dataset's total
     audit [--limit N]                         the latest audit records
 
-Budgets are zCDP, read exactly as written (``0.1`` is 1/10; ``1/3`` is a
-third). Every change is recorded in the audit log (action ``admin:<command>``,
-the analyst it names). A problem is one line on stderr and exit code 2.
+A BUDGET is ``--rho R [--delta D]`` (zCDP: releases spend ρ), ``--epsilon E``
+(pure DP: releases spend ε) or ``--epsilon E --delta D`` ((ε, δ)-DP: releases
+spend ε and δ). A grant keeps the kind it was made with: a top-up or a new
+budget in another kind is refused (``--epsilon E`` alone tops up an (ε, δ)
+grant's ε). Budgets are read exactly as written (``0.1`` is 1/10; ``1/3`` is
+a third). Every change is recorded in the audit log (action
+``admin:<command>``, the analyst it names). A problem is one line on stderr
+and exit code 2.
 
 Example:
     >>> import tempfile
@@ -41,6 +48,14 @@ Example:
     analyst  dataset  budget rho  spent rho  remaining rho
     alice    sales    0.5         0          0.5
     0
+    >>> main([str(config), "add-analyst", "bob"])  # doctest: +ELLIPSIS
+    Token for analyst 'bob': pf_...
+    0
+    >>> main([str(config), "grant", "bob", "sales", "--epsilon", "1", "--delta", "1e-6"])
+    Granted 'sales' to 'bob' with epsilon=1, delta=1e-06.
+    0
+    >>> main([str(config), "top-up", "bob", "sales", "--rho", "1"])  # the grant keeps its kind
+    2
 """
 
 from __future__ import annotations
@@ -50,11 +65,12 @@ import sys
 from collections.abc import Sequence
 from fractions import Fraction
 
+from privframe.accounting._kinds import KINDS, Kind, Spendable, columns, with_article
 from privframe.accounting._report import figure
-from privframe.accounting.budgets import zCDP
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.api.server.config import ServerConfig, load_config
 from privframe.api.server.store import Store
-from privframe.errors import PrivframeError
+from privframe.errors import InvalidBudgetError, PrivframeError
 
 __all__ = ["main"]
 
@@ -104,8 +120,16 @@ def _parser() -> _Parser:
         command = commands.add_parser(name, help=text)
         command.add_argument("name", help="the analyst")
         command.add_argument("dataset", help="a dataset of the configuration")
-        command.add_argument("--rho", type=_amount, required=True, help="zCDP rho")
-        command.add_argument("--delta", type=_amount, default=Fraction(0), help="delta (0)")
+        budget = command.add_mutually_exclusive_group(required=True)
+        budget.add_argument("--rho", type=_amount, help="a zCDP budget's rho")
+        budget.add_argument(
+            "--epsilon",
+            type=_amount,
+            help="a pure-DP budget's epsilon; with --delta, an (epsilon, delta) budget's",
+        )
+        command.add_argument(
+            "--delta", type=_amount, help="delta (0 if left out; with --epsilon: (epsilon, delta))"
+        )
     commands.add_parser("list", help="analysts, their grants, budgets, spent and remaining")
     commands.add_parser(
         "datasets", help="each dataset's cap across analysts and what they spent together"
@@ -118,8 +142,35 @@ def _parser() -> _Parser:
     return parser
 
 
-def _show(budget: zCDP) -> str:
-    return f"rho={figure(budget.exact_rho)}, delta={figure(budget.exact_delta)}"
+def _show(budget: Spendable) -> str:
+    """A budget as the commands print it: ``rho=0.5, delta=0``, ``epsilon=1`` or with delta."""
+    if isinstance(budget, zCDP):
+        return f"rho={figure(budget.exact_rho)}, delta={figure(budget.exact_delta)}"
+    if isinstance(budget, PureDP):
+        return f"epsilon={figure(budget.exact_epsilon)}"
+    return f"epsilon={figure(budget.exact_epsilon)}, delta={figure(budget.exact_delta)}"
+
+
+_FLAGS = {
+    zCDP: "--rho R (and --delta D)",
+    PureDP: "--epsilon E",
+    ApproxDP: "--epsilon E (and --delta D)",
+}
+"""What the command line gives for a budget of each kind."""
+
+
+def _amount_of(args: argparse.Namespace, kind: Kind | None) -> Spendable:
+    """The budget the command line gives, of the kind ``kind`` of the grant it changes.
+
+    ``--rho`` makes a zCDP budget; ``--epsilon`` a PureDP one, or an ApproxDP
+    one with ``--delta`` or for an ApproxDP grant (whose ε alone it tops up).
+    """
+    delta = Fraction(0) if args.delta is None else args.delta
+    if args.rho is not None:
+        return zCDP(args.rho, delta)
+    if args.delta is None and kind is not ApproxDP:
+        return PureDP(args.epsilon)
+    return ApproxDP(args.epsilon, delta)
 
 
 def _dataset(config: ServerConfig, name: str) -> str:
@@ -139,7 +190,14 @@ def _token(name: str, token: str) -> None:
 
 def _budget_command(store: Store, config: ServerConfig, args: argparse.Namespace) -> str:
     dataset, name = _dataset(config, args.dataset), args.name
-    amount = zCDP(args.rho, args.delta)
+    granted = None if args.command == "grant" else store.budget(name, dataset)
+    amount = _amount_of(args, None if granted is None else type(granted))
+    if granted is not None and type(amount) is not type(granted):
+        kind = type(granted).__name__
+        raise InvalidBudgetError(
+            f"{name!r}'s grant on {dataset!r} is {with_article(kind)} budget ({_show(granted)}), "
+            f"and a grant keeps the kind it was made with: give {_FLAGS[type(granted)]}"
+        )
     if args.command == "grant":
         store.grant(name, dataset, amount)
         print(f"Granted {dataset!r} to {name!r} with {_show(amount)}.")
@@ -155,31 +213,45 @@ def _budget_command(store: Store, config: ServerConfig, args: argparse.Namespace
 
 
 def _list(store: Store) -> None:
-    """One row per grant (and per analyst without one); delta columns when a grant has delta."""
-    rows = [["analyst", "dataset", "budget rho", "spent rho", "remaining rho", "budget delta",
-             "spent delta"]]  # fmt: skip
+    """One row per grant (and per analyst without one); delta columns when a grant has delta.
+
+    With zCDP grants only, the amounts are ρ; otherwise a ``kind`` column
+    says what each row's amounts are (ρ, or ε), and spent is what the grant
+    was charged (for an (ε, δ) grant, the tight composition of its releases).
+    """
+    grants: list[tuple[str, str, Spendable, Spendable]] = []
+    analysts: list[str] = []
     for analyst in store.analysts():
         datasets = store.granted(analyst)
         if not datasets:
-            rows.append([analyst] + ["-"] * 6)
+            analysts.append(analyst)
         for dataset in datasets:
-            budget, spent = store.budget(analyst, dataset) or zCDP(0), store.spent(analyst, dataset)
-            left = max(budget.exact_rho - spent.exact_rho, Fraction(0))
-            figures = (
-                budget.exact_rho,
-                spent.exact_rho,
-                left,
-                budget.exact_delta,
-                spent.exact_delta,
-            )
-            rows.append([analyst, dataset, *map(figure, figures)])
-    if all(row[5] in ("0", "-") and row[6] in ("0", "-") for row in rows[1:]):
-        rows = [row[:5] for row in rows]
+            budget = store.budget(analyst, dataset) or zCDP(0)
+            grants.append((analyst, dataset, budget, store.spent(analyst, dataset)))
+    zcdp_only = all(isinstance(budget, zCDP) for _, _, budget, _ in grants)
+    header = ["analyst", "dataset", "budget rho", "spent rho", "remaining rho"]
+    if not zcdp_only:
+        header = ["analyst", "dataset", "kind", "budget", "spent", "remaining"]
+    rows = [[*header, "budget delta", "spent delta"]]
+    for analyst, dataset, budget, spent in grants:
+        (first, second), (used, used_delta) = columns(budget), columns(spent)
+        figures = (first, used, max(first - used, Fraction(0)), second, used_delta)
+        kind = [] if zcdp_only else [_unit(type(budget))]
+        rows.append([analyst, dataset, *kind, *map(figure, figures)])
+    rows += [[analyst] + ["-"] * (len(rows[0]) - 1) for analyst in analysts]
+    rows[1:] = sorted(rows[1:], key=lambda row: row[0])  # by analyst, each's grants in order
+    if all(row[-2] in ("0", "-") and row[-1] in ("0", "-") for row in rows[1:]):
+        rows = [row[:-2] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         )
+
+
+def _unit(kind: Kind) -> str:
+    """A grant's kind and the parameter its amounts are in, for the list."""
+    return f"{kind.__name__}({'rho' if kind is zCDP else 'epsilon'})"
 
 
 def _datasets(store: Store, config: ServerConfig) -> None:
@@ -190,7 +262,20 @@ def _datasets(store: Store, config: ServerConfig) -> None:
         if cap != dataset.cap:
             wanted = _show(dataset.cap) if dataset.cap is not None else "none"
             line += f" (the configuration says {wanted}: privframe serve applies it at start)"
-        print(f"{line}; all analysts together spent {_show(store.pool_spent(name))}")
+        kinds = {
+            type(store.budget(analyst, name))
+            for analyst in store.analysts()
+            if name in store.granted(analyst)
+        }
+        if len(kinds) > 1:
+            spent = "; ".join(
+                f"{kind.__name__} grants {_show(store.pool_spent(name, kind))}"
+                for kind in KINDS
+                if kind in kinds
+            )
+            print(f"{line}; all analysts together spent: {spent}")
+        else:
+            print(f"{line}; all analysts together spent {_show(store.pool_spent(name))}")
 
 
 def _audit(store: Store, limit: int) -> None:

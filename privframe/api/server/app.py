@@ -16,8 +16,8 @@ framework's own (an unknown route, a method a route does not take, an
 invalid query parameter, an unhandled exception) included: the type is a
 :mod:`privframe.errors` class the client raises again, and the message is the
 library's own, which never holds a data value nor repeats the request. Every request, answered or
-refused, is one record of the audit log, holding its route, status, the ρ a
-release asked, and the error type only.
+refused, is one record of the audit log, holding its route, status, the
+budget a release asked (ρ, or ε and δ), and the error type only.
 
 ==============================  ==========================================
 ``GET  /v1/datasets``           the datasets granted to the analyst

@@ -14,13 +14,19 @@ report specs)::
     [datasets.transactions]
     data = "transactions.parquet"
     privacy_unit = "user_id"
-    cap = { rho = 4.0 }           # optional: the total all analysts may spend
+    cap = { rho = 4.0 }           # optional: the total all analysts may spend (or epsilon)
     contributions = { max_groups = 3, max_rows_per_group = 5 }
     metadata.amount = { bounds = [0, 1000] }   # a CSV's: { type = "float64", bounds = ... }
     metadata.region = { keys = ["north", "south"] }
 
 A CSV's columns are read as text unless their ``type`` is declared in the
 metadata: types are published, so they never come from the values.
+
+A ``cap`` is read as a report's ``[budget]`` is: ``rho`` (and ``delta``) or
+``mu`` make a zCDP cap, ``epsilon`` a pure-DP one, ``epsilon`` and ``delta``
+an (ε, δ) one, which bounds (ε, δ) grants, or zCDP grants by the ρ it allows
+(as it did before grants could be of other kinds); ``docs/server.md`` says
+which grants each cap admits.
 
 Analysts, their tokens and their budgets are not in this file: they live in
 the server's database and change with ``privframe admin`` (a top-up is then a
@@ -51,7 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from privframe.accounting.budgets import to_zcdp, zCDP
+from privframe.accounting._kinds import Spendable
+from privframe.accounting.budgets import ApproxDP, PureDP, to_zcdp
 from privframe.api.spec_values import (
     SpecError,
     check_keys,
@@ -97,7 +104,8 @@ class DatasetConfig:
             ``missing``;
             analysts can read them, and SQL takes its bounds and keys from them.
         contributions: the default contribution limits for SQL.
-        cap: the most all analysts together may spend on this dataset, or None.
+        cap: the most all analysts together may spend on this dataset, or None: a
+            zCDP, PureDP or ApproxDP budget.
     """
 
     name: str
@@ -105,7 +113,7 @@ class DatasetConfig:
     privacy_unit: str
     metadata: Mapping[str, Mapping[str, Any]]
     contributions: Mapping[str, int] | None
-    cap: zCDP | None
+    cap: Spendable | None
 
 
 @dataclass(frozen=True)
@@ -175,9 +183,12 @@ def _dataset(name: str, raw: object, folder: Path) -> DatasetConfig:
     cap = None
     if "cap" in table:
         stated = spec_budget(spec_table(table["cap"], f"{where}.cap"), f"{where}.cap")
-        # A server's ledgers are zCDP: a cap in another kind becomes the ρ it allows, or is
-        # refused when it allows none (pure DP).
-        cap = spec_guard(f"{where}.cap", lambda: to_zcdp(stated))
+        # Kept in its kind (the database decides which grants it bounds); μ is its ρ.
+        cap = (
+            stated
+            if isinstance(stated, PureDP | ApproxDP)
+            else spec_guard(f"{where}.cap", lambda: to_zcdp(stated))
+        )
     contributions = None
     if "contributions" in table:
         limits = f"{where}.contributions"

@@ -4,7 +4,9 @@ The page is static; its script (served beside it, so the page's content
 security policy can forbid inline scripts) asks the API with the analyst's
 token for the datasets granted and each one's budget view: the same HTML as
 a Session's notebook view (:func:`~privframe.api.html.session_html`: the
-gauge, the guarantee in ρ, (ε, δ) and μ, and the ledger). The token is typed
+gauge, the guarantee, in ρ, (ε, δ) and μ for a zCDP grant and in ε (and δ)
+for a pure-DP or (ε, δ) one, with what basic composition would have charged
+an (ε, δ) grant, and the ledger). The token is typed
 into the page or given in the address's fragment (``/dashboard#token=...``),
 which browsers never send to a server, so it stays out of every access log;
 the script then removes it from the address bar.

@@ -36,9 +36,11 @@ from fractions import Fraction
 from typing import Any
 
 from privframe import errors
+from privframe.accounting._kinds import Spendable
 from privframe.accounting.accountant import Accountant
 from privframe.accounting.budgets import zCDP
 from privframe.api.html import session_html
+from privframe.api.query import Request
 from privframe.api.server.config import DatasetConfig, ServerConfig
 from privframe.api.server.store import Store
 from privframe.api.session import Session
@@ -49,6 +51,8 @@ from privframe.api.wire import (
     WIRE_VERSION,
     decode_plan_query,
     decode_request,
+    encode_budget,
+    encode_kind,
     encode_number,
     encode_released,
     encode_schema,
@@ -76,12 +80,11 @@ class RefusalError(Exception):
         self.status, self.kind, self.message, self.fields = status, kind, message, fields
 
 
-def _zcdp(budget: zCDP) -> dict[str, str]:
-    return {"rho": encode_number(budget.exact_rho), "delta": encode_number(budget.exact_delta)}
-
-
 def encode_report(session: Session, entries: bool = True) -> dict[str, Any]:
     """A session's budget report (and ledger) as JSON: exact budgets as rational text.
+
+    Each budget of the report is :func:`~privframe.api.wire.encode_budget`'s
+    object, whose keys say its kind (a zCDP report's are what they always were).
 
     Example:
         >>> import polars as pl
@@ -90,12 +93,15 @@ def encode_report(session: Session, entries: bool = True) -> dict[str, Any]:
         >>> sess = pf.Session(pl.DataFrame({"u": [1]}), "u", pf.zCDP(1.0))
         >>> encode_report(sess)["report"]["budget"]
         {'rho': '1', 'delta': '0'}
+        >>> pure = pf.Session(pl.DataFrame({"u": [1]}), "u", pf.PureDP(2.0))
+        >>> encode_report(pure)["report"]["remaining"]
+        {'epsilon': '2'}
     """
     report = session.report()
     fields: dict[str, Any] = {}
     for name in type(report).__dataclass_fields__:
         value = getattr(report, name)
-        fields[name] = _zcdp(value) if isinstance(value, zCDP) else value
+        fields[name] = value if isinstance(value, int | float | None) else encode_budget(value)
     ledger = [entry.to_dict() for entry in session.ledger] if entries else []
     return {"report": fields, "ledger": ledger}
 
@@ -107,7 +113,7 @@ def _columns(dataset: DatasetConfig) -> dict[str, Column]:
 
 @dataclass
 class _Cached:
-    budget: zCDP
+    budget: Spendable
     session: Session
 
 
@@ -138,7 +144,10 @@ class Served:
         self._sessions: dict[tuple[str, str], _Cached] = {}
         self._lock = threading.Lock()
         for name, dataset in config.datasets.items():
-            store.set_cap(name, dataset.cap)
+            try:
+                store.set_cap(name, dataset.cap)
+            except errors.InvalidValueError as err:
+                raise SpecError(f"datasets.{name}.cap: {err}") from None
             try:
                 types = declared_types(_columns(dataset))
                 open_input(dataset.data, dataset.privacy_unit, types=types)
@@ -156,7 +165,7 @@ class Served:
             raise RefusalError(401, "ServerError", "a valid bearer token is required")
         return analyst
 
-    def dataset(self, analyst: str, name: str) -> tuple[DatasetConfig, zCDP]:
+    def dataset(self, analyst: str, name: str) -> tuple[DatasetConfig, Spendable]:
         """The dataset and the analyst's budget on it; 404 unless it is served and granted.
 
         The database is asked either way, so that the time of the answer does
@@ -184,7 +193,7 @@ class Served:
                 self._sessions[(analyst, name)] = cached
             return cached.session
 
-    def _open(self, analyst: str, dataset: DatasetConfig, budget: zCDP) -> Session:
+    def _open(self, analyst: str, dataset: DatasetConfig, budget: Spendable) -> Session:
         accountant = Accountant(budget, ledger=self.store.ledger(analyst, dataset.name))
         limits = dataset.contributions
         return Session(
@@ -204,7 +213,12 @@ class Served:
         return {"datasets": [name for name in names if name in self.config.datasets]}
 
     def describe(self, analyst: str, name: str) -> dict[str, Any]:
-        """A dataset's public facts: privacy unit, schema, metadata, contribution limits."""
+        """A dataset's public facts (privacy unit, schema, metadata, limits) and the grant's kind.
+
+        ``budget_kind`` says what the analyst's releases spend: ``"zcdp"``
+        (ρ), ``"pure_dp"`` (ε) or ``"approx_dp"`` (ε and δ). A client that
+        does not read it (an older one) spends ρ.
+        """
         session = self.session(analyst, name)
         dataset = self.config.datasets[name]
         return {
@@ -214,6 +228,7 @@ class Served:
             "metadata": {column: dict(facts) for column, facts in dataset.metadata.items()},
             "contributions": dataset.contributions,
             "version": WIRE_VERSION,
+            "budget_kind": encode_kind(session.budget_kind),
         }
 
     def budget(self, analyst: str, name: str, entries: bool = True) -> dict[str, Any]:
@@ -231,37 +246,54 @@ class Served:
         return {"schema": encode_schema(session.check(decoded, with_error))}
 
     def explain(self, analyst: str, name: str, request: dict[str, Any]) -> dict[str, Any]:
-        """The budget facts an explanation needs, for a request checked like a release."""
+        """The budget facts an explanation needs, for a request checked like a release.
+
+        The plan is explained here as a local Session would (so a refusal is
+        the local one); the client derives the same explanation from these
+        public facts: the budget a release would spend (``affordable``: ρ, or
+        ε for a pure-DP or (ε, δ) grant), the δ a private selection spends
+        and the reporting δ (zCDP), whether the data has a privacy unit, the
+        cost, and the grant's ``kind``.
+        """
         session = self.session(analyst, name)
         asked = decode_request(request, session)
-        plan, options, rho = asked.query.plan, asked.options, asked.rho
-        assert rho is not None  # a request on the wire always has its rho
-        explanation = session.explain(plan, rho, options.weights, options.delta)
+        plan, options = asked.query.plan, asked.options
+        explanation = session.explain(
+            plan, asked.rho, options.weights, options.delta, epsilon=asked.epsilon
+        )
         cost = explanation.plan.cost
-        assert isinstance(cost, zCDP)  # a grant is a zCDP budget
+        facts: dict[str, Any] = {
+            "kind": encode_kind(session.budget_kind),
+            "has_unit": session.privacy_unit is not None,
+            "cost": encode_budget(cost),
+            "reporting_delta": encode_number(session.accountant.delta),
+        }
+        if not isinstance(cost, zCDP):
+            assert asked.epsilon is not None  # the session refused rho above
+            affordable = session.accountant.affordable(asked.epsilon)
+            return {**facts, "affordable": encode_number(affordable), "delta": None}
+        assert asked.rho is not None  # the session refused epsilon above
         # The δ a private selection spends is its cost's δ; a plan that selects nothing spends none.
         delta = cost.exact_delta if selects(plan) else None
         return {
-            "affordable": encode_number(session.accountant.affordable(rho)),
+            **facts,
+            "affordable": encode_number(session.accountant.affordable(asked.rho)),
             "delta": None if delta is None else encode_number(delta),
-            "reporting_delta": encode_number(session.accountant.delta),
-            "has_unit": session.privacy_unit is not None,
-            "cost": _zcdp(cost),
         }
 
     def release(
         self, analyst: str, name: str, requests: list[dict[str, Any]], noted: dict[str, str]
     ) -> dict[str, Any]:
-        """Requests released all or nothing; ``noted["asked"]`` gets their ρ for the audit log.
+        """Requests released all or nothing; ``noted["asked"]`` gets their budget for the audit log.
 
-        The answer is built only once :meth:`Batch.release <privframe.plan.release.Batch.release>`
+        What they ask, added up: ``rho=...`` (zCDP), ``epsilon=...`` (and
+        ``delta=...`` when an (ε, δ) grant's requests spend δ). The answer is
+        built only once :meth:`Batch.release <privframe.plan.release.Batch.release>`
         has returned, that is once the charge is committed to the database.
         """
         session = self.session(analyst, name)
         decoded = [decode_request(r, session) for r in requests]
-        noted["asked"] = (
-            f"rho={encode_number(sum((exact('rho', r.rho) for r in decoded), Fraction(0)))}"
-        )
+        noted["asked"] = _asked(decoded)
         batch = session.batch(decoded)
         tables = batch.release()
         return {
@@ -277,3 +309,16 @@ class Served:
                 cached.session.accountant.close()
             self._sessions.clear()
         self.store.close()
+
+
+def _asked(requests: list[Request]) -> str:
+    """What ``requests`` ask, added up, for the audit log (public: the analyst chose it)."""
+    if all(r.rho is not None for r in requests):
+        return f"rho={encode_number(sum((exact('rho', r.rho) for r in requests), Fraction(0)))}"
+    epsilon = sum((exact("epsilon", r.epsilon or 0) for r in requests), Fraction(0))
+    delta = sum(
+        (exact("delta", r.options.delta or 0) for r in requests if r.epsilon is not None),
+        Fraction(0),
+    )
+    spent = f", delta={encode_number(delta)}" if delta else ""
+    return f"epsilon={encode_number(epsilon)}{spent}"

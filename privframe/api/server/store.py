@@ -9,16 +9,21 @@ URL with the ``[postgres]`` extra) holds everything the server keeps:
   salt, compared in constant time. A rotated or revoked token stops working.
 * **grants**: an analyst's budget on a dataset, with the ledger of what it
   spent there (a :class:`~privframe.accounting.ledger.DatabaseLedger`, id
-  ``"<analyst>/<dataset>"``, in the dataset's pool). The dataset's optional
-  cap bounds what all analysts together spend on it. Budgets are exact and
-  the database is authoritative: a top-up or a lowered budget applies to
-  the next spend, even of a server already running.
+  ``"<analyst>/<dataset>"``, in the dataset's pool). A budget is a zCDP, a
+  pure-DP (:class:`~privframe.PureDP`) or an (ε, δ) one
+  (:class:`~privframe.ApproxDP`), and a grant keeps the kind it was made
+  with: its releases spend ρ, or ε (and δ). The dataset's optional cap
+  bounds what all analysts together spend on it (a capped dataset's grants
+  are of one kind, which its cap bounds). Budgets are exact and the database
+  is authoritative: a top-up or a lowered budget applies to the next spend,
+  even of a server already running.
 * the **audit log**: one record per request or refusal (time, analyst,
   action, dataset, status, and a public detail the caller gives, never a
   data value).
 
 Example:
     >>> import os, tempfile
+    >>> import privframe as pf
     >>> from privframe import zCDP
     >>> from privframe.api.server.store import Store
     >>> with tempfile.TemporaryDirectory() as d:
@@ -26,8 +31,11 @@ Example:
     ...     token = store.add_analyst("alice")
     ...     store.grant("alice", "sales", zCDP(1.0))
     ...     print(store.authenticate(token), store.granted("alice"), store.budget("alice", "sales"))
+    ...     store.grant("alice", "visits", pf.PureDP(2.0))
+    ...     print(store.budget("alice", "visits"))
     ...     store.close()
     alice ['sales'] zCDP(rho=1.0, delta=0.0)
+    PureDP(epsilon=2.0)
 """
 
 from __future__ import annotations
@@ -40,7 +48,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from privframe.accounting.budgets import zCDP
+from privframe.accounting._kinds import KINDS, Kind, Spendable
+from privframe.accounting.accountant import Accountant
+from privframe.accounting.budgets import ApproxDP
 from privframe.accounting.ledger import DatabaseLedger, DatabaseLedgers, Transaction
 from privframe.api.server.config import NAME
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -100,12 +110,13 @@ def _checked_name(value: object, what: str) -> str:
     return value
 
 
-def _budget(value: object, what: str) -> zCDP:
-    if not isinstance(value, zCDP):
+def _budget(value: object, what: str) -> Spendable:
+    if type(value) not in KINDS:
         raise InvalidArgumentError(
-            f"{what} must be a zCDP (privframe.zCDP), got {type(value).__name__}"
+            f"{what} must be a zCDP, PureDP or ApproxDP budget (privframe.zCDP, privframe.PureDP, "
+            f"privframe.ApproxDP), got {type(value).__name__}"
         )
-    return value
+    return value  # type: ignore[return-value]  # one of KINDS, checked above
 
 
 def _text(value: str, limit: int) -> str:
@@ -301,13 +312,16 @@ class Store:
 
     # -- grants and budgets ---------------------------------------------------------------
 
-    def grant(self, analyst: str, dataset: str, budget: zCDP) -> None:
+    def grant(self, analyst: str, dataset: str, budget: Spendable) -> None:
         """Grant ``dataset`` to ``analyst`` with ``budget`` (its ledger starts empty).
 
+        ``budget`` is a zCDP, PureDP or ApproxDP budget; the grant keeps its kind.
+
         Raises:
-            InvalidValueError: an invalid name, no such analyst, or the dataset
+            InvalidValueError: an invalid name, no such analyst, the dataset
                 is granted already (change its budget with :meth:`top_up` or
-                :meth:`set_budget`).
+                :meth:`set_budget`), or the dataset's cap does not bound a
+                grant of this kind.
         """
         _budget(budget, "budget")
         with self._db.transaction("checking the analyst", write=False) as tx:
@@ -320,11 +334,13 @@ class Store:
             )
         self.ledgers.create(ledger, dataset, budget)
 
-    def top_up(self, analyst: str, dataset: str, extra: zCDP) -> zCDP:
+    def top_up(self, analyst: str, dataset: str, extra: Spendable) -> Spendable:
         """Add ``extra`` to ``analyst``'s budget on ``dataset``; the new budget.
 
         Raises:
             InvalidValueError: the dataset is not granted to the analyst.
+            InvalidBudgetError: ``extra`` is of another kind than the grant
+                (a grant keeps the kind it was made with).
 
         Example:
             >>> import os, tempfile
@@ -340,28 +356,41 @@ class Store:
         _budget(extra, "extra")
         return self.ledgers.top_up(self._granted_ledger(analyst, dataset), extra)
 
-    def set_budget(self, analyst: str, dataset: str, budget: zCDP) -> None:
+    def set_budget(self, analyst: str, dataset: str, budget: Spendable) -> None:
         """Set ``analyst``'s budget on ``dataset`` (below what it spent: nothing more fits).
 
         Raises:
             InvalidValueError: the dataset is not granted to the analyst.
+            InvalidBudgetError: ``budget`` is of another kind than the grant.
         """
         _budget(budget, "budget")
         self.ledgers.set_budget(self._granted_ledger(analyst, dataset), budget)
 
-    def budget(self, analyst: str, dataset: str) -> zCDP | None:
-        """``analyst``'s budget on ``dataset``, or None when it is not granted (or no such name)."""
+    def budget(self, analyst: str, dataset: str) -> Spendable | None:
+        """``analyst``'s budget on ``dataset`` (of the grant's kind), or None when not granted."""
         if not all(isinstance(n, str) and NAME.fullmatch(n) for n in (analyst, dataset)):
             return None
         return self.ledgers.budget(_ledger_id(analyst, dataset))
 
-    def spent(self, analyst: str, dataset: str) -> zCDP:
-        """What ``analyst`` spent on ``dataset``, exactly.
+    def spent(self, analyst: str, dataset: str) -> Spendable:
+        """What ``analyst``'s releases on ``dataset`` were charged, exactly: what its session shows.
+
+        The sum of its releases' costs; for an (ε, δ) grant the tight
+        composition its accountant charges (never more than their sum, which
+        :meth:`pool_spent` adds up against the cap).
 
         Raises:
             InvalidValueError: the dataset is not granted to the analyst.
         """
-        return self.ledgers.spent(self._granted_ledger(analyst, dataset))
+        ledger_id = self._granted_ledger(analyst, dataset)
+        total = self.ledgers.spent(ledger_id)
+        if not isinstance(total, ApproxDP):
+            return total
+        ledger = self.ledgers.open(ledger_id)
+        try:
+            return Accountant(ledger.budget, ledger=ledger).spent
+        finally:
+            ledger.close()
 
     def granted(self, analyst: str) -> list[str]:
         """The datasets granted to ``analyst``, sorted (none for an unknown analyst)."""
@@ -381,7 +410,7 @@ class Store:
         if self.ledgers.budget(ledger) is None:
             raise InvalidValueError(
                 f"analyst {analyst!r} has no grant on {dataset!r}; grant it first "
-                "(privframe admin CONFIG grant NAME DATASET --rho R)"
+                "(privframe admin CONFIG grant NAME DATASET --rho R, or --epsilon E)"
             )
         return ledger
 
@@ -419,13 +448,23 @@ class Store:
             self.ledgers.verify_pool(dataset)
         return count
 
-    def set_cap(self, dataset: str, cap: zCDP | None) -> None:
-        """Set (None: remove) the cap on what all analysts together may spend on ``dataset``."""
+    def set_cap(self, dataset: str, cap: Spendable | None) -> None:
+        """Set (None: remove) the cap on what all analysts together may spend on ``dataset``.
+
+        Raises:
+            InvalidValueError: the dataset's grants are of a kind the cap does
+                not bound, or of several kinds.
+        """
         _checked_name(dataset, "dataset")
         self.ledgers.set_cap(dataset, None if cap is None else _budget(cap, "cap"))
 
-    def pool_spent(self, dataset: str) -> zCDP:
-        """What all analysts together spent on ``dataset``, exactly.
+    def pool_spent(self, dataset: str, kind: Kind | None = None) -> Spendable:
+        """What all analysts' releases on ``dataset`` add up to, exactly (what its cap bounds).
+
+        Of the kind of its grants; a dataset without a cap may have grants of
+        several kinds: ``kind`` then says which to total
+        (:meth:`DatabaseLedgers.pool_spent
+        <privframe.accounting.ledger.DatabaseLedgers.pool_spent>`).
 
         Example:
             >>> import os, tempfile
@@ -442,7 +481,7 @@ class Store:
             ...         print(store.pool_spent("sales"))
             zCDP(rho=0.5, delta=0.0)
         """
-        return self.ledgers.pool_spent(_checked_name(dataset, "dataset"))
+        return self.ledgers.pool_spent(_checked_name(dataset, "dataset"), kind)
 
     # -- the audit log --------------------------------------------------------------------
 

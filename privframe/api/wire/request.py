@@ -1,29 +1,33 @@
-"""A release request on the wire: a plan or SQL text, and the release's options.
+"""A release request on the wire: a plan or SQL text, its budget, and the release's options.
 
 ::
 
     {"version": 1,
      "plan": <plan>,                 # or "sql": "SELECT ...", never both
-     "rho": "1/10",                  # exact rational text (wire.values)
+     "rho": "1/10",                  # exact rational text (wire.values); or "epsilon"
      "delta": "1/1000000",           # or null
      "with_error": false, "label": "", "clamp": true, "intervals": false, "total": false,
      "weights": null}     # or {"weights": {"amount_sum": 2.0}}, or
                           # {"balance": {"rows": 500, "expected": {"amount_sum": 2e4}}}
 
-The options are the fields of
+The budget is exactly one of ``rho`` (a zCDP grant's release) and
+``epsilon`` (a pure-DP or (ε, δ) grant's, whose δ is the ``delta``
+option). The options are the fields of
 :class:`~privframe.plan.release_options.ReleaseOptions`, each under its
 own name: booleans and strings as they are, ``delta`` and ``weights`` as
 above. A client leaves out the options at their defaults (a missing key
 reads as its default), so a request that uses no option newer than a
-server is read by that server.
+server is read by that server: a zCDP request is what it was before
+``epsilon`` could be sent, and the wire's version stays 1.
 
 The server rebuilds a plan through its session's query builder
 (:func:`~privframe.api.wire.plan.decode_plan_query`) and parses SQL text
 with its session's ``parse_sql``, then makes the request as a local query
-makes it (``.request_with(rho, options)``): every check runs again on the server. A SQL
-query whose ``OPTIONS(epsilon, delta)`` set its budget is parsed again
-there, and refused unless the ρ and δ it spends are the ones the client
-sent.
+makes it (``.request_with(rho, options, epsilon=epsilon)``): every check
+runs again on the server, the session's refusal of the other budget
+parameter included. A SQL query whose ``OPTIONS(epsilon, delta)`` set its
+budget is parsed again there, and refused unless what it spends (ρ and δ in
+a zCDP session, ε and δ in the others) is what the client sent.
 
 Example:
     >>> import json
@@ -38,6 +42,10 @@ Example:
     >>> decoded = decode_request(data, sess)
     >>> decoded.rho, decoded.options.label, sess.release_all([decoded])[0].columns
     (Fraction(1, 10), 'n', ['count'])
+    >>> pure = pf.Session(pl.DataFrame({"x": [1.0, 2.0]}), None, pf.PureDP(1.0))
+    >>> data = encode_request(pure.query().agg(pf.count()).request(epsilon=0.5))
+    >>> data["epsilon"], decode_request(data, pure).epsilon
+    ('1/2', Fraction(1, 2))
 """
 
 from __future__ import annotations
@@ -112,9 +120,12 @@ def encode_request(request: Request) -> dict[str, Any]:
         raise WireError(f"{_WHERE}: a request that post-processes its table is sent as SQL text")
     else:
         data["plan"] = encode_plan(request.query.plan, f"{_WHERE}.plan")
-    if request.rho is None:
-        raise WireError(f"{_WHERE}: a request on the wire spends rho (a server's grants are zCDP)")
-    data["rho"] = encode_number(request.rho)
+    if (request.rho is None) == (request.epsilon is None):
+        raise WireError(f"{_WHERE}: a request on the wire spends exactly one of rho and epsilon")
+    if request.rho is not None:
+        data["rho"] = encode_number(request.rho)
+    else:
+        data["epsilon"] = encode_number(request.epsilon)  # type: ignore[arg-type]  # not None
     options = request.options
     for name in options.given():
         data[name] = _codec(name)[0](getattr(options, name))
@@ -129,7 +140,7 @@ def decode_request(data: object, session: WireSession) -> Request:
             one the builder refuses.
         PrivframeError: SQL text the session's parser refuses (:class:`SQLError`).
     """
-    top = read_object(data, _WHERE, _KEYS, ("version", "rho"))
+    top = read_object(data, _WHERE, _KEYS, ("version",))
     version = read_int(top["version"], f"{_WHERE}.version")
     if version != WIRE_VERSION:
         raise WireError(
@@ -137,7 +148,15 @@ def decode_request(data: object, session: WireSession) -> Request:
         )
     if ("plan" in top) == ("sql" in top):
         raise WireError(f"{_WHERE}: give exactly one of 'plan' and 'sql'")
-    rho = decode_number(top["rho"], f"{_WHERE}.rho")
+    if "rho" in top and "epsilon" in top:
+        raise WireError(f"{_WHERE}: give exactly one of 'rho' and 'epsilon', not both")
+    if "rho" not in top and "epsilon" not in top:
+        raise WireError(
+            f"{_WHERE}: missing key 'rho' (or 'epsilon', the budget of a pure-DP or "
+            "(epsilon, delta) grant's release)"
+        )
+    rho = decode_number(top["rho"], f"{_WHERE}.rho") if "rho" in top else None
+    epsilon = decode_number(top["epsilon"], f"{_WHERE}.epsilon") if "epsilon" in top else None
     # δ stays exact: the release pipeline reads it as a Number (selection_delta).
     given = {
         name: _codec(name)[1](top[name], f"{_WHERE}.{name}") for name in _OPTIONS if name in top
@@ -145,25 +164,34 @@ def decode_request(data: object, session: WireSession) -> Request:
     options = guarded(_WHERE, lambda: ReleaseOptions(**given))
     if "sql" in top:
         text = read_string(top["sql"], f"{_WHERE}.sql", empty=False)
-        return _sql_request(session.parse_sql(text), rho, options)
+        return _sql_request(session.parse_sql(text), rho, epsilon, options)
     query = decode_plan_query(top["plan"], session.query(), f"{_WHERE}.plan")
-    return guarded(_WHERE, lambda: query.request_with(rho, options))
+    return guarded(_WHERE, lambda: query.request_with(rho, options, epsilon=epsilon))
 
 
-def _sql_request(parsed: SQLQuery, rho: Fraction, options: ReleaseOptions) -> Request:
-    """The SQL query's request; with OPTIONS, only if they spend the ρ and δ that were sent."""
-    if parsed.spend() is None:
-        return parsed.request_with(rho, options)
+def _sql_request(
+    parsed: SQLQuery, rho: Fraction | None, epsilon: Fraction | None, options: ReleaseOptions
+) -> Request:
+    """The SQL query's request; with OPTIONS, only if they spend the budget that was sent.
+
+    That is the ρ and δ they convert to in a zCDP session, their ε and δ in the others.
+    """
+    if not parsed.carries_budget:
+        return parsed.request_with(rho, options, epsilon=epsilon)
     request = parsed.request_with(None, dataclasses.replace(options, delta=None))
-    sent = (rho, options.delta)
+    name = "rho" if request.rho is not None else "epsilon"
+    amount = request.rho if request.rho is not None else request.epsilon
+    sent = (rho if name == "rho" else epsilon, options.delta)
     spent = (
-        exact("rho", request.rho),
+        exact(name, amount),
         None if request.options.delta is None else exact("delta", request.options.delta),
     )
-    if sent != spent:
+    other, other_sent = ("epsilon", epsilon) if name == "rho" else ("rho", rho)
+    if sent != spent or other_sent is not None:
+        shown_sent = f"{name}={sent[0]}" if sent[0] is not None else f"{other}={other_sent}"
         raise WireError(
-            f"{_WHERE}.rho: the query's OPTIONS spend rho={spent[0]} and delta={spent[1]}, "
-            f"not the rho={sent[0]} and delta={sent[1]} that were sent"
+            f"{_WHERE}.{name}: the query's OPTIONS spend {name}={spent[0]} and "
+            f"delta={spent[1]}, not the {shown_sent} and delta={sent[1]} that were sent"
         )
     return request
 
@@ -227,7 +255,7 @@ def _decode_weights(data: object, where: str) -> Mapping[str, float] | Balance |
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(ReleaseOptions)}
 _OPTIONS = tuple(_DEFAULTS)
-_KEYS = ("version", "plan", "sql", "rho", *_OPTIONS)
+_KEYS = ("version", "plan", "sql", "rho", "epsilon", *_OPTIONS)
 _CODECS: Mapping[str, tuple[Encode, Decode]] = {
     "delta": (_encode_delta, _decode_delta),
     "weights": (_encode_weights, _decode_weights),

@@ -15,9 +15,13 @@
 - A **table** (a public join table, a key set) is ``{"columns": [{"name":
   ..., "type": ..., "values": [...]}, ...]}``; a **schema** is a list of
   ``{"name": ..., "type": ...}``.
-- An **exact number** (ρ, δ) is the text of a non-negative rational,
+- An **exact number** (ρ, ε, δ) is the text of a non-negative rational,
   ``"1/10"`` or ``"3"``: read as privframe reads a budget parameter (a float
   0.1 is 1/10, the decimal the user typed; :func:`privframe.numeric.exact`).
+- A **budget** is an object of exact numbers whose keys say its kind:
+  ``{"rho", "delta"}`` a zCDP, ``{"epsilon"}`` a PureDP and ``{"epsilon",
+  "delta"}`` an ApproxDP budget; a **budget kind** is ``"zcdp"``,
+  ``"pure_dp"`` or ``"approx_dp"`` (the names a ledger records).
 
 Example:
     >>> import polars as pl
@@ -45,6 +49,8 @@ import numpy as np
 import polars as pl
 from polars.datatypes import DataTypeClass
 
+from privframe.accounting._kinds import Kind, Spendable, kind_of, model_name
+from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.api.wire.reading import (
     MAX_DEPTH,
     MAX_ITEMS,
@@ -61,14 +67,18 @@ from privframe.api.wire.reading import (
 from privframe.numeric import Number, exact
 
 __all__ = [
+    "decode_budget",
     "decode_dtype",
+    "decode_kind",
     "decode_number",
     "decode_released",
     "decode_schema",
     "decode_table",
     "decode_value",
     "decode_values",
+    "encode_budget",
     "encode_dtype",
+    "encode_kind",
     "encode_number",
     "encode_released",
     "encode_schema",
@@ -133,6 +143,80 @@ def decode_number(text: object, where: str = "number") -> Fraction:
     if int(denominator) == 0:
         raise WireError(f"{where}: a rational with denominator 0")
     return Fraction(int(numerator), int(denominator))
+
+
+def encode_budget(budget: Spendable) -> dict[str, str]:
+    """A zCDP, PureDP or ApproxDP budget as exact numbers under its parameters' names.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.api.wire import encode_budget
+        >>> encode_budget(pf.zCDP(0.5)), encode_budget(pf.PureDP(0.1))
+        ({'rho': '1/2', 'delta': '0'}, {'epsilon': '1/10'})
+        >>> encode_budget(pf.ApproxDP(1, 1e-6))
+        {'epsilon': '1', 'delta': '1/1000000'}
+    """
+    if isinstance(budget, zCDP):
+        return {"rho": encode_number(budget.exact_rho), "delta": encode_number(budget.exact_delta)}
+    if isinstance(budget, PureDP):
+        return {"epsilon": encode_number(budget.exact_epsilon)}
+    if isinstance(budget, ApproxDP):
+        return {
+            "epsilon": encode_number(budget.exact_epsilon),
+            "delta": encode_number(budget.exact_delta),
+        }
+    raise WireError(f"a {type(budget).__name__} budget has no wire form")
+
+
+def decode_budget(data: object, where: str = "budget") -> Spendable:
+    """The budget of :func:`encode_budget`'s object; its keys say its kind.
+
+    Example:
+        >>> from privframe.api.wire import decode_budget
+        >>> decode_budget({"epsilon": "1/2"}), decode_budget({"rho": "1", "delta": "0"})
+        (PureDP(epsilon=0.5), zCDP(rho=1.0, delta=0.0))
+    """
+    given = read_object(data, where, ("rho", "epsilon", "delta"))
+    numbers = {key: decode_number(value, f"{where}.{key}") for key, value in given.items()}
+    if set(numbers) == {"rho", "delta"}:
+        return guarded(where, lambda: zCDP(numbers["rho"], numbers["delta"]))
+    if set(numbers) == {"epsilon"}:
+        return guarded(where, lambda: PureDP(numbers["epsilon"]))
+    if set(numbers) == {"epsilon", "delta"}:
+        return guarded(where, lambda: ApproxDP(numbers["epsilon"], numbers["delta"]))
+    raise WireError(
+        f"{where}: expected rho and delta, epsilon, or epsilon and delta, got "
+        f"{', '.join(sorted(numbers)) or 'none of them'}"
+    )
+
+
+def encode_kind(kind: Kind) -> str:
+    """A budget kind's wire name: ``"zcdp"``, ``"pure_dp"`` or ``"approx_dp"``.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.api.wire import encode_kind
+        >>> encode_kind(pf.PureDP)
+        'pure_dp'
+    """
+    return model_name(kind)
+
+
+def decode_kind(text: object, where: str = "kind") -> Kind:
+    """The budget kind a wire name stands for.
+
+    Example:
+        >>> from privframe.api.wire import decode_kind
+        >>> decode_kind("approx_dp").__name__
+        'ApproxDP'
+    """
+    name = read_string(text, where)
+    problem = ""
+    try:
+        return kind_of(name)
+    except ValueError as err:
+        problem = str(err)
+    raise WireError(f"{where}: {problem}")
 
 
 def encode_dtype(dtype: PolarsType) -> Any:
