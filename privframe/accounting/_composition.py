@@ -145,6 +145,22 @@ def description_events(description: object) -> list[Event] | None:
     raise InvalidValueError(f"the description's events are malformed: {problem}")
 
 
+def recorded_events(description: object) -> list[Event] | None:
+    """A recorded entry's events, or None when it has none or they do not parse.
+
+    Events that do not parse (written by hand, or by a newer privframe) make
+    the entry count as a generic (ε, δ)-DP release: never less than charged.
+
+    Example:
+        >>> recorded_events({"events": [{"type": "unknown"}]}) is None
+        True
+    """
+    try:
+        return description_events(description)
+    except InvalidValueError:
+        return None
+
+
 def _pure_epsilon(events: Sequence[Event]) -> Fraction | None:
     """Σε of the events if every one is ε-DP (the sure bound of their loss), else None.
 

@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from privframe import numeric
-from privframe.accounting._composition import Composition, description_events
+from privframe.accounting._composition import Composition, description_events, recorded_events
 from privframe.accounting._kinds import KINDS, Kind, Spendable, columns, from_columns, with_article
 from privframe.accounting._report import BudgetReport, figure, refusal
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, PureDP, to_zcdp, zCDP
@@ -89,7 +89,6 @@ from privframe.errors import (
     BudgetExceededError,
     InvalidArgumentError,
     InvalidBudgetError,
-    InvalidValueError,
     LedgerError,
     SeededRandomnessWarning,
 )
@@ -818,7 +817,9 @@ class Accountant:
         entries = self._ledger.entries
         if len(entries) > state.count:
             for entry in entries[state.count :]:
-                state = state.add(entry.exact_rho, entry.exact_delta, _recorded_events(entry))
+                state = state.add(
+                    entry.exact_rho, entry.exact_delta, recorded_events(entry.description)
+                )
             self._remember(state)
         return state
 
@@ -950,18 +951,6 @@ def _shown(cost: Spendable) -> str:
     if isinstance(cost, PureDP):
         return f"epsilon={figure(cost.exact_epsilon)}"
     return f"epsilon={figure(cost.exact_epsilon)} delta={figure(cost.exact_delta)}"
-
-
-def _recorded_events(entry: LedgerEntry) -> list[Event] | None:
-    """A recorded entry's events, or None when it has none or they do not parse.
-
-    Events that do not parse (written by hand, or by a newer privframe) make
-    the entry count as a generic (ε, δ)-DP release: never less than charged.
-    """
-    try:
-        return description_events(entry.description)
-    except InvalidValueError:
-        return None
 
 
 def _warn_seeded(label: str) -> None:

@@ -217,7 +217,7 @@ def _check_cost(sess: Session | RemoteSession, cost: Spendable) -> None:
     if isinstance(sess, Session):
         sess.check_cost(cost)
         return
-    assert isinstance(cost, zCDP)  # a server's budgets are zCDP, and its queries spend rho
+    assert isinstance(cost, zCDP)  # a report on a server spends rho (its spec is zCDP)
     sess.check_cost(cost)
 
 

@@ -107,7 +107,9 @@ class Spending:
         if isinstance(budget, ApproxDP):
             return cls("approx", "epsilon", "(epsilon, delta)-DP ([budget] epsilon and delta)")
         if budget is None:
-            return cls("zcdp", "rho", "zCDP (a server's budgets are)")
+            return cls(
+                "zcdp", "rho", "zCDP (a report on a server spends rho: it needs a zCDP grant)"
+            )
         return cls("zcdp", "rho", "zCDP")
 
     @property

@@ -72,7 +72,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
-from privframe.accounting._composition import Composition, description_events
+from privframe.accounting._composition import Composition, recorded_events
 from privframe.accounting._kinds import (
     Kind,
     Spendable,
@@ -85,7 +85,6 @@ from privframe.accounting._kinds import (
 )
 from privframe.accounting._report import figure, refusal
 from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
-from privframe.accounting.events import Event
 from privframe.accounting.ledger._database_rows import (
     LEDGERS_SCHEMA_VERSION,
     MIGRATIONS,
@@ -490,18 +489,6 @@ def _stored(row: tuple[Any, ...], where: str) -> Spendable:
     return stored_amount(stored_kind(row[2], where), row[:2], where)
 
 
-def _recorded_events(entry: LedgerEntry) -> list[Event] | None:
-    """A recorded entry's events, or None when it has none or they do not parse.
-
-    As an accountant reads a recorded entry: events that do not parse count
-    the entry as a generic (ε, δ)-DP release, never less than it was charged.
-    """
-    try:
-        return description_events(entry.description)
-    except InvalidValueError:
-        return None
-
-
 class DatabaseLedger(Ledger):
     """One ledger of a :class:`DatabaseLedgers`: its entries, totals and budget in the database.
 
@@ -689,7 +676,9 @@ class DatabaseLedger(Ledger):
             state = self._folded(tx)
             composed = state
             for entry in entries:
-                composed = composed.add(entry.exact_rho, entry.exact_delta, _recorded_events(entry))
+                composed = composed.add(
+                    entry.exact_rho, entry.exact_delta, recorded_events(entry.description)
+                )
             self._pending = composed
             spent, after = (state.epsilon, state.delta), composed.epsilon
             over = composed.epsilon > limit[0] or composed.delta > limit[1]
@@ -766,7 +755,9 @@ class DatabaseLedger(Ledger):
         if len(entries) != count - start or last != self._head:
             raise damaged(self._where, "its entries do not end at its recorded head")
         for entry in entries:
-            state = state.add(entry.exact_rho, entry.exact_delta, _recorded_events(entry))
+            state = state.add(
+                entry.exact_rho, entry.exact_delta, recorded_events(entry.description)
+            )
         self._composition = state
         return state
 
