@@ -107,10 +107,10 @@ from privframe.api.wire import (
 )
 from privframe.engines.inputs import exact_pandas
 from privframe.numeric import Number, round_up
-from privframe.plan.explanation import Explanation, explain, explained
+from privframe.plan.explanation import Explanation, explain, explained, with_charge
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import plan_approx_release, plan_pure_release
-from privframe.plan.release import added, zero_cost
+from privframe.plan.release import added, describe, zero_cost
 from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 
@@ -407,7 +407,8 @@ machine: ...
             return explained(plan, plan_pure_release(plan, facts["has_unit"], affordable, weights))
         if self._kind is ApproxDP:
             release = plan_approx_release(plan, facts["has_unit"], affordable, delta or 0, weights)
-            return explained(plan, release)
+            after = self._replayed().spent_after(release.cost, description=describe(plan, release))
+            return with_charge(explained(plan, release), *after)
         chosen = facts["delta"]
         return explain(
             plan,
@@ -480,6 +481,15 @@ machine: ...
         ledger = tuple(LedgerEntry.from_dict(entry) for entry in answer["ledger"])
         return BudgetReport(**fields), ledger
 
+    def _replayed(self) -> Accountant:
+        """A local accountant over this analyst's ledger as recorded: it checks as a Session."""
+        report, entries = self._budget()
+        ledger = Ledger(kind=self._kind)
+        for entry in entries:
+            ledger.append(entry.exact_rho, entry.exact_delta, label=entry.label,
+                          description=entry.description, seeded=entry.seeded)  # fmt: skip
+        return Accountant(report.budget, ledger=ledger)
+
     def check_cost(self, cost: Spendable) -> None:
         """Refuse a ``cost`` over what this analyst has left now; spends nothing.
 
@@ -494,13 +504,7 @@ machine: ...
             InvalidBudgetError: ``cost`` is not a budget of the grant's kind.
         """
         if self._kind is not zCDP:
-            # The local accountant's own check, over this analyst's ledger as recorded.
-            report, entries = self._budget()
-            ledger = Ledger(kind=self._kind)
-            for entry in entries:
-                ledger.append(entry.exact_rho, entry.exact_delta, label=entry.label,
-                              description=entry.description, seeded=entry.seeded)  # fmt: skip
-            Accountant(report.budget, ledger=ledger).check(cost)
+            self._replayed().check(cost)
             return
         if not isinstance(cost, zCDP):
             raise errors.InvalidBudgetError(

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -56,7 +55,7 @@ from privframe.errors import (
 )
 from privframe.mechanisms.noise import Randomness
 from privframe.numeric import Number, round_up
-from privframe.plan.explanation import Explanation, explain, explained
+from privframe.plan.explanation import Explanation, explain, explained, with_charge
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.release import Batch, Computed, Pipeline, added, describe, zero_cost
 from privframe.plan.split import Balance
@@ -452,17 +451,8 @@ class Session(SQLEntry):
             explanation = explained(plan, release)
             if not isinstance(release.cost, ApproxDP):
                 return explanation
-            spent, basic = self._accountant.spent_after(
-                release.cost, description=describe(plan, release)
-            )
-            assert isinstance(spent, ApproxDP)
-            assert isinstance(basic, ApproxDP)
-            note = (
-                f"after this release the session would be charged epsilon = {spent.epsilon:.6g}, "
-                f"delta = {spent.delta:.3g} in all (basic composition, adding the releases up: "
-                f"epsilon = {basic.epsilon:.6g}, delta = {basic.delta:.3g})"
-            )
-            return dataclasses.replace(explanation, notes=(*explanation.notes, note))
+            after = self._accountant.spent_after(release.cost, description=describe(plan, release))
+            return with_charge(explanation, *after)
         delta = self._pipeline.selection_delta(plan, delta)
         return explain(
             plan,

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ __all__ = [
     "explained",
     "explanation_html",
     "groups_described",
+    "with_charge",
 ]
 
 
@@ -301,6 +303,30 @@ class Explanation:
             f"standard analysis, {joint:.4g} by the joint analysis of selection and values "
             "(Wilkins et al. 2023; docs/privacy.md §6)"
         )
+
+
+def with_charge(explanation: Explanation, spent: object, basic: object) -> Explanation:
+    """``explanation`` of an (ε, δ) release, noting the session's charge after it.
+
+    ``spent`` and ``basic`` are what the session would be charged in all after
+    the release, tightly and by basic composition
+    (:meth:`Accountant.spent_after <privframe.accounting.accountant.Accountant.spent_after>`).
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.ApproxDP(1.0, 1e-6))
+        >>> sess.query().agg(pf.count()).explain(epsilon=0.5).notes[0][:48]
+        'after this release the session would be charged'
+    """
+    assert isinstance(spent, ApproxDP)
+    assert isinstance(basic, ApproxDP)
+    note = (
+        f"after this release the session would be charged epsilon = {spent.epsilon:.6g}, "
+        f"delta = {spent.delta:.3g} in all (basic composition, adding the releases up: "
+        f"epsilon = {basic.epsilon:.6g}, delta = {basic.delta:.3g})"
+    )
+    return dataclasses.replace(explanation, notes=(*explanation.notes, note))
 
 
 def explain(
