@@ -316,7 +316,7 @@ def with_charge(explanation: Explanation, spent: object, basic: object) -> Expla
         >>> import polars as pl
         >>> import privframe as pf
         >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.ApproxDP(1.0, 1e-6))
-        >>> sess.query().agg(pf.count()).explain(epsilon=0.5).notes[0][:48]
+        >>> sess.query().agg(pf.count()).explain(epsilon=0.5).notes[0][:47]
         'after this release the session would be charged'
     """
     assert isinstance(spent, ApproxDP)
