@@ -174,9 +174,19 @@ def _remote(spec: ReportSpec, server: str | None, verify: bool | str) -> RemoteS
             f"give --server URL, and the token in {TOKEN_ENV}"
         )
     try:
-        return connect(server, spec.dataset, verify=verify)
+        sess = connect(server, spec.dataset, verify=verify)
     except PrivframeError as err:
         raise SpecError(f"cannot open the server's dataset {spec.dataset!r}: {err}") from None
+    grant = sess.budget_kind
+    if spec.spends_epsilon == issubclass(grant, zCDP):
+        sess.close()
+        spends, needs = ("epsilon", "rho") if spec.spends_epsilon else ("rho", "epsilon")
+        raise SpecError(
+            f"your grant on the server's dataset {spec.dataset!r} is a {grant.__name__} budget, "
+            f"whose releases spend {needs}, and this spec's queries spend {spends}: write "
+            f"{needs} = ... (or share = ...) in its queries"
+        )
+    return sess
 
 
 def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
@@ -201,7 +211,7 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
         raise SpecError("\n".join(problems))
     report = Report(spec, sess, tuple(planned))
     try:
-        _check_cost(sess, report.cost)
+        sess.check_cost(report.cost)
     except BudgetExceededError:
         left = sess.remaining
         raise BudgetExceededError(
@@ -210,15 +220,6 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
             "Per query: " + "; ".join(f"{p.spec.name} ({_cost(p.cost)})" for p in planned)
         ) from None
     return report
-
-
-def _check_cost(sess: Session | RemoteSession, cost: Spendable) -> None:
-    """Refuse a cost that does not fit what the session has left now; spends nothing."""
-    if isinstance(sess, Session):
-        sess.check_cost(cost)
-        return
-    assert isinstance(cost, zCDP)  # a report on a server spends rho (its spec is zCDP)
-    sess.check_cost(cost)
 
 
 def _cost(cost: Spendable) -> str:
@@ -255,6 +256,11 @@ def _accounting(spec: ReportSpec) -> str:
         return (
             "the ledger charges the tight composition of its releases, at most their "
             "epsilons and deltas added up"
+        )
+    if kind == "grant":
+        return (
+            "the server charges the grant's epsilon (pure DP: added up; (epsilon, delta): the "
+            "tight composition, at most the sum)"
         )
     return f"the report states its guarantee by {spec.accounting} accounting"
 

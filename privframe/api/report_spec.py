@@ -82,8 +82,9 @@ class Spending:
     """How a report's queries spend, by the kind of its budget (as the Session spends it).
 
     Attributes:
-        kind: ``"zcdp"`` (a zCDP or GDP budget, or a server's dataset),
-            ``"pure"`` (``PureDP``) or ``"approx"`` (``ApproxDP``).
+        kind: ``"zcdp"`` (a zCDP or GDP budget, or a server's dataset spent
+            in ρ), ``"pure"`` (``PureDP``), ``"approx"`` (``ApproxDP``) or
+            ``"grant"`` (a server's dataset spent in ε: its grant says which).
         parameter: the budget parameter a query and ``[report]`` give: ``"rho"``
             (zCDP) or ``"epsilon"``.
         budget: the budget in words, for messages.
@@ -100,16 +101,21 @@ class Spending:
     budget: str
 
     @classmethod
-    def of(cls, budget: Budget | None) -> Spending:
-        """How a report with ``budget`` spends; None (a server's dataset) spends zCDP ρ."""
+    def of(cls, budget: Budget | None, *, epsilon: bool = False) -> Spending:
+        """How a report with ``budget`` spends.
+
+        None is a server's dataset, whose grant decides: ``epsilon`` when the
+        spec spends ε (kind ``"grant"``: the grant's, pure DP or (ε, δ), checked
+        on connecting), else ρ.
+        """
         if isinstance(budget, PureDP):
             return cls("pure", "epsilon", "pure DP ([budget] epsilon = ...)")
         if isinstance(budget, ApproxDP):
             return cls("approx", "epsilon", "(epsilon, delta)-DP ([budget] epsilon and delta)")
+        if budget is None and epsilon:
+            return cls("grant", "epsilon", "the server grant's (pure DP or (epsilon, delta))")
         if budget is None:
-            return cls(
-                "zcdp", "rho", "zCDP (a report on a server spends rho: it needs a zCDP grant)"
-            )
+            return cls("zcdp", "rho", "the server grant's, in rho (zCDP)")
         return cls("zcdp", "rho", "zCDP")
 
     @property
@@ -195,6 +201,8 @@ class ReportSpec:
         same_data: ``[budget] same_data = true``: the ledger may record other
             columns (or another privacy unit) for what is the same data; see
             the Session's ``same_data``.
+        spends_epsilon: a spec run on a server whose queries spend ``epsilon``:
+            it needs a pure-DP or (ε, δ) grant (checked on connecting).
 
     Raises:
         SpecError: a ``seed`` without ``allow_seeded_noise=True``.
@@ -214,6 +222,7 @@ class ReportSpec:
     accounting: str = "zcdp"
     allow_seeded_noise: bool = False
     same_data: bool = False
+    spends_epsilon: bool = False
 
     def __post_init__(self) -> None:
         if self.seed is not None and not self.allow_seeded_noise:
@@ -240,7 +249,7 @@ class ReportSpec:
 
     @property
     def spending(self) -> Spending:
-        """How the report's queries spend: by its budget's kind (zCDP for a server's dataset).
+        """How the report's queries spend: by its budget's kind (a server's: by its queries).
 
         Example:
             >>> from pathlib import Path
@@ -249,7 +258,7 @@ class ReportSpec:
             >>> ReportSpec(Path("s.toml"), "t", {}, {}, (), budget=pf.PureDP(1.0)).spending.kind
             'pure'
         """
-        return Spending.of(self.budget)
+        return Spending.of(self.budget, epsilon=self.spends_epsilon)
 
     def label(self, query: QuerySpec) -> str:
         """The ledger label of a query's release."""
@@ -514,7 +523,7 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
         source = _remote_source(raw, data, "seed" in report)
     else:
         source = _local_source(raw, data, path.parent)
-    spending = Spending.of(source.get("budget"))
+    spending = Spending.of(source.get("budget"), epsilon=bool(source.get("spends_epsilon")))
     title, accounting, total, seed = _report(report, spending)
     contributions = spec_contributions(spec_table(raw["contributions"], "contributions"))
     metadata = spec_metadata(spec_table(raw.get("metadata", {}), "metadata"))
@@ -562,4 +571,7 @@ def _remote_source(raw: Mapping[str, Any], data: Mapping[str, Any], seeded: bool
         )
     if seeded:
         raise SpecError("report.seed: a server draws its own noise; remove the seed")
-    return {"dataset": spec_string(data, "dataset", "data")}
+    # The grant's kind is known on connecting: a spec that writes epsilon spends an epsilon grant.
+    tables = [raw.get("report", {}), *(q for q in raw.get("queries", []) if isinstance(q, dict))]
+    spends_epsilon = any(isinstance(t, dict) and "epsilon" in t for t in tables)
+    return {"dataset": spec_string(data, "dataset", "data"), "spends_epsilon": spends_epsilon}

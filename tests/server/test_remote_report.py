@@ -21,6 +21,7 @@ import privframe as pf
 from privframe.api.report import ExitCode, load_spec
 from privframe.api.report_spec import SpecError
 from privframe.api.server.config import load_config
+from privframe.api.server.store import Store
 
 
 def _spec(folder: Path, rho: float, data: str = f'dataset = "{DATASET}"') -> Path:
@@ -121,3 +122,30 @@ def test_a_spec_for_a_server_keeps_no_budget_or_seed(tmp_path: Path) -> None:
     seeded.write_text(seeded.read_text().replace('title = "Weekly"', 'title = "W"\nseed = 3'))
     with pytest.raises(SpecError, match="draws its own noise"):
         load_spec(seeded, allow_seeded_noise=True)
+
+
+@pytest.mark.slow
+def test_a_report_in_epsilon_runs_on_a_pure_dp_grant_and_not_on_a_zcdp_one(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    database = load_config(config).database
+    with Store(database) as store:
+        pure = store.add_analyst("bob")
+        store.grant("bob", DATASET, pf.PureDP(1.0))
+    zcdp = add_analyst(database, "alice", 1.0)
+    spec = _spec(tmp_path, 0.75)
+    spec.write_text(spec.read_text().replace("rho = ", "epsilon = "))
+    assert load_spec(spec).spending.parameter == "epsilon"
+    with ServerProcess(config) as server:
+        run = _report(spec, server.url, pure, "--out", str(tmp_path / "out"))
+        assert run.returncode == ExitCode.OK, run.stderr
+        sess = pf.connect(server.url, DATASET, pure, results="polars")
+        assert [e.label for e in sess.ledger] == ["Weekly/by_region", "Weekly/sql_count"]
+        assert sess.spent == pf.PureDP(0.75)
+        sess.close()
+        refused = _report(spec, server.url, zcdp)
+        assert refused.returncode == ExitCode.INVALID
+        assert "is a zCDP budget, whose releases spend rho" in refused.stderr
+        (tmp_path / "rho").mkdir()
+        wrong = _report(_spec(tmp_path / "rho", 0.5), server.url, pure)
+        assert wrong.returncode == ExitCode.INVALID
+        assert "is a PureDP budget, whose releases spend epsilon" in wrong.stderr
