@@ -29,7 +29,10 @@ from privframe.errors import InvalidValueError
 from privframe.mechanisms.noise import Randomness, discrete_gaussian, discrete_laplace
 from privframe.mechanisms.sampler import check_laplace_scale, check_sigma
 
-__all__ = ["NoiseDraw", "noise_vectors"]
+__all__ = ["Family", "NoiseDraw", "noise_vectors"]
+
+Family = Literal["gaussian", "laplace"]
+"""The noise a measurement draws: the discrete Gaussian (zCDP) or the discrete Laplace (pure DP)."""
 
 _PARALLEL_SAMPLES = 200_000  # below this, threads cost more than they save
 
@@ -50,7 +53,7 @@ class NoiseDraw:
         (4,)
     """
 
-    kind: Literal["gaussian", "laplace"]
+    kind: Family
     scale: float
 
     def __post_init__(self) -> None:

@@ -82,11 +82,13 @@ def _accounting_note(cost: object) -> str:
     return ACCOUNTING_NOTE
 
 
+_GREEK = {"rho": "ρ", "sigma": "σ", "epsilon": "ε", "scale": "b"}
+
+
 def _share(m: Measurement) -> tuple[str, str]:
     """A measurement's share and noise, as (names, values): ρ and σ, or ε and b."""
-    if m.family == "gaussian":
-        return "ρ, σ", f"{number(float(m.exact_share))}, {number(m.sigma)}"
-    return "ε, b", f"{number(float(m.exact_share))}, {number(m.scale_units * m.scale)}"
+    share, noise = m.noise.items()
+    return f"{_GREEK[share[0]]}, {_GREEK[noise[0]]}", f"{number(share[1])}, {number(noise[1])}"
 
 
 NOISE_ONLY_NOTE = (
@@ -145,7 +147,8 @@ def explanation_html(explanation: Explanation) -> str:
     plan = explanation.plan
     cost = plan.cost
     measured = [
-        (m.key, m.derivation, *_share(m)[1].split(", "), number(m.ci95)) for m in plan.measurements
+        (m.key, m.derivation, *(number(value) for value in m.noise.values()), number(m.ci95))
+        for m in plan.measurements
     ]
     measured += [
         (
@@ -391,9 +394,5 @@ def groups_described(plan: Plan) -> str | None:
 
 def _share_text(m: Measurement) -> str:
     """A measurement's share and noise for the text view: ``rho = .., sigma = ..`` or ε and b."""
-    if m.family == "gaussian":
-        return f"rho = {float(m.exact_share):.6g}, sigma = {m.sigma:.6g}"
-    return (
-        f"epsilon = {float(m.exact_share):.6g}, Laplace scale b = {m.scale_units * m.scale:.6g} "
-        f"(std <= {m.sigma:.6g})"
-    )
+    text = ", ".join(f"{name} = {value:.6g}" for name, value in m.noise.items())
+    return text if m.family == "gaussian" else f"{text} (Laplace; std <= {m.sigma:.6g})"

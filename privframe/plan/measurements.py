@@ -51,6 +51,7 @@ from typing import Literal
 from privframe.accounting.calibration import gaussian_sigma
 from privframe.engines.spec import ValueSpec
 from privframe.errors import PrivframeError
+from privframe.mechanisms.draws import Family
 from privframe.mechanisms.laplace import laplace_scale
 from privframe.mechanisms.noise import discrete_gaussian_halfwidth, discrete_laplace_halfwidth
 from privframe.numeric import round_down, round_up, sqrt_up
@@ -80,9 +81,6 @@ _NOISE_UNITS_BITS = 39
 _MAX_GRID_BITS = 1000
 
 Kind = Literal["count", "distinct", "values", "centred_sum", "centred_sum_sq"]
-
-Family = Literal["gaussian", "laplace"]
-"""The noise a measurement draws: the discrete Gaussian (zCDP) or the discrete Laplace (pure DP)."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +196,16 @@ class Measurement:
     def exact_share(self) -> Fraction:
         """Its exact share of the release's ρ (Gaussian) or ε (Laplace), as charged."""
         return self.share.amount
+
+    @property
+    def noise(self) -> dict[str, float]:
+        """Its share and noise, named: ``rho`` and ``sigma``, or ``epsilon`` and ``scale``.
+
+        In value units, as the ledger description and ``explain`` show them.
+        """
+        if self.family == "gaussian":
+            return {"rho": float(self.exact_share), "sigma": self.sigma}
+        return {"epsilon": float(self.exact_share), "scale": self.scale_units * self.scale}
 
     @property
     def sensitivity_units(self) -> float:

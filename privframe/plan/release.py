@@ -557,13 +557,6 @@ def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
     return [event.to_dict() for event in events]
 
 
-def _measurement(m: Measurement) -> dict[str, Any]:
-    """A measurement's public parameters: its share and its noise (σ, or the Laplace scale)."""
-    if m.family == "gaussian":
-        return {"key": m.key, "rho": float(m.exact_share), "sigma": m.sigma}
-    return {"key": m.key, "epsilon": float(m.exact_share), "scale": m.scale_units * m.scale}
-
-
 def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
     """A ledger description made of public parameters only.
 
@@ -586,7 +579,7 @@ def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
         "filters": len(plan.filters),
         "outputs": [out.name for out in release.outputs],
         "limits": release.limits.describe(l1=release.family == "laplace"),
-        "measurements": [_measurement(m) for m in release.measurements]
+        "measurements": [{"key": m.key, **m.noise} for m in release.measurements]
         + [
             {"key": q.key, q.share.parameter: float(q.exact_share), "eta": q.eta}
             for q in release.quantiles
