@@ -110,7 +110,7 @@ from privframe.numeric import Number, round_up
 from privframe.plan.explanation import Explanation, explain, explained, with_charge
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import plan_approx_release, plan_pure_release
-from privframe.plan.release import added, describe, zero_cost
+from privframe.plan.release import added, asked_budget, describe, zero_cost
 from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 
@@ -351,32 +351,18 @@ machine: ...
 
         As a local Session with this kind of budget refuses them, naming the grant.
         """
-        if self._kind is zCDP:
-            if epsilon is not None:
-                raise errors.InvalidArgumentError(
-                    f"your grant on {self._dataset!r} is a zCDP budget: a release spends rho, "
-                    "not epsilon: pass rho=..., e.g. rho=0.1 (pf.zCDP.from_approx_dp(epsilon, "
-                    "delta).rho converts an (epsilon, delta) target); the data owner grants "
-                    "epsilon budgets with privframe admin ... --epsilon"
-                )
-            if rho is None:
-                raise errors.InvalidArgumentError(
-                    "a release needs a budget: pass rho=..., e.g. rho=0.1; sess.remaining shows "
-                    "what is left"
-                )
-            return
-        name = self._kind.__name__
-        if rho is not None:
-            raise errors.InvalidArgumentError(
-                f"your grant on {self._dataset!r} is {with_article(name)} budget: a release "
-                "spends epsilon=..., not rho, e.g. release(epsilon=0.1); "
-                "sess.remaining.epsilon shows what is left"
-            )
-        if epsilon is None:
-            raise errors.InvalidArgumentError(
-                f"a release needs a budget: your grant on {self._dataset!r} is {name}, so pass "
-                "epsilon=..., e.g. release(epsilon=0.1); sess.remaining.epsilon shows what is left"
-            )
+        asked_budget(
+            self._kind,
+            rho,
+            epsilon,
+            whose=f"your grant on {self._dataset!r} is {with_article(self._kind.__name__)} budget",
+            not_epsilon=(
+                f"your grant on {self._dataset!r} is a zCDP budget: a release spends rho, not "
+                "epsilon: pass rho=..., e.g. rho=0.1 (pf.zCDP.from_approx_dp(epsilon, delta).rho "
+                "converts an (epsilon, delta) target); the data owner grants epsilon budgets "
+                "with privframe admin ... --epsilon"
+            ),
+        )
 
     def explain(
         self,

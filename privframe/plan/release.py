@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -38,9 +39,9 @@ import numpy as np
 import polars as pl
 
 from privframe._arguments import RHO_HINTS
-from privframe.accounting._kinds import Spendable
+from privframe.accounting._kinds import Spendable, columns
 from privframe.accounting.accountant import Accountant, Spend
-from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
+from privframe.accounting.budgets import ApproxDP, zCDP
 from privframe.accounting.events import (
     GaussianEvent,
     LaplaceEvent,
@@ -74,7 +75,7 @@ from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
 from privframe.plan.tuning import TuningDesign
 
-__all__ = ["Batch", "Computed", "Pipeline", "added", "describe", "zero_cost"]
+__all__ = ["Batch", "Computed", "Pipeline", "added", "asked_budget", "describe", "zero_cost"]
 
 
 def added(total: Spendable, cost: Spendable) -> Spendable:
@@ -90,6 +91,48 @@ def added(total: Spendable, cost: Spendable) -> Spendable:
             f"a batch's costs are of one kind; got {type(total).__name__} and {type(cost).__name__}"
         )
     return total + cost  # type: ignore[operator]  # both are of one type, checked above
+
+
+def asked_budget(
+    kind: type[Spendable],
+    rho: Number | None,
+    epsilon: Number | None,
+    *,
+    whose: str,
+    not_epsilon: str,
+) -> Number:
+    """The budget a release asks for in its ``kind``'s parameter; the other one, or none, refused.
+
+    A zCDP budget's releases spend ``rho``; pure-DP and (ε, δ) budgets'
+    spend ``epsilon``. ``whose`` names the budget for the messages ("this
+    session's budget is PureDP(epsilon=1.0)"); ``not_epsilon`` is the refusal
+    of ``epsilon`` for a zCDP one.
+
+    Raises:
+        InvalidArgumentError: the other parameter was given, or none.
+
+    Example:
+        >>> import privframe as pf
+        >>> asked_budget(pf.PureDP, None, 0.5, whose="the budget", not_epsilon="")
+        0.5
+    """
+    if issubclass(kind, zCDP):
+        if epsilon is not None:
+            raise InvalidArgumentError(not_epsilon)
+        if rho is None:
+            raise InvalidArgumentError(f"a release needs a budget: {RHO_HINTS['rho']}")
+        return rho
+    if rho is not None:
+        raise InvalidArgumentError(
+            f"{whose}: a release spends epsilon=..., not rho, e.g. release(epsilon=0.1); "
+            "sess.remaining.epsilon shows what is left"
+        )
+    if epsilon is None:
+        raise InvalidArgumentError(
+            f"a release needs a budget: {whose}, so pass epsilon=..., e.g. "
+            "release(epsilon=0.1); sess.remaining.epsilon shows what is left"
+        )
+    return epsilon
 
 
 def zero_cost(kind: type[Spendable]) -> Spendable:
@@ -199,27 +242,22 @@ class Pipeline:
         """:meth:`plan` without the check that it fits (for ``explain``)."""
         has_unit = self.unit is not None
         budget = self.accountant.budget
-        if isinstance(budget, zCDP):
-            assert isinstance(before, zCDP)
+        zcdp = isinstance(budget, zCDP)
+        if zcdp:
             delta = self.selection_delta(plan, delta)
-            asked = exact_number("rho", rho, positive=True)
-            rho_left = self.accountant.affordable(before.exact_rho + asked) - before.exact_rho
-            release = plan_release(plan, has_unit, rho_left, weights, delta)
-        else:
-            assert isinstance(before, PureDP | ApproxDP)
-            asked = exact_number("epsilon", rho, positive=True)
-            spent = before.exact_epsilon
-            left = self.accountant.affordable(spent + asked) - spent
-            if isinstance(budget, PureDP):
-                if delta:
-                    raise InvalidValueError(
-                        "a pure-DP session (a PureDP budget) spends no delta: release with "
-                        "epsilon=... alone"
-                    )
-                release = plan_pure_release(plan, has_unit, left, weights)
-            else:
-                release = plan_approx_release(plan, has_unit, left, delta or 0, weights)
-        return release
+        spent = columns(before)[0]  # ρ, or ε
+        asked = exact_number("rho" if zcdp else "epsilon", rho, positive=True)
+        left = self.accountant.affordable(spent + asked) - spent
+        if zcdp:
+            return plan_release(plan, has_unit, left, weights, delta)
+        if isinstance(budget, ApproxDP):
+            return plan_approx_release(plan, has_unit, left, delta or 0, weights)
+        if delta:
+            raise InvalidValueError(
+                "a pure-DP session (a PureDP budget) spends no delta: release with epsilon=... "
+                "alone"
+            )
+        return plan_pure_release(plan, has_unit, left, weights)
 
     def asked(self, rho: Number | None, epsilon: Number | None) -> Number:
         """The budget a release asks for, in its session's parameter; the other is refused.
@@ -241,23 +279,13 @@ class Pipeline:
             this session's budget is PureDP(epsilon=1.0): a release spends
         """
         budget = self.accountant.budget
-        if isinstance(budget, zCDP):
-            if epsilon is not None:
-                raise InvalidArgumentError(RHO_HINTS["epsilon"])
-            if rho is None:
-                raise InvalidArgumentError(f"a release needs a budget: {RHO_HINTS['rho']}")
-            return rho
-        if rho is not None:
-            raise InvalidArgumentError(
-                f"this session's budget is {budget!r}: a release spends epsilon=..., not rho, "
-                "e.g. release(epsilon=0.1); sess.remaining.epsilon shows what is left"
-            )
-        if epsilon is None:
-            raise InvalidArgumentError(
-                f"a release needs a budget: this session's budget is {budget!r}, so pass "
-                "epsilon=..., e.g. release(epsilon=0.1); sess.remaining.epsilon shows what is left"
-            )
-        return epsilon
+        return asked_budget(
+            type(budget),
+            rho,
+            epsilon,
+            whose=f"this session's budget is {budget!r}",
+            not_epsilon=RHO_HINTS["epsilon"],
+        )
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
         """The engine's exact aggregates; a failure is refused without its message."""
@@ -427,10 +455,8 @@ class Batch:
     @property
     def cost(self) -> Spendable:
         """What :meth:`release` charges: every request's cost, added up."""
-        total = zero_cost(type(self._pipeline.accountant.budget))
-        for c in self._computed:
-            total = added(total, c.release.cost)
-        return total
+        zero = zero_cost(type(self._pipeline.accountant.budget))
+        return functools.reduce(added, (c.release.cost for c in self._computed), zero)
 
     @property
     def entries(self) -> list[LedgerEntry]:
