@@ -237,28 +237,9 @@ print(json.dumps({
 }))
 """
 
-TUMULT_SNIPPET = r"""
-import logging
-import tempfile
-import warnings
-
-os.environ["PYSPARK_PYTHON"] = sys.executable  # Spark's workers must import tmlt too
-os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-warnings.simplefilter("ignore")
-from pyspark.sql import SparkSession
-
-cpus = os.cpu_count() or 1
-spark = (
-    SparkSession.builder.master(f"local[{cpus}]")
-    .config("spark.driver.memory", "12g")
-    .config("spark.ui.enabled", "false")
-    .config("spark.sql.warehouse.dir", os.path.join(tempfile.gettempdir(), "privframe-bench-spark"))
-    .config("spark.sql.shuffle.partitions", str(4 * cpus))
-    .getOrCreate()
-)
-spark.sparkContext.setLogLevel("ERROR")
-logging.getLogger("py4j").setLevel(logging.ERROR)
-import tmlt.analytics
+TUMULT_SNIPPET = (
+    compare.TUMULT_SPARK
+    + r"""import tmlt.analytics
 from tmlt.analytics import (
     AddRowsWithID, KeySet, MaxGroupsPerID, MaxRowsPerGroupPerID, PureDPBudget, QueryBuilder,
     Session,
@@ -313,6 +294,7 @@ print(json.dumps({
 }))
 spark.stop()
 """
+)
 
 PEER_SNIPPETS = {
     "opendp": OPENDP_SNIPPET,

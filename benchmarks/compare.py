@@ -266,7 +266,7 @@ print(json.dumps({
 }))
 """
 
-TUMULT_SNIPPET = r"""
+TUMULT_SPARK = r"""
 import logging
 import tempfile
 import warnings
@@ -290,7 +290,13 @@ spark = (
 )
 spark.sparkContext.setLogLevel("ERROR")
 logging.getLogger("py4j").setLevel(logging.ERROR)
-import tmlt.analytics
+"""
+"""Start a local Spark for Tumult in its virtualenv: the part of a Tumult snippet before
+its query (shared with bench_pure_dp.py)."""
+
+TUMULT_SNIPPET = (
+    TUMULT_SPARK
+    + r"""import tmlt.analytics
 from tmlt.analytics import (
     AddRowsWithID, KeySet, MaxGroupsPerID, MaxRowsPerGroupPerID, QueryBuilder, RhoZCDPBudget,
     Session,
@@ -356,6 +362,7 @@ print(json.dumps({
     "sum / count at ρ/6 each",
 }))
 """
+)
 
 PEER_SNIPPETS = {
     "opendp": OPENDP_SNIPPET,
