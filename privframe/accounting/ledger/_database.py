@@ -745,13 +745,7 @@ class DatabaseLedger(Ledger):
         if state.count >= count:
             return state
         start = state.count
-        rows = self._rows(tx, max(start - 1, 0), count - 1)
-        prev = self._genesis
-        if start:
-            if not rows or rows[0][1] != start - 1:
-                raise damaged(self._where, f"entry {start - 1} is missing")
-            prev, rows = rows[0][-1], rows[1:]
-        last, entries, _ = self._scan(rows, start, prev)
+        last, entries, _ = self._linked(tx, start, count - 1)
         if len(entries) != count - start or last != self._head:
             raise damaged(self._where, "its entries do not end at its recorded head")
         for entry in entries:
@@ -772,16 +766,24 @@ class DatabaseLedger(Ledger):
         with self._lock:
             hi = min(stop, count - 1)  # one more entry: its link checks the last one
             with self._db.transaction(f"reading {self._where}", write=False) as tx:
-                rows = self._rows(tx, max(start - 1, 0), hi)
-            prev = self._genesis
-            if start:
-                if not rows or rows[0][1] != start - 1:
-                    raise damaged(self._where, f"entry {start - 1} is missing")
-                prev, rows = rows[0][-1], rows[1:]
-            last, entries, _ = self._scan(rows, start, prev)
-            if len(rows) < hi - start + 1 or (hi == count - 1 and last != head):
+                last, entries, read = self._linked(tx, start, hi)
+            if read < hi - start + 1 or (hi == count - 1 and last != head):
                 raise damaged(self._where, "its entries do not end at its recorded head")
             return entries[: stop - start]
+
+    def _linked(self, tx: Transaction, start: int, hi: int) -> tuple[str, list[LedgerEntry], int]:
+        """Entries ``start`` to ``hi`` read in ``tx``, checked from the link of the one before.
+
+        Returns the last hash, the entries and how many rows from ``start`` were read.
+        """
+        rows = self._rows(tx, max(start - 1, 0), hi)
+        prev = self._genesis
+        if start:
+            if not rows or rows[0][1] != start - 1:
+                raise damaged(self._where, f"entry {start - 1} is missing")
+            prev, rows = rows[0][-1], rows[1:]
+        last, entries, _ = self._scan(rows, start, prev)
+        return last, entries, len(rows)
 
     def _verify_all(self) -> None:
         """Every entry against the hash chain, and their sums against the ledger's row."""
