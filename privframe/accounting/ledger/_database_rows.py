@@ -23,8 +23,9 @@ Example:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from privframe.accounting._kinds import (
     KINDS,
@@ -233,27 +234,28 @@ def damaged(where: str, what: str) -> LedgerError:
     )
 
 
-def stored_ratio(text: object, where: str) -> Fraction:
+T = TypeVar("T")
+
+
+def _parsed(text: object, parse: Callable[[str], T], holds: str, names: str, where: str) -> T:
+    """``parse(text)`` of a stored text that ``holds`` a value; malformed: a damaged database."""
     problem = ""
     try:
         if not isinstance(text, str):
-            raise ValueError(f"{type(text).__name__} where a ratio belongs")
-        return parse_ratio(text)
+            raise ValueError(f"{type(text).__name__} where a {holds} belongs")
+        return parse(text)
     except ValueError as err:
         problem = str(err)
-    raise damaged(where, f"a stored amount is malformed ({problem})")
+    raise damaged(where, f"a stored {names} is malformed ({problem})")
+
+
+def stored_ratio(text: object, where: str) -> Fraction:
+    return _parsed(text, parse_ratio, "ratio", "amount", where)
 
 
 def stored_kind(text: object, where: str) -> Kind:
     """The kind a stored name (``pf_ledgers.kind``, ``pf_pools.cap_kind``) stands for."""
-    problem = ""
-    try:
-        if not isinstance(text, str):
-            raise ValueError(f"{type(text).__name__} where a kind belongs")
-        return kind_of(text)
-    except ValueError as err:
-        problem = str(err)
-    raise damaged(where, f"a stored kind is malformed ({problem})")
+    return _parsed(text, kind_of, "kind", "kind", where)
 
 
 def stored_amount(kind: Kind, row: tuple[Any, ...], where: str) -> Spendable:
