@@ -4,7 +4,8 @@ The names here are the public API: sessions (local and on a server), budgets,
 aggregates, the public facts a query states (:class:`Column`, :class:`Bound`,
 :func:`bin`, :func:`balance`), the noise primitives, and the errors and
 warnings. The modules :mod:`~privframe.accounting`, ``datasets``, ``dpsgd``,
-``events``, ``keys``, ``noise`` and :mod:`~privframe.progress` are reachable
+``events``, ``keys``, ``noise``, ``unit`` (per-person values) and
+:mod:`~privframe.progress` are reachable
 from here too (``pf.keys.product(...)``); everything else is imported from
 the module that defines it.
 
@@ -29,6 +30,7 @@ from privframe.api.html import show
 from privframe.api.query import Request
 from privframe.api.session import Session
 from privframe.api.sql import Column
+from privframe.engines import unit_values as unit
 from privframe.engines.expressions import bin
 from privframe.errors import (
     BudgetExceededError,
@@ -110,6 +112,7 @@ __all__ = [
     "show",
     "std",
     "sum",
+    "unit",
     "var",
     "zCDP",
 ]

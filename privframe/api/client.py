@@ -314,6 +314,11 @@ machine: ...
         return self._unit
 
     @property
+    def private_tables(self) -> dict[str, list[str]]:
+        """The dataset as the one private table a query reads: ``{"data": columns}``."""
+        return {"data": self.columns}
+
+    @property
     def schema(self) -> pl.Schema:
         """The dataset's column names and types (public)."""
         return pl.Schema(self._schema)

@@ -30,7 +30,8 @@ from privframe.api.html import query_html
 from privframe.api.schema import public_table
 from privframe.api.tune import Tuned, tune
 from privframe.engines.expressions import Bin, check_expression, check_filter
-from privframe.engines.spec import RowStep
+from privframe.engines.spec import FlatMap, PerUnit, PrivateJoin, RowStep, UnitColumns
+from privframe.engines.unit_values import UnitValue
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.numeric import Number
 from privframe.plan.aggregates import Aggregate
@@ -57,6 +58,16 @@ class Door(Protocol):
     @property
     def columns(self) -> list[str]:
         """The data's column names (public schema)."""
+        ...
+
+    @property
+    def privacy_unit(self) -> str | None:
+        """The privacy unit column (None: each row is a unit)."""
+        ...
+
+    @property
+    def private_tables(self) -> dict[str, list[str]]:
+        """The private tables' names and columns, the first (a query's default) first."""
         ...
 
     @property
@@ -87,6 +98,33 @@ class Door(Protocol):
 
 def _as_expr(value: pl.Expr | Bin) -> pl.Expr:
     return value.expr if isinstance(value, Bin) else value
+
+
+def _column_names(what: str, on: object) -> tuple[str, ...]:
+    keys = (on,) if isinstance(on, str) else tuple(on) if isinstance(on, list | tuple) else ()
+    if not keys or not all(isinstance(c, str) and c for c in keys) or len(set(keys)) < len(keys):
+        raise InvalidArgumentError(f"{what} takes distinct column names, got {on!r}")
+    return keys
+
+
+def _row_limit(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _truncation(value: object) -> Literal["random", "hash"]:
+    if value == "random":
+        return "random"
+    if value == "hash":
+        return "hash"
+    raise InvalidArgumentError(f"truncation must be 'random' or 'hash', got {value!r}")
+
+
+def _suffix(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(f"suffix must be a non-empty string, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,13 +228,20 @@ class Query:
         return self._with(steps=(*self.plan.steps, step))
 
     @hinted()
-    def with_columns(self, *exprs: pl.Expr | Bin, **named: pl.Expr | Bin) -> Query:
+    def with_columns(self, *exprs: pl.Expr | Bin, **named: pl.Expr | Bin | UnitValue) -> Query:
         """Add or replace columns with row-wise polars expressions (or :func:`~privframe.bin`).
 
         Derived columns can be filtered on, grouped by and aggregated; bounding
         applies to the rows as they reach the aggregation, so a rewritten key
         column is bounded as rewritten. The privacy unit column cannot be
         rewritten (splitting a unit would unbind its contribution).
+
+        Per-person columns are named ``pf.unit`` values
+        (:mod:`privframe.engines.unit_values`): ``with_columns(total=
+        pf.unit.sum("amount"), visit=pf.unit.rank("date"))`` gives each row its
+        person's total and the row's rank among the person's rows. They read
+        one person's rows only and add no row, so the contribution bound is
+        unchanged. One call takes row expressions or per-person values, not both.
 
         Example:
             >>> import polars as pl
@@ -205,13 +250,207 @@ class Query:
             >>> q = sess.query().with_columns(adult=pl.col("age") >= 18)
             >>> q.plan.steps[0].kind
             'with_columns'
+            >>> sess = pf.Session(pl.DataFrame({"u": [1], "x": [2.0]}), "u", pf.zCDP(1.0))
+            >>> sess.query().with_columns(total=pf.unit.sum("x")).plan.steps[0].kind
+            'unit_columns'
         """
+        unit_values = {name: v for name, v in named.items() if isinstance(v, UnitValue)}
+        if unit_values:
+            if exprs or len(unit_values) < len(named):
+                raise InvalidArgumentError(
+                    "with_columns takes row expressions or per-person values (pf.unit....), "
+                    "not both in one call: call it once for each"
+                )
+            return self._with(steps=(*self.plan.steps, UnitColumns(tuple(unit_values.items()))))
+        if any(isinstance(e, UnitValue) for e in exprs):
+            raise InvalidArgumentError(
+                "a per-person value needs a name: with_columns(total=pf.unit.sum('amount'))"
+            )
         derived = [check_expression(_as_expr(e)) for e in exprs]
-        derived += [check_expression(_as_expr(e)).alias(name) for name, e in named.items()]
+        derived += [
+            check_expression(_as_expr(e)).alias(name)
+            for name, e in named.items()
+            if not isinstance(e, UnitValue)
+        ]
         if not derived:
             raise InvalidValueError("with_columns needs at least one expression")
         step = RowStep("with_columns", tuple(derived))
         return self._with(steps=(*self.plan.steps, step))
+
+    @hinted()
+    def join_private(
+        self,
+        other: Query,
+        on: str | Sequence[str],
+        *,
+        left_rows: int,
+        right_rows: int,
+        how: Literal["inner", "left"] = "inner",
+        truncation: Literal["random", "hash"] = "random",
+        suffix: str = "_right",
+    ) -> Query:
+        """Join another private table of the session on keys that include the privacy unit.
+
+        Each person keeps at most ``left_rows`` of their rows on this side and
+        ``right_rows`` on ``other``'s, chosen uniformly at random per release
+        (``truncation="random"``) or by a fixed hash of the row's values, the
+        same rows every time (``"hash"``); never by the rows' order in the
+        data. A person then has at most ``left_rows·right_rows`` joined rows,
+        and the planner takes that as the limit ``M`` on their rows (``explain``
+        shows the derivation); ``bound`` may tighten it. The keys must include
+        the privacy unit: a row joined across two people would belong to both,
+        and no bound on one person could hold. ``how="left"`` keeps this
+        side's rows without a match, with nulls.
+
+        Args:
+            other: a query of another private table of this session
+                (``sess.query("visits")``, with its own filters and derived
+                columns), or of the same table.
+            on: the join columns, the privacy unit among them.
+            left_rows: l, the most rows a person keeps on this side.
+            right_rows: r, the most rows a person keeps on ``other``'s side.
+            how: ``"inner"`` or ``"left"``.
+            truncation: ``"random"`` (fresh each release) or ``"hash"``.
+            suffix: appended to ``other``'s column names that this side has too.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> visits = pl.DataFrame({"pid": [1, 1, 2], "clinic": ["a", "b", "a"]})
+            >>> drugs = pl.DataFrame({"pid": [1, 2, 2], "drug": ["x", "y", "x"]})
+            >>> sess = pf.Session({"visits": visits, "drugs": drugs}, "pid", pf.zCDP(1.0))
+            >>> q = sess.query().join_private(sess.query("drugs"), on="pid", left_rows=2,
+            ...                               right_rows=2)
+            >>> e = q.group_by("drug", keys=["x", "y"]).agg(pf.count()).explain(rho=0.5)
+            >>> print(e.bound.replace("; ", "\\n"))
+            join_private(drugs): at most l=2 left × r=2 right rows per unit: M ≤ 4
+            k=2, m=4, M=4: q=1 full groups + r=0 rows: S = q·m² + r² = 16
+        """
+        if not isinstance(other, Query) or other.session is not self.session:
+            raise InvalidArgumentError(
+                "join_private joins a query of the same session: "
+                "q.join_private(sess.query('visits'), on=...)"
+            )
+        if other.plan.group_by or other.plan.aggregates or other.plan.bound is not None:
+            raise InvalidValueError(
+                "the query joined by join_private holds its table and row steps only: "
+                "bound, group and aggregate the joined query instead"
+            )
+        keys = _column_names("join_private on=", on)
+        unit = self.session.privacy_unit
+        if unit is None:
+            raise InvalidValueError(
+                "join_private needs a privacy unit: this session's rows are each a person"
+            )
+        if unit not in keys:
+            raise InvalidValueError(
+                f"join_private keys {list(keys)} leave out the privacy unit {unit!r}: a row "
+                "joined across two people would belong to both, so no bound on one person's "
+                f"rows could hold; join on {[unit, *keys]}"
+            )
+        if how not in ("inner", "left"):
+            raise InvalidArgumentError(f"join_private how= must be 'inner' or 'left', got {how!r}")
+        step = PrivateJoin(
+            table=other.plan.table or next(iter(self.session.private_tables)),
+            steps=other.plan.steps,
+            on=keys,
+            how=how,
+            left_rows=_row_limit("left_rows", left_rows),
+            right_rows=_row_limit("right_rows", right_rows),
+            truncation=_truncation(truncation),
+            suffix=_suffix(suffix),
+        )
+        return self._with(steps=(*self.plan.steps, step))
+
+    @hinted()
+    def flat_map(
+        self,
+        column: str,
+        *,
+        max_rows: int,
+        name: str | None = None,
+        truncation: Literal["random", "hash"] = "random",
+    ) -> Query:
+        """One row to several: each element of a list column becomes a row.
+
+        A basket of items becomes a row per item (empty and null lists give
+        none). Each person then keeps at most ``max_rows`` rows in all, chosen
+        as :meth:`join_private` chooses (``truncation``): the engine enforces
+        it, and the planner takes it as the limit ``M`` on the person's rows.
+        A list column can be made with ``with_columns`` first, e.g.
+        ``pl.col("basket").str.split(",")``.
+
+        Args:
+            column: a list column.
+            max_rows: the most rows one person keeps after the map.
+            name: the element's column (by default it replaces the list column).
+            truncation: ``"random"`` (fresh each release) or ``"hash"``.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> df = pl.DataFrame({"u": [1, 2], "items": [["tea", "jam"], ["tea"]]})
+            >>> sess = pf.Session(df, "u", pf.zCDP(1.0))
+            >>> q = sess.query().flat_map("items", max_rows=3, name="item")
+            >>> e = q.group_by("item", keys=["tea", "jam"]).agg(pf.count()).explain(rho=1)
+            >>> e.bound.split("; ")[0]
+            'flat_map(items): at most 3 rows per unit: M ≤ 3'
+            >>> e.measurements[0].sensitivity
+            3.0
+        """
+        if not isinstance(column, str) or not column:
+            raise InvalidArgumentError(f"flat_map takes a list column's name, got {column!r}")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise InvalidArgumentError(f"flat_map name= takes a column name, got {name!r}")
+        if max_rows is None:
+            raise InvalidValueError(
+                "flat_map needs max_rows=: the most rows one person keeps after the map (an "
+                "unbounded map would let one person add any number of rows)"
+            )
+        step = FlatMap(
+            column,
+            name or column,
+            _row_limit("max_rows", max_rows),
+            _truncation(truncation),
+        )
+        return self._with(steps=(*self.plan.steps, step))
+
+    @hinted()
+    def per_unit(self, *by: str, **values: UnitValue) -> Query:
+        """The per-person stage: one row per person (and ``by`` combination) with their values.
+
+        The first stage of a two-stage aggregation: each person's rows are
+        aggregated exactly (``pf.unit.sum``, ``count``, ``mean``, ``min``,
+        ``max``, ``first``, ``last``, ``n_unique``), then the query's
+        aggregates take grouped private statistics of those per-person values,
+        each clamped to the aggregate's public bounds: ``pf.mean("total",
+        (0, 1000))`` by region is the average per-person spend. A person has
+        one row per combination of ``by``, so grouping by all of them makes
+        ``m = 1`` (and ``per_unit()`` with no ``by``, one row per person,
+        makes ``M = 1``): the planner derives it, and ``explain`` shows it.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> df = pl.DataFrame({"u": [1, 1, 2], "region": ["n", "n", "s"],
+            ...                    "amount": [10.0, 30.0, 5.0]})
+            >>> sess = pf.Session(df, "u", pf.zCDP(1.0))
+            >>> q = (sess.query().per_unit("region", total=pf.unit.sum("amount"))
+            ...      .bound(max_groups=1).group_by("region", keys=["n", "s"])
+            ...      .agg(pf.mean("total", (0, 100))))
+            >>> print(q.explain(rho=1).bound.replace("; ", "\\n"))
+            per_unit(region): one row per unit and group: m = 1
+            k=1 groups × m=1 rows: S = k·m² = 1
+        """
+        if not all(isinstance(c, str) and c for c in by) or len(set(by)) != len(by):
+            raise InvalidArgumentError(f"per_unit takes distinct column names, got {list(by)!r}")
+        wrong = [n for n, v in values.items() if not isinstance(v, UnitValue)]
+        if wrong:
+            raise InvalidArgumentError(
+                f"per_unit values are per-person values such as pf.unit.sum('amount'); "
+                f"{wrong[0]!r} is not one"
+            )
+        return self._with(steps=(*self.plan.steps, PerUnit(tuple(by), tuple(values.items()))))
 
     @hinted()
     def bound(

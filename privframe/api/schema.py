@@ -14,12 +14,22 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 import polars as pl
 
 from privframe.engines.expressions import check_types, plain_types
 from privframe.engines.names import refuse_case_twins
-from privframe.engines.spec import apply_steps
+from privframe.engines.spec import (
+    FlatMap,
+    PerUnit,
+    PrivateJoin,
+    RowStep,
+    Step,
+    UnitColumns,
+    apply_steps,
+)
 from privframe.errors import InvalidArgumentError, InvalidValueError, columns_note
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys
@@ -27,8 +37,16 @@ from privframe.plan.keys import exact_keys
 __all__ = ["public_table", "schema_after", "validate"]
 
 
-def schema_after(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
+def schema_after(
+    data_schema: pl.Schema,
+    unit: str | None,
+    plan: Plan,
+    tables: Mapping[str, pl.Schema] | None = None,
+) -> pl.Schema:
     """The columns and types the aggregation sees, from the data's schema alone (no data is read).
+
+    ``tables`` are the schemas of the session's other private tables, which a
+    private join reads.
 
     Example:
         >>> import polars as pl
@@ -37,23 +55,24 @@ def schema_after(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Sch
         >>> dict(schema_after(pl.Schema({"x": pl.Int64}), None, Plan()))
         {'x': Int64}
     """
-    _check_new_names(list(data_schema), unit, plan)
+    tables = dict(tables or {})
+    _check_new_names(list(data_schema), unit, plan.steps, tables)
+    empty = {name: pl.LazyFrame(schema=schema) for name, schema in tables.items()}
     problem = None
     try:
         schema = data_schema
         for i, step in enumerate(plan.steps):
-            for expr in step.exprs:
-                check_types(expr, schema)
-                if step.kind == "filter":
-                    _check_boolean(expr, schema)
-            after = apply_steps(pl.LazyFrame(schema=schema), plan.steps[i : i + 1])
+            _check_step(step, schema, unit, tables)
+            after = apply_steps(
+                pl.LazyFrame(schema=schema), plan.steps[i : i + 1], unit=unit, tables=empty
+            )
             schema = after.collect_schema()
         # Run the steps on no rows and on one row of nulls (public inputs, built from
         # the schema alone): whatever fails there fails for every input, before any
         # data is read (what could fail for some values only is refused above).
-        apply_steps(pl.LazyFrame(schema=data_schema), plan.steps).collect()
-        nulls = pl.LazyFrame([dict.fromkeys(data_schema)], schema=data_schema)
-        apply_steps(nulls, plan.steps).collect()
+        apply_steps(pl.LazyFrame(schema=data_schema), plan.steps, unit=unit, tables=empty).collect()
+        nulls = {name: _nulls(schema) for name, schema in tables.items()}
+        apply_steps(_nulls(data_schema), plan.steps, unit=unit, tables=nulls).collect()
     except pl.exceptions.PolarsError as err:
         # Public inputs only (schemas, zero rows, a row of nulls): the message can be
         # shown, but it is raised outside the handler to carry no exception chain.
@@ -67,16 +86,104 @@ def schema_after(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Sch
     return schema
 
 
-def _check_new_names(columns: list[str], unit: str | None, plan: Plan) -> None:
+def _nulls(schema: pl.Schema) -> pl.LazyFrame:
+    """One row of nulls with ``schema``: a public input."""
+    return pl.LazyFrame([dict.fromkeys(schema)], schema=schema)
+
+
+def _check_step(
+    step: Step, schema: pl.Schema, unit: str | None, tables: Mapping[str, pl.Schema]
+) -> None:
+    """Refuse a step that does not fit the columns it reads (types, units, list columns)."""
+    if isinstance(step, RowStep):
+        for expr in step.exprs:
+            check_types(expr, schema)
+            if step.kind == "filter":
+                _check_boolean(expr, schema)
+        return
+    if unit is None:
+        raise InvalidValueError(
+            f"{step.kind} works per privacy unit, and this session has none (each row is a "
+            "unit); open the Session with privacy_unit=..."
+        )
+    if isinstance(step, PrivateJoin):
+        if step.table not in tables:
+            raise InvalidValueError(
+                f"join_private: {step.table!r} is not a private table of this session"
+            )
+        right = schema_after(tables[step.table], unit, Plan(steps=step.steps), tables)
+        for column in step.on:
+            for side, names in (("left", schema), ("right", right)):
+                if column not in names:
+                    raise InvalidValueError(
+                        f"join_private: the {side} side has no column {column!r} to join on; "
+                        f"{columns_note(list(names))}"
+                    )
+            if schema[column] != right[column]:
+                raise InvalidArgumentError(
+                    f"join_private: column {column!r} is {schema[column]} on the left and "
+                    f"{right[column]} on the right; cast one with with_columns first"
+                )
+    elif isinstance(step, FlatMap):
+        if step.column not in schema:
+            raise InvalidValueError(
+                f"flat_map column {step.column!r} is not in the data; {columns_note(list(schema))}"
+            )
+        if not isinstance(schema[step.column], pl.List):
+            raise InvalidArgumentError(
+                f"flat_map needs a list column; {step.column!r} has type {schema[step.column]} "
+                "(make one with with_columns, e.g. pl.col('basket').str.split(','))"
+            )
+    elif isinstance(step, UnitColumns):
+        for _, value in step.values:
+            value.check(schema)
+    else:
+        missing = [c for c in step.by if c not in schema]
+        if missing:
+            raise InvalidValueError(
+                f"per_unit column {missing[0]!r} is not in the data; {columns_note(list(schema))}"
+            )
+        for _, value in step.values:
+            value.check(schema)
+            if value.windowed_only:
+                raise InvalidValueError(
+                    f"{value.describe()} is a value per row: use it in with_columns, not per_unit"
+                )
+
+
+def _check_new_names(
+    columns: list[str],
+    unit: str | None,
+    steps: tuple[Step, ...],
+    tables: Mapping[str, pl.Schema],
+) -> None:
     """Refuse a step that would replace a column it must not: the unit, or one of another case.
 
     A join may add no column of the data; with_columns may rewrite any column
     but the privacy unit's by its exact name. Neither may add a name that
     differs from another column's in case only (:mod:`privframe.engines.names`:
-    Spark would take it for that column).
+    Spark would take it for that column). Steps over units never write the
+    unit column either.
     """
-    for step in plan.steps:
-        if step.kind == "join" and step.table is not None:
+    for step in steps:
+        if isinstance(step, PrivateJoin):
+            right = list(tables.get(step.table, {}))
+            added = [c for c in right if c not in step.on]
+            added = [f"{c}{step.suffix}" if c in columns else c for c in added]
+            refuse_case_twins(added, columns, "join_private column", unit)
+        elif isinstance(step, FlatMap):
+            added = [step.name]
+        elif isinstance(step, UnitColumns | PerUnit):
+            added = [name for name, _ in step.values]
+            if isinstance(step, PerUnit):
+                clash = sorted({*step.by, *([unit] if unit else [])} & set(added))
+                if clash:
+                    raise InvalidValueError(
+                        f"per_unit would name a value {clash[0]!r} like its unit or by column; "
+                        "choose another name"
+                    )
+                columns = [*([unit] if unit else []), *step.by]
+        elif step.kind == "join" and step.table is not None:
             added = [c for c in step.table.columns if c not in step.on]
             clash = sorted(set(added) & set(columns))
             if clash:
@@ -88,19 +195,29 @@ def _check_new_names(columns: list[str], unit: str | None, plan: Plan) -> None:
         elif step.kind == "with_columns":
             outputs = (e.meta.output_name(raise_if_undetermined=False) for e in step.exprs)
             added = [name for name in outputs if name is not None]
-            if unit is not None and unit in added:
-                raise InvalidValueError(
-                    f"with_columns may not rewrite the privacy unit column "
-                    f"{unit!r}: bounding is per unit, and a rewritten unit could "
-                    "split one person into many"
-                )
-            refuse_case_twins(added, columns, "with_columns column", unit)
         else:
             continue
-        columns += [name for name in dict.fromkeys(added) if name not in columns]
+        if unit is not None and unit in added:
+            raise InvalidValueError(
+                f"{step.kind} may not rewrite the privacy unit column "
+                f"{unit!r}: bounding is per unit, and a rewritten unit could "
+                "split one person into many"
+            )
+        if isinstance(step, RowStep) and step.kind == "with_columns":
+            refuse_case_twins(added, columns, "with_columns column", unit)
+        elif not isinstance(step, RowStep | PrivateJoin):
+            refuse_case_twins(
+                [a for a in added if a not in columns], columns, f"{step.kind} column", unit
+            )
+        columns = columns + [name for name in dict.fromkeys(added) if name not in columns]
 
 
-def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
+def validate(
+    data_schema: pl.Schema,
+    unit: str | None,
+    plan: Plan,
+    tables: Mapping[str, pl.Schema] | None = None,
+) -> pl.Schema:
     """Check the plan against the columns it will see; return that schema.
 
     Example:
@@ -113,7 +230,7 @@ def validate(data_schema: pl.Schema, unit: str | None, plan: Plan) -> pl.Schema:
         ...
         privframe.errors.InvalidValueError: sum column 'y' is not in the data; ...
     """
-    schema = schema_after(data_schema, unit, plan)
+    schema = schema_after(data_schema, unit, plan, tables)
     copies = _unit_copies(unit, plan)
     used = (*plan.group_by, *(c for a in plan.aggregates for c in a.columns))
     internal = sorted({c for c in (*used, unit or "") if c.startswith("__")})
@@ -210,7 +327,7 @@ def _unit_copies(unit: str | None, plan: Plan) -> set[str]:
     if unit is None:
         return copies
     for step in plan.steps:
-        for expr in step.exprs if step.kind == "with_columns" else ():
+        for expr in step.exprs if isinstance(step, RowStep) and step.kind == "with_columns" else ():
             name = expr.meta.output_name(raise_if_undetermined=False)
             roots = set(expr.meta.root_names())
             if name is not None and roots and roots <= {unit, *copies}:

@@ -37,9 +37,13 @@ from privframe.accounting.replay import Guarantee
 from privframe.api._session_arguments import (
     check_contributions,
     check_metadata,
-    check_name,
     check_privacy_unit,
+    check_private_tables,
+    check_table_contributions,
     check_tables,
+    check_unit_types,
+    identity_schema,
+    joinable,
 )
 from privframe.api.html import session_html
 from privframe.api.query import Query, Request
@@ -73,6 +77,12 @@ class Session(SQLEntry):
         data: a pandas or polars DataFrame, a polars LazyFrame, the path of
             a ``.parquet`` or ``.csv`` file, or a Spark DataFrame (run on
             Spark by :mod:`privframe.engines.spark.engine`; see ``docs/spark.md``).
+            Or several private tables about the same people, by name
+            (``{"visits": ..., "prescriptions": ...}``): each has the privacy
+            unit column, of one type in all, and a person may be in every
+            table; ``sess.query("prescriptions")`` queries one (the first by
+            default) and ``join_private`` joins them (``docs/joins.md``).
+            Removing a person removes their rows from every table.
         privacy_unit: the column identifying a person; None if each row is a
             different person.
         budget: the total budget, e.g. ``pf.zCDP(rho=1.0)``,
@@ -91,11 +101,15 @@ class Session(SQLEntry):
             (``pf.Column(type="int64")``): a CSV's columns are read as them
             (undeclared ones as String), typed data must have them.
         contributions: for SQL, the default contribution limits,
-            ``pf.Bound(max_groups=3, max_rows_per_group=5)``.
+            ``pf.Bound(max_groups=3, max_rows_per_group=5)``; with several
+            private tables, a mapping of table names to their limits (a
+            JOIN of two private tables keeps each table's ``max_rows`` rows
+            per unit).
         tables: public (non-private) tables SQL may JOIN, by name.
         name: the private table's name in SQL's FROM, ``"data"`` by default;
             it may be schema-qualified (``"PUMS.PUMS"``), so that queries
-            written for another system run as written.
+            written for another system run as written. Several tables are
+            named by ``data``'s keys instead.
         results: for a Spark DataFrame input, return released tables as
             pandas (the default) or as Spark DataFrames (``"spark"``).
         same_data: with a ``ledger`` file that records other data (another
@@ -116,7 +130,7 @@ class Session(SQLEntry):
     @hinted(**BUDGET_HINTS)
     def __init__(
         self,
-        data: DataSource,
+        data: DataSource | Mapping[str, DataSource],
         privacy_unit: str | None,
         budget: Budget | Accountant,
         ledger: str | os.PathLike[str] | None = None,
@@ -131,15 +145,27 @@ class Session(SQLEntry):
     ) -> None:
         check_privacy_unit(privacy_unit)
         self._metadata = check_metadata(metadata)
-        self._contributions = check_contributions(contributions)
-        self._name = check_name(name)
-        self._tables = check_tables(tables, name)
+        named = check_private_tables(data, name)
+        self._name = next(iter(named))
+        self._table_contributions = check_table_contributions(contributions, list(named))
+        self._contributions = self._table_contributions.get(self._name)
+        self._tables = check_tables(tables, *named)
         if results not in ("pandas", "spark"):
             raise InvalidArgumentError(f"results must be 'pandas' or 'spark', got {results!r}")
         self._types = declared_types(self._metadata)
-        opened = open_input(data, privacy_unit, results=results, types=self._types)
-        self._engine, self._schema = opened.engine, opened.schema
-        self._present = opened.present
+        opened = {
+            table: open_input(source, privacy_unit, results=results, types=self._types)
+            for table, source in named.items()
+        }
+        self._schemas = {table: o.schema for table, o in opened.items()}
+        first = opened[self._name]
+        self._engine, self._schema = first.engine, first.schema
+        if len(opened) > 1:
+            check_unit_types(privacy_unit, self._schemas)
+            self._engine = joinable(first.engine).with_tables(
+                {table: o.engine for table, o in opened.items()}
+            )
+        self._present = first.present
         self._unit = privacy_unit
         if rng is not None and not isinstance(rng, Randomness):
             raise InvalidArgumentError(f"rng must be a Randomness, got {type(rng).__name__}")
@@ -157,7 +183,7 @@ class Session(SQLEntry):
             self._accountant = Accountant(
                 budget,
                 ledger,
-                data=DataIdentity.of(privacy_unit, self._schema),
+                data=DataIdentity.of(privacy_unit, identity_schema(self._schemas)),
                 same_data=same_data,
             )
         self._pipeline = Pipeline(self._engine, self._accountant, privacy_unit, rng)
@@ -193,8 +219,22 @@ class Session(SQLEntry):
 
     @property
     def columns(self) -> list[str]:
-        """The data's column names (the schema is public; the values are not)."""
+        """The data's column names (the schema is public; the values are not); the first table's."""
         return list(self._schema)
+
+    @property
+    def private_tables(self) -> dict[str, list[str]]:
+        """Each private table's name and column names, the first table first.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session({"a": pl.DataFrame({"u": [1]}), "b": pl.DataFrame(
+            ...     {"u": [1], "x": [2.0]})}, "u", pf.zCDP(1.0))
+            >>> sess.private_tables
+            {'a': ['u'], 'b': ['u', 'x']}
+        """
+        return {name: list(schema) for name, schema in self._schemas.items()}
 
     @property
     def privacy_unit(self) -> str | None:
@@ -342,9 +382,26 @@ class Session(SQLEntry):
             delta = _default_delta(self._accountant)
         return replay.guarantee(self.ledger, delta, method, total=self._accountant.spent)
 
-    def query(self) -> Query:
-        """Start a query: chain ``filter``, ``bound``, ``group_by``, ``agg``, then release."""
-        return Query(self)
+    def query(self, table: str | None = None) -> Query:
+        """Start a query of ``table`` (the first private table by default).
+
+        Chain ``filter``, ``bound``, ``group_by``, ``agg``, then release.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> tables = {"visits": pl.DataFrame({"u": [1]}), "drugs": pl.DataFrame({"u": [1]})}
+            >>> sess = pf.Session(tables, "u", pf.zCDP(1.0))
+            >>> sess.query("drugs").plan.table, sess.query().plan.table
+            ('drugs', None)
+        """
+        if table is None or table == self._name:
+            return Query(self)
+        if table not in self._schemas:
+            raise InvalidValueError(
+                f"{table!r} is not a private table of this session; it has {list(self._schemas)}"
+            )
+        return Query(self, Plan(table=table))
 
     def __repr__(self) -> str:
         # Public facts only: no row counts or column statistics.
@@ -412,7 +469,7 @@ class Session(SQLEntry):
             >>> dict(sess.check(sess.query().agg(pf.sum("x", (0, 5))).plan))
             {'x': Float64}
         """
-        schema = validate(self._schema, self._unit, plan)
+        schema = validate(self._table_schema(plan), self._unit, plan, self._schemas)
         clash = sorted({column for column, _ in error_column_clashes(plan)}) if with_error else []
         if clash:
             raise InvalidValueError(
@@ -420,6 +477,12 @@ class Session(SQLEntry):
                 "or a group_by column; rename the aggregate with .alias(...)"
             )
         return schema
+
+    def _table_schema(self, plan: Plan) -> pl.Schema:
+        """The schema of the private table ``plan`` starts from."""
+        if plan.table is not None and plan.table not in self._schemas:
+            raise InvalidValueError(f"{plan.table!r} is not a private table of this session")
+        return self._schemas[plan.table or self._name]
 
     def explain(
         self,
@@ -443,7 +506,7 @@ class Session(SQLEntry):
             >>> sess.explain(sess.query().agg(pf.count()).plan, rho=0.5).plan.cost.rho
             0.5
         """
-        validate(self._schema, self._unit, plan)
+        validate(self._table_schema(plan), self._unit, plan, self._schemas)
         amount = self._pipeline.asked(rho, epsilon)
         if not isinstance(self._accountant.budget, zCDP):
             before = zero_cost(type(self._accountant.budget))

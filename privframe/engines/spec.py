@@ -10,23 +10,33 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import polars as pl
 
 from privframe.engines.checked_arithmetic import checked
+from privframe.engines.unit_values import UnitValue
 
 __all__ = [
     "COUNT",
     "DISTINCT",
+    "FLAT_MAP_SALT",
+    "JOIN_SALT",
     "AggregationSpec",
     "Engine",
+    "FlatMap",
     "HistogramSpec",
+    "PerUnit",
+    "PrivateJoin",
     "RowStep",
+    "Step",
+    "UnitColumns",
     "ValueSpec",
     "apply_steps",
     "checked_step",
+    "truncation_key",
 ]
 
 COUNT = "__count"
@@ -54,6 +64,100 @@ class RowStep:
     how: Literal["left", "inner"] = "left"
 
 
+Truncation = Literal["random", "hash"]
+
+JOIN_SALT = 0x94D049BB133111EB
+"""Salt of the keyed hash that truncates each side of a private join."""
+
+FLAT_MAP_SALT = 0xBF58476D1CE4E5B9
+"""Salt of the keyed hash that truncates a unit's rows after a flat_map."""
+
+_HASH_KEY = 0x7F4A7C159E3779B9
+"""The fixed key of ``truncation="hash"``: the same rows on every release."""
+
+
+def truncation_key(truncation: Truncation, seed: int, salt: int) -> int:
+    """The key of a truncation's hash: the release's fresh seed, or a fixed one for ``hash``.
+
+    Example:
+        >>> from privframe.engines.spec import JOIN_SALT, truncation_key
+        >>> truncation_key("hash", 1, JOIN_SALT) == truncation_key("hash", 2, JOIN_SALT)
+        True
+    """
+    return (seed if truncation == "random" else _HASH_KEY) ^ salt
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateJoin:
+    """Join another private table on keys that include the privacy unit, each side truncated.
+
+    Each unit keeps at most ``left_rows`` of its rows on the left and
+    ``right_rows`` on the right (those ranking lowest by a hash of the row's
+    values, keyed by the release's fresh seed with ``truncation="random"`` or
+    by a fixed key with ``"hash"``: never by where the rows sit in the data),
+    then the sides are joined on ``on``. Since ``on`` includes the unit, a
+    joined row belongs to one unit, and a unit has at most
+    ``left_rows·right_rows`` of them. The right side's own ``steps`` run
+    first, on ``table``. Non-key columns of the right side that the left has
+    too get ``suffix``.
+    """
+
+    table: str
+    steps: tuple[Step, ...]
+    on: tuple[str, ...]
+    how: Literal["inner", "left"]
+    left_rows: int
+    right_rows: int
+    truncation: Truncation = "random"
+    suffix: str = "_right"
+    kind: Literal["private_join"] = "private_join"
+
+    @property
+    def max_rows(self) -> int:
+        """``left_rows·right_rows``: the most joined rows one unit can have."""
+        return self.left_rows * self.right_rows
+
+
+@dataclass(frozen=True)
+class FlatMap:
+    """One row to several: each element of the list ``column`` becomes a row.
+
+    Empty and null lists give no row. The element is in ``name`` (the list
+    column itself by default). Each unit then keeps at most ``max_rows`` of its
+    rows, chosen as a private join's sides are (see :class:`PrivateJoin`).
+    """
+
+    column: str
+    name: str
+    max_rows: int
+    truncation: Truncation = "random"
+    kind: Literal["flat_map"] = "flat_map"
+
+
+@dataclass(frozen=True)
+class UnitColumns:
+    """Add columns computed over each unit's rows (:mod:`privframe.engines.unit_values`)."""
+
+    values: tuple[tuple[str, UnitValue], ...]
+    kind: Literal["unit_columns"] = "unit_columns"
+
+
+@dataclass(frozen=True)
+class PerUnit:
+    """The per-unit stage: one row per unit and combination of ``by``, with per-unit values.
+
+    Its rows have the unit column, ``by`` and one column per value.
+    """
+
+    by: tuple[str, ...]
+    values: tuple[tuple[str, UnitValue], ...]
+    kind: Literal["per_unit"] = "per_unit"
+
+
+Step = RowStep | PrivateJoin | FlatMap | UnitColumns | PerUnit
+"""One step before aggregation: row-wise (:class:`RowStep`) or over each unit's rows."""
+
+
 def checked_step(step: RowStep, schema: pl.Schema) -> RowStep:
     """``step`` with checked integer arithmetic over ``schema``, the columns it reads.
 
@@ -77,19 +181,72 @@ def checked_step(step: RowStep, schema: pl.Schema) -> RowStep:
     return dataclasses.replace(step, exprs=exprs)
 
 
-def apply_steps(frame: pl.LazyFrame, steps: tuple[RowStep, ...]) -> pl.LazyFrame:
-    """The frame after the row steps, in order, arithmetic checked (lazy: nothing runs)."""
+def apply_steps(
+    frame: pl.LazyFrame,
+    steps: tuple[Step, ...],
+    *,
+    unit: str | None = None,
+    tables: Mapping[str, pl.LazyFrame] | None = None,
+    seed: int = 0,
+) -> pl.LazyFrame:
+    """The frame after the steps, in order, arithmetic checked (lazy: nothing runs).
+
+    Steps over units (joins of private ``tables``, flat maps, per-unit values)
+    need the privacy ``unit`` column, and truncate with the release's ``seed``.
+    """
     for step in steps:
-        if step.kind != "join":
-            step = checked_step(step, frame.collect_schema())
-        if step.kind == "filter":
-            frame = frame.filter(*step.exprs)
-        elif step.kind == "with_columns":
-            frame = frame.with_columns(*step.exprs)
+        if isinstance(step, RowStep):
+            frame = _row_step(frame, step)
+            continue
+        assert unit is not None, "a step over units needs the privacy unit"
+        if isinstance(step, PrivateJoin):
+            if tables is None or step.table not in tables:
+                raise KeyError(step.table)
+            right = apply_steps(tables[step.table], step.steps, unit=unit, tables=tables, seed=seed)
+            key = truncation_key(step.truncation, seed, JOIN_SALT)
+            frame = _truncated(frame, unit, step.left_rows, key).join(
+                _truncated(right, unit, step.right_rows, key ^ 1),
+                on=list(step.on),
+                how=step.how,
+                suffix=step.suffix,
+            )
+        elif isinstance(step, FlatMap):
+            listed = frame.filter(pl.col(step.column).list.len() > 0)
+            if step.name != step.column:
+                listed = listed.with_columns(pl.col(step.column).alias(step.name))
+            key = truncation_key(step.truncation, seed, FLAT_MAP_SALT)
+            frame = _truncated(listed.explode(step.name), unit, step.max_rows, key)
+        elif isinstance(step, UnitColumns):
+            schema = frame.collect_schema()
+            frame = frame.with_columns(v.polars(schema, unit).alias(n) for n, v in step.values)
         else:
-            assert step.table is not None
-            frame = frame.join(step.table.lazy(), on=list(step.on), how=step.how)
+            schema = frame.collect_schema()
+            frame = frame.group_by(unit, *step.by).agg(
+                v.polars(schema, None).alias(n) for n, v in step.values
+            )
     return frame
+
+
+def _row_step(frame: pl.LazyFrame, step: RowStep) -> pl.LazyFrame:
+    if step.kind != "join":
+        step = checked_step(step, frame.collect_schema())
+    if step.kind == "filter":
+        return frame.filter(*step.exprs)
+    if step.kind == "with_columns":
+        return frame.with_columns(*step.exprs)
+    assert step.table is not None
+    return frame.join(step.table.lazy(), on=list(step.on), how=step.how)
+
+
+def _truncated(frame: pl.LazyFrame, unit: str, limit: int, key: int) -> pl.LazyFrame:
+    """Each unit's rows cut to ``limit``: those whose values hash (keyed) lowest.
+
+    The hash reads every column, so equal rows tie and are interchangeable,
+    and which rows stay never depends on their order in the data.
+    """
+    columns = frame.collect_schema().names()
+    rank = pl.struct(*columns).hash(key).rank("ordinal").over(unit)
+    return frame.filter(rank <= limit)
 
 
 @dataclass(frozen=True)
@@ -167,9 +324,10 @@ class AggregationSpec:
         values: the summed columns.
         seed: fresh secret randomness for choosing groups (and rows).
         histograms: per-key histograms of bounded rows, for quantiles.
+        table: the private table the steps start from (None: the session's first).
     """
 
-    steps: tuple[RowStep, ...]
+    steps: tuple[Step, ...]
     unit: str | None
     group_by: tuple[str, ...]
     keys: pl.DataFrame | None
@@ -179,6 +337,7 @@ class AggregationSpec:
     values: tuple[ValueSpec, ...]
     seed: int
     histograms: tuple[HistogramSpec, ...] = ()
+    table: str | None = None
 
 
 class Engine(Protocol):

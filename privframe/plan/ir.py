@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from privframe.engines.spec import RowStep
+from privframe.engines.spec import RowStep, Step
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.keys import KeySet
@@ -69,15 +69,17 @@ class Plan:
     ``keys`` are public keys over ``group_by``'s columns, or over some of them:
     the group columns they leave out (:attr:`selected`) are chosen privately,
     and every chosen combination gets every public key. Without keys, every
-    group column is chosen privately.
+    group column is chosen privately. ``table`` names the private table the
+    steps start from (None: the session's first).
     """
 
-    steps: tuple[RowStep, ...] = ()
+    steps: tuple[Step, ...] = ()
     bound: Bound | None = None
     group_by: tuple[str, ...] = ()
     keys: KeySet | None = None
     aggregates: tuple[Aggregate, ...] = ()
     other: str | None = None
+    table: str | None = None
 
     def __post_init__(self) -> None:
         if self.keys is not None and not set(self.keys.columns) <= set(self.group_by):
@@ -114,4 +116,9 @@ class Plan:
     @property
     def filters(self) -> tuple[pl.Expr, ...]:
         """The filter predicates among the row steps."""
-        return tuple(e for step in self.steps if step.kind == "filter" for e in step.exprs)
+        return tuple(
+            e
+            for step in self.steps
+            if isinstance(step, RowStep) and step.kind == "filter"
+            for e in step.exprs
+        )

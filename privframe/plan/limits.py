@@ -37,6 +37,7 @@ class Limits:
     max_rows_per_group: int
     max_rows: int | None
     squares: int  # S = max over contributions of sum_g w_g²
+    derived: tuple[str, ...] = ()  # how the plan's steps limit rows (plan/stages.py)
 
     @property
     def rows(self) -> int:
@@ -45,7 +46,18 @@ class Limits:
         return most if self.max_rows is None else min(most, self.max_rows)
 
     def describe(self, l1: bool = False) -> str:
-        """How S (or, with ``l1``, W) was derived, for ``explain``."""
+        """How S (or, with ``l1``, W) was derived, for ``explain``.
+
+        The limits the plan's steps enforce (a private join's ``l·r``, ...) come first.
+
+        Example:
+            >>> Limits(2, 1, 2, 2, derived=("flat_map(items): M ≤ 2",)).describe()
+            'flat_map(items): M ≤ 2; k=2 groups × m=1 rows: S = k·m² = 2'
+        """
+        steps = "".join(f"{line}; " for line in self.derived)
+        return steps + self._bound(l1)
+
+    def _bound(self, l1: bool) -> str:
         if l1:
             k, m, big_m = self.max_groups, self.max_rows_per_group, self.max_rows
             if big_m is None or big_m >= k * m:

@@ -55,10 +55,11 @@ from privframe.numeric import Number, check_positive, exact, round_down
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.aggregates.distinct import SELECTION_KEY, DistinctNeed
 from privframe.plan.aggregates.quantile import QuantileMeasurement
-from privframe.plan.ir import Plan
+from privframe.plan.ir import Bound, Plan
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Family, Measurement, Need, NoiseRangeError, Share
 from privframe.plan.split import Balance, balanced_fractions, weighted_fractions
+from privframe.plan.stages import stage_limits
 
 __all__ = [
     "NOISE_FLOOR_EPSILON",
@@ -181,7 +182,7 @@ class ReleasePlan:
         Example:
             >>> import warnings
             >>> import privframe as pf
-            >>> from privframe.plan.ir import Plan
+            >>> from privframe.plan.ir import Bound, Plan
             >>> with warnings.catch_warnings(record=True) as caught:
             ...     warnings.simplefilter("always")
             ...     plan_release(Plan(aggregates=(pf.count(),)), False, 1e-13).warn_if_drowned()
@@ -206,44 +207,57 @@ class ReleasePlan:
 
 
 def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
-    """Contribution limits from the plan (each row is its own unit without a unit column)."""
+    """Contribution limits from the plan (each row is its own unit without a unit column).
+
+    The row limits the plan's steps enforce (:mod:`privframe.plan.stages`) count
+    as stated ones: a private join of ``l`` and ``r`` rows per unit limits a
+    unit to ``M = l·r`` rows, and a unit with at most ``M`` rows is in at most
+    ``M`` groups.
+    """
     n_groups = plan.n_groups or 1
     if not has_unit:
         return Limits(1, 1, None, 1)
-    bound = plan.bound
-    if selects(plan) and (bound is None or bound.max_groups is None):
+    bound = plan.bound or Bound()
+    stages = stage_limits(plan.steps, plan.group_by)
+    big_m = _smaller(bound.max_rows, stages.max_rows)
+    m = _smaller(bound.max_rows_per_group, stages.max_rows_per_group)
+    max_groups = bound.max_groups
+    if selects(plan) and max_groups is None:
+        max_groups = big_m  # at most M rows: at most M groups
+    if selects(plan) and max_groups is None:
         raise InvalidValueError(
             f"choosing groups privately (group_by columns {list(plan.selected)} without public "
             "keys) needs .bound(max_groups=...): with no public key list for them there is no "
             "other bound on a unit's groups"
         )
     if selects(plan):
-        assert bound is not None  # refused just above otherwise
-        assert bound.max_groups is not None
-        n_groups = bound.max_groups
-    if bound is None:
+        assert max_groups is not None  # refused just above otherwise
+        n_groups = max_groups
+    if plan.bound is None and m is None and big_m is None:
         raise InvalidValueError(
             "a query over a privacy unit needs contribution limits: call "
             ".bound(max_groups=..., max_rows_per_group=...) (and optionally max_rows=...)"
         )
-    if bound.max_rows_per_group is None and bound.max_rows is None:
+    if m is None and big_m is None:
         raise InvalidValueError(
             "the contribution limits have no row limit: max_rows_per_group is missing (the most "
             "rows one privacy unit adds to one group, e.g. .bound(max_groups=3, "
             "max_rows_per_group=5), or pf.Bound(...) the same way); or give max_rows (the most "
             "rows one unit adds in all)"
         )
-    m = bound.max_rows_per_group or bound.max_rows
+    m = _smaller(m, big_m)
     assert m is not None
-    big_m = bound.max_rows
-    if big_m is not None:
-        m = min(m, big_m)
-    k = min(bound.max_groups or n_groups, n_groups)
+    k = min(max_groups or n_groups, n_groups)
     if big_m is None or big_m >= k * m:
-        return Limits(k, m, big_m, k * m * m)
+        return Limits(k, m, big_m, k * m * m, stages.lines)
     q = min(k, big_m // m)
     r = big_m - q * m if q < k else 0
-    return Limits(k, m, big_m, q * m * m + r * r)
+    return Limits(k, m, big_m, q * m * m + r * r, stages.lines)
+
+
+def _smaller(a: int | None, b: int | None) -> int | None:
+    """The smaller of two limits, where None is no limit."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 def selects(plan: Plan) -> bool:
@@ -251,7 +265,7 @@ def selects(plan: Plan) -> bool:
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.plan.ir import Plan
+        >>> from privframe.plan.ir import Bound, Plan
         >>> keys = pf.keys.from_list("region", ["n", "s"])
         >>> selects(Plan(group_by=("region",), keys=keys)), selects(Plan(group_by=("region",)))
         (False, True)
@@ -542,7 +556,7 @@ def plan_pure_release(
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.plan.ir import Plan
+        >>> from privframe.plan.ir import Bound, Plan
         >>> release = plan_pure_release(Plan(aggregates=(pf.count(),)), False, 0.5)
         >>> release.cost, release.measurements[0].scale_units
         (PureDP(epsilon=0.5), 2.0)
@@ -600,7 +614,7 @@ def plan_approx_release(
 
     Example:
         >>> import privframe as pf
-        >>> from privframe.plan.ir import Plan
+        >>> from privframe.plan.ir import Bound, Plan
         >>> release = plan_approx_release(Plan(aggregates=(pf.count(),)), False, 1.0, 1e-6)
         >>> release.cost, release.family
         (ApproxDP(epsilon=1.0, delta=1e-06), 'laplace')

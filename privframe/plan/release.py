@@ -52,7 +52,7 @@ from privframe.accounting.events import (
 from privframe.accounting.ledger import LedgerEntry
 from privframe.engines.contributions import ContributionSpec, SupportsContributions
 from privframe.engines.inputs import PanicException
-from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, RowStep
+from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, RowStep, Step
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.draws import NoiseDraw, noise_vectors
 from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
@@ -355,6 +355,7 @@ class Pipeline:
             values=tuple(values),
             seed=int((self.rng or SystemRandomness()).words(1)[0]),
             histograms=tuple(histogram_specs(release.quantiles).values()),
+            table=plan.table,
         )
 
     def charge(self, computed: Sequence[Computed]) -> list[LedgerEntry]:
@@ -535,8 +536,8 @@ def _no_delta(accountant: Accountant) -> str:
 
 
 def _with_other(
-    keys: pl.DataFrame, steps: tuple[RowStep, ...], other: str
-) -> tuple[pl.DataFrame, tuple[RowStep, ...]]:
+    keys: pl.DataFrame, steps: tuple[Step, ...], other: str
+) -> tuple[pl.DataFrame, tuple[Step, ...]]:
     """Route rows with a non-public (or null) key to the public ``other`` group, last."""
     (column,) = keys.columns
     labels = keys[column].cast(pl.String).to_list()

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -58,6 +59,7 @@ from privframe.engines.spec import (
     ValueSpec,
     apply_steps,
 )
+from privframe.errors import InvalidArgumentError
 from privframe.progress import steps
 
 __all__ = ["PolarsEngine"]
@@ -99,14 +101,61 @@ class PolarsEngine:
             the per-(unit, key) table, the largest thing held in memory, shrinks
             by the factor. The input is read once and the parts held in memory
             or spilled to disk (:meth:`_by_partition`).
+        tables: the session's private tables by name, for queries that start
+            from one of them or join them (:class:`~privframe.engines.spec.PrivateJoin`).
     """
 
     def __init__(
-        self, frame: pl.LazyFrame, *, streaming: bool = False, partitions: int = 1
+        self,
+        frame: pl.LazyFrame,
+        *,
+        streaming: bool = False,
+        partitions: int = 1,
+        tables: Mapping[str, pl.LazyFrame] | None = None,
     ) -> None:
         self._frame = frame
         self._streaming = streaming
         self._partitions = partitions
+        self._tables = dict(tables or {})
+
+    def with_tables(self, tables: Mapping[str, object]) -> PolarsEngine:
+        """This engine, able to read the private ``tables`` (other polars engines) by name.
+
+        Raises:
+            InvalidArgumentError: a table is on another engine.
+
+        Example:
+            >>> import polars as pl
+            >>> from privframe.engines.polars import PolarsEngine
+            >>> other = PolarsEngine(pl.LazyFrame({"u": [1]}))
+            >>> PolarsEngine(pl.LazyFrame({"u": [2]})).with_tables({"b": other}).tables
+            ['b']
+        """
+        frames = {}
+        for name, engine in tables.items():
+            if not isinstance(engine, PolarsEngine):
+                raise InvalidArgumentError(
+                    f"private table {name!r} runs on another engine ({type(engine).__name__}) "
+                    "than the first table (polars): give every private table of a session "
+                    "as the same kind of data (pandas, polars or files; or all Spark)"
+                )
+            frames[name] = engine._frame
+        return PolarsEngine(
+            self._frame,
+            streaming=self._streaming,
+            partitions=self._partitions,
+            tables={**self._tables, **frames},
+        )
+
+    @property
+    def tables(self) -> list[str]:
+        """The names of the private tables besides the first."""
+        return list(self._tables)
+
+    def _rows(self, spec: AggregationSpec) -> pl.LazyFrame:
+        """The rows after the steps, from the spec's table."""
+        frame = self._frame if spec.table is None else self._tables[spec.table]
+        return apply_steps(frame, spec.steps, unit=spec.unit, tables=self._tables, seed=spec.seed)
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
         """Exact bounded aggregates, one row per public key, in key order.
@@ -118,7 +167,7 @@ class PolarsEngine:
         # (privframe.engines.expressions), so a row's fate depends on that row alone.
         keyed = grouping(spec)
         by = keyed.by
-        frame = _keyed_rows(apply_steps(self._frame, spec.steps), keyed)
+        frame = _keyed_rows(self._rows(spec), keyed)
         # Keep only what the aggregation reads, so no other column can collide with the
         # engine's working columns.
         unit = [spec.unit] if spec.unit is not None else []
@@ -180,7 +229,7 @@ class PolarsEngine:
         For ``query.tune``; see :mod:`privframe.engines.contributions`.
         """
         rows, keyed = spec.rows, grouping(spec.rows)
-        frame = _keyed_rows(apply_steps(self._frame, rows.steps), keyed)
+        frame = _keyed_rows(self._rows(rows), keyed)
         if rows.unit is not None:
             frame = _known_units(frame, rows.unit)
         unit = [rows.unit] if rows.unit is not None else []
