@@ -322,7 +322,8 @@ class Query:
             >>> q = sess.query().join_private(sess.query("drugs"), on="pid", left_rows=2,
             ...                               right_rows=2)
             >>> e = q.group_by("drug", keys=["x", "y"]).agg(pf.count()).explain(rho=0.5)
-            >>> print(e.bound.replace("; ", "\\n"))
+            >>> for line in e.bound.split("; "):
+            ...     print(line)
             join_private(drugs): at most l=2 left × r=2 right rows per unit: M ≤ 4
             k=2, m=4, M=4: q=1 full groups + r=0 rows: S = q·m² + r² = 16
         """
@@ -438,7 +439,8 @@ class Query:
             >>> q = (sess.query().per_unit("region", total=pf.unit.sum("amount"))
             ...      .bound(max_groups=1).group_by("region", keys=["n", "s"])
             ...      .agg(pf.mean("total", (0, 100))))
-            >>> print(q.explain(rho=1).bound.replace("; ", "\\n"))
+            >>> for line in q.explain(rho=1).bound.split("; "):
+            ...     print(line)
             per_unit(region): one row per unit and group: m = 1
             k=1 groups × m=1 rows: S = k·m² = 1
         """
