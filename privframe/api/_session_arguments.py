@@ -11,12 +11,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, cast
 
 import polars as pl
 
 from privframe.api.schema import public_table
 from privframe.api.sql import TABLE, Column
+from privframe.engines.spec import Engine
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.plan.ir import Bound
 
@@ -83,7 +84,7 @@ def check_tables(tables: object, *private: str) -> dict[str, pl.DataFrame]:
     clash = next((name for name in tables if name.casefold() in taken), None)
     if clash is not None:
         raise InvalidValueError(
-            f"{clash!r} names a private table; give the public table another name"
+            f"{clash!r} names the private table; give the public table another name"
         )
     checked = {}
     for name, frame in tables.items():
@@ -129,8 +130,9 @@ def check_table_contributions(contributions: object, names: list[str]) -> dict[s
         )
     unknown = sorted(str(k) for k in contributions if k not in names)
     if unknown:
-        raise InvalidValueError(
-            f"contributions names {unknown}, which are not private tables of the session ({names})"
+        raise InvalidArgumentError(
+            f"contributions takes a pf.Bound, or a mapping of private table names to them; it "
+            f"names {unknown}, which are not private tables of the session ({names})"
         )
     checked = {}
     for table, bound in contributions.items():
@@ -171,7 +173,7 @@ def identity_schema(schemas: Mapping[str, pl.Schema]) -> dict[str, object]:
 class Joinable(Protocol):
     """An engine that can read a session's other private tables."""
 
-    def with_tables(self, tables: Mapping[str, object]) -> Joinable:
+    def with_tables(self, tables: Mapping[str, object]) -> Engine:
         """This engine, reading ``tables`` (engines of the same kind) by name."""
         ...
 
@@ -182,4 +184,4 @@ def joinable(engine: object) -> Joinable:
         raise InvalidArgumentError(
             f"this data's engine ({type(engine).__name__}) reads one private table per session"
         )
-    return engine  # type: ignore[return-value]  # it has with_tables
+    return cast(Joinable, engine)

@@ -18,8 +18,15 @@ import pyarrow as pa
 from privframe.engines.names import refuse_case_twins
 from privframe.engines.spark._columns import clip, col, long_literal
 from privframe.engines.spark.expressions import spark_type, to_spark
-from privframe.engines.spec import HistogramSpec, RowStep, ValueSpec, apply_steps, checked_step
-from privframe.errors import InvalidArgumentError
+from privframe.engines.spec import (
+    HistogramSpec,
+    RowStep,
+    Step,
+    ValueSpec,
+    apply_steps,
+    checked_step,
+)
+from privframe.errors import InvalidArgumentError, InvalidValueError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -170,7 +177,7 @@ def spark_table(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
 
 
 def apply_spark_steps(
-    frame: DataFrame, schema: pl.Schema, steps: tuple[RowStep, ...]
+    frame: DataFrame, schema: pl.Schema, steps: tuple[Step, ...]
 ) -> tuple[DataFrame, pl.Schema]:
     """The row steps on Spark, in order (lazy), and the polars schema after them.
 
@@ -183,6 +190,8 @@ def apply_spark_steps(
     from pyspark.sql import functions as f
 
     for step in steps:
+        if not isinstance(step, RowStep):
+            raise InvalidValueError(f"the Spark engine does not run {step.kind} yet")
         step = checked_step(step, schema)  # integer overflow gives null, as on polars
         if step.kind == "filter":
             for expr in step.exprs:
