@@ -324,7 +324,7 @@ class Query:
             >>> e = q.group_by("drug", keys=["x", "y"]).agg(pf.count()).explain(rho=0.5)
             >>> for line in e.bound.split("; "):
             ...     print(line)
-            join_private(drugs): at most l=2 left × r=2 right rows per unit: M ≤ 4
+            join_private(drugs): at most 2 left × 2 right rows per unit: M ≤ 4
             k=2, m=4, M=4: q=1 full groups + r=0 rows: S = q·m² + r² = 16
         """
         if not isinstance(other, Query) or other.session is not self.session:
@@ -378,8 +378,7 @@ class Query:
         none). Each person then keeps at most ``max_rows`` rows in all, chosen
         as :meth:`join_private` chooses (``truncation``): the engine enforces
         it, and the planner takes it as the limit ``M`` on the person's rows.
-        A list column can be made with ``with_columns`` first, e.g.
-        ``pl.col("basket").str.split(",")``.
+        The column must be a list column of the data (polars ``List``).
 
         Args:
             column: a list column.
@@ -451,6 +450,12 @@ class Query:
             raise InvalidArgumentError(
                 f"per_unit values are per-person values such as pf.unit.sum('amount'); "
                 f"{wrong[0]!r} is not one"
+            )
+        per_row = [n for n, v in values.items() if v.windowed_only]
+        if per_row:
+            raise InvalidValueError(
+                f"{values[per_row[0]].describe()} is a value per row: use it in with_columns, "
+                "not per_unit"
             )
         return self._with(steps=(*self.plan.steps, PerUnit(tuple(by), tuple(values.items()))))
 

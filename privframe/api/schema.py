@@ -131,8 +131,7 @@ def _check_step(
             )
         if not isinstance(schema[step.column], pl.List):
             raise InvalidArgumentError(
-                f"flat_map needs a list column; {step.column!r} has type {schema[step.column]} "
-                "(make one with with_columns, e.g. pl.col('basket').str.split(','))"
+                f"flat_map needs a list column; {step.column!r} has type {schema[step.column]}"
             )
     elif isinstance(step, UnitColumns):
         for _, value in step.values:

@@ -52,7 +52,7 @@ from privframe.accounting.events import (
 from privframe.accounting.ledger import LedgerEntry
 from privframe.engines.contributions import ContributionSpec, SupportsContributions
 from privframe.engines.inputs import PanicException
-from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, RowStep, Step
+from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, PrivateJoin, RowStep, Step
 from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.draws import NoiseDraw, noise_vectors
 from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
@@ -584,6 +584,16 @@ def _events(release: ReleasePlan, n_groups: int | None) -> list[dict[str, Any]]:
     return [event.to_dict() for event in events]
 
 
+def _joined(steps: tuple[Step, ...]) -> list[str]:
+    """The private tables a plan's joins read, in order (public names)."""
+    return [
+        name
+        for step in steps
+        if isinstance(step, PrivateJoin)
+        for name in (step.table, *_joined(step.steps))
+    ]
+
+
 def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
     """A ledger description made of public parameters only.
 
@@ -604,6 +614,8 @@ def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
         if selection is None
         else {"threshold": selection.threshold, "delta": selection.delta},
         "filters": len(plan.filters),
+        **({"table": plan.table} if plan.table is not None else {}),
+        **({"tables": tables} if (tables := _joined(plan.steps)) else {}),
         "outputs": [out.name for out in release.outputs],
         "limits": release.limits.describe(l1=release.family == "laplace"),
         "measurements": [{"key": m.key, **m.noise} for m in release.measurements]

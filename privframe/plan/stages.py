@@ -21,14 +21,14 @@ Example:
     >>> join = PrivateJoin("visits", (), ("uid",), "inner", left_rows=4, right_rows=3)
     >>> limits = stage_limits((join,), ())
     >>> limits.max_rows, limits.lines
-    (12, ('join_private(visits): at most l=4 left × r=3 right rows per unit: M ≤ 12',))
+    (12, ('join_private(visits): at most 4 left × 3 right rows per unit: M ≤ 12',))
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from privframe.engines.spec import FlatMap, PerUnit, PrivateJoin, RowStep, Step
+from privframe.engines.spec import FlatMap, PerUnit, PrivateJoin, RowStep, Step, UnitColumns
 
 __all__ = ["StageLimits", "stage_limits"]
 
@@ -40,6 +40,15 @@ class StageLimits:
     max_rows: int | None = None
     max_rows_per_group: int | None = None
     lines: tuple[str, ...] = ()
+
+
+def _written(step: RowStep | UnitColumns) -> set[str | None]:
+    """The columns a step writes."""
+    if isinstance(step, UnitColumns):
+        return {name for name, _ in step.values}
+    if step.kind != "with_columns":
+        return set()
+    return {e.meta.output_name(raise_if_undetermined=False) for e in step.exprs}
 
 
 def stage_limits(steps: tuple[Step, ...], group_by: tuple[str, ...]) -> StageLimits:
@@ -56,12 +65,10 @@ def stage_limits(steps: tuple[Step, ...], group_by: tuple[str, ...]) -> StageLim
     whole: frozenset[str] | None = None  # each unit has one row per combination of these
     lines: list[str] = []
     for step in steps:
-        if isinstance(step, RowStep):
-            if step.kind == "with_columns" and whole is not None:
-                written = {e.meta.output_name(raise_if_undetermined=False) for e in step.exprs}
-                if written & whole:
-                    whole = None
-                    lines.append("a per-unit stage's column was rewritten: no row limit per group")
+        if isinstance(step, RowStep | UnitColumns):
+            if whole is not None and _written(step) & whole:
+                whole = None
+                lines.append("a per-unit stage's column was rewritten: no row limit per group")
             continue
         if isinstance(step, PrivateJoin):
             right = stage_limits(step.steps, ()).max_rows
@@ -69,8 +76,8 @@ def stage_limits(steps: tuple[Step, ...], group_by: tuple[str, ...]) -> StageLim
             right_rows = min(step.right_rows, right or step.right_rows)
             rows, whole = left_rows * right_rows, None
             lines.append(
-                f"join_private({step.table}): at most l={left_rows} left × r={right_rows} "
-                f"right rows per unit: M ≤ {rows}"
+                f"join_private({step.table}): at most {left_rows} left × {right_rows} right "
+                f"rows per unit: M ≤ {rows}"
             )
         elif isinstance(step, FlatMap):
             rows, whole = step.max_rows, None

@@ -69,7 +69,7 @@ def test_derived_limits_need_no_bound_and_are_described() -> None:
     limits = resolve_limits(plan, has_unit=True)
     # M = 4 rows in at most 3 groups: S = 4² when all four rows sit in one group.
     assert (limits.max_rows_per_group, limits.max_rows, limits.squares) == (4, 4, 16)
-    assert limits.describe().startswith("join_private(b): at most l=2 left × r=2 right rows")
+    assert limits.describe().startswith("join_private(b): at most 2 left × 2 right rows")
 
 
 def test_a_derived_row_limit_bounds_the_groups_of_a_private_selection() -> None:
@@ -81,3 +81,11 @@ def test_a_per_unit_stage_with_by_still_needs_a_bound_to_choose_groups_privately
     plan = Plan(steps=(PerUnit(("region",), ()),), group_by=("region",))
     with pytest.raises(pf.InvalidValueError, match="max_groups"):
         resolve_limits(plan, has_unit=True)
+
+
+def test_a_per_person_column_rewriting_a_per_unit_column_ends_its_one_row_per_group() -> None:
+    stage = PerUnit(("region", "clinic"), (("total", pf.unit.sum("x")),))
+    rewrite = UnitColumns((("clinic", pf.unit.first("clinic", by="total")),))
+    limits = stage_limits((stage, rewrite), ("region", "clinic"))
+    assert limits.max_rows_per_group is None
+    assert "rewritten" in limits.lines[-1]
