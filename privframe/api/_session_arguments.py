@@ -80,11 +80,12 @@ def check_tables(tables: object, *private: str) -> dict[str, pl.DataFrame]:
     if not isinstance(tables, Mapping) or not all(isinstance(k, str) for k in tables):
         raise InvalidArgumentError("tables must map names to public DataFrames")
     # The whole name, or its last part: a qualifier (PUMS.age) names one table.
-    taken = {n for p in private for n in (p.casefold(), p.split(".")[-1].casefold())}
+    taken = {n: p for p in private for n in (p.casefold(), p.split(".")[-1].casefold())}
     clash = next((name for name in tables if name.casefold() in taken), None)
     if clash is not None:
         raise InvalidValueError(
-            f"{clash!r} names the private table; give the public table another name"
+            f"{taken[clash.casefold()]!r} names the private table, and the public table "
+            f"{clash!r} would take its name; give the public table another name"
         )
     checked = {}
     for name, frame in tables.items():

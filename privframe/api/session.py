@@ -423,7 +423,11 @@ class Session(SQLEntry):
         """``text`` parsed over this Session's table, facts and tables (:meth:`sql` without rho).
 
         ``metadata`` and ``contributions`` override the Session's for this query (a
-        column's ``type`` is read when the data opens: a query cannot change it).
+        column's ``type`` is read when the data opens: a query cannot change it);
+        ``contributions`` replace the limits of the table FROM reads. A JOIN of
+        two private tables keeps at most each table's ``max_rows`` rows per
+        person, and ``CROSS JOIN UNNEST`` makes at most its table's ``max_rows``
+        rows per person (``docs/sql.md``).
 
         Example:
             >>> import polars as pl
@@ -446,9 +450,10 @@ class Session(SQLEntry):
             self.query(),
             unit=self._unit,
             metadata={**self._metadata, **override},
-            contributions=check_contributions(contributions) or self._contributions,
+            contributions=check_contributions(contributions),
             tables=self._tables,
             table=self._name,
+            table_contributions=self._table_contributions,
         )
 
     # -- used by Query ------------------------------------------------------------------

@@ -85,7 +85,8 @@ class SQLEntry(abc.ABC):
         Parsed with sqlglot into the same plan the builder makes
         (:mod:`privframe.api.sql` lists what is supported). Bounds, keys and
         limits come from the Session's ``metadata`` and ``contributions``;
-        ``metadata=`` and ``contributions=`` here override them for this query.
+        ``metadata=`` and ``contributions=`` here override them for this query
+        (``contributions=`` those of the private table FROM reads).
         It is released at once when its budget is known: with ``rho`` (or
         ``epsilon`` in a pure-DP or (ε, δ) session), or
         when the query carries its own, as BigQuery's ``SELECT WITH

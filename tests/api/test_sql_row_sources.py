@@ -139,7 +139,7 @@ def test_a_public_table_cannot_take_the_private_tables_name(name: str, public: s
 @pytest.mark.parametrize(
     ("text", "hint"),
     [
-        ("SELECT COUNT(*) FROM data, other.people", "never a second private table"),
+        ("SELECT COUNT(*) FROM data, other.people", "only the Session's private tables"),
         (
             "SELECT sex, COUNT(*) FROM data RIGHT OUTER JOIN (SELECT 1 AS sex) USING (sex) "
             "GROUP BY sex",

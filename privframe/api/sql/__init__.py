@@ -41,8 +41,14 @@ lists), ``BETWEEN``, ``IS [NOT] NULL``, ``LIKE`` with a leading or trailing
 in row expressions; ``WHERE``; ``GROUP BY`` columns, expressions or positions,
 with public keys for all, some or none of them; row subqueries in ``FROM`` and
 ``WITH`` tables (inlined into the same plan); the private table by the
-Session's ``name`` (``PUMS.PUMS``); ``[LEFT] JOIN`` public tables registered on
-the Session (``tables=``) on columns of the same name; and expressions over
+Session's ``name`` (``PUMS.PUMS``), or each of its private tables by its key;
+``[LEFT] JOIN`` public tables registered on the Session (``tables=``) on
+columns of the same name; ``[LEFT] JOIN`` of two private tables on their
+privacy unit (``join_private``, each side keeping its table's ``max_rows``)
+and ``CROSS JOIN UNNEST(list) AS t(item)`` (``flat_map``),
+:mod:`~privframe.api.sql.sources`; a subquery grouped by the privacy unit,
+the per-person stage (``per_unit``, :mod:`~privframe.api.sql.per_unit`); and
+expressions over
 released values in the select list (``ROUND(AVG(x), 1)``, ``COUNT(*) * 5``,
 ``SUM(a) / COUNT(*)``), ``HAVING``, ``ORDER BY``, ``LIMIT``/``OFFSET`` and
 ``SELECT TOP n``, applied to the noisy result (post-processing: they cost
@@ -60,7 +66,10 @@ The parts, in the order a statement passes through them:
 SELECT, refuse what no part translates), :mod:`~privframe.api.sql.options`
 (the differential privacy clause's budget and limits),
 :mod:`~privframe.api.sql.scope` (FROM, subqueries, WITH, JOIN and what each
-name denotes), :mod:`~privframe.api.sql.rows` (row expressions into polars),
+name denotes), :mod:`~privframe.api.sql.sources` (joins of private tables and
+UNNEST), :mod:`~privframe.api.sql.per_unit` (the per-person subquery),
+:mod:`~privframe.api.sql.listed` (BigQuery's joined list of public groups),
+:mod:`~privframe.api.sql.rows` (row expressions into polars),
 :mod:`~privframe.api.sql.groups` (GROUP BY and its keys),
 :mod:`~privframe.api.sql.select_list` (group columns and aggregates),
 :mod:`~privframe.api.sql.calls` (one aggregate call),

@@ -2,8 +2,14 @@
 
 As in SQL, unquoted names match columns, aliases and tables whatever their
 case (two columns differing only in case make one ambiguous), quoted names
-match exactly. Only the private table ``data`` and public tables registered on
-the Session (``tables=``) can be read, joined on columns of the same name.
+match exactly. The Session's private tables (``data``, its ``name``, or the
+keys of its tables) and the public tables registered on it (``tables=``) can
+be read, joined on columns of the same name; a join of two private tables and
+``UNNEST`` are steps over units (:mod:`~privframe.api.sql.sources`), and a
+subquery grouped by the privacy unit the per-person stage
+(:mod:`~privframe.api.sql.per_unit`). A column of a joined private table that
+the left side has too is named with the table (``v.amount``): the plan calls
+it ``amount_right``.
 
 Example:
     >>> import polars as pl
@@ -32,7 +38,6 @@ from privframe.api.sql._common import (
     TABLE,
     construct,
     identifier,
-    literal_value,
     lookup,
     misspelt_keyword,
     only,
@@ -40,8 +45,11 @@ from privframe.api.sql._common import (
     resolve,
     unsupported,
 )
+from privframe.api.sql.listed import listed_groups
 from privframe.api.sql.metadata import Column, entry
+from privframe.api.sql.per_unit import aggregates, per_unit
 from privframe.api.sql.rows import Rows
+from privframe.api.sql.sources import Private, join_private, unnest
 from privframe.engines.names import same_ignoring_case
 from privframe.errors import SQLError
 
@@ -66,18 +74,25 @@ class Scope:
         tables: Mapping[str, pl.DataFrame],
         metadata: Mapping[str, Column],
         table: str = TABLE,
+        private: Private | None = None,
     ) -> None:
         self.text = text
         self.tables = tables
         self.table = table
-        self._data = list(columns)
+        self.private = private or Private({table: list(columns)})
+        self.source = table  # the private table FROM reads (through any subqueries)
         self._columns = list(columns)
         self._metadata = metadata
         self._renamed: dict[str, str] = {}  # subquery aliases of data columns -> the columns
         self._ctes: dict[str, exp.Select] = {}  # the WITH clause's row sources, by name
         self.listed: dict[str, tuple[Any, ...]] = {}  # BigQuery's public groups, by column
         self.aliases: dict[str, str] = {}  # table aliases (as written) -> table names
-        self.joined: list[str] = []  # the public tables joined so far
+        self.joined: list[str] = []  # the tables joined so far (keys of aliases' values)
+        self._sources: dict[str, list[str]] = {}  # private joins' and UNNESTs' columns, by key
+        self._frames: dict[str, dict[str, str]] = {}  # their columns' names in the plan, if new
+        self._owners: dict[str, str] = {}  # the private table each of them reads
+        self._null_keys: dict[str, list[str]] = {}  # a LEFT JOIN's right keys, NULL in SQL
+        self._private_keys: set[str] = set()  # the joined private tables' keys
         self.derived: dict[str, pl.Expr] = {}
         self.rows = Rows(self.column)
         # Names a derived column must not take: it would replace the data's column.
@@ -86,28 +101,121 @@ class Scope:
     # -- names
 
     def columns_of(self, table: str) -> list[str]:
-        """The columns of the private table or of a public table."""
-        return list(self._columns if table == _PRIVATE else self.tables[table].columns)
+        """The columns (SQL names) of the private table, a joined source or a public table."""
+        if table == _PRIVATE:
+            return list(self._columns)
+        if table in self._sources:
+            return list(self._sources[table])
+        return list(self.tables[table].columns)
+
+    def private_columns(self) -> list[str]:
+        """The columns of the rows FROM reads (the private table, or its subquery's)."""
+        return self.columns_of(_PRIVATE)
 
     def available(self) -> list[str]:
         """The columns a row expression can name: the data's and those of the joined tables."""
         return [c for table in (_PRIVATE, *self.joined) for c in self.columns_of(table)]
 
+    def in_plan(self) -> list[str]:
+        """The columns of the rows read so far, as the plan names them (a suffix on a clash)."""
+        return list(
+            dict.fromkeys(
+                self._frames.get(table, {}).get(c, c)
+                for table in (_PRIVATE, *self.joined)
+                for c in self.columns_of(table)
+            )
+        )
+
     def column(self, node: exp.Column) -> str:
-        """The data (or joined table) column ``node`` names, matched as SQL matches names."""
+        """The column of the plan ``node`` names, matched as SQL matches names.
+
+        A column of a joined private table that the left side has too is
+        ``<name>_right`` in the plan (:mod:`~privframe.api.sql.sources`); named
+        without its table, it is ambiguous.
+        """
+        table, name = self._located(node)
+        return self._frames.get(table, {}).get(name, name)
+
+    def owner(self, node: exp.Column) -> str:
+        """The private table whose rows a column comes from (its limits bound an UNNEST)."""
+        table, _ = self._located(node)
+        return self._owners.get(table, self.source)
+
+    def _located(self, node: exp.Column) -> tuple[str, str]:
+        """The table (key) and column (as SQL names it) that ``node`` names."""
         if not node.table:
-            return resolve(node, self.available(), "in the data or the joined tables")
+            name = resolve(node, self.available(), "in the data or the joined tables")
+            having = [t for t in (_PRIVATE, *self.joined) if name in self.columns_of(t)]
+            if len({self._frames.get(t, {}).get(name, name) for t in having}) > 1:
+                shown = " or ".join(f"{self._written(t)}.{name}" for t in having)
+                raise refuse(
+                    node,
+                    f"the column {name!r}",
+                    f"the column {name!r} is in more than one joined table: qualify it, {shown}",
+                )
+            return having[0], name
         qualifier = node.args["table"]
         if not lookup(*identifier(qualifier), self.aliases):
             raise unsupported(node, f"the table {node.table!r}", "it is not in FROM or JOIN")
         table = self.aliases[resolve(qualifier, self.aliases, "in FROM or JOIN", kind="table")]
-        where = "in the data" if table == _PRIVATE else f"in the table {table!r}"
-        return resolve(node, self.columns_of(table), where)
+        where = "in the data" if table == _PRIVATE else f"in the table {self._written(table)!r}"
+        name = resolve(node, self.columns_of(table), where)
+        if name in self._null_keys.get(table, ()):
+            raise refuse(
+                node,
+                f"the column {node.sql()}",
+                f"{node.sql()} is a key of a LEFT JOIN: SQL makes it NULL where no row of "
+                f"{node.table!r} matches, and the join keeps the left side's value there; name "
+                "the left side's column instead",
+            )
+        return table, name
+
+    def _written(self, table: str) -> str:
+        """A table (key) as the query names it: its alias, else its name."""
+        names = [alias for alias, key in self.aliases.items() if key == table]
+        return names[-1] if names else table if table != _PRIVATE else self.source
 
     def is_private(self, qualifier: exp.Expr) -> bool:
-        """Whether a column's qualifier (``d`` in ``d.id``) names the private table or its alias."""
+        """Whether a column's qualifier (``d`` in ``d.id``) names a private table or its alias."""
         found = lookup(*identifier(qualifier), self.aliases)
-        return len(found) == 1 and self.aliases[found[0]] == _PRIVATE
+        if len(found) != 1:
+            return False
+        table = self.aliases[found[0]]
+        return table == _PRIVATE or table in self._private_keys
+
+    def add_source(
+        self,
+        named: exp.Expr | None,
+        table: str | None,
+        columns: Sequence[str],
+        renamed: Mapping[str, str],
+        *,
+        owner: str,
+        null_keys: Sequence[str] = (),
+    ) -> None:
+        """Register a joined private table (``table``) or an UNNEST's element, read from ``owner``.
+
+        ``named`` is the table node (its name and alias) or UNNEST's alias
+        (``t`` of ``AS t(item)``); ``renamed`` maps its columns to their new
+        names in the plan; ``null_keys`` are a LEFT JOIN's keys on the right.
+        """
+        key = f"\x00source{len(self.joined)}"
+        if table is not None:
+            self._private_keys.add(key)
+        self._sources[key] = list(columns)
+        self._frames[key] = dict(renamed)
+        self._owners[key] = owner
+        self._null_keys[key] = list(null_keys)
+        if isinstance(named, exp.Table):
+            if not lookup(*identifier(named), self.aliases):
+                self.aliases[named.name] = key
+            self._alias(named, key)
+        elif named is not None:
+            self.aliases[identifier(named.this)[0]] = key
+        self.joined.append(key)
+        for column, new in renamed.items():
+            self._renamed[new] = self._renamed.get(column, column)
+        self._existing |= {renamed.get(c, c) for c in columns}
 
     def canonical(self, node: exp.Expr) -> exp.Expr:
         """``node`` with every column spelt as the column it names, without table prefix.
@@ -203,26 +311,46 @@ class Scope:
         only(source, {"this"}, "FROM")
         node = source.this
         inner = self._row_source(node)
+        table = self.private_named(node) if inner is None else None
         if inner is not None:
             query = self._inline(inner, query)
-        elif not isinstance(node, exp.Table) or not self._names_private(node):
-            cte = f" or the common table expressions {sorted(self._ctes)}" if self._ctes else ""
-            raise unsupported(
-                node, f"FROM {node.sql()}", f"the private table is called {self.table!r}{cte}"
+        elif table is None:
+            names = list(self.private.tables)
+            called = (
+                f"the private tables are called {names}"
+                if len(names) > 1
+                else f"the private table is called {self.table!r}"
             )
+            cte = f" or the common table expressions {sorted(self._ctes)}" if self._ctes else ""
+            raise unsupported(node, f"FROM {node.sql()}", f"{called}{cte}")
+        else:
+            self.source = table
+            self._columns = list(self.private.tables[table])
+            self._existing |= set(self._columns)
+            query = self.private.query(query, table)
         only(node, {"this", "alias", "db", "catalog"}, "FROM")
         if isinstance(node, exp.Table):
             self.aliases[node.name] = _PRIVATE  # data.col, PUMS.col, older.col
         self._alias(node, _PRIVATE)
         return query
 
-    def _names_private(self, table: exp.Table) -> bool:
-        """Whether ``table`` (e.g. ``PUMS.PUMS``) names the private table, as SQL matches names."""
+    def private_named(self, table: exp.Expr) -> str | None:
+        """The private table ``table`` (e.g. ``PUMS.PUMS``) names, as SQL matches names, if any.
+
+        A WITH table of the same name comes first, as in SQL.
+        """
+        if not isinstance(table, exp.Table):
+            return None
         parts = [p for p in (table.args.get("catalog"), table.args.get("db"), table.this) if p]
-        wanted = self.table.split(".")
-        return len(parts) == len(wanted) and all(
-            lookup(*identifier(part), [name]) for part, name in zip(parts, wanted, strict=True)
-        )
+        if len(parts) == 1 and lookup(*identifier(table), self._ctes):
+            return None
+        for name in self.private.tables:
+            wanted = name.split(".")
+            if len(parts) == len(wanted) and all(
+                lookup(*identifier(part), [n]) for part, n in zip(parts, wanted, strict=True)
+            ):
+                return name
+        return None
 
     def _common_tables(self, with_: exp.With) -> None:
         """Register the WITH clause's tables; each sees only the ones before it."""
@@ -250,27 +378,51 @@ class Scope:
         return None
 
     def _inline(self, inner: exp.Select, query: Query) -> Query:
-        """``query`` with a row subquery's filter and columns; this scope sees only its columns."""
-        for node in inner.find_all(exp.AggFunc, exp.Window, exp.Join):
-            what = construct(node) if not isinstance(node, exp.AggFunc) else node.sql()
+        """``query`` with a subquery's rows: its joins, filter and columns, or its per-person stage.
+
+        This scope then sees only the subquery's columns. A subquery that
+        aggregates is the per-person stage (:mod:`~privframe.api.sql.per_unit`),
+        and must group by the privacy unit.
+        """
+        for node in inner.find_all(exp.Window):
             raise unsupported(
                 node,
-                f"{what} inside a subquery or WITH",
-                "it would aggregate or combine private rows before the release; a subquery "
-                "may only filter rows (WHERE) and compute row expressions. Bound each "
-                "person's rows with contributions=pf.Bound(...) instead of pre-aggregating, "
-                "and join public tables in the outer query",
+                f"{construct(node)} inside a subquery or WITH",
+                "a row's value would depend on other rows (other people's) before the "
+                "release; a subquery may filter rows (WHERE), compute row expressions, join, "
+                "and aggregate each person's rows (GROUP BY the privacy unit)",
             )
-        only(inner, {"expressions", "from_", "from", "where"}, "a subquery")
-        sub = Scope(self.text, self._data, self.tables, self._metadata, self.table)
+        staged = aggregates(inner)
+        allowed = {"expressions", "from_", "from", "where", "joins"}
+        only(inner, allowed | ({"group", "having"} if staged else set()), "a subquery")
+        private = self.private
+        sub = Scope(self.text, self._columns, self.tables, self._metadata, self.table, private)
         for name, cte in self._ctes.items():  # a WITH table reads only those before it
             if cte is inner:
                 break
             sub._ctes[name] = cte
         query = sub.read_from(inner, query)
+        for join in inner.args.get("joins") or []:
+            if isinstance(join.this, exp.Subquery):
+                raise unsupported(
+                    join.this, "a subquery in a JOIN inside a subquery", "join tables by name"
+                )
+            query = sub.join(query, join)
         where = inner.args.get("where")
         if where is not None:
             query = query.filter(sub.rows(where.this))
+        self.source = sub.source
+        self._existing |= sub._existing
+        if staged:
+            query, columns = per_unit(inner, sub, query, sub.taken)
+            for name, column in columns:
+                if column is not None and column != name:
+                    self._renamed[name] = sub._renamed.get(column, column)
+                elif column is not None and column in sub._renamed:
+                    self._renamed[column] = sub._renamed[column]
+            self._columns = [name for name, _ in columns]
+            self._existing |= set(self._columns)
+            return query
         visible: list[str] = []
         derived: dict[str, pl.Expr] = {}
         for item in inner.expressions:
@@ -299,10 +451,11 @@ class Scope:
             raise unsupported(star, "SELECT * EXCEPT/REPLACE", "name the subquery's columns")
         if isinstance(item, exp.Star):
             self._renamed.update(sub._renamed)
-            return [(c, None) for c in sub.available()]
+            return [(c, None) for c in sub.in_plan()]
         if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
             table = sub.aliases[resolve(item.args["table"], sub.aliases, "in FROM")]
-            return [(c, None) for c in sub.columns_of(table)]
+            self._renamed.update(sub._renamed)
+            return [(sub._frames.get(table, {}).get(c, c), None) for c in sub.columns_of(table)]
         name = item.alias_or_name
         node = item.this if isinstance(item, exp.Alias) else item
         if isinstance(node, exp.Column):
@@ -311,7 +464,9 @@ class Scope:
             if column.casefold() == name.casefold():  # the column itself, however spelt
                 self._renamed.update({column: source} if source != column else {})
                 return [(column, None)]
-            if self.taken(name):
+            # A joined table's column under its own name (v.amount, amount_right in the plan)
+            # may take the name back: its metadata is that name's.
+            if self.taken(name) and source != name:
                 raise self._shadowing(item, name)
             self._renamed[name] = source
         elif not isinstance(item, exp.Alias):
@@ -332,14 +487,22 @@ class Scope:
     def join(self, query: Query, join: exp.Join) -> Query:
         """``query`` joined with the public table of ``join``, on columns of the same name.
 
+        A JOIN of another private table, or ``CROSS JOIN UNNEST(list_column)``,
+        is a step over units (:mod:`~privframe.api.sql.sources`).
+
         BigQuery's public groups, ``RIGHT OUTER JOIN (SELECT DISTINCT g FROM
         UNNEST([...])) USING (g)``, join nothing: the list is the public keys
-        of the group column ``g`` (:meth:`listed_groups`).
+        of the group column ``g`` (:func:`~privframe.api.sql.listed.listed_groups`).
         """
+        if isinstance(join.this, exp.Unnest):
+            return unnest(self, query, join)
         if isinstance(join.this, exp.Subquery):
-            self.listed_groups(join)
+            listed_groups(join, self)
             return query
-        name = self._joined_table(join)
+        name, private = self._joined_table(join)
+        if private:
+            return join_private(self, query, join, name)
+        left = self.in_plan()
         side = (join.side or "").upper()
         kind = (join.kind or "").upper()
         if side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER"):
@@ -351,55 +514,15 @@ class Scope:
         self.joined.append(name)
         using = join.args.get("using")
         if using:
-            on = [self._using(column, name) for column in using]
+            on = [self._using(column, name, left) for column in using]
         elif join.args.get("on") is not None:
             on = self._equalities(join.args["on"])
         else:
             raise unsupported(join, "a JOIN without ON or USING")
         return query.join(self.tables[name], on=on, how="left" if side == "LEFT" else "inner")
 
-    def listed_groups(self, join: exp.Join) -> None:
-        """Read BigQuery's public groups: a RIGHT JOIN on a literal list of one column's values.
-
-        In BigQuery (``group_selection_strategy=PUBLIC_GROUPS``) it reports
-        exactly the listed groups, empty ones included, and drops the others:
-        what public keys do. Any other joined subquery is refused.
-        """
-        select = join.this.this
-        groups = self._group_list(select) if isinstance(select, exp.Select) else None
-        side = (join.side or "").upper()
-        using = [identifier(c)[0].casefold() for c in join.args.get("using") or []]
-        if groups is None or side != "RIGHT" or using != [groups[0].casefold()]:
-            raise unsupported(
-                join.this,
-                "a subquery in a JOIN",
-                "join a public table registered on the Session (tables=); BigQuery's public "
-                "groups are written RIGHT OUTER JOIN (SELECT DISTINCT g FROM UNNEST([...])) "
-                "USING (g), or given as keys in metadata, e.g. "
-                "metadata={'item': pf.Column(keys=['pen', 'pencil'])}",
-            )
-        column = resolve(join.args["using"][0], self.columns_of(_PRIVATE), "in the data")
-        self.listed[column] = groups[1]
-
-    @staticmethod
-    def _group_list(select: exp.Select) -> tuple[str, tuple[Any, ...]] | None:
-        """(column, values) of ``SELECT [DISTINCT] g FROM UNNEST([v, ...]) [AS g]``, else None."""
-        source = select.args.get("from_")
-        unnest = source.this if source is not None else None
-        if (
-            set(k for k, v in select.args.items() if v) - {"expressions", "from_", "distinct"}
-            or len(select.expressions) != 1
-            or not isinstance(select.expressions[0], exp.Column)
-            or not isinstance(unnest, exp.Unnest)
-            or len(unnest.expressions) != 1
-            or not isinstance(unnest.expressions[0], exp.Array)
-        ):
-            return None
-        values = tuple(literal_value(v) for v in unnest.expressions[0].expressions)
-        return select.expressions[0].name, tuple(dict.fromkeys(values))
-
-    def _joined_table(self, join: exp.Join) -> str:
-        """The registered public table a JOIN names, after refusing what a JOIN cannot have."""
+    def _joined_table(self, join: exp.Join) -> tuple[str, bool]:
+        """The table a JOIN names, and whether it is private, after refusing what it cannot have."""
         table = join.this
         if not isinstance(table, exp.Table):
             raise unsupported(table, "a JOIN on something other than a table")
@@ -407,27 +530,34 @@ class Scope:
             raise unsupported(
                 table,
                 f"JOIN {table.name!r}",
-                "it names a WITH table, which reads the private table: joining private rows "
-                "to private rows has no contribution bound",
+                "it names a WITH table: join the private or public table it reads by name "
+                "(JOIN visits v ON ...), and filter or compute in this query, or in a WITH "
+                "table that FROM reads",
             )
         method = join.args.get("method")
         if method:
             raise unsupported(join, f"{str(method).upper()} JOIN", "join with ON or USING")
         only(join, {"this", "on", "using", "side", "kind"}, "a JOIN")
+        private = self.private_named(table)
+        if private is not None:
+            only(table, {"this", "alias", "db", "catalog"}, "a JOIN")
+            return private, True
         if not lookup(*identifier(table), self.tables) or table.args.get("db"):
+            several = len(self.private.tables) > 1
             raise unsupported(
                 table,
                 f"JOIN {'.'.join(p for p in (table.db, table.name) if p)!r}",
-                f"only public tables registered on the Session (tables=) can be joined, "
-                "never a second private table (a person's rows in both would have no "
-                f"contribution bound); registered: {sorted(self.tables)}",
+                "only the Session's private tables "
+                f"({list(self.private.tables) if several else repr(self.table)}) and the public "
+                f"tables registered on it (tables=) can be joined; registered: "
+                f"{sorted(self.tables)}",
             )
         only(table, {"this", "alias"}, "a JOIN")
-        return resolve(table.this, self.tables, "among the public tables", kind="table")
+        return resolve(table.this, self.tables, "among the public tables", kind="table"), False
 
-    def _using(self, column: exp.Expr, table: str) -> str:
-        """A USING column: one name, in the data and in the public table alike."""
-        mine = resolve(column, self.columns_of(_PRIVATE), "in the data")
+    def _using(self, column: exp.Expr, table: str, left: list[str]) -> str:
+        """A USING column: one name, on the left side and in the public table alike."""
+        mine = resolve(column, left, "in the data")
         theirs = resolve(column, self.columns_of(table), f"in the table {table!r}")
         if mine != theirs:
             raise refuse(

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import polars as pl
@@ -28,6 +29,7 @@ from privframe.api.sql.options import PrivacyOptions, read_options
 from privframe.api.sql.post import Post, post_processing
 from privframe.api.sql.scope import Scope
 from privframe.api.sql.select_list import select_items
+from privframe.api.sql.sources import Private
 from privframe.api.sql.sql_query import SQLQuery
 from privframe.api.sql.statement import (
     nesting_error,
@@ -35,6 +37,7 @@ from privframe.api.sql.statement import (
     refuse_unsupported,
     select,
 )
+from privframe.engines.spec import PrivateJoin
 from privframe.errors import InvalidArgumentError, InvalidValueError, SQLError
 from privframe.plan.ir import Bound
 
@@ -48,10 +51,16 @@ def parse(
     contributions: Bound | None,
     tables: Mapping[str, pl.DataFrame],
     table: str = TABLE,
+    table_contributions: Mapping[str, Bound] | None = None,
 ) -> SQLQuery:
     """Parse one SELECT into an :class:`SQLQuery` over ``query`` (a fresh session query).
 
-    ``table`` is the private table's name in FROM (``PUMS.PUMS``, say).
+    ``table`` is the private table's name in FROM (``PUMS.PUMS``, say); the
+    session's other private tables are ``query.session.private_tables``.
+    ``table_contributions`` are each private table's default limits (the
+    Session's ``contributions``); ``contributions``, if given, replace those of
+    the table FROM reads. Without ``table_contributions``, ``contributions``
+    are the limits of ``table``.
 
     Raises:
         SQLError: the text does not parse, is not a single SELECT, or uses an
@@ -67,10 +76,11 @@ def parse(
         clause = privacy_clause(statement)
         zcdp = issubclass(query.session.budget_kind, zCDP)
         options = None if clause is None else read_options(clause, unit, needs_delta=zcdp)
-        limits = limits_of(statement, options, contributions, unit)
-        scope = Scope(text, columns, tables, metadata, table)
+        defaults = dict(table_contributions or {})
+        private = Private(query.session.private_tables, unit, defaults, contributions)
+        scope = Scope(text, columns, tables, metadata, table, private)
         built, post, integers = builder_refusal(
-            lambda: _translate(statement, query, scope, unit, limits),
+            lambda: _translate(statement, query, scope, unit, options),
             "the query cannot be built",
         )
     except RecursionError:
@@ -150,7 +160,11 @@ def _no_row_limit(options: PrivacyOptions) -> SQLError:
 
 
 def _translate(
-    statement: exp.Select, query: Query, scope: Scope, unit: str | None, bound: Bound | None
+    statement: exp.Select,
+    query: Query,
+    scope: Scope,
+    unit: str | None,
+    options: PrivacyOptions | None,
 ) -> tuple[Query, Post, tuple[str, ...]]:
     """The builder query of ``statement``, its post-processing and the outputs to round."""
     refuse_unsupported(statement)
@@ -159,6 +173,12 @@ def _translate(
     for join in statement.args.get("joins") or []:
         query = scope.join(query, join)
         _fits(query, join, "JOIN")
+    bound = limits_of(statement, options, scope.private.limits(scope.source, scope.source), unit)
+    if bound is not None and any(isinstance(s, PrivateJoin) for s in query.plan.steps):
+        # Each table's max_rows bounded its side of the join: the joined rows' limit is
+        # the l·r the planner derives from the join.
+        bound = dataclasses.replace(bound, max_rows=None)
+        bound = None if bound == Bound() else bound
     where = statement.args.get("where")
     if where is not None:
         unfiltered, query = query, query.filter(scope.rows(where.this))
