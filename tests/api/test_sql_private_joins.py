@@ -169,7 +169,7 @@ def test_explain_shows_the_join_s_row_limit_derived_from_each_table_s_max_rows()
     text = "SELECT dx, COUNT(*) AS n FROM orders o JOIN visits v ON o.uid = v.uid GROUP BY dx"
     explained = session().sql(text).explain(rho=1.0)
     assert explained.bound.split("; ")[0] == (
-        "join_private(visits): at most l=4 left × r=3 right rows per unit: M ≤ 12"
+        "join_private(visits): at most 4 left × 3 right rows per unit: M ≤ 12"
     )
 
 
@@ -321,7 +321,7 @@ def test_a_private_table_joined_to_itself_keeps_its_max_rows_on_each_side() -> N
         "SELECT a.region, COUNT(*) AS n FROM data a JOIN data b ON a.uid = b.uid GROUP BY a.region"
     )
     assert query.explain(rho=0.5).bound.startswith(
-        "join_private(data): at most l=2 left × r=2 right rows per unit: M ≤ 4"
+        "join_private(data): at most 2 left × 2 right rows per unit: M ≤ 4"
     )
 
 
@@ -601,7 +601,7 @@ def test_a_left_side_made_by_steps_over_units_keeps_the_rows_they_enforce() -> N
         "GROUP BY uid) p JOIN visits v ON p.uid = v.uid GROUP BY dx"
     )
     assert per_person.explain(rho=1.0).bound.startswith(
-        "per_unit(): one row per unit: M = 1; join_private(visits): at most l=1 left × r=3 "
+        "per_unit(): one row per unit: M = 1; join_private(visits): at most 1 left × 3 "
         "right rows per unit: M ≤ 3"
     )
     assert_same(
