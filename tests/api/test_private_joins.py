@@ -527,3 +527,28 @@ def test_a_ledger_over_several_tables_records_them_all_and_refuses_others(
             pf.Session(other, "pid", pf.zCDP(1.0), path)
         assert "not in the ledger's data" in str(info.value) or "not here" in str(info.value)
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "copy",
+    [
+        lambda q: q.per_unit(who=pf.unit.min("pid")),
+        lambda q: q.per_unit(who=pf.unit.first("pid", by="day")),
+        lambda q: q.with_columns(who=pf.unit.max("pid")).bound(max_rows=1),
+        lambda q: q.with_columns(id=pl.col("pid") + 1).per_unit(
+            "id", who=pf.unit.last("id", "day")
+        ),
+    ],
+    ids=["per_unit min", "per_unit first", "per-person column max", "of a copy"],
+)
+def test_grouping_by_a_per_person_copy_of_the_unit_is_refused(
+    sess: pf.Session, copy: Callable[[Query], Query]
+) -> None:
+    query = copy(sess.query()).group_by("who", keys=[1, 2]).agg(pf.count())
+    message = _refused(sess, lambda: query.release(rho=0.1), pf.InvalidValueError)
+    assert "group_by column 'who' is computed from the privacy unit column 'pid'" in message
+
+
+def test_a_per_person_value_of_another_column_may_be_grouped_by(sess: pf.Session) -> None:
+    each = sess.query().with_columns(id=pl.col("pid") + 1).per_unit(who=pf.unit.n_unique("id"))
+    assert each.group_by("who", keys=[1, 2]).agg(pf.count()).explain(rho=0.1).plan.limits.rows == 1
