@@ -321,11 +321,22 @@ def _unit_copies(unit: str | None, plan: Plan) -> set[str]:
 
     Grouping by one is grouping by the unit under another name, or by a
     function of it: per-unit results, which the unit's own name is refused for.
+    A per-person value that picks one of the unit's own values of such a
+    column (``pf.unit.min("user_id")``, ``first``, ...) is one too.
     """
     copies: set[str] = set()
     if unit is None:
         return copies
     for step in plan.steps:
+        if isinstance(step, UnitColumns | PerUnit):
+            if isinstance(step, PerUnit):
+                copies &= set(step.by)
+            for added, value in step.values:
+                picked = value.kind in ("min", "max", "first", "last")
+                if picked and value.column in {unit, *copies}:
+                    copies.add(added)
+                else:
+                    copies.discard(added)
         for expr in step.exprs if isinstance(step, RowStep) and step.kind == "with_columns" else ():
             name = expr.meta.output_name(raise_if_undetermined=False)
             roots = set(expr.meta.root_names())

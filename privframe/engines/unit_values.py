@@ -17,6 +17,13 @@ Every value is exact or null, on every engine:
   differently agree.
 * An integer sum that does not fit a signed 64-bit integer is null, never a
   wrapped value (the rule of :mod:`privframe.engines.checked_arithmetic`).
+* A float sum adds the unit's values in one order fixed by the values
+  themselves (ascending, left to right), never in the order the rows arrive:
+  float addition is not associative, and the order of a unit's rows after a
+  join depends on everyone's rows (polars orders a hash join's output by the
+  whole data), so a total added in arrival order would move when another
+  person is removed. A mean is that sum (an integer one exact, in 128 bits)
+  divided by the count of values.
 * ``first``/``last`` take the value at the smallest/largest ``by`` among the
   rows whose ``by`` is not null; rows tied on ``by`` are ordered by the value
   (nulls first), so the choice never depends on the rows' order in the data.
@@ -158,7 +165,8 @@ class UnitValue:
         if self.kind == "sum":
             return _checked_sum(x, schema[self.column])
         if self.kind == "mean":
-            return x.cast(pl.Float64).mean()
+            total = _exact_sum(x, schema[self.column]).cast(pl.Float64)
+            return pl.when(x.count() > 0).then(total / x.count())
         if self.kind == "min":
             return x.min()
         if self.kind == "max":
@@ -180,11 +188,25 @@ def _value(column: str, schema: pl.Schema) -> pl.Expr:
 
 def _checked_sum(x: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """The sum; an integer one is added in Int128 and is null where it leaves Int64."""
+    wide = _exact_sum(x, dtype)
     if dtype.is_float() or dtype.is_decimal():
-        return x.sum()
-    wide = x.cast(pl.Int128).sum()
+        return wide
     lo, hi = _INT64
     return pl.when(wide.is_between(lo, hi)).then(wide.cast(pl.Int64)).otherwise(None)
+
+
+def _exact_sum(x: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A sum that depends on the values only, not on their order: exact, or floats sorted.
+
+    Integers are added in Int128 and decimals in their own type, exactly.
+    Floats are added in ascending order, left to right (a cumulative sum:
+    polars may reorder a plain sum's terms, and drops a sort before one).
+    """
+    if dtype.is_float():
+        return x.drop_nulls().sort().cum_sum().last().fill_null(0)
+    if dtype.is_decimal():
+        return x.sum()
+    return x.cast(pl.Int128).sum()
 
 
 def _one_column(name: str, column: object) -> str:
