@@ -328,6 +328,11 @@ def _unit_copies(unit: str | None, plan: Plan) -> set[str]:
     if unit is None:
         return copies
     for step in plan.steps:
+        if isinstance(step, PrivateJoin):
+            # The right side's copies arrive under their name, or with the suffix where
+            # this side has the name too: both count (refusing at worst a twin name).
+            right = _unit_copies(unit, Plan(steps=step.steps)) - set(step.on)
+            copies |= right | {f"{name}{step.suffix}" for name in right}
         if isinstance(step, UnitColumns | PerUnit):
             if isinstance(step, PerUnit):
                 copies &= set(step.by)

@@ -282,7 +282,7 @@ def n_unique(column: str) -> UnitValue:
 
 
 def first(column: str, by: str) -> UnitValue:
-    """Each unit's value of ``column`` at its smallest ``by`` (ties: the smallest value).
+    """Each unit's value of ``column`` at its smallest ``by`` (ties: a null, else the smallest).
 
     Example:
         >>> import privframe as pf

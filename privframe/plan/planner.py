@@ -218,7 +218,9 @@ def resolve_limits(plan: Plan, has_unit: bool) -> Limits:
     if not has_unit:
         return Limits(1, 1, None, 1)
     bound = plan.bound or Bound()
-    stages = stage_limits(plan.steps, plan.group_by)
+    # other= collects many keys into one group: a per-unit stage's one row per key is
+    # then no longer one row per group.
+    stages = stage_limits(plan.steps, plan.group_by if plan.other is None else ())
     big_m = _smaller(bound.max_rows, stages.max_rows)
     m = _smaller(bound.max_rows_per_group, stages.max_rows_per_group)
     max_groups = bound.max_groups

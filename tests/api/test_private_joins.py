@@ -190,8 +190,9 @@ def test_a_flat_map_may_not_write_the_unit_column(sess: pf.Session) -> None:
 
 
 def test_a_per_unit_stage_refuses_a_value_per_row(sess: pf.Session) -> None:
-    query = sess.query().per_unit(r=pf.unit.rank("day")).agg(pf.count())
-    message = _refused(sess, lambda: query.release(rho=0.1), pf.InvalidValueError)
+    message = _refused(
+        sess, lambda: sess.query().per_unit(r=pf.unit.rank("day")), pf.InvalidValueError
+    )
     assert "pf.unit.rank(by='day') is a value per row: use it in with_columns" in message
     plain = _refused(
         sess, lambda: sess.query().per_unit(t=pl.col("amount")), pf.InvalidArgumentError
@@ -308,7 +309,7 @@ def test_a_join_plans_its_sensitivity_from_l_times_r(
     joined = _join(sess)
     query = _count(joined if bound is None else joined.bound(**bound))
     explained = query.explain(rho=0.5)
-    derivation = "join_private(drugs): at most l=2 left × r=3 right rows per unit: M ≤ 6"
+    derivation = "join_private(drugs): at most 2 left × 3 right rows per unit: M ≤ 6"
     assert explained.bound == f"{derivation}; {line}"
     assert explained.plan.limits.max_rows == 6
     assert explained.plan.limits.squares == squares
@@ -324,7 +325,7 @@ def test_a_join_after_a_flat_map_takes_the_smaller_left_limit(sess: pf.Session) 
     joined = mapped.join_private(sess.query("drugs"), on="pid", left_rows=2, right_rows=3)
     assert _count(joined).explain(rho=0.5).bound.split("; ")[:2] == [
         "flat_map(items): at most 1 rows per unit: M ≤ 1",
-        "join_private(drugs): at most l=1 left × r=3 right rows per unit: M ≤ 3",
+        "join_private(drugs): at most 1 left × 3 right rows per unit: M ≤ 3",
     ]
 
 
@@ -368,7 +369,7 @@ def test_the_ledger_describes_the_derivation(sess: pf.Session) -> None:
     _count(_join(sess)).release(rho=0.25)
     (entry,) = sess.ledger
     assert entry.description["limits"].startswith(
-        "join_private(drugs): at most l=2 left × r=3 right rows per unit: M ≤ 6; "
+        "join_private(drugs): at most 2 left × 3 right rows per unit: M ≤ 6; "
     )
 
 
@@ -552,3 +553,16 @@ def test_grouping_by_a_per_person_copy_of_the_unit_is_refused(
 def test_a_per_person_value_of_another_column_may_be_grouped_by(sess: pf.Session) -> None:
     each = sess.query().with_columns(id=pl.col("pid") + 1).per_unit(who=pf.unit.n_unique("id"))
     assert each.group_by("who", keys=[1, 2]).agg(pf.count()).explain(rho=0.1).plan.limits.rows == 1
+
+
+def test_grouping_by_a_copy_of_the_unit_made_on_the_joined_side_is_refused(
+    sess: pf.Session,
+) -> None:
+    right = sess.query("drugs").with_columns(who=pl.col("pid"))
+    joined = sess.query().join_private(right, on="pid", left_rows=2, right_rows=2)
+    message = _refused(
+        sess,
+        lambda: joined.group_by("who", keys=[1, 2]).agg(pf.count()).release(rho=0.1),
+        pf.InvalidValueError,
+    )
+    assert "computed from the privacy unit" in message

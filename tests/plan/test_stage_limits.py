@@ -89,3 +89,18 @@ def test_a_per_person_column_rewriting_a_per_unit_column_ends_its_one_row_per_gr
     limits = stage_limits((stage, rewrite), ("region", "clinic"))
     assert limits.max_rows_per_group is None
     assert "rewritten" in limits.lines[-1]
+
+
+def test_other_ends_a_per_unit_stages_one_row_per_group() -> None:
+    keys = pf.keys.from_list("region", ["n", "s"])
+    stage = PerUnit(("region",), ())
+    plain = Plan(steps=(stage,), group_by=("region",), keys=keys, bound=Bound(max_groups=2))
+    assert resolve_limits(plain, has_unit=True).max_rows_per_group == 1
+    other = Plan(
+        steps=(stage,),
+        group_by=("region",),
+        keys=keys,
+        other="rest",
+        bound=Bound(max_groups=2, max_rows_per_group=4),
+    )
+    assert resolve_limits(other, has_unit=True).max_rows_per_group == 4

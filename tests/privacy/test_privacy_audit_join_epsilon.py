@@ -192,7 +192,7 @@ def test_the_join_is_planned_from_l_times_r_and_the_heavy_person_moves_it_by_exa
     (m,) = release.measurements
     assert release.limits.max_rows == BIG_M
     assert release.family == "laplace"
-    assert "l=2 left × r=3 right rows per unit: M ≤ 6" in release.limits.describe(l1=True)
+    assert "2 left × 3 right rows per unit: M ≤ 6" in release.limits.describe(l1=True)
     assert m.l1_units == BIG_M
     assert m.scale_units == BIG_M / EPSILON
     # f(D) is the same in every release and copy, and so is f(D') − f(D) = (M, 0).
