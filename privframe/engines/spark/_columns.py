@@ -39,6 +39,7 @@ __all__ = [
     "float_test",
     "int_abs",
     "int_arithmetic",
+    "keyed_hash",
     "literal",
     "logic",
     "long_literal",
@@ -301,3 +302,21 @@ def clip(column: Column, lower: Column, upper: Column) -> Column:
     from pyspark.sql import functions as f
 
     return f.least(f.greatest(column, lower), upper)
+
+
+def keyed_hash(seed: int, *columns: str | Column) -> Column:
+    """xxhash64 of the seed (first, so it keys the whole chain), then the columns (or names).
+
+    The seed is taken modulo 2^64 as a signed 64-bit literal.
+
+    Example:
+        >>> from privframe.engines.spark._columns import keyed_hash
+        >>> keyed_hash(2**64 - 1, "u", "g")  # doctest: +SKIP
+        Column<'xxhash64(-1, u, g)'>
+    """
+    from pyspark.sql import functions as f
+
+    signed = seed & (2**64 - 1)
+    if signed >= 2**63:
+        signed -= 2**64
+    return f.xxhash64(long_literal(signed), *(col(c) if isinstance(c, str) else c for c in columns))

@@ -24,14 +24,14 @@ from privframe.engines.bounding import (
     WEIGHT,
     centred_bounds,
 )
-from privframe.engines.spark._columns import clip, col, long_literal
+from privframe.engines.spark._columns import clip, col, keyed_hash, long_literal
 from privframe.engines.spark.expressions import to_spark
 from privframe.engines.spark.rows import spark_table
 from privframe.engines.spec import AggregationSpec
 from privframe.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 __all__ = ["key_index", "known_units", "partials", "sampled_rows"]
 
@@ -41,16 +41,6 @@ _BASE = "__base"
 _REM = "__rem"
 _DEFICIT = "__deficit"
 _ORDER = "__order"
-
-
-def keyed_hash(seed: int, *columns: str) -> Column:
-    """xxhash64 of the seed (first, so it keys the whole chain), then the columns."""
-    from pyspark.sql import functions as f
-
-    signed = seed & (2**64 - 1)
-    if signed >= 2**63:
-        signed -= 2**64
-    return f.xxhash64(long_literal(signed), *(col(c) for c in columns))
 
 
 def key_index(frame: DataFrame, schema: pl.Schema, keys: pl.DataFrame) -> DataFrame:

@@ -26,6 +26,14 @@ release's seed: the same distribution (uniformly random given a fresh seed),
 not the same draw. So the result equals the polars engine's whenever no
 such choice binds, and obeys the same bounds when one does.
 
+The steps before aggregation run on Spark too, from the spec's table (the
+engine's own frame, or one of the session's other private tables given by
+:meth:`SparkEngine.with_tables`): filters, derived columns and public joins
+(:mod:`privframe.engines.spark.rows`), and the steps over units, private
+joins, flat maps and per-unit values (:mod:`privframe.engines.spark.units`),
+with the polars engine's semantics. Their truncations choose each unit's rows
+with a keyed ``xxhash64`` as well: the same distribution, not the same rows.
+
 pyspark (4.0 or later) is imported only when the engine runs.
 
 Example:
@@ -57,6 +65,7 @@ from privframe.engines.spark.bounding import key_index, known_units, partials, s
 from privframe.engines.spark.frames import quiet_query_errors
 from privframe.engines.spark.rows import apply_spark_steps, polars_schema, row_position, row_units
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec
+from privframe.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -87,6 +96,8 @@ class SparkEngine:
             :func:`~privframe.engines.spark.expressions.spark_type`); by
             default read from the Spark schema.
 
+    Other private tables of the session come with :meth:`with_tables`.
+
     Example:
         >>> from privframe.engines.spark.engine import SparkEngine
         >>> engine = SparkEngine(spark.table("sales.orders"))  # doctest: +SKIP
@@ -97,6 +108,46 @@ class SparkEngine:
     ) -> None:
         self._frame = frame
         self._schema = pl.Schema(schema) if schema is not None else None
+        self._tables: dict[str, tuple[DataFrame, pl.Schema]] = {}
+
+    def with_tables(self, tables: Mapping[str, object]) -> SparkEngine:
+        """This engine, able to read the private ``tables`` (other Spark engines) by name.
+
+        For queries that start from one of them (``AggregationSpec.table``) or
+        join them (:class:`~privframe.engines.spec.PrivateJoin`). The frames
+        should belong to the same Spark session, which joins them.
+
+        Raises:
+            InvalidArgumentError: a table is on another engine.
+
+        Example:
+            >>> from privframe.engines.spark.engine import SparkEngine
+            >>> visits = SparkEngine(spark.table("clinic.visits"))  # doctest: +SKIP
+            >>> drugs = SparkEngine(spark.table("clinic.drugs"))  # doctest: +SKIP
+            >>> visits.with_tables({"drugs": drugs}).tables  # doctest: +SKIP
+            ['drugs']
+        """
+        frames = {}
+        for name, engine in tables.items():
+            if not isinstance(engine, SparkEngine):
+                raise InvalidArgumentError(
+                    f"private table {name!r} runs on another engine ({type(engine).__name__}) "
+                    "than the first table (Spark): give every private table of a session as "
+                    "a Spark DataFrame (or every one as pandas, polars or files)"
+                )
+            frames[name] = (engine._frame, engine._frame_schema())
+        joined = SparkEngine(self._frame, schema=self._schema)
+        joined._tables = {**self._tables, **frames}
+        return joined
+
+    @property
+    def tables(self) -> list[str]:
+        """The names of the private tables besides the first."""
+        return list(self._tables)
+
+    def _frame_schema(self) -> pl.Schema:
+        """The polars schema queries are checked against: given, or read from Spark's."""
+        return self._schema if self._schema is not None else polars_schema(self._frame)
 
     def aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
         """Exact bounded aggregates, one row per public key, in key order.
@@ -113,8 +164,13 @@ class SparkEngine:
             return self._aggregate(spec)
 
     def _aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
-        schema = self._schema if self._schema is not None else polars_schema(self._frame)
-        frame, schema = apply_spark_steps(self._frame, schema, spec.steps)
+        if spec.table is None:
+            frame, schema = self._frame, self._frame_schema()
+        else:
+            frame, schema = self._tables[spec.table]
+        frame, schema = apply_spark_steps(
+            frame, schema, spec.steps, unit=spec.unit, tables=self._tables, seed=spec.seed
+        )
         keyed = grouping(spec)
         frame = _keyed_rows(frame, schema, keyed)
         # Keep only what the aggregation reads, so no other column can collide with the

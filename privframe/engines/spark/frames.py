@@ -200,7 +200,8 @@ def plain_frame(frame: SparkDataFrame, unit: str | None = None) -> tuple[SparkDa
 
     As for polars input (:func:`privframe.engines.expressions.plain_types`): decimals
     become doubles and small integers 64-bit, so no operation can overflow or
-    fail on some values only. Columns of other types (arrays, maps, structs,
+    fail on some values only; an array of such values is a list of them (for
+    ``flat_map``). Columns of other types (nested arrays, maps, structs,
     binary) are left out: no query can read them.
 
     The privacy unit column ``unit`` keeps every ID distinct, as
@@ -240,9 +241,21 @@ def plain_frame(frame: SparkDataFrame, unit: str | None = None) -> tuple[SparkDa
 
 
 def _plain(column: Any, spark_type: Any) -> tuple[Any, pl.DataType] | None:
-    """A column in its plain type (decimals as doubles, small integers as longs), or None."""
+    """A column in its plain type (decimals as doubles, small integers as longs), or None.
+
+    An array of plain values is a list of them (arrays of arrays: None).
+    """
     from pyspark.sql import types as t
 
+    if isinstance(spark_type, t.ArrayType):  # a list, for flat_map: of plain elements
+        element = _plain(column, spark_type.elementType)
+        if element is None or isinstance(spark_type.elementType, t.ArrayType):
+            return None
+        if isinstance(spark_type.elementType, t.DecimalType):
+            column = column.cast("array<double>")
+        elif element[1] == pl.Int64 and not isinstance(spark_type.elementType, t.LongType):
+            column = column.cast("array<bigint>")
+        return column, pl.List(element[1])
     dtype = _polars_type(spark_type)
     if isinstance(spark_type, t.DecimalType):
         column = column.cast("double")
@@ -260,7 +273,7 @@ def _exact_unit(column: Any, spark_type: Any) -> tuple[Any, pl.DataType]:
         return (column if exact == pl.Int128 else column.cast("string")), exact
     if isinstance(spark_type, t.BinaryType):
         return column, pl.Binary()
-    plain = _plain(column, spark_type)
+    plain = None if isinstance(spark_type, t.ArrayType) else _plain(column, spark_type)
     if plain is None:
         raise InvalidArgumentError(
             f"a privacy unit column of Spark type {spark_type.simpleString()} cannot identify "

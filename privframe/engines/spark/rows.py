@@ -1,13 +1,15 @@
-"""Rows on Spark: the row steps, each row's grid units and histogram position, small tables.
+"""Rows on Spark: the steps before aggregation, each row's grid units and position, small tables.
 
 The Spark side of :func:`~privframe.engines.spec.apply_steps` and of the
 polars engine's row values, with the same results row by row
-(``docs/sensitivity.md`` §2). pyspark is imported when these run.
+(``docs/sensitivity.md`` §2): row steps here, steps over units (private
+joins, flat maps, per-unit values) in :mod:`privframe.engines.spark.units`,
+dispatched from :func:`apply_spark_steps`. pyspark is imported when these run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,15 +20,23 @@ import pyarrow as pa
 from privframe.engines.names import refuse_case_twins
 from privframe.engines.spark._columns import clip, col, long_literal
 from privframe.engines.spark.expressions import spark_type, to_spark
+from privframe.engines.spark.units import flat_mapped, joined, per_unit, unit_columns
 from privframe.engines.spec import (
+    FLAT_MAP_SALT,
+    JOIN_SALT,
+    FlatMap,
     HistogramSpec,
+    PerUnit,
+    PrivateJoin,
     RowStep,
     Step,
+    UnitColumns,
     ValueSpec,
     apply_steps,
     checked_step,
+    truncation_key,
 )
-from privframe.errors import InvalidArgumentError, InvalidValueError
+from privframe.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -112,9 +122,21 @@ def position_udf(grid: tuple[float, ...]) -> Callable[[Column], Column]:
 def polars_schema(frame: DataFrame) -> pl.Schema:
     """The polars types a Spark frame's columns hold (the inverse of ``spark_type``).
 
-    Columns of other types (decimals, nested, binary, ...) are left out: no
-    row expression can read them.
+    An array of such values is a list (for ``flat_map``). Columns of other
+    types (decimals, maps, structs, binary, ...) are left out: no row
+    expression can read them.
     """
+    schema = {}
+    for field in frame.schema.fields:
+        dtype = _polars_kind(field.dataType)
+        if dtype is None:
+            continue
+        schema[field.name] = dtype
+    return pl.Schema(schema)
+
+
+def _polars_kind(kind: Any, nested: bool = True) -> pl.DataType | None:
+    """The polars type of a Spark type (an array of plain values: a list), or None."""
     from pyspark.sql import types as t
 
     kinds: list[tuple[type[Any], pl.DataType]] = [
@@ -131,13 +153,10 @@ def polars_schema(frame: DataFrame) -> pl.Schema:
         (t.TimestampType, pl.Datetime("us", "UTC")),  # an instant
         (t.NullType, pl.Null()),
     ]
-    schema = {}
-    for field in frame.schema.fields:
-        for kind, dtype in kinds:
-            if isinstance(field.dataType, kind):
-                schema[field.name] = dtype
-                break
-    return pl.Schema(schema)
+    if nested and isinstance(kind, t.ArrayType):
+        inner = _polars_kind(kind.elementType, nested=False)
+        return None if inner is None else pl.List(inner)
+    return next((dtype for spark, dtype in kinds if isinstance(kind, spark)), None)
 
 
 def spark_table(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
@@ -177,44 +196,90 @@ def spark_table(spark: SparkSession, table: pl.DataFrame) -> DataFrame:
 
 
 def apply_spark_steps(
-    frame: DataFrame, schema: pl.Schema, steps: tuple[Step, ...]
+    frame: DataFrame,
+    schema: pl.Schema,
+    steps: tuple[Step, ...],
+    *,
+    unit: str | None = None,
+    tables: Mapping[str, tuple[DataFrame, pl.Schema]] | None = None,
+    seed: int = 0,
 ) -> tuple[DataFrame, pl.Schema]:
-    """The row steps on Spark, in order (lazy), and the polars schema after them.
+    """The steps on Spark, in order (lazy), and the polars schema after them.
 
-    Expressions are translated by :func:`~privframe.engines.spark.expressions.to_spark`
-    against the polars schema of the frame they run on; each step's output
-    schema is polars' own, computed on an empty frame.
+    Row steps' expressions are translated by
+    :func:`~privframe.engines.spark.expressions.to_spark` against the polars
+    schema of the frame they run on. Steps over units need the privacy
+    ``unit`` and truncate with the release's ``seed``; a private join reads
+    the private ``tables`` (each a Spark frame and its polars schema) by name
+    (:mod:`privframe.engines.spark.units`). Each step's output schema is
+    polars' own, computed on empty frames of the same schemas; a step over
+    units leaves its columns in polars' order.
     """
-    if not steps:
-        return frame, schema
+    tables = tables or {}
+    empty = {name: pl.LazyFrame(schema=s) for name, (_, s) in tables.items()}
+    for step in steps:
+        if isinstance(step, RowStep):
+            step = checked_step(step, schema)  # integer overflow gives null, as on polars
+            frame = _row_step(frame, schema, step)
+            schema = apply_steps(pl.LazyFrame(schema=schema), (step,)).collect_schema()
+            continue
+        assert unit is not None, "a step over units needs the privacy unit"
+        after = apply_steps(
+            pl.LazyFrame(schema=schema), (step,), unit=unit, tables=empty, seed=seed
+        ).collect_schema()
+        frame = _unit_step(frame, schema, step, unit, tables, seed)
+        frame, schema = frame.select(*(col(c) for c in after)), after
+    return frame, schema
+
+
+def _row_step(frame: DataFrame, schema: pl.Schema, step: RowStep) -> DataFrame:
+    """A filter, derived columns or a join with a public table, on Spark."""
     from pyspark.sql import functions as f
 
-    for step in steps:
-        if not isinstance(step, RowStep):
-            raise InvalidValueError(f"the Spark engine does not run {step.kind} yet")
-        step = checked_step(step, schema)  # integer overflow gives null, as on polars
-        if step.kind == "filter":
-            for expr in step.exprs:
-                frame = frame.filter(to_spark(expr, schema))
-            continue
-        if step.kind == "with_columns":
-            named = {e.meta.output_name(): to_spark(e, schema) for e in step.exprs}
-            # Spark matches names ignoring case: a new "U" would replace "u" (the plan
-            # check refuses it first; an engine must not run it either way).
-            refuse_case_twins(list(named), list(schema), "with_columns column")
-            # One projection: every expression sees the frame before the step, as in polars.
-            frame = frame.withColumns(named)
-        else:
-            assert step.table is not None
-            on = list(step.on)
-            added = [c for c in step.table.columns if c not in on]
-            refuse_case_twins(added, list(schema), "the public table's column")
-            table = spark_table(frame.sparkSession, step.table)
-            # polars suffixes the table's clashing columns with "_right"; Spark would keep
-            # both. A clash in case only was refused above: polars would keep both names.
-            clash = {c: f"{c}_right" for c in added if c in schema}
-            if clash:
-                table = table.withColumnsRenamed(clash)
-            frame = frame.join(f.broadcast(table), on=on, how=step.how)
-        schema = apply_steps(pl.LazyFrame(schema=schema), (step,)).collect_schema()
-    return frame, schema
+    if step.kind == "filter":
+        for expr in step.exprs:
+            frame = frame.filter(to_spark(expr, schema))
+        return frame
+    if step.kind == "with_columns":
+        named = {e.meta.output_name(): to_spark(e, schema) for e in step.exprs}
+        # Spark matches names ignoring case: a new "U" would replace "u" (the plan
+        # check refuses it first; an engine must not run it either way).
+        refuse_case_twins(list(named), list(schema), "with_columns column")
+        # One projection: every expression sees the frame before the step, as in polars.
+        return frame.withColumns(named)
+    assert step.table is not None
+    on = list(step.on)
+    added = [c for c in step.table.columns if c not in on]
+    refuse_case_twins(added, list(schema), "the public table's column")
+    table = spark_table(frame.sparkSession, step.table)
+    # polars suffixes the table's clashing columns with "_right"; Spark would keep
+    # both. A clash in case only was refused above: polars would keep both names.
+    clash = {c: f"{c}_right" for c in added if c in schema}
+    if clash:
+        table = table.withColumnsRenamed(clash)
+    return frame.join(f.broadcast(table), on=on, how=step.how)
+
+
+def _unit_step(
+    frame: DataFrame,
+    schema: pl.Schema,
+    step: Step,
+    unit: str,
+    tables: Mapping[str, tuple[DataFrame, pl.Schema]],
+    seed: int,
+) -> DataFrame:
+    """A step over units on Spark: a private join, a flat map or per-unit values."""
+    if isinstance(step, PrivateJoin):
+        table, table_schema = tables[step.table]
+        right, right_schema = apply_spark_steps(
+            table, table_schema, step.steps, unit=unit, tables=tables, seed=seed
+        )
+        key = truncation_key(step.truncation, seed, JOIN_SALT)
+        return joined(frame, schema, right, right_schema, step, unit, key)
+    if isinstance(step, FlatMap):
+        key = truncation_key(step.truncation, seed, FLAT_MAP_SALT)
+        return flat_mapped(frame, schema, step, unit, key)
+    if isinstance(step, UnitColumns):
+        return unit_columns(frame, schema, step, unit)
+    assert isinstance(step, PerUnit)
+    return per_unit(frame, schema, step, unit)
