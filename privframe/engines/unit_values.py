@@ -192,7 +192,8 @@ def _checked_sum(x: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     if dtype.is_float() or dtype.is_decimal():
         return wide
     lo, hi = _INT64
-    return pl.when(wide.is_between(lo, hi)).then(wide.cast(pl.Int64)).otherwise(None)
+    # Not strict: polars may cast every row before the `when` picks (an error would leak).
+    return pl.when(wide.is_between(lo, hi)).then(wide.cast(pl.Int64, strict=False))
 
 
 def _exact_sum(x: pl.Expr, dtype: pl.DataType) -> pl.Expr:
@@ -203,7 +204,8 @@ def _exact_sum(x: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     polars may reorder a plain sum's terms, and drops a sort before one).
     """
     if dtype.is_float():
-        return x.drop_nulls().sort().cum_sum().last().fill_null(0)
+        # In Float64 whatever the column's width, as Spark adds (engines/spark/units.py).
+        return x.cast(pl.Float64).drop_nulls().sort().cum_sum().last().fill_null(0.0)
     if dtype.is_decimal():
         return x.sum()
     return x.cast(pl.Int128).sum()

@@ -119,6 +119,15 @@ def test_an_integer_sum_past_int64_is_null_not_wrapped() -> None:
     assert got["total"].to_list() == [None, 0, -big]
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_an_overflowing_sum_is_null_whatever_the_rows_order(descending: bool) -> None:
+    big = 2**62
+    df = pl.DataFrame({"u": [1, 1, 2, 2, 3], "x": [5, None, big, big, None]})
+    step = PerUnit((), (("s", pf.unit.sum("x")),))
+    got = apply_steps(df.sort("u", descending=descending).lazy(), (step,), unit="u")
+    assert got.collect().sort("u")["s"].to_list() == [5, None, 0]
+
+
 def test_the_row_order_never_changes_a_value() -> None:
     df = _frame(11)
     step = PerUnit((), tuple(VALUES.items()))

@@ -35,7 +35,7 @@ Example:
     >>> q = sess.sql("SELECT dx, COUNT(*) AS n FROM orders o JOIN visits v ON o.uid = v.uid "
     ...              "GROUP BY dx")
     >>> q.explain(rho=0.5).bound.split("; ")[0]
-    'join_private(visits): at most l=2 left × r=3 right rows per unit: M ≤ 6'
+    'join_private(visits): at most 2 left × 3 right rows per unit: M ≤ 6'
 """
 
 from __future__ import annotations

@@ -198,7 +198,9 @@ def _aggregation(value: UnitValue, schema: pl.Schema, window: WindowSpec | None)
     if value.kind == "sum":
         return _checked_sum(x, schema[value.column], over)
     if value.kind == "mean":
-        return over(f.avg(x.cast("double")))
+        # As polars: the order-free sum (exact, or floats sorted) over the count of values.
+        total = _ordered_sum(x, schema[value.column], over).cast("double")
+        return f.when(over(f.count(x)) > 0, total / over(f.count(x)))
     if value.kind == "min":
         return over(f.min(x))
     if value.kind == "max":
@@ -218,12 +220,29 @@ def _checked_sum(x: Column, dtype: pl.DataType, over: Callable[[Column], Column]
     from pyspark.sql import functions as f
 
     if dtype.is_float():
-        return f.coalesce(over(f.sum(x)), f.lit(0.0))
+        return _ordered_sum(x, dtype, over)
+    wide = _ordered_sum(x, dtype, over)
+    return f.when(over(f.count(x)) == 0, f.lit(0).cast("long")).otherwise(wide.try_cast("long"))
+
+
+def _ordered_sum(x: Column, dtype: pl.DataType, over: Callable[[Column], Column]) -> Column:
+    """A sum that depends on the values only, as polars' (unit_values._exact_sum).
+
+    Floats are added in ascending order, left to right, from 0.0: the same
+    operations as polars' cumulative sum of the sorted values, so the same
+    bits, whatever order Spark's partitions deliver the rows in (a plain
+    ``sum`` would follow that order, which other people's rows can change).
+    Integers are added exactly in decimal(38,0) (``try_``: null, never an
+    error under ANSI mode).
+    """
+    from pyspark.sql import functions as f
+
+    if dtype.is_float():
+        values = f.array_sort(over(f.collect_list(x.cast("double"))))
+        return f.aggregate(values, f.lit(0.0), lambda total, y: total + y)
     if dtype == pl.Boolean():
         x = x.cast("long")
-    # try_: null, never an error (ANSI mode), past decimal(38,0) and then past bigint.
-    wide = over(f.try_sum(x.cast("decimal(38,0)")))
-    return f.when(over(f.count(x)) == 0, f.lit(0).cast("long")).otherwise(wide.try_cast("long"))
+    return over(f.try_sum(x.cast("decimal(38,0)")))
 
 
 def _output_type(value: UnitValue, schema: pl.Schema, unit: str | None) -> pl.DataType:
