@@ -294,8 +294,8 @@ class Query:
         Each person keeps at most ``left_rows`` of their rows on this side and
         ``right_rows`` on ``other``'s, chosen uniformly at random per release
         (``truncation="random"``) or by a fixed hash of the row's values, the
-        same rows every time (``"hash"``); never by the rows' order in the
-        data. A person then has at most ``left_rows·right_rows`` joined rows,
+        same rows every time with one engine version (``"hash"``); never by
+        the rows' order in the data. A person then has at most ``left_rows·right_rows`` joined rows,
         and the planner takes that as the limit ``M`` on their rows (``explain``
         shows the derivation); ``bound`` may tighten it. The keys must include
         the privacy unit: a row joined across two people would belong to both,
@@ -450,6 +450,12 @@ class Query:
             raise InvalidArgumentError(
                 f"per_unit values are per-person values such as pf.unit.sum('amount'); "
                 f"{wrong[0]!r} is not one"
+            )
+        unit = self.session.privacy_unit
+        if unit is not None and unit in by:
+            raise InvalidValueError(
+                f"per_unit always keeps the privacy unit {unit!r}: name only the other columns "
+                "to group each person's rows by"
             )
         per_row = [n for n, v in values.items() if v.windowed_only]
         if per_row:

@@ -111,6 +111,12 @@ def _check_step(
             raise InvalidValueError(
                 f"join_private: {step.table!r} is not a private table of this session"
             )
+        if unit not in step.on:
+            # The builder refuses it first; this is the check every plan passes.
+            raise InvalidValueError(
+                f"join_private keys {list(step.on)} leave out the privacy unit {unit!r}: a "
+                "joined row would belong to two people"
+            )
         right = schema_after(tables[step.table], unit, Plan(steps=step.steps), tables)
         for column in step.on:
             for side, names in (("left", schema), ("right", right)):
@@ -166,12 +172,19 @@ def _check_new_names(
     """
     for step in steps:
         if isinstance(step, PrivateJoin):
-            right = list(tables.get(step.table, {}))
+            right: list[str] = []
+            if step.table in tables:
+                # The right side as its own steps leave it.
+                right = list(schema_after(tables[step.table], unit, Plan(steps=step.steps), tables))
             added = [c for c in right if c not in step.on]
             added = [f"{c}{step.suffix}" if c in columns else c for c in added]
             refuse_case_twins(added, columns, "join_private column", unit)
         elif isinstance(step, FlatMap):
             added = [step.name]
+            if step.name not in (step.column, unit) and step.name in columns:
+                raise InvalidValueError(
+                    f"flat_map name={step.name!r} is already a column; choose another name"
+                )
         elif isinstance(step, UnitColumns | PerUnit):
             added = [name for name, _ in step.values]
             if isinstance(step, PerUnit):

@@ -51,6 +51,7 @@ from privframe.api.schema import error_column_clashes, validate
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
 from privframe.api.sql.metadata import declared_types
 from privframe.api.sql_entry import SQLEntry
+from privframe.engines.inputs import ColumnType, Opened
 from privframe.engines.registry import open_input
 from privframe.engines.spark import frames as spark
 from privframe.errors import (
@@ -154,7 +155,7 @@ class Session(SQLEntry):
             raise InvalidArgumentError(f"results must be 'pandas' or 'spark', got {results!r}")
         self._types = declared_types(self._metadata)
         opened = {
-            table: open_input(source, privacy_unit, results=results, types=self._types)
+            table: _open_table(table, source, privacy_unit, results, self._types, len(named))
             for table, source in named.items()
         }
         self._schemas = {table: o.schema for table, o in opened.items()}
@@ -162,6 +163,8 @@ class Session(SQLEntry):
         self._engine, self._schema = first.engine, first.schema
         if len(opened) > 1:
             check_unit_types(privacy_unit, self._schemas)
+        if len(opened) > 1 or hasattr(first.engine, "with_tables"):
+            # Every table by name, the first too: a query may join a table to itself.
             self._engine = joinable(first.engine).with_tables(
                 {table: o.engine for table, o in opened.items()}
             )
@@ -600,6 +603,26 @@ class Session(SQLEntry):
         release = self._pipeline.plan(plan, amount, options.weights, options.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
         return Computed(plan, release, exact, options, request.finish)
+
+
+def _open_table(
+    table: str,
+    source: object,
+    unit: str | None,
+    results: str,
+    types: Mapping[str, ColumnType],
+    tables: int,
+) -> Opened:
+    """One private table opened by its engine; with several, a refusal names the table."""
+    try:
+        return open_input(source, unit, results=results, types=types)
+    except (InvalidArgumentError, InvalidValueError) as err:
+        if tables == 1:
+            raise
+        refusal = type(err)(f"private table {table!r}: {err}")
+    # Raised outside the handler, to carry no chain (the engine's refusal names
+    # public facts only).
+    raise refusal
 
 
 def _default_delta(accountant: Accountant) -> float:

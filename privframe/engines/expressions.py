@@ -253,7 +253,21 @@ def exact_unit_type(dtype: pl.DataType) -> pl.DataType:
 
 
 def _plain_type(dtype: pl.DataType) -> pl.DataType:
-    """Decimals as Float64, categoricals and enums as String, small integers as Int64."""
+    """Decimals as Float64, categoricals and enums as String, small integers as Int64.
+
+    A list's (or array's, made a list) elements too: ``flat_map`` turns them into
+    a column, which must be as plain as any other.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.expressions import plain_types
+        >>> df = pl.DataFrame({"l": [[1]]}, schema={"l": pl.List(pl.Int8)})
+        >>> plain_types(df.lazy()).collect_schema()["l"]
+        List(Int64)
+    """
+    if isinstance(dtype, pl.List | pl.Array):
+        inner = dtype.inner
+        return pl.List(_plain_type(inner() if isinstance(inner, type) else inner))
     if isinstance(dtype, pl.Decimal):
         return pl.Float64()
     if isinstance(dtype, pl.Categorical | pl.Enum):

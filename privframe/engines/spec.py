@@ -241,11 +241,14 @@ def _row_step(frame: pl.LazyFrame, step: RowStep) -> pl.LazyFrame:
 def _truncated(frame: pl.LazyFrame, unit: str, limit: int, key: int) -> pl.LazyFrame:
     """Each unit's rows cut to ``limit``: those whose values hash (keyed) lowest.
 
-    The hash reads every column, so equal rows tie and are interchangeable,
-    and which rows stay never depends on their order in the data.
+    The hash reads every column and the row's number among the unit's rows
+    identical to it: identical rows are interchangeable, so which rows stay
+    never depends on their order in the data, and with a fresh key every
+    subset of ``limit`` rows is equally likely, duplicates included.
     """
-    columns = frame.collect_schema().names()
-    rank = pl.struct(*columns).hash(key).rank("ordinal").over(unit)
+    row = pl.struct(*frame.collect_schema().names())
+    copy = pl.int_range(pl.len(), dtype=pl.Int64).over(row)
+    rank = pl.struct(row.alias("row"), copy.alias("copy")).hash(key).rank("ordinal").over(unit)
     return frame.filter(rank <= limit)
 
 

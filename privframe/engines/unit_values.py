@@ -189,7 +189,7 @@ def _value(column: str, schema: pl.Schema) -> pl.Expr:
 def _checked_sum(x: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """The sum; an integer one is added in Int128 and is null where it leaves Int64."""
     wide = _exact_sum(x, dtype)
-    if dtype.is_float() or dtype.is_decimal():
+    if dtype.is_float():
         return wide
     lo, hi = _INT64
     # Not strict: polars may cast every row before the `when` picks (an error would leak).
@@ -199,15 +199,14 @@ def _checked_sum(x: pl.Expr, dtype: pl.DataType) -> pl.Expr:
 def _exact_sum(x: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """A sum that depends on the values only, not on their order: exact, or floats sorted.
 
-    Integers are added in Int128 and decimals in their own type, exactly.
+    Integers are added in Int128, exactly.
     Floats are added in ascending order, left to right (a cumulative sum:
     polars may reorder a plain sum's terms, and drops a sort before one).
     """
     if dtype.is_float():
         # In Float64 whatever the column's width, as Spark adds (engines/spark/units.py).
         return x.cast(pl.Float64).drop_nulls().sort().cum_sum().last().fill_null(0.0)
-    if dtype.is_decimal():
-        return x.sum()
+    # Decimals never reach here: inputs read them as Float64 (expressions.plain_types).
     return x.cast(pl.Int128).sum()
 
 

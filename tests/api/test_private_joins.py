@@ -566,3 +566,41 @@ def test_grouping_by_a_copy_of_the_unit_made_on_the_joined_side_is_refused(
         pf.InvalidValueError,
     )
     assert "computed from the privacy unit" in message
+
+
+def test_a_table_joins_itself_in_a_one_table_session() -> None:
+    df = pl.DataFrame({"pid": [1, 1, 2], "x": [1.0, 2.0, 3.0]})
+    one = pf.Session(df, "pid", pf.zCDP(1.0))
+    q = one.query().join_private(one.query(), on="pid", left_rows=2, right_rows=2)
+    released = q.agg(pf.count()).release(rho=0.5)
+    assert released.columns == ["count"]
+    assert one.spent.rho == 0.5
+
+
+def test_a_unit_missing_from_a_second_table_is_refused_naming_the_table() -> None:
+    tables = {"a": pl.DataFrame({"pid": [1]}), "b": pl.DataFrame({"id": [1]})}
+    with pytest.raises(pf.InvalidValueError, match="private table 'b'") as caught:
+        pf.Session(tables, "pid", pf.zCDP(1.0))
+    assert caught.value.__context__ is None
+
+
+def test_per_unit_refuses_the_unit_among_its_columns(sess: pf.Session) -> None:
+    message = _refused(sess, lambda: sess.query().per_unit("pid"), pf.InvalidValueError)
+    assert "always keeps the privacy unit" in message
+
+
+def test_a_flat_map_may_not_replace_another_column() -> None:
+    df = pl.DataFrame({"u": [1], "items": [["a"]], "x": [1]})
+    one = pf.Session(df, "u", pf.zCDP(1.0))
+    query = one.query().flat_map("items", max_rows=1, name="x").agg(pf.count())
+    message = _refused(one, lambda: query.release(rho=0.1), pf.InvalidValueError)
+    assert "already a column" in message
+
+
+def test_a_plan_whose_join_keys_leave_out_the_unit_is_refused_by_the_schema_check(
+    sess: pf.Session,
+) -> None:
+    step = PrivateJoin("drugs", (), ("day",), "inner", left_rows=1, right_rows=1)
+    plan = Plan(steps=(step,), aggregates=(pf.count(),))
+    message = _refused(sess, lambda: sess.check(plan), pf.InvalidValueError)
+    assert "two people" in message

@@ -127,7 +127,7 @@ def per_unit(
                 raise refuse(item, "a subquery", f"the privacy unit keeps its name: write {unit}")
             if name != column:
                 if taken(name):
-                    raise _shadowing(item, name)
+                    raise shadowing(item, name)
                 copies[name] = pl.col(column)
             if name != unit:
                 by[name] = None
@@ -141,7 +141,7 @@ def per_unit(
                     "reads it by that name",
                 )
             if taken(alias):
-                raise _shadowing(item, alias)
+                raise shadowing(item, alias)
             values[alias] = _value(node, sub)
             columns.append((alias, None))
         else:
@@ -254,7 +254,8 @@ def _value(node: exp.Expr, sub: Names) -> UnitValue:
     return make(sub.column(argument))
 
 
-def _shadowing(item: exp.Expr, name: str) -> SQLError:
+def shadowing(item: exp.Expr, name: str) -> SQLError:
+    """The refusal of a subquery column that would replace a data column under another meaning."""
     return refuse(
         item,
         "a subquery",

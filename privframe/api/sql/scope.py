@@ -47,7 +47,7 @@ from privframe.api.sql._common import (
 )
 from privframe.api.sql.listed import listed_groups
 from privframe.api.sql.metadata import Column, entry
-from privframe.api.sql.per_unit import aggregates, per_unit
+from privframe.api.sql.per_unit import aggregates, per_unit, shadowing
 from privframe.api.sql.rows import Rows
 from privframe.api.sql.sources import Private, join_private, unnest
 from privframe.engines.names import same_ignoring_case
@@ -467,22 +467,13 @@ class Scope:
             # A joined table's column under its own name (v.amount, amount_right in the plan)
             # may take the name back: its metadata is that name's.
             if self.taken(name) and source != name:
-                raise self._shadowing(item, name)
+                raise shadowing(item, name)
             self._renamed[name] = source
         elif not isinstance(item, exp.Alias):
             raise refuse(item, "a subquery", f"name the subquery's column {item.sql()} (AS name)")
         elif self.taken(name):
-            raise self._shadowing(item, name)
+            raise shadowing(item, name)
         return [(name, sub.rows(node))]
-
-    @staticmethod
-    def _shadowing(item: exp.Expr, name: str) -> SQLError:
-        return refuse(
-            item,
-            "a subquery",
-            f"the subquery's column {name!r} would replace a column of the data with "
-            f"{item.sql()}, whose bounds and keys differ: name it something new",
-        )
 
     def join(self, query: Query, join: exp.Join) -> Query:
         """``query`` joined with the public table of ``join``, on columns of the same name.

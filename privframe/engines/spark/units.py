@@ -26,8 +26,8 @@ The Spark side of the steps over units of
   whose ``by`` is not null, null elsewhere. Numeric results have the Spark
   twin of the type polars gives them.
 
-Float sums and means add the same values in another order than polars, so
-they can differ in the last bits; every other value is exact and equal.
+Float sums and means add the sorted values left to right, as polars does, so
+every value is equal to polars' bit for bit.
 
 Example:
     >>> import polars as pl
@@ -72,18 +72,24 @@ __all__ = [
 def truncated(frame: DataFrame, schema: pl.Schema, unit: str, limit: int, key: int) -> DataFrame:
     """Each unit's rows cut to ``limit``: those whose values hash (keyed by ``key``) lowest.
 
-    The hash reads every column of ``schema`` (the frame's), so equal rows
-    tie and are interchangeable, and which rows stay never depends on their
-    order in the data or on how Spark partitions it.
+    The hash reads every column of ``schema`` (the frame's) and the row's
+    number among the rows identical to it, as polars' truncation does: which
+    rows stay never depends on their order in the data or on how Spark
+    partitions it, and every subset is equally likely, duplicates included.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as f
 
     names = list(schema)
-    hashed = keyed_hash(key, *(c for n in names for c in (col(n), col(n).isNull())))
-    order = Window.partitionBy(col(unit)).orderBy(hashed, *(col(n) for n in names))
-    rank = _fresh("__truncation_rank", names)
-    return frame.withColumn(rank, f.row_number().over(order)).filter(col(rank) <= limit).drop(rank)
+    copy = _fresh("__truncation_copy", names)
+    frame = frame.withColumn(
+        copy, f.row_number().over(Window.partitionBy(*(col(n) for n in names)).orderBy(f.lit(1)))
+    )
+    hashed = keyed_hash(key, *(c for n in names for c in (col(n), col(n).isNull())), col(copy))
+    order = Window.partitionBy(col(unit)).orderBy(hashed, *(col(n) for n in names), col(copy))
+    rank = _fresh("__truncation_rank", [*names, copy])
+    kept = frame.withColumn(rank, f.row_number().over(order)).filter(col(rank) <= limit)
+    return kept.drop(rank, copy)
 
 
 def joined(
