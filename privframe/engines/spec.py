@@ -100,6 +100,11 @@ class PrivateJoin:
     ``left_rows·right_rows`` of them. The right side's own ``steps`` run
     first, on ``table``. Non-key columns of the right side that the left has
     too get ``suffix``.
+
+    Example:
+        >>> from privframe.engines.spec import PrivateJoin
+        >>> PrivateJoin("visits", (), ("pid",), "inner", left_rows=3, right_rows=2).max_rows
+        6
     """
 
     table: str
@@ -125,6 +130,14 @@ class FlatMap:
     Empty and null lists give no row. The element is in ``name`` (the list
     column itself by default). Each unit then keeps at most ``max_rows`` of its
     rows, chosen as a private join's sides are (see :class:`PrivateJoin`).
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.spec import FlatMap, apply_steps
+        >>> baskets = pl.LazyFrame({"u": [1, 2], "items": [["tea", "jam"], []]})
+        >>> step = FlatMap("items", "item", max_rows=5)
+        >>> apply_steps(baskets, (step,), unit="u").collect()["item"].sort().to_list()
+        ['jam', 'tea']
     """
 
     column: str
@@ -136,7 +149,17 @@ class FlatMap:
 
 @dataclass(frozen=True)
 class UnitColumns:
-    """Add columns computed over each unit's rows (:mod:`privframe.engines.unit_values`)."""
+    """Add columns computed over each unit's rows (:mod:`privframe.engines.unit_values`).
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> from privframe.engines.spec import UnitColumns, apply_steps
+        >>> rows = pl.LazyFrame({"u": [1, 1, 2], "x": [1, 2, 5]})
+        >>> step = UnitColumns((("total", pf.unit.sum("x")),))
+        >>> apply_steps(rows, (step,), unit="u").collect()["total"].to_list()
+        [3, 3, 5]
+    """
 
     values: tuple[tuple[str, UnitValue], ...]
     kind: Literal["unit_columns"] = "unit_columns"
@@ -147,6 +170,15 @@ class PerUnit:
     """The per-unit stage: one row per unit and combination of ``by``, with per-unit values.
 
     Its rows have the unit column, ``by`` and one column per value.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> from privframe.engines.spec import PerUnit, apply_steps
+        >>> rows = pl.LazyFrame({"u": [1, 1, 2], "x": [1, 2, 5]})
+        >>> step = PerUnit((), (("n", pf.unit.count()),))
+        >>> apply_steps(rows, (step,), unit="u").collect().sort("u")["n"].to_list()
+        [2, 1]
     """
 
     by: tuple[str, ...]
@@ -193,6 +225,13 @@ def apply_steps(
 
     Steps over units (joins of private ``tables``, flat maps, per-unit values)
     need the privacy ``unit`` column, and truncate with the release's ``seed``.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.spec import RowStep, apply_steps
+        >>> step = RowStep("filter", (pl.col("x") > 1,))
+        >>> apply_steps(pl.LazyFrame({"x": [1, 2, 3]}), (step,)).collect()["x"].to_list()
+        [2, 3]
     """
     for step in steps:
         if isinstance(step, RowStep):

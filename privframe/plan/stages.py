@@ -35,7 +35,13 @@ __all__ = ["StageLimits", "stage_limits"]
 
 @dataclass(frozen=True)
 class StageLimits:
-    """Row limits the steps enforce (None: no limit from the steps) and how they were derived."""
+    """Row limits the steps enforce (None: no limit from the steps) and how they were derived.
+
+    Example:
+        >>> from privframe.plan.stages import StageLimits
+        >>> StageLimits(max_rows=6).max_rows_per_group is None
+        True
+    """
 
     max_rows: int | None = None
     max_rows_per_group: int | None = None
