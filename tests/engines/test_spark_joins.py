@@ -33,6 +33,8 @@ from privframe.engines.spec import (
 )
 from privframe.mechanisms.noise import SeededRandomness
 
+pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+
 GROUPS = ["a", "b", "c"]
 DRUGS = ["d1", "d2", "d3"]
 ITEMS = ["tea", "jam", "bun"]
