@@ -25,9 +25,9 @@ timed runs:
   grouped count and clipped sum, lazy, no truncation and no noise.
 * ``join``: the plain polars inner join alone, materialised.
 * ``truncated``: privframe's truncation written in plain polars (each
-  patient's l and r rows whose values hash lowest under a fresh key, as
-  ``engines/spec.py`` does), then the join and the grouped count and sum, lazy,
-  no noise: the same exact answer privframe noises, without its planning,
+  patient's l and r rows whose values (and number among identical rows) hash
+  lowest under a fresh key, as ``engines/spec.py`` does), then the join and
+  the grouped count and sum, lazy, no noise: the same exact answer privframe noises, without its planning,
   bounding checks, noise or ledger.
 * ``privframe``: ``Session({"visits": ..., "prescriptions": ...}, "pid",
   zCDP(1))``, ``query("visits").join_private(query("prescriptions"), on="pid",
@@ -298,12 +298,15 @@ def local_variant(cfg: dict[str, Any], runs: Any) -> dict[str, Any]:
 
         def truncated() -> pl.DataFrame:
             # privframe's truncation (engines/spec.py) written in plain polars: each
-            # patient's rows whose values hash lowest under a fresh key, then the join.
+            # patient's rows whose values (and number among identical rows) hash lowest
+            # under a fresh key, then the join.
             key = random.getrandbits(63)
 
             def cut(frame: pl.DataFrame, limit: int) -> pl.LazyFrame:
-                rank = pl.struct(pl.all()).hash(key).rank("ordinal").over("pid")
-                return frame.lazy().filter(rank <= limit)
+                row = pl.struct(pl.all())
+                copy = pl.int_range(pl.len(), dtype=pl.Int64).over(row)
+                hashed = pl.struct(row.alias("row"), copy.alias("copy")).hash(key)
+                return frame.lazy().filter(hashed.rank("ordinal").over("pid") <= limit)
 
             return (
                 cut(visits, cfg["left_rows"])
