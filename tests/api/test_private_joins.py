@@ -24,6 +24,7 @@ from internals import column_of, released_exactly
 import privframe as pf
 from privframe.accounting.ledger import DataIdentity
 from privframe.api.query import Query
+from privframe.api.wire import encode_plan
 from privframe.engines.spec import COUNT, PerUnit, PrivateJoin, UnitColumns, apply_steps
 from privframe.plan.ir import Plan
 
@@ -604,3 +605,9 @@ def test_a_plan_whose_join_keys_leave_out_the_unit_is_refused_by_the_schema_chec
     plan = Plan(steps=(step,), aggregates=(pf.count(),))
     message = _refused(sess, lambda: sess.check(plan), pf.InvalidValueError)
     assert "two people" in message
+
+
+def test_steps_over_units_have_no_wire_form_yet(sess: pf.Session) -> None:
+    query = sess.query().per_unit(n=pf.unit.count()).agg(pf.count())
+    with pytest.raises(pf.InvalidArgumentError, match="per_unit has no wire form yet"):
+        encode_plan(query.plan)

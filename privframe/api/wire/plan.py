@@ -58,7 +58,6 @@ from privframe.api.wire.reading import (
 )
 from privframe.api.wire.values import decode_table, encode_table
 from privframe.engines.spec import RowStep, Step
-from privframe.errors import InvalidValueError
 from privframe.plan.aggregates import Aggregate, Bounded, Quantile
 from privframe.plan.aggregates.base import Summed
 from privframe.plan.ir import Plan
@@ -167,9 +166,9 @@ def encode_plan(plan: Plan, where: str = "plan") -> dict[str, Any]:
 
 def _encode_step(step: Step, where: str, budget: Budget) -> dict[str, Any]:
     if not isinstance(step, RowStep):
-        raise InvalidValueError(
-            f"{where}: {step.kind} is not sent to a server yet (a served dataset is one table); "
-            "run joins of private tables, flat_map and per-person values on a local Session"
+        raise WireError(
+            f"{where}: {step.kind} has no wire form yet (a served dataset is one table); run "
+            "joins of private tables, flat_map and per-person values on a local Session"
         )
     if step.kind == "join":
         assert step.table is not None  # a join step holds its table
