@@ -21,7 +21,7 @@ import pandas as pd
 import polars as pl
 
 from privframe.engines.spec import Engine
-from privframe.errors import InvalidValueError, columns_note
+from privframe.errors import InvalidArgumentError, InvalidValueError, columns_note
 
 __all__ = [
     "MISSING_UNITS",
@@ -129,3 +129,18 @@ def exact_pandas(result: pl.DataFrame) -> pd.DataFrame:
         if dtype.is_integer() and result[name].null_count():
             frame[name] = pd.array(result[name].to_list(), dtype=str(dtype))
     return frame
+
+
+def mixed_engines(table: str, engine: object, first: str) -> InvalidArgumentError:
+    """The refusal of a private table on another engine than the session's first table's.
+
+    Example:
+        >>> from privframe.engines.inputs import mixed_engines
+        >>> "same kind of data" in str(mixed_engines("drugs", object(), "polars"))
+        True
+    """
+    return InvalidArgumentError(
+        f"private table {table!r} runs on another engine ({type(engine).__name__}) than the "
+        f"first table ({first}): give every private table of a session as the same kind of "
+        "data (pandas, polars or files; or all Spark DataFrames)"
+    )

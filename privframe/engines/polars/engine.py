@@ -43,6 +43,7 @@ from privframe.engines.bounding import (
     grouping,
 )
 from privframe.engines.contributions import Contributions, ContributionSpec, contribution_tables
+from privframe.engines.inputs import mixed_engines
 from privframe.engines.polars.cells import (
     cell_bits,
     kept_cells,
@@ -59,7 +60,6 @@ from privframe.engines.spec import (
     ValueSpec,
     apply_steps,
 )
-from privframe.errors import InvalidArgumentError
 from privframe.progress import steps
 
 __all__ = ["PolarsEngine"]
@@ -134,11 +134,7 @@ class PolarsEngine:
         frames = {}
         for name, engine in tables.items():
             if not isinstance(engine, PolarsEngine):
-                raise InvalidArgumentError(
-                    f"private table {name!r} runs on another engine ({type(engine).__name__}) "
-                    "than the first table (polars): give every private table of a session "
-                    "as the same kind of data (pandas, polars or files; or all Spark)"
-                )
+                raise mixed_engines(name, engine, "polars")
             frames[name] = engine._frame
         return PolarsEngine(
             self._frame,

@@ -60,12 +60,12 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from privframe.engines.bounding import COUNTED, KEY, WEIGHT, Grouping, finish, grouping
+from privframe.engines.inputs import mixed_engines
 from privframe.engines.spark._columns import col, long_literal
 from privframe.engines.spark.bounding import key_index, known_units, partials, sampled_rows
 from privframe.engines.spark.frames import quiet_query_errors
 from privframe.engines.spark.rows import apply_spark_steps, polars_schema, row_position, row_units
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec
-from privframe.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -130,11 +130,7 @@ class SparkEngine:
         frames = {}
         for name, engine in tables.items():
             if not isinstance(engine, SparkEngine):
-                raise InvalidArgumentError(
-                    f"private table {name!r} runs on another engine ({type(engine).__name__}) "
-                    "than the first table (Spark): give every private table of a session as "
-                    "a Spark DataFrame (or every one as pandas, polars or files)"
-                )
+                raise mixed_engines(name, engine, "Spark")
             frames[name] = (engine._frame, engine._frame_schema())
         joined = SparkEngine(self._frame, schema=self._schema)
         joined._tables = {**self._tables, **frames}
