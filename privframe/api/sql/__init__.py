@@ -44,9 +44,11 @@ with public keys for all, some or none of them; row subqueries in ``FROM`` and
 Session's ``name`` (``PUMS.PUMS``), or each of its private tables by its key;
 ``[LEFT] JOIN`` public tables registered on the Session (``tables=``) on
 columns of the same name; ``[LEFT] JOIN`` of two private tables on their
-privacy unit (``join_private``, each side keeping its table's ``max_rows``)
-and ``CROSS JOIN UNNEST(list) AS t(item)`` (``flat_map``),
-:mod:`~privframe.api.sql.sources`; a subquery grouped by the privacy unit,
+privacy unit (``join_private``, each side keeping its table's ``max_rows``;
+the right one may be a subquery filtering a private table) and ``CROSS JOIN
+UNNEST(list) AS t(item)`` (``flat_map``), :mod:`~privframe.api.sql.sources`,
+with the WHERE filtering each table before its limit
+(:mod:`~privframe.api.sql.where`); a subquery grouped by the privacy unit,
 the per-person stage (``per_unit``, :mod:`~privframe.api.sql.per_unit`); and
 expressions over
 released values in the select list (``ROUND(AVG(x), 1)``, ``COUNT(*) * 5``,
@@ -67,7 +69,8 @@ SELECT, refuse what no part translates), :mod:`~privframe.api.sql.options`
 (the differential privacy clause's budget and limits),
 :mod:`~privframe.api.sql.scope` (FROM, subqueries, WITH, JOIN and what each
 name denotes), :mod:`~privframe.api.sql.sources` (joins of private tables and
-UNNEST), :mod:`~privframe.api.sql.per_unit` (the per-person subquery),
+UNNEST), :mod:`~privframe.api.sql.where` (WHERE over them),
+:mod:`~privframe.api.sql.per_unit` (the per-person subquery),
 :mod:`~privframe.api.sql.listed` (BigQuery's joined list of public groups),
 :mod:`~privframe.api.sql.rows` (row expressions into polars),
 :mod:`~privframe.api.sql.groups` (GROUP BY and its keys),

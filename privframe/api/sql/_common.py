@@ -127,11 +127,12 @@ def refuse_at(where: tuple[int, int] | None, construct: str, message: str) -> SQ
     return SQLError(f"{message}{at}", construct=construct, position=where)
 
 
-def only(node: exp.Expr, allowed: set[str], what: str) -> None:
+def only(node: exp.Expr, allowed: set[str], what: str, hint: str = "") -> None:
     """Refuse any clause or modifier of ``node`` privframe does not translate.
 
     An allow-list, so that a construct sqlglot parses but privframe does not
-    know (TABLESAMPLE, WITH ROLLUP, FETCH, ...) is refused, never ignored.
+    know (TABLESAMPLE, WITH ROLLUP, FETCH, ...) is refused, never ignored;
+    ``hint`` says what to write instead.
 
     Example:
         >>> import sqlglot
@@ -144,7 +145,7 @@ def only(node: exp.Expr, allowed: set[str], what: str) -> None:
         first = value[0] if isinstance(value, list) else value
         located = first if isinstance(first, exp.Expression) else node
         name = first.key.upper() if isinstance(first, exp.Expression) else key.upper()
-        raise unsupported(located, f"{name.replace('_', ' ')} in {what}")
+        raise unsupported(located, f"{name.replace('_', ' ')} in {what}", hint)
 
 
 def construct(node: exp.Expr) -> str:

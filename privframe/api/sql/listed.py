@@ -3,7 +3,8 @@
 In BigQuery (``group_selection_strategy=PUBLIC_GROUPS``) such a join reports
 exactly the listed groups, empty ones included, and drops the others: what
 public keys do. So it joins nothing: the list is the public keys of the group
-column ``g``. Any other joined subquery is refused.
+column ``g``. A joined subquery that filters a private table is a private
+join (:mod:`~privframe.api.sql.sources`); any other is refused.
 
 Example:
     >>> import sqlglot
@@ -45,9 +46,10 @@ def listed_groups(join: exp.Join, scope: Listing) -> None:
         raise unsupported(
             join.this,
             "a subquery in a JOIN",
-            "join a public table registered on the Session (tables=); BigQuery's public "
-            "groups are written RIGHT OUTER JOIN (SELECT DISTINCT g FROM UNNEST([...])) "
-            "USING (g), or given as keys in metadata, e.g. "
+            "join a public table registered on the Session (tables=) by name, or a private "
+            "table, by name or as a subquery that filters it (JOIN (SELECT * FROM t WHERE "
+            "...) x); BigQuery's public groups are written RIGHT OUTER JOIN (SELECT DISTINCT g "
+            "FROM UNNEST([...])) USING (g), or given as keys in metadata, e.g. "
             "metadata={'item': pf.Column(keys=['pen', 'pencil'])}",
         )
     column = resolve(join.args["using"][0], scope.private_columns(), "in the data")

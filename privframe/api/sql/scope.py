@@ -36,6 +36,7 @@ from sqlglot import exp
 from privframe.api.query import Query
 from privframe.api.sql._common import (
     TABLE,
+    builder_refusal,
     construct,
     identifier,
     lookup,
@@ -50,11 +51,15 @@ from privframe.api.sql.metadata import Column, entry
 from privframe.api.sql.per_unit import aggregates, per_unit, shadowing
 from privframe.api.sql.rows import Rows
 from privframe.api.sql.sources import Private, join_private, unnest
+from privframe.api.sql.where import FromRows, filter_where, joined
 from privframe.engines.names import same_ignoring_case
 from privframe.errors import SQLError
 
 _PRIVATE = "\x00private"
 """The private table's key among the tables: no SQL name spells it, so no public table has it."""
+
+_RESOLVED = "privframe_resolved"
+"""The mark (in ``meta``) of a column node made resolved: its (table key, column)."""
 
 
 class Scope:
@@ -95,6 +100,7 @@ class Scope:
         self._private_keys: set[str] = set()  # the joined private tables' keys
         self.derived: dict[str, pl.Expr] = {}
         self.rows = Rows(self.column)
+        self.from_rows: FromRows | None = None  # a FROM subquery's rows, before its WHERE
         # Names a derived column must not take: it would replace the data's column.
         self._existing = set(columns).union(*(t.columns for t in tables.values()))
 
@@ -133,16 +139,42 @@ class Scope:
         ``<name>_right`` in the plan (:mod:`~privframe.api.sql.sources`); named
         without its table, it is ambiguous.
         """
-        table, name = self._located(node)
+        table, name = self.located(node)
         return self._frames.get(table, {}).get(name, name)
 
     def owner(self, node: exp.Column) -> str:
         """The private table whose rows a column comes from (its limits bound an UNNEST)."""
-        table, _ = self._located(node)
+        table, _ = self.located(node)
         return self._owners.get(table, self.source)
 
-    def _located(self, node: exp.Column) -> tuple[str, str]:
-        """The table (key) and column (as SQL names it) that ``node`` names."""
+    def from_column(self, node: exp.Column) -> str | None:
+        """The column of FROM's rows that ``node`` names, or None if it names a joined table's."""
+        table, name = self.located(node)
+        return name if table == _PRIVATE else None
+
+    def column_node(self, name: str, table: str | None = None) -> exp.Column:
+        """A column node that names the plan's column ``name`` here (of ``table`` if given).
+
+        It is resolved already: ``SELECT *`` makes names such as
+        ``amount_right`` that no SQL spelling reaches in this scope.
+        """
+        for key in (table,) if table is not None else (_PRIVATE, *self.joined):
+            for column in self.columns_of(key):
+                if self._frames.get(key, {}).get(column, column) == name:
+                    node = exp.column(column, quoted=True)
+                    node.meta[_RESOLVED] = (key, column)
+                    return node
+        raise KeyError(name)
+
+    def located(self, node: exp.Column) -> tuple[str, str]:
+        """The table (key) and column (as SQL names it in that table) that ``node`` names.
+
+        A joined private table's column keeps its own name here
+        (``v.amount`` is ``amount``), whatever the plan calls it after the join.
+        """
+        resolved = (getattr(node, "meta", None) or {}).get(_RESOLVED)
+        if resolved is not None:
+            return resolved
         if not node.table:
             name = resolve(node, self.available(), "in the data or the joined tables")
             having = [t for t in (_PRIVATE, *self.joined) if name in self.columns_of(t)]
@@ -402,15 +434,18 @@ class Scope:
                 break
             sub._ctes[name] = cte
         query = sub.read_from(inner, query)
+        stages = []
         for join in inner.args.get("joins") or []:
-            if isinstance(join.this, exp.Subquery):
+            if isinstance(join.this, exp.Subquery) and sub.private_rows(join.this) is None:
                 raise unsupported(
                     join.this, "a subquery in a JOIN inside a subquery", "join tables by name"
                 )
-            query = sub.join(query, join)
+            query, stage = joined(sub, query, join)
+            stages.append(stage)
         where = inner.args.get("where")
+        unfiltered = query
         if where is not None:
-            query = query.filter(sub.rows(where.this))
+            query = filter_where(sub, query, stages, where.this)
         self.source = sub.source
         self._existing |= sub._existing
         if staged:
@@ -425,25 +460,34 @@ class Scope:
             return query
         visible: list[str] = []
         derived: dict[str, pl.Expr] = {}
+        computed: dict[str, exp.Expr] = {}
         for item in inner.expressions:
-            for name, expr in self._subquery_item(item, sub):
+            for name, expr, computing in self._subquery_item(item, sub):
                 if lookup(name, False, visible):
                     raise refuse(item, "a subquery", f"two of its columns are called {name!r}")
                 visible.append(name)
+                computed[name] = computing
                 if expr is not None:
                     derived[name] = expr
+        condition = where.this if where is not None else None
+        self.from_rows = FromRows(
+            sub, unfiltered, tuple(stages), condition, len(query.plan.steps), computed
+        )
         if derived:
             query = query.with_columns(**derived)
             self._existing |= set(derived)
         self._columns = visible
         return query
 
-    def _subquery_item(self, item: exp.Expr, sub: Scope) -> list[tuple[str, pl.Expr | None]]:
+    def _subquery_item(
+        self, item: exp.Expr, sub: Scope
+    ) -> list[tuple[str, pl.Expr | None, exp.Expr]]:
         """The columns one subquery item makes visible, each with its deriving expression.
 
         The expression is None for a column of the subquery's own FROM, kept
         as it is. A new name for a column (``age AS a``) keeps the column's metadata
-        (:meth:`metadata`), through any depth of subqueries.
+        (:meth:`metadata`), through any depth of subqueries. Each column comes
+        with the SQL the subquery computes it by, read in ``sub``.
         """
         star = item if isinstance(item, exp.Star) else item.this
         modifiers = ("except", "except_", "replace", "rename")
@@ -451,11 +495,12 @@ class Scope:
             raise unsupported(star, "SELECT * EXCEPT/REPLACE", "name the subquery's columns")
         if isinstance(item, exp.Star):
             self._renamed.update(sub._renamed)
-            return [(c, None) for c in sub.in_plan()]
+            return [(c, None, sub.column_node(c)) for c in sub.in_plan()]
         if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
             table = sub.aliases[resolve(item.args["table"], sub.aliases, "in FROM")]
             self._renamed.update(sub._renamed)
-            return [(sub._frames.get(table, {}).get(c, c), None) for c in sub.columns_of(table)]
+            names = [sub._frames.get(table, {}).get(c, c) for c in sub.columns_of(table)]
+            return [(c, None, sub.column_node(c, table)) for c in names]
         name = item.alias_or_name
         node = item.this if isinstance(item, exp.Alias) else item
         if isinstance(node, exp.Column):
@@ -463,7 +508,7 @@ class Scope:
             source = sub._renamed.get(column, column)
             if column.casefold() == name.casefold():  # the column itself, however spelt
                 self._renamed.update({column: source} if source != column else {})
-                return [(column, None)]
+                return [(column, None, node)]
             # A joined table's column under its own name (v.amount, amount_right in the plan)
             # may take the name back: its metadata is that name's.
             if self.taken(name) and source != name:
@@ -473,13 +518,14 @@ class Scope:
             raise refuse(item, "a subquery", f"name the subquery's column {item.sql()} (AS name)")
         elif self.taken(name):
             raise shadowing(item, name)
-        return [(name, sub.rows(node))]
+        return [(name, sub.rows(node), node)]
 
     def join(self, query: Query, join: exp.Join) -> Query:
         """``query`` joined with the public table of ``join``, on columns of the same name.
 
-        A JOIN of another private table, or ``CROSS JOIN UNNEST(list_column)``,
-        is a step over units (:mod:`~privframe.api.sql.sources`).
+        A JOIN of another private table (or of a subquery that filters one),
+        or ``CROSS JOIN UNNEST(list_column)``, is a step over units
+        (:mod:`~privframe.api.sql.sources`).
 
         BigQuery's public groups, ``RIGHT OUTER JOIN (SELECT DISTINCT g FROM
         UNNEST([...])) USING (g)``, join nothing: the list is the public keys
@@ -488,8 +534,13 @@ class Scope:
         if isinstance(join.this, exp.Unnest):
             return unnest(self, query, join)
         if isinstance(join.this, exp.Subquery):
-            listed_groups(join, self)
-            return query
+            table = self.private_rows(join.this)
+            if table is None:
+                listed_groups(join, self)
+                return query
+            self._join_method(join)
+            right, columns = self._joined_rows(join.this, query, table)
+            return join_private(self, query, join, table, right=right, columns=columns)
         name, private = self._joined_table(join)
         if private:
             return join_private(self, query, join, name)
@@ -525,10 +576,7 @@ class Scope:
                 "(JOIN visits v ON ...), and filter or compute in this query, or in a WITH "
                 "table that FROM reads",
             )
-        method = join.args.get("method")
-        if method:
-            raise unsupported(join, f"{str(method).upper()} JOIN", "join with ON or USING")
-        only(join, {"this", "on", "using", "side", "kind"}, "a JOIN")
+        self._join_method(join)
         private = self.private_named(table)
         if private is not None:
             only(table, {"this", "alias", "db", "catalog"}, "a JOIN")
@@ -545,6 +593,73 @@ class Scope:
             )
         only(table, {"this", "alias"}, "a JOIN")
         return resolve(table.this, self.tables, "among the public tables", kind="table"), False
+
+    def _join_method(self, join: exp.Join) -> None:
+        """Refuse a JOIN's method (NATURAL, ...) or a clause other than ON and USING."""
+        method = join.args.get("method")
+        if method:
+            raise unsupported(join, f"{str(method).upper()} JOIN", "join with ON or USING")
+        only(join, {"this", "on", "using", "side", "kind"}, "a JOIN")
+
+    def private_rows(self, node: exp.Subquery) -> str | None:
+        """The private table a subquery in a JOIN reads, if it reads one (not a CTE's name)."""
+        inner = node.this
+        source = inner.args.get("from_") if isinstance(inner, exp.Select) else None
+        return None if source is None else self.private_named(source.this)
+
+    def _joined_rows(self, node: exp.Subquery, query: Query, table: str) -> tuple[Query, list[str]]:
+        """The query of a private table's rows a JOIN reads through a subquery, and its columns.
+
+        ``JOIN (SELECT * FROM visits WHERE dx = 'flu') v`` is the builder's
+        ``join_private(sess.query("visits").filter(...))``: the subquery may
+        only filter the table's rows and name some of its columns, which keep
+        their names; the table's rows are then truncated as a joined table's.
+        """
+        inner = node.this
+        unit = self.private.unit or "<privacy unit>"
+        hint = (
+            f"a subquery joined to private rows reads the rows of {table!r} as they are: "
+            f"SELECT * or its columns FROM {table} [WHERE ...]; compute, join or aggregate in "
+            "the outer query"
+        )
+        only(node, {"this", "alias"}, "a subquery in a JOIN")
+        only(inner, {"expressions", "from_", "where"}, "a subquery in a JOIN", hint)
+        _refuse_column_aliases(node.args.get("alias"))
+        if not node.alias:
+            raise refuse(
+                node,
+                "a subquery in a JOIN",
+                f"name the subquery, to name its columns: JOIN (SELECT ... FROM {table} ...) t "
+                f"ON <left>.{unit} = t.{unit}",
+            )
+        columns = list(self.private.tables[table])
+        sub = Scope(self.text, columns, {}, self._metadata, self.table, self.private)
+        right = sub.read_from(inner, query)
+        visible: list[str] = []
+        modifiers = ("except", "except_", "replace", "rename")
+        for item in inner.expressions:
+            value = item.this if isinstance(item, exp.Alias) else item
+            star = value if isinstance(value, exp.Star) else value.this
+            if isinstance(star, exp.Star) and not any(star.args.get(k) for k in modifiers):
+                if isinstance(value, exp.Column):  # v.*
+                    resolve(value.args["table"], sub.aliases, "in FROM", kind="table")
+                named = columns
+            elif isinstance(value, exp.Column) and not isinstance(star, exp.Star):
+                named = [sub.column(value)]
+                if item.alias_or_name.casefold() != named[0].casefold():  # dx AS d
+                    raise unsupported(item, f"{item.sql()} in a subquery in a JOIN", hint)
+            else:
+                raise unsupported(item, f"{item.sql()} in a subquery in a JOIN", hint)
+            for name in named:
+                if lookup(name, False, visible):
+                    raise refuse(item, "a subquery", f"two of its columns are called {name!r}")
+                visible.append(name)
+        where = inner.args.get("where")
+        if where is not None:
+            right = right.filter(sub.rows(where.this))
+            lead = "WHERE cannot run on this data"
+            builder_refusal(lambda: query.session.check(right.plan), lead, where.this, "WHERE")
+        return right, visible
 
     def _using(self, column: exp.Expr, table: str, left: list[str]) -> str:
         """A USING column: one name, on the left side and in the public table alike."""

@@ -15,6 +15,11 @@ private table (``contributions={"orders": pf.Bound(max_rows=5), ...}``):
   that the left side has too is ``<name>_right`` in the plan (the builder's
   ``suffix``); SQL names it ``v.name``, and an unqualified name that both
   sides have is refused as ambiguous.
+* ``JOIN (SELECT * FROM visits WHERE dx <> 'cut') v`` (or some of its
+  columns, ``SELECT uid, dx``) is ``join_private(sess.query("visits")
+  .filter(...))``: the right table's rows are filtered before they are
+  truncated. The subquery may do nothing else. The query's own WHERE filters
+  each table before its truncation too (:mod:`~privframe.api.sql.where`).
 * ``CROSS JOIN UNNEST(o.items) AS t(item)`` (or ``, UNNEST(o.items) AS item``)
   is ``flat_map("items", max_rows=M, name="item")``, ``M`` the ``max_rows`` of
   the table the list column comes from: without it, one person's lists could
@@ -45,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+import polars as pl
 from sqlglot import exp
 
 from privframe.api.query import Query
@@ -57,6 +63,7 @@ from privframe.api.sql._common import (
     resolve,
     unsupported,
 )
+from privframe.engines.spec import PrivateJoin
 from privframe.errors import SQLError
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.stages import stage_limits
@@ -137,8 +144,20 @@ class Names(Protocol):
         ...
 
 
-def join_private(scope: Names, query: Query, join: exp.Join, table: str) -> Query:
+def join_private(
+    scope: Names,
+    query: Query,
+    join: exp.Join,
+    table: str,
+    *,
+    right: Query | None = None,
+    columns: Sequence[str] | None = None,
+) -> Query:
     """``query`` joined with the private ``table`` of ``join``, each side truncated.
+
+    ``right`` is the query of the table's rows when a subquery filters them
+    (``JOIN (SELECT uid, dx FROM visits WHERE ...) v``), and ``columns`` the
+    columns it names; by default, the whole table.
 
     Raises:
         SQLError: a join kind other than INNER or LEFT, a condition that is not
@@ -158,10 +177,12 @@ def join_private(scope: Names, query: Query, join: exp.Join, table: str) -> Quer
         written = f"{side} {kind} JOIN".strip().replace("  ", " ")
         raise unsupported(join, written, "join private tables with [INNER] JOIN or LEFT JOIN")
     how: Literal["inner", "left"] = "left" if side == "LEFT" else "inner"
-    right = join.this
-    only(right, {"this", "alias"}, "a JOIN")
-    columns = list(scope.private.tables[table])
-    names = [table, *([right.alias] if right.alias else [])]
+    target = join.this
+    only(target, {"this", "alias"}, "a JOIN")
+    everything = list(scope.private.tables[table])
+    columns = everything if columns is None else list(columns)
+    subquery = isinstance(target, exp.Subquery)
+    names = [*([] if subquery else [table]), *([target.alias] if target.alias else [])]
     using, on = join.args.get("using"), join.args.get("on")
     if using:
         pairs = [(_using(scope, column, columns, table), column) for column in using]
@@ -172,7 +193,7 @@ def join_private(scope: Names, query: Query, join: exp.Join, table: str) -> Quer
             join, f"a JOIN of {table!r} without ON or USING", _on_the_unit(scope, table)
         )
     condition = on if on is not None else join
-    other = scope.private.query(query, table)
+    other = scope.private.query(query, table) if right is None else right
     unit = scope.private.unit
     if all(mine != unit or theirs != unit for (mine, theirs), _ in pairs):
         # The builder's refusal, with the keys as written: the unit is not equal on both sides.
@@ -196,7 +217,10 @@ def join_private(scope: Names, query: Query, join: exp.Join, table: str) -> Quer
     right_rows = _max_rows(scope, table)
     if left_rows is None or right_rows is None:
         missing = [t for t, rows in ((scope.source, left_rows), (table, right_rows)) if not rows]
-        raise _no_row_limit(scope, join, f"JOIN {right.sql()}", list(dict.fromkeys(missing)))
+        what = (
+            f"JOIN (SELECT ... FROM {table}) {target.alias}" if subquery else f"JOIN {target.sql()}"
+        )
+        raise _no_row_limit(scope, join, what, list(dict.fromkeys(missing)))
     joined = builder_refusal(
         lambda: query.join_private(
             other, keys, left_rows=left_rows, right_rows=right_rows, how=how, suffix=SUFFIX
@@ -208,20 +232,62 @@ def join_private(scope: Names, query: Query, join: exp.Join, table: str) -> Quer
     left = builder_refusal(
         lambda: query.session.check(query.plan), "the JOIN cannot be built", join, "JOIN"
     )
-    renamed = {c: f"{c}{SUFFIX}" for c in columns if c not in keys and c in left}
+    # The plan keeps every column of the table, those a subquery leaves out too.
+    renamed = {c: f"{c}{SUFFIX}" for c in everything if c not in keys and c in left}
     taken = [(old, new) for old, new in renamed.items() if new in left]
     if taken:
         (old, new), *_ = taken
-        raise refuse(
-            right,
-            "JOIN",
-            f"the column {old!r} of {table!r} would be called {new!r} after the join, and the "
-            f"left side has a column {new!r} already: rename one in a subquery first",
-        )
+        raise refuse(target, "JOIN", _suffix_taken(scope, query, table, old, new))
+    named = target.args.get("alias") if subquery else target
+    shown = {c: new for c, new in renamed.items() if c in columns}
     scope.add_source(
-        right, table, columns, renamed, owner=table, null_keys=keys if how == "left" else ()
+        named, table, columns, shown, owner=table, null_keys=keys if how == "left" else ()
     )
     return joined
+
+
+def _suffix_taken(scope: Names, query: Query, table: str, old: str, new: str) -> str:
+    """Why a right column's joined name is taken, and what the user can rename to free it.
+
+    A name a subquery gave can change there. A data column, or one an earlier
+    JOIN named, stays in the plan whatever a subquery selects (a joined table
+    keeps all its columns), so it is renamed in a DataFrame the Session reads:
+    one of a table the query reads once, so that its new name meets no copy of
+    itself. A table joined to itself three times has no such table: the
+    builder's ``join_private`` takes another ``suffix``.
+    """
+    lead = (
+        f"the column {old!r} of {table!r} would be called {new!r} after the join, and the left "
+        f"side has a column {new!r} already"
+    )
+    joins = [s for s in query.plan.steps if isinstance(s, PrivateJoin)]
+    earlier = [
+        s.table for s in joins if new in (f"{c}{s.suffix}" for c in scope.private.tables[s.table])
+    ]
+    data = [t for t, columns in scope.private.tables.items() if new in columns]
+    if not earlier and not data:
+        return f"{lead}, named by a subquery: name it something else there"
+    read = [scope.source, *(s.table for s in joins), table]
+    # Renamed in the joined table, or in the table whose column an earlier JOIN suffixed (that
+    # JOIN's or the left one's): a table read twice would meet its renamed copy again.
+    first = [scope.source] if old in scope.private.tables[scope.source] else []
+    once = [t for t in (table, *earlier, *first) if read.count(t) == 1]
+    if not once:
+        unit = scope.private.unit
+        return (
+            f"{lead}, made by an earlier JOIN of the same table. Join them with the builder, "
+            f"which takes another suffix: q.join_private(sess.query({table!r}), on={unit!r}, "
+            f"left_rows=..., right_rows=..., suffix='_2')"
+        )
+    renamed = once[0]
+    column = old if renamed in (table, scope.source) else new.removesuffix(SUFFIX)
+    return (
+        f"{lead}" + (f" (the JOIN of {earlier[0]!r} named it)" if earlier else "") + ": a joined "
+        f"table keeps all its columns, whatever a subquery selects. Give {column!r} another name "
+        f"in the DataFrame the Session reads as {renamed!r}, e.g. "
+        f"{renamed}.rename({{{column!r}: '{renamed}_{column}'}}), or leave it out there if the "
+        "query does not read it"
+    )
 
 
 def _on_the_unit(scope: Names, table: str) -> str:
@@ -367,6 +433,18 @@ def unnest(scope: Names, query: Query, join: exp.Join) -> Query:
             "UNNEST",
             f"the element of {node.sql()} would be called {name!r}, which a column already "
             "is: name it something new",
+        )
+    schema = builder_refusal(
+        lambda: query.session.check(query.plan), "the UNNEST cannot be built", node, "UNNEST"
+    )
+    if column in schema and not isinstance(schema[column], pl.List):
+        raise refuse(
+            listed,
+            "UNNEST",
+            f"UNNEST({listed.sql()}) needs a list column, and {listed.sql()} has type "
+            f"{schema[column]}: "
+            "UNNEST makes a row per element of a list (a polars List column, such as an "
+            "order's items)",
         )
     owner = scope.owner(listed)
     limits = scope.private.limits(owner, scope.source)

@@ -37,8 +37,9 @@ from privframe.api.sql.statement import (
     refuse_unsupported,
     select,
 )
+from privframe.api.sql.where import Stage, filter_where, joined, refused
 from privframe.engines.spec import PrivateJoin
-from privframe.errors import InvalidArgumentError, InvalidValueError, SQLError
+from privframe.errors import InvalidArgumentError, SQLError
 from privframe.plan.ir import Bound
 
 
@@ -170,9 +171,11 @@ def _translate(
     refuse_unsupported(statement)
     query = scope.read_from(statement, query)
     _fits(query, statement.args.get("from_") or statement, "FROM")
+    stages: list[Stage] = []
     for join in statement.args.get("joins") or []:
-        query = scope.join(query, join)
-        _fits(query, join, "JOIN")
+        query, stage = joined(scope, query, join)
+        stages.append(stage)
+        _fits(query, join, "UNNEST" if isinstance(join.this, exp.Unnest) else "JOIN")
     bound = limits_of(statement, options, scope.private.limits(scope.source, scope.source), unit)
     if bound is not None and any(isinstance(s, PrivateJoin) for s in query.plan.steps):
         # Each table's max_rows bounded its side of the join: the joined rows' limit is
@@ -181,11 +184,14 @@ def _translate(
         bound = None if bound == Bound() else bound
     where = statement.args.get("where")
     if where is not None:
+        # Refused as one filter after FROM, so that the refusal is located at its culprit; each
+        # condition then filters as soon as its table's rows are there (where.py).
         unfiltered, query = query, query.filter(scope.rows(where.this))
-        if _refused(query):
+        if refused(query):
             culprit = _culprit(where.this, unfiltered, scope)
             _fits(unfiltered.filter(scope.rows(culprit)), culprit, "WHERE")
             _fits(query, where.this, "WHERE")
+        query = filter_where(scope, unfiltered, stages, where.this)
     filtered = query
 
     def group_fits(name: str, node: exp.Expr) -> None:
@@ -244,15 +250,6 @@ def _fits(query: Query, node: exp.Expr, what: str, written: str = "") -> None:
     builder_refusal(lambda: query.session.check(query.plan), lead, node, what)
 
 
-def _refused(query: Query) -> bool:
-    """Whether the session's check refuses the plan of ``query`` (reads no data)."""
-    try:
-        query.session.check(query.plan)
-    except (InvalidArgumentError, InvalidValueError):
-        return True
-    return False
-
-
 def _culprit(condition: exp.Expr, query: Query, scope: Scope) -> exp.Expr:
     """The smallest part of a WHERE condition that is refused alone (``age = 'a'`` of ``... AND``).
 
@@ -262,7 +259,7 @@ def _culprit(condition: exp.Expr, query: Query, scope: Scope) -> exp.Expr:
     inner = condition.this if isinstance(condition, exp.Paren | exp.Not) else None
     parts = [condition.this, condition.expression] if isinstance(condition, exp.Connector) else []
     for part in [inner] if inner is not None else parts:
-        if _refused(query.filter(scope.rows(part))):
+        if refused(query.filter(scope.rows(part))):
             return _culprit(part, query, scope)
     return condition
 
