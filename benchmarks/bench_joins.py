@@ -27,8 +27,8 @@ timed runs:
 * ``truncated``: privframe's truncation written in plain polars (each
   patient's l and r rows whose values (and number among identical rows) hash
   lowest under a fresh key, as ``engines/spec.py`` does), then the join and
-  the grouped count and sum, lazy, no noise: the same exact answer privframe noises, without its planning,
-  bounding checks, noise or ledger.
+  the grouped count and sum, lazy, no noise: the same exact answer privframe
+  noises, without its planning, bounding checks, noise or ledger.
 * ``privframe``: ``Session({"visits": ..., "prescriptions": ...}, "pid",
   zCDP(1))``, ``query("visits").join_private(query("prescriptions"), on="pid",
   left_rows=l, right_rows=r)``, ``bound(max_rows=l·r)``, ``group_by("region",
