@@ -24,11 +24,11 @@ timed runs:
 * ``join_agg`` (the floor): a plain polars inner join on ``pid`` and the same
   grouped count and clipped sum, lazy, no truncation and no noise.
 * ``join``: the plain polars inner join alone, materialised.
-* ``truncated``: privframe's truncation written in plain polars (each
-  patient's l and r rows whose values (and number among identical rows) hash
-  lowest under a fresh key, as ``engines/spec.py`` does), then the join and
-  the grouped count and sum, lazy, no noise: the same exact answer privframe
-  noises, without its planning, bounding checks, noise or ledger.
+* ``truncated``: privframe's join step alone (``engines/spec.py``
+  ``apply_steps``: each patient's l and r rows chosen under a fresh key, then
+  the join), then the grouped count and sum in plain polars, no noise: the
+  same exact answer privframe noises, without its planning, bounding, noise or
+  ledger.
 * ``privframe``: ``Session({"visits": ..., "prescriptions": ...}, "pid",
   zCDP(1))``, ``query("visits").join_private(query("prescriptions"), on="pid",
   left_rows=l, right_rows=r)``, ``bound(max_rows=l·r)``, ``group_by("region",
@@ -86,7 +86,7 @@ PEER_VENV = {"tumult": "tumult"}
 LABELS = {
     "join_agg": "polars join + group_by (floor)",
     "join": "polars join alone",
-    "truncated": "polars truncated join + group_by",
+    "truncated": "privframe join step + polars group_by (no noise)",
     "privframe": "privframe join_private",
     "tumult": "Tumult join_private (Spark local)",
 }
@@ -295,23 +295,22 @@ def local_variant(cfg: dict[str, Any], runs: Any) -> dict[str, Any]:
         first, times, out = runs(floor)
         return {"first": first, "times": times, "total_count": float(out["count"].sum())}
     if name == "truncated":
+        from privframe.engines.spec import PrivateJoin, apply_steps
+
+        step = PrivateJoin(
+            "prescriptions", (), ("pid",), "inner", cfg["left_rows"], cfg["right_rows"]
+        )
+        tables = {"prescriptions": prescriptions.lazy()}
 
         def truncated() -> pl.DataFrame:
-            # privframe's truncation (engines/spec.py) written in plain polars: each
-            # patient's rows whose values (and number among identical rows) hash lowest
-            # under a fresh key, then the join.
-            key = random.getrandbits(63)
-
-            def cut(frame: pl.DataFrame, limit: int) -> pl.LazyFrame:
-                row = pl.struct(pl.all())
-                copy = pl.int_range(pl.len(), dtype=pl.Int64).over(row)
-                hashed = pl.struct(row.alias("row"), copy.alias("copy")).hash(key)
-                return frame.lazy().filter(hashed.rank("ordinal").over("pid") <= limit)
-
+            # privframe's own join step (engines/spec.py: each side truncated per
+            # patient, then joined), then a plain group_by: no planning, bounding,
+            # noise or ledger.
+            joined = apply_steps(
+                visits.lazy(), (step,), unit="pid", tables=tables, seed=random.getrandbits(63)
+            )
             return (
-                cut(visits, cfg["left_rows"])
-                .join(cut(prescriptions, cfg["right_rows"]), on="pid", how="inner")
-                .group_by("region")
+                joined.group_by("region")
                 .agg(
                     pl.len().alias("count"),
                     pl.col("days").clip(cfg["lower"], cfg["upper"]).sum().alias("days_sum"),

@@ -72,6 +72,9 @@ JOIN_SALT = 0x94D049BB133111EB
 FLAT_MAP_SALT = 0xBF58476D1CE4E5B9
 """Salt of the keyed hash that truncates a unit's rows after a flat_map."""
 
+_COPY_SALT = 0xD6E8FEB86659FD93
+"""Salt of the second hash of a truncation, over a row's hash and its number among copies."""
+
 _HASH_KEY = 0x7F4A7C159E3779B9
 """The fixed key of ``truncation="hash"``: the same rows on every release."""
 
@@ -283,12 +286,33 @@ def _truncated(frame: pl.LazyFrame, unit: str, limit: int, key: int) -> pl.LazyF
     The hash reads every column and the row's number among the unit's rows
     identical to it: identical rows are interchangeable, so which rows stay
     never depends on their order in the data, and with a fresh key every
-    subset of ``limit`` rows is equally likely, duplicates included.
+    subset of ``limit`` rows is equally likely, duplicates included. Two
+    sorts do it (a window per rank costs about twice as much).
     """
-    row = pl.struct(*frame.collect_schema().names())
-    copy = pl.int_range(pl.len(), dtype=pl.Int64).over(row)
-    rank = pl.struct(row.alias("row"), copy.alias("copy")).hash(key).rank("ordinal").over(unit)
-    return frame.filter(rank <= limit)
+    columns = frame.collect_schema().names()
+    hashed, start, order = (_fresh(name, columns) for name in ("__hash", "__start", "__order"))
+    position = pl.int_range(pl.len(), dtype=pl.Int64)
+
+    def runs(*by: str) -> pl.Expr:
+        """Each row's position in its run of equal ``by`` values (the frame sorted by them)."""
+        new = pl.any_horizontal((pl.col(c) != pl.col(c).shift()).fill_null(True) for c in by)
+        return position - pl.when(new).then(position).forward_fill()
+
+    copies = (
+        frame.with_columns(pl.struct(*columns).hash(key).alias(hashed))
+        .sort(unit, hashed)
+        .with_columns(runs(unit, hashed).alias(start))
+        .with_columns(pl.struct(hashed, start).hash(key ^ _COPY_SALT).alias(order))
+    )
+    kept = copies.sort(unit, order).filter(runs(unit) < limit)
+    return kept.select(columns)
+
+
+def _fresh(name: str, taken: list[str]) -> str:
+    """``name``, lengthened until no column has it."""
+    while name in taken:
+        name += "_"
+    return name
 
 
 @dataclass(frozen=True)
