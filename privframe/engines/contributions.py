@@ -28,7 +28,9 @@ Without a privacy unit each row is its own unit. Null and NaN values have no
 bucket; infinities fall in the outermost buckets.
 
 The polars engine computes them with :func:`contribution_tables` on its
-keyed rows (:meth:`privframe.engines.polars.engine.PolarsEngine.contributions`).
+keyed rows (:meth:`privframe.engines.polars.engine.PolarsEngine.contributions`);
+the Spark engine computes the same bins on its cluster
+(:func:`privframe.engines.spark.contributions.spark_contributions`).
 
 Example:
     >>> import polars as pl
@@ -106,7 +108,7 @@ class Contributions:
 
 @runtime_checkable
 class SupportsContributions(Protocol):
-    """An engine that can summarise contributions (the polars engine; Spark cannot yet)."""
+    """An engine that can summarise contributions (the polars and Spark engines)."""
 
     def contributions(self, spec: ContributionSpec) -> Contributions:
         """The exact histograms of the module doc for ``spec``."""

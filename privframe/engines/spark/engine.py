@@ -60,9 +60,11 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from privframe.engines.bounding import COUNTED, KEY, WEIGHT, Grouping, finish, grouping
+from privframe.engines.contributions import Contributions, ContributionSpec
 from privframe.engines.inputs import mixed_engines
 from privframe.engines.spark._columns import col, long_literal
 from privframe.engines.spark.bounding import key_index, known_units, partials, sampled_rows
+from privframe.engines.spark.contributions import spark_contributions
 from privframe.engines.spark.frames import quiet_query_errors
 from privframe.engines.spark.rows import apply_spark_steps, polars_schema, row_position, row_units
 from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec
@@ -159,7 +161,29 @@ class SparkEngine:
         with quiet_query_errors():
             return self._aggregate(spec)
 
-    def _aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
+    def contributions(self, spec: ContributionSpec) -> Contributions:
+        """Exact per-unit contribution histograms of the rows a release would aggregate.
+
+        For ``query.tune``: the same histograms as :meth:`PolarsEngine.contributions
+        <privframe.engines.polars.PolarsEngine.contributions>`, bin for bin, over
+        the rows :meth:`aggregate` would read (the same steps and keys), computed
+        on the cluster; only the histograms' bins are collected
+        (:func:`~privframe.engines.spark.contributions.spark_contributions`).
+
+        Example:
+            >>> from privframe.engines.spark.engine import SparkEngine
+            >>> SparkEngine(frame).contributions(spec).rows  # doctest: +SKIP
+            array([131072,  65536,      0])
+        """
+        with quiet_query_errors():
+            rows = spec.rows
+            frame, keyed = self._keyed(rows)
+            if rows.unit is not None:
+                frame = known_units(frame, rows.unit)
+            return spark_contributions(frame, spec, keyed.by)
+
+    def _keyed(self, spec: AggregationSpec) -> tuple[DataFrame, Grouping]:
+        """The rows that reach a key after the spec's steps, and how they are keyed."""
         if spec.table is None:
             frame, schema = self._frame, self._frame_schema()
         else:
@@ -168,7 +192,10 @@ class SparkEngine:
             frame, schema, spec.steps, unit=spec.unit, tables=self._tables, seed=spec.seed
         )
         keyed = grouping(spec)
-        frame = _keyed_rows(frame, schema, keyed)
+        return _keyed_rows(frame, schema, keyed), keyed
+
+    def _aggregate(self, spec: AggregationSpec) -> pl.DataFrame:
+        frame, keyed = self._keyed(spec)
         # Keep only what the aggregation reads, so no other column can collide with the
         # engine's working columns.
         unit = [spec.unit] if spec.unit is not None else []
