@@ -225,7 +225,7 @@ def tune(
         InvalidBudgetError: ``rho`` or ``plan_rho`` is not positive.
         InvalidValueError: the query has no aggregates, chooses its groups
             privately, has nothing to tune, or runs on an engine that cannot
-            tune (Spark); nothing is charged.
+            summarise contributions (polars and Spark can); nothing is charged.
 
     Example:
         >>> import polars as pl

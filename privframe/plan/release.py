@@ -314,9 +314,9 @@ class Pipeline:
         if not isinstance(engine, SupportsContributions):
             raise InvalidValueError(
                 "tune runs on the polars engine (pandas or polars frames, LazyFrames, parquet "
-                "or CSV files); this session's engine cannot summarise contributions yet: tune "
-                "on a polars copy of the data, e.g. a Session over spark_df.toPandas() with the "
-                "same budget ledger, or choose the limits by hand"
+                "or CSV files) and on Spark DataFrames; this session's engine cannot summarise "
+                "contributions: tune on a Session over a polars or Spark copy of the data with "
+                "the same budget ledger, or choose the limits by hand"
             )
         self.accountant.check(tuning.cost)
         tables = _withheld(lambda: engine.contributions(spec), "tune failed while reading the data")

@@ -28,14 +28,14 @@ KEYS = ["a", "b", "c"]
 
 
 def _frame(seed: int, n: int = 300) -> pl.DataFrame:
-    """Units with null ids, keys with nulls and non-public keys, values with null, NaN and ±inf."""
+    """Null unit ids, null and non-public keys, float values with NaN and ±inf, ints with nulls."""
     rng = np.random.default_rng(seed)
     x = rng.standard_cauchy(n) * rng.choice([0.01, 1.0, 1e4], n)
     x[rng.random(n) < 0.05] = np.nan
     x[rng.random(n) < 0.03] = np.inf
     x[rng.random(n) < 0.03] = -np.inf
     x[rng.random(n) < 0.05] = 0.0
-    y = rng.integers(-50, 50, n).astype(float)
+    y = rng.integers(-50, 50, n)
     return pl.DataFrame(
         {
             "u": rng.integers(0, n // 6, n),
@@ -50,6 +50,11 @@ def _frame(seed: int, n: int = 300) -> pl.DataFrame:
         pl.when(pl.Series(rng.random(n) < 0.05)).then(None).otherwise(pl.col("g")).alias("g"),
         pl.when(pl.Series(rng.random(n) < 0.05)).then(None).otherwise(pl.col("y")).alias("y"),
         pl.when(pl.Series(rng.random(n) < 0.05)).then(None).otherwise(pl.col("h")).alias("h"),
+        # A float unit column with NaN ids (dropped, as null ones).
+        pl.when(pl.Series(rng.random(n) < 0.05))
+        .then(float("nan"))
+        .otherwise(pl.col("u").cast(pl.Float64))
+        .alias("v"),
     )
 
 
@@ -74,6 +79,7 @@ def _spec(unit: str | None, group_by: tuple[str, ...], keyed: bool) -> Contribut
         (1, "u", ("g", "h"), True),  # public keys and key selection
         (2, None, ("g",), True),  # each row its own unit
         (3, "u", (), False),  # one global group
+        (5, "v", ("h", "g"), True),  # NaN unit ids
     ],
 )
 def test_spark_contributions_equal_the_polars_engines_bin_for_bin(

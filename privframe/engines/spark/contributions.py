@@ -100,7 +100,7 @@ def _signed(column: str, spec: ContributionSpec) -> Column:
 
     x = col(column).cast("double")
     magnitude = _bin(spec.value_edges, f.abs(x)) + 1
-    return f.when(x < 0, -magnitude).otherwise(magnitude)
+    return magnitude * f.when(x < 0, long_literal(-1)).otherwise(long_literal(1))
 
 
 def _known(column: str) -> Column:
