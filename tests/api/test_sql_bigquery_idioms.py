@@ -1,0 +1,131 @@
+"""BigQuery's remaining idioms via sess.sql: public groups from a public table, and more.
+
+BigQuery's "Differentially private aggregate functions" and its
+``group_selection_strategy=PUBLIC_GROUPS`` option report exactly the groups a
+RIGHT OUTER JOIN lists; here the list is a public table registered on the
+Session. Each check compares with what BigQuery defines, and what is refused
+says why and what to write.
+"""
+
+from __future__ import annotations
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import polars as pl
+import pytest
+
+import privframe as pf
+from privframe.mechanisms.noise import SeededRandomness
+
+ITEMS = ["pen", "pencil", "scissors"]
+BIG = pf.zCDP(1e6, delta=Fraction(1, 2))
+
+
+def professors(n: int = 2_000, seed: int = 0) -> pl.DataFrame:
+    """Each professor (id) requests 1-3 items, a quantity 0-100 each, with a 0/1 flag."""
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(n), rng.integers(1, 4, n))
+    rows = len(ids)
+    return pl.DataFrame(
+        {
+            "id": ids,
+            "item": rng.choice(ITEMS, rows),
+            "quantity": rng.integers(0, 101, rows).astype(float),
+            "flag": rng.integers(0, 2, rows),
+        }
+    )
+
+
+DATA = professors()
+GROUPS = pl.DataFrame({"item": ["pencil", "book", "pen", "book"]})  # public: no scissors
+
+
+def session(
+    budget: pf.Budget = BIG, *, tables: dict[str, pl.DataFrame] | None = None, seed: int = 1
+) -> pf.Session:
+    return pf.Session(
+        DATA,
+        "id",
+        budget,
+        rng=SeededRandomness(seed),
+        tables={"groups": GROUPS} if tables is None else tables,
+        contributions=pf.Bound(max_groups=3, max_rows_per_group=3),
+    )
+
+
+@pytest.fixture(autouse=True)
+def _quiet_seeds() -> None:
+    warnings.simplefilter("ignore", pf.SeededRandomnessWarning)
+
+
+def refusal(sess: pf.Session, text: str) -> pf.SQLError:
+    with pytest.raises(pf.SQLError) as caught:
+        sess.sql(text)
+    return caught.value
+
+
+# -- public groups from a public table -----------------------------------------------------------
+
+JOINED = (
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=2, delta=1e-5, max_groups_contributed=3"
+    "{strategy}) item, COUNT(*, contribution_bounds_per_group => (0, 3)) AS n FROM data "
+    "RIGHT OUTER JOIN (SELECT DISTINCT item FROM groups) USING (item) GROUP BY item"
+)
+
+
+@pytest.mark.parametrize("strategy", ["", ", group_selection_strategy=PUBLIC_GROUPS"])
+def test_a_right_join_on_a_public_tables_groups_releases_exactly_its_distinct_values(
+    strategy: str,
+) -> None:
+    sess = session()
+    query = sess.parse_sql(JOINED.format(strategy=strategy))
+    assert query.query.plan.selected == ()  # nothing chosen from the data
+    released = query.release()
+    assert released["item"].to_list() == list(dict.fromkeys(GROUPS["item"]))
+    truth = DATA.group_by("item").len()
+    pen = truth.filter(pl.col("item") == "pen")["len"].item()
+    assert abs(released.filter(pl.col("item") == "pen")["n"].item() - pen) < 5 * pen**0.5
+    assert abs(released.filter(pl.col("item") == "book")["n"].item()) < 30  # noise around 0
+    assert sess.spent.delta == 0  # public keys: no delta spent on selection
+
+
+def test_the_public_table_list_is_read_whatever_the_case_of_its_names() -> None:
+    text = (
+        JOINED.format(strategy="")
+        .replace("FROM groups", "FROM GROUPS")
+        .replace("DISTINCT item", "DISTINCT ITEM")
+    )
+    released = session().parse_sql(text).release()
+    assert released["item"].to_list() == ["pencil", "book", "pen"]
+
+
+@pytest.mark.parametrize(
+    ("table", "text", "says"),
+    [
+        (
+            pl.DataFrame({"item": ["pen", None]}),
+            JOINED.format(strategy=""),
+            "has a NULL in 'item'",
+        ),
+        (GROUPS, JOINED.format(strategy="").replace("DISTINCT ", ""), "SELECT DISTINCT item"),
+        (GROUPS, JOINED.format(strategy="").replace("FROM groups", "FROM other"), "a subquery in"),
+        (
+            GROUPS,
+            JOINED.format(strategy="").replace("RIGHT OUTER", "LEFT OUTER"),
+            "FROM <public table>) USING (g)",
+        ),
+        (
+            pl.DataFrame({"item": [1, 2]}),
+            JOINED.format(strategy=""),
+            "keys of type Int64 cannot match a column of type String",
+        ),
+    ],
+)
+def test_a_public_group_list_that_is_not_one_is_refused_with_why(
+    table: pl.DataFrame, text: str, says: str
+) -> None:
+    sess = session(tables={"groups": table})
+    assert says in str(refusal(sess, text))
+    assert not sess.ledger
