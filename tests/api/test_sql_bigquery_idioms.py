@@ -15,6 +15,7 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 import pytest
+from sql_setup import assert_same_plan
 
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
@@ -128,4 +129,34 @@ def test_a_public_group_list_that_is_not_one_is_refused_with_why(
 ) -> None:
     sess = session(tables={"groups": table})
     assert says in str(refusal(sess, text))
+    assert not sess.ledger
+
+
+# -- NOT on a number: NOT CAST(x AS BOOL) ---------------------------------------------------------
+
+FLAGS = pl.DataFrame({"id": [1, 2, 3, 4, 5], "flag": [0, 1, 2, None, 0], "b": [True] * 5})
+
+
+@pytest.mark.parametrize("text", ["NOT flag", "NOT (flag)", "NOT ((flag))"])
+def test_not_on_an_integer_column_keeps_the_rows_where_it_is_zero(text: str) -> None:
+    sess = pf.Session(FLAGS, "id", BIG, rng=SeededRandomness(1))
+    query = sess.parse_sql(f"SELECT COUNT(*) AS n FROM data WHERE {text}")
+    builder = sess.query().filter(pl.col("flag") == 0).agg(pf.count().alias("n"))
+    assert_same_plan(query.query.plan, builder.plan)
+    kept = FLAGS.filter(query.query.plan.steps[0].exprs[0])  # NULL is neither kept nor true
+    assert kept["id"].to_list() == [1, 5]
+
+
+def test_not_on_a_boolean_column_is_sqls_not() -> None:
+    data = FLAGS.with_columns(b=pl.Series([True, False, None, False, True]))
+    sess = pf.Session(data, "id", BIG, rng=SeededRandomness(1))
+    query = sess.parse_sql("SELECT COUNT(*) AS n FROM data WHERE NOT b")
+    assert data.filter(query.query.plan.steps[0].exprs[0])["id"].to_list() == [2, 4]
+
+
+def test_not_on_a_string_column_is_refused_naming_the_column() -> None:
+    sess = session()
+    error = refusal(sess, "SELECT COUNT(*) AS n FROM data WHERE NOT item")
+    assert "Boolean" in str(error)
+    assert "String" in str(error)
     assert not sess.ledger

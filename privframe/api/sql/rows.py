@@ -136,6 +136,13 @@ class Rows:
             return self(inner.this).is_not_null()
         if isinstance(inner, exp.In):
             return ~self._membership(inner)
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Column):
+            # NOT on a column is NOT CAST(x AS BOOL), BigQuery's reading of a number as a
+            # truth value: true where x = 0, false elsewhere, NULL for NULL. On a 0/1
+            # integer column (a flag) that is SQL's NOT; polars' ~ would flip its bits.
+            return self(inner) == pl.lit(0)
         return ~self(inner)
 
     def _membership(self, node: exp.In) -> pl.Expr:
