@@ -9,6 +9,7 @@ says why and what to write.
 
 from __future__ import annotations
 
+import re
 import warnings
 from fractions import Fraction
 
@@ -160,3 +161,72 @@ def test_not_on_a_string_column_is_refused_naming_the_column() -> None:
     assert "Boolean" in str(error)
     assert "String" in str(error)
     assert not sess.ledger
+
+
+# -- deterministic row-level math: PI(), SQRT, POWER(x, n) ---------------------------------------
+
+NUMBERS = pl.DataFrame(
+    {
+        "id": [1, 2, 3, 4, 5, 6],
+        "x": [4.0, -1.0, float("nan"), None, 0.0, 2.0],
+        "k": [4, -1, 2, None, 0, 3],
+        "s": ["a"] * 6,
+    }
+)
+
+
+def _row_values(text: str) -> list[object]:
+    sess = pf.Session(NUMBERS, "id", BIG, rng=SeededRandomness(1))
+    query = sess.parse_sql(f"SELECT SUM({text}, 0, 100) AS v FROM data")
+    return NUMBERS.select(query.query.plan.steps[0].exprs[0]).to_series().to_list()
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("SQRT(x)", [2.0, None, float("nan"), None, 0.0, 2.0**0.5]),  # NULL below 0
+        ("SQRT(k)", [2.0, None, 2.0**0.5, None, 0.0, 3.0**0.5]),
+        ("POWER(k, 0.5)", [2.0, None, 2.0**0.5, None, 0.0, 3.0**0.5]),
+        ("POWER(x, 2)", [16.0, 1.0, float("nan"), None, 0.0, 4.0]),
+        ("POW(k, 3)", [64.0, -1.0, 8.0, None, 0.0, 27.0]),
+        ("POWER(k, -1)", [0.25, -1.0, 0.5, None, None, 1 / 3]),  # NULL for 1 / 0
+        ("POWER(x, 0)", [1.0, 1.0, 1.0, None, 1.0, 1.0]),  # NULL stays NULL
+        ("PI() * k", [4 * np.pi, -np.pi, 2 * np.pi, None, 0.0, 3 * np.pi]),
+    ],
+)
+def test_row_math_gives_bigquerys_values_and_null_out_of_domain(
+    text: str, want: list[object]
+) -> None:
+    got = _row_values(text)
+    assert [g is None for g in got] == [w is None for w in want]
+    pairs = [(g, w) for g, w in zip(got, want, strict=True) if w is not None]
+    assert all(g == pytest.approx(w, nan_ok=True, rel=1e-15) for g, w in pairs)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("POWER(k, 1.5)", "a literal whole exponent from -8 to 8"),
+        ("POWER(k, x)", "a literal whole exponent from -8 to 8"),
+        ("POWER(k, 9)", "a literal whole exponent from -8 to 8"),
+        ("LN(x)", "different libraries"),
+        ("EXP(x)", "different libraries"),
+        ("LOG10(x)", "different libraries"),
+        ("SQRT(s)", "take the square root of a number"),
+        ("POWER(s, 2)", "arithmetic on dtypes str"),
+    ],
+)
+def test_math_that_could_fail_or_differ_between_engines_is_refused_with_why(
+    text: str, says: str
+) -> None:
+    sess = pf.Session(NUMBERS, "id", BIG, rng=SeededRandomness(1))
+    with pytest.raises(pf.SQLError, match=re.escape(says)):
+        sess.parse_sql(f"SELECT SUM({text}, 0, 100) AS v FROM data")
+    assert not sess.ledger
+
+
+def test_a_filter_on_row_math_keeps_the_rows_bigquery_keeps() -> None:
+    sess = pf.Session(NUMBERS, "id", BIG, rng=SeededRandomness(1))
+    query = sess.parse_sql("SELECT COUNT(*) AS n FROM data WHERE SQRT(k) > POWER(x, 2) - PI()")
+    kept = NUMBERS.filter(query.query.plan.steps[0].exprs[0])
+    assert kept["id"].to_list() == [5, 6]  # 0 > -pi, sqrt(3) > 4 - pi
