@@ -230,3 +230,43 @@ def test_a_filter_on_row_math_keeps_the_rows_bigquery_keeps() -> None:
     query = sess.parse_sql("SELECT COUNT(*) AS n FROM data WHERE SQRT(k) > POWER(x, 2) - PI()")
     kept = NUMBERS.filter(query.query.plan.steps[0].exprs[0])
     assert kept["id"].to_list() == [5, 6]  # 0 > -pi, sqrt(3) > 4 - pi
+
+
+# -- MIN and MAX: the 0 and 1 quantiles (Tumult Analytics' min and max) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "q"),
+    [
+        ("MIN(quantity, 0, 100)", 0.0),
+        ("MAX(quantity, contribution_bounds_per_group => (0, 100))", 1.0),
+    ],
+)
+def test_min_and_max_are_the_0_and_1_quantiles(call: str, q: float) -> None:
+    sess = session()
+    query = sess.parse_sql(f"SELECT {call} AS v FROM data")
+    builder = sess.query().bound(3, 3).agg(pf.quantile("quantity", q, (0, 100)).alias("v"))
+    assert_same_plan(query.query.plan, builder.plan)
+    released = query.release(rho=100)["v"].item()
+    # A noisy rank near the end: within a few candidates of the true extreme (0 or 100).
+    assert abs(released - 100 * q) <= 5
+
+
+def test_min_without_bounds_says_where_to_give_them() -> None:
+    sess = session()
+    error = refusal(sess, "SELECT MIN(quantity) AS lo FROM data")
+    assert "MIN(x, contribution_bounds_per_group => (lower, upper))" in str(error)
+    assert not sess.ledger
+
+
+def test_min_of_two_values_is_refused() -> None:
+    sess = session()
+    error = refusal(sess, "SELECT MIN(quantity, flag) AS lo FROM data")
+    assert "MIN(x, lower, upper)" in str(error)
+
+
+def test_min_in_a_per_person_subquery_is_still_the_persons_minimum() -> None:
+    sess = session()
+    text = "SELECT SUM(m, 0, 100) AS s FROM (SELECT id, MIN(quantity) AS m FROM data GROUP BY id) t"
+    query = sess.parse_sql(text)
+    assert [type(a).__name__ for a in query.query.plan.aggregates] == ["Sum"]

@@ -4,8 +4,11 @@ An aggregate of one bounded column (``SUM``, ``AVG``, ``VARIANCE``, ...) is
 found by its SQL name among the aggregate families' ``sql_functions``
 (:data:`privframe.plan.aggregates.FAMILIES`), so a new family with SQL names
 needs nothing here. ``COUNT``, ``COUNT(DISTINCT <privacy unit>)`` and the
-quantiles (``MEDIAN``, ``QUANTILE``, ``APPROX_QUANTILE``, ``PERCENTILE_CONT``)
-are not one bounded column, and are translated here one by one.
+quantiles (``MEDIAN``, ``QUANTILE``, ``APPROX_QUANTILE``, ``PERCENTILE_CONT``,
+and ``MIN``/``MAX`` as the 0 and 1 quantiles, as Tumult Analytics defines its
+``min`` and ``max``: a value of noisy rank near the end, never the exact
+extreme, which is one person's value) are not one bounded column, and are
+translated here one by one.
 
 Bounds written in the call (``ANON_SUM(x CLAMPED BETWEEN 0 AND 10)``,
 ``SUM(x, contribution_bounds_per_group => (0, 10))``, ``SUM(x, 0, 10)``; the
@@ -145,6 +148,11 @@ def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope, name: str | 
         target = order.expressions[0].this
         q = literal_value(node.this.this)
         return _quantile(target, q, alias, name, "PERCENTILE_CONT", scope)
+    if isinstance(node, exp.Min | exp.Max) and not node.expressions:
+        # Tumult Analytics' min and max are its 0 and 1 quantiles; BigQuery has no DP
+        # MIN or MAX. The exact extreme is one person's value: no noise hides it.
+        q = 0.0 if isinstance(node, exp.Min) else 1.0
+        return _quantile(node.this, q, alias, name, written(node), scope)
     if isinstance(node, exp.ApproxQuantiles):
         what = written(node)
         raise unsupported(
