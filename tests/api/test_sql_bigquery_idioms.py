@@ -270,3 +270,14 @@ def test_min_in_a_per_person_subquery_is_still_the_persons_minimum() -> None:
     text = "SELECT SUM(m, 0, 100) AS s FROM (SELECT id, MIN(quantity) AS m FROM data GROUP BY id) t"
     query = sess.parse_sql(text)
     assert [type(a).__name__ for a in query.query.plan.aggregates] == ["Sum"]
+
+
+# -- COUNT(DISTINCT col) of a column other than the unit: refused, saying what to write -----------
+
+
+def test_a_distinct_count_of_another_column_is_refused_with_what_to_write() -> None:
+    sess = session()
+    error = str(refusal(sess, "SELECT COUNT(DISTINCT item) AS n FROM data"))
+    assert "only COUNT(DISTINCT id) is supported" in error
+    assert "SELECT item, COUNT(*) ... GROUP BY item" in error
+    assert not sess.ledger

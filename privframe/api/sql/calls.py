@@ -318,10 +318,19 @@ def _count(node: exp.Count, alias: str | None, scope: Scope, unit: str | None) -
             and scope.column(columns[0]) == unit
         ):
             return agg.count_distinct()
+        unit_name = unit or "<privacy unit>"
+        listed = ", ".join(c.sql() for c in columns)
+        # A person changes a group's distinct count by at most their own distinct
+        # values there (max_rows_per_group), but no engine has a private distinct-value
+        # aggregate yet; and a count of persons per value (per_unit) is another number.
         raise unsupported(
             node,
-            f"COUNT(DISTINCT {', '.join(c.sql() for c in columns)})",
-            f"only COUNT(DISTINCT {unit or '<privacy unit>'}) is supported",
+            f"COUNT(DISTINCT {listed})",
+            f"only COUNT(DISTINCT {unit_name}) is supported (the number of people). privframe "
+            f"has no private count of distinct values of another column yet. To learn which "
+            f"values are present, group by them: SELECT {listed}, COUNT(*) ... GROUP BY "
+            f"{listed} (with delta= for private selection, or public keys in metadata), and "
+            "count the released rows",
         )
     # COUNT(x) counts the rows where x is not null: a sum of 0/1 indicators,
     # released rounded to a whole number (rounds_to_integer).
