@@ -49,6 +49,7 @@ SAFE_FUNCTIONS = frozenset(
         '{"Boolean": "IsFinite"}',
         '{"Boolean": "IsInfinite"}',
         '{"Boolean": "Not"}',
+        '{"Pow": "Sqrt"}',  # IEEE square root: NaN below 0, never an error
         '{"StringExpr": "StartsWith"}',
         '{"StringExpr": "EndsWith"}',
     }
@@ -211,7 +212,7 @@ def sub_expressions(node: dict[str, Any], expr: pl.Expr) -> list[tuple[Any, pl.E
 
 
 _ALLOWED = (
-    "Use columns, literals, arithmetic, comparisons, & | ~, when/then, abs, "
+    "Use columns, literals, arithmetic, comparisons, & | ~, when/then, abs, sqrt, "
     "is_null/is_nan/is_finite, is_between, is_in([...literal list...]), "
     "cast(..., strict=False), and str.starts_with/ends_with/contains(..., literal=True) "
     "with a literal argument. Aggregations, windows, sorts, strict casts, regular "

@@ -14,7 +14,8 @@ values, and casts or arithmetic that can fail on some values, are refused;
 the session also runs the steps on zero rows to catch what fails for every
 input. The allow-list: columns, scalar or
 list literals, arithmetic and comparisons, boolean logic, ``when/then``,
-``abs``, null/NaN/finite tests, ``is_between``, ``is_in`` against a literal
+``abs``, ``sqrt`` (of a number: IEEE's correctly rounded root, NaN
+below 0, never an error), null/NaN/finite tests, ``is_between``, ``is_in`` against a literal
 list, non-strict casts (``cast(..., strict=False)``), and string
 ``starts_with`` / ``ends_with`` / ``contains(..., literal=True)`` against a
 literal. Anything else, including a strict cast (it raises on a value it
@@ -175,6 +176,11 @@ def _typed_problem(node: Any, schema: pl.Schema) -> str | None:
         if isinstance(names, dict) and "IsIn" in names:
             # The allow-list made the second input a literal list; check the tested value.
             return _typed_problem(body.get("input", [None])[0], schema)
+        if body["function"] == {"Pow": "Sqrt"}:
+            (operand,) = body.get("input", [None])
+            dtype = _dtype(operand, schema)
+            if not _number(dtype):
+                return f"sqrt of {dtype} is not supported: take the square root of a number"
         if isinstance(names, dict) and "IsBetween" in names:
             types = [_dtype(i, schema) for i in body.get("input", [])]
             if not _compatible(types):

@@ -325,7 +325,7 @@ REFUSALS = [
     Refusal("upper", "SELECT COUNT(*) FROM data WHERE UPPER(region) = 'N'", "UPPER", "UPPER"),
     Refusal("random", "SELECT COUNT(*) FROM data WHERE RANDOM() > 0.5", "RAND", "RANDOM"),
     Refusal("ln", "SELECT COUNT(*) FROM data WHERE LN(amount) > 3", "LN", "LN"),
-    Refusal("sqrt", "SELECT COUNT(*) FROM data WHERE SQRT(amount) > 3", "SQRT", "SQRT"),
+    Refusal("exp", "SELECT COUNT(*) FROM data WHERE EXP(amount) > 3", "EXP", "EXP"),
     Refusal("round", "SELECT COUNT(*) FROM data WHERE ROUND(amount) > 3", "ROUND", "ROUND"),
     Refusal("length", "SELECT COUNT(*) FROM data WHERE LENGTH(region) > 3", "LENGTH", "LENGTH"),
     Refusal(

@@ -22,6 +22,8 @@ SAFE = [
     pl.col("a").cast(pl.Int64, strict=False) > 0,
     pl.col("a").alias("z").abs() > 1,
     pl.col("x").is_finite() & pl.col("x").is_not_nan(),
+    pl.col("x").sqrt() > 1,  # IEEE's root: NaN below 0, never an error
+    pl.when(pl.col("x") < 0).then(None).otherwise(pl.col("x").sqrt()) > 1,  # SQL's SQRT
     (pl.col("a") / pl.col("b")) > 1,
     pl.lit(True),
 ]
@@ -51,6 +53,10 @@ UNSAFE = [
     pl.when(pl.col("a") > 5).then(pl.lit("x")).otherwise(pl.lit("1")).cast(pl.Int64) > 0,
     pl.col("s").str.contains("x"),  # a regex
     pl.col("s").str.contains(pl.col("pattern"), literal=True),
+    # last digits differ between polars and Spark (different math libraries)
+    pl.col("x").exp() > 1,
+    pl.col("x").log() > 1,
+    pl.col("x").pow(pl.col("y")) > 1,
 ]
 
 
@@ -86,3 +92,11 @@ def test_a_null_literal_is_allowed_only_as_a_case_branch() -> None:
     ):
         with pytest.raises(pf.InvalidArgumentError):
             check_types(oracle, schema)
+
+
+def test_sqrt_takes_numbers_only() -> None:
+    schema = pl.Schema({"x": pl.Float64, "k": pl.Int64, "name": pl.String, "b": pl.Boolean})
+    check_types(pl.col("x").sqrt() + pl.col("k").sqrt(), schema)
+    for refused in (pl.col("name").sqrt(), pl.col("b").sqrt()):
+        with pytest.raises(pf.InvalidArgumentError, match="square root of a number"):
+            check_types(refused, schema)

@@ -237,6 +237,8 @@ def _catalogue() -> Iterator[pl.Expr]:
     yield from (~col("b"), ~col("k"), ~U8, ~col("n"))
     for x in (col("i"), col("f"), col("n"), col("k"), col("f32"), U8):
         yield x.abs()
+    for x in (col("i"), col("f"), col("k"), col("f32"), U8, col("f") * 1e300):
+        yield x.sqrt()  # IEEE's root: NaN below 0, -0.0 kept
     for x in (col("f"), col("k"), col("f32")):
         yield from (x.is_nan(), x.is_not_nan(), x.is_finite(), x.is_infinite())
     yield from (col("f").is_null(), col("s").is_not_null(), col("d").is_null())
@@ -301,7 +303,7 @@ def _sql_expressions() -> Iterator[pl.Expr]:
         FRAME.drop("row"),
         None,
         pf.zCDP(1.0),
-        metadata={c: pf.Column(bounds=(-10, 10)) for c in ("w", "z", "y", "k")},
+        metadata={c: pf.Column(bounds=(-10, 10)) for c in ("w", "z", "y", "k", "v", "u")},
     )
     queries = [
         "SELECT COUNT(*) FROM data WHERE k > 10 AND s LIKE 'a%' OR f BETWEEN 0 AND 2",
@@ -313,6 +315,9 @@ def _sql_expressions() -> Iterator[pl.Expr]:
         "SELECT SUM(CASE WHEN k > 0 THEN k * 2 WHEN k < -100 THEN NULL ELSE -k END) AS z FROM data",
         "SELECT AVG(k / 3 + CAST(s AS INT)) AS w, SUM(CAST(f AS REAL) * 2) AS y FROM data",
         "SELECT COUNT(k), SUM(ABS(k) - 1) AS z FROM data WHERE CASE k WHEN 5 THEN TRUE END",
+        "SELECT SUM(SQRT(f)) AS z, SUM(POWER(k, 3)) AS y, SUM(POWER(f32, -2)) AS w, "
+        "SUM(POWER(i, 0) + PI() * k) AS v, SUM(POWER(f, -3)) AS u FROM data "
+        "WHERE NOT k OR NOT (b) OR SQRT(k) > POWER(f, 2)",
     ]
     for text in queries:
         for step in sess.sql(text).query.plan.steps:

@@ -4,8 +4,11 @@ An aggregate of one bounded column (``SUM``, ``AVG``, ``VARIANCE``, ...) is
 found by its SQL name among the aggregate families' ``sql_functions``
 (:data:`privframe.plan.aggregates.FAMILIES`), so a new family with SQL names
 needs nothing here. ``COUNT``, ``COUNT(DISTINCT <privacy unit>)`` and the
-quantiles (``MEDIAN``, ``QUANTILE``, ``APPROX_QUANTILE``, ``PERCENTILE_CONT``)
-are not one bounded column, and are translated here one by one.
+quantiles (``MEDIAN``, ``QUANTILE``, ``APPROX_QUANTILE``, ``PERCENTILE_CONT``,
+and ``MIN``/``MAX`` as the 0 and 1 quantiles, as Tumult Analytics defines its
+``min`` and ``max``: a value of noisy rank near the end, never the exact
+extreme, which is one person's value) are not one bounded column, and are
+translated here one by one.
 
 Bounds written in the call (``ANON_SUM(x CLAMPED BETWEEN 0 AND 10)``,
 ``SUM(x, contribution_bounds_per_group => (0, 10))``, ``SUM(x, 0, 10)``; the
@@ -145,6 +148,11 @@ def _quantile_call(node: exp.Expr, alias: str | None, scope: Scope, name: str | 
         target = order.expressions[0].this
         q = literal_value(node.this.this)
         return _quantile(target, q, alias, name, "PERCENTILE_CONT", scope)
+    if isinstance(node, exp.Min | exp.Max) and not node.expressions:
+        # Tumult Analytics' min and max are its 0 and 1 quantiles; BigQuery has no DP
+        # MIN or MAX. The exact extreme is one person's value: no noise hides it.
+        q = 0.0 if isinstance(node, exp.Min) else 1.0
+        return _quantile(node.this, q, alias, name, written(node), scope)
     if isinstance(node, exp.ApproxQuantiles):
         what = written(node)
         raise unsupported(
@@ -310,10 +318,19 @@ def _count(node: exp.Count, alias: str | None, scope: Scope, unit: str | None) -
             and scope.column(columns[0]) == unit
         ):
             return agg.count_distinct()
+        unit_name = unit or "<privacy unit>"
+        listed = ", ".join(c.sql() for c in columns)
+        # A person changes a group's distinct count by at most their own distinct
+        # values there (max_rows_per_group), but no engine has a private distinct-value
+        # aggregate yet; and a count of persons per value (per_unit) is another number.
         raise unsupported(
             node,
-            f"COUNT(DISTINCT {', '.join(c.sql() for c in columns)})",
-            f"only COUNT(DISTINCT {unit or '<privacy unit>'}) is supported",
+            f"COUNT(DISTINCT {listed})",
+            f"only COUNT(DISTINCT {unit_name}) is supported (the number of people). privframe "
+            f"has no private count of distinct values of another column yet. To learn which "
+            f"values are present, group by them: SELECT {listed}, COUNT(*) ... GROUP BY "
+            f"{listed} (with delta= for private selection, or public keys in metadata), and "
+            "count the released rows",
         )
     # COUNT(x) counts the rows where x is not null: a sum of 0/1 indicators,
     # released rounded to a whole number (rounds_to_integer).

@@ -219,6 +219,8 @@ _BOUNDED: dict[str, tuple[Callable[..., exp.Expr], bool]] = {
     "STDDEV_POP": (exp.StddevPop, False),
     "PERCENTILE_CONT": (exp.PercentileCont, True),
     "APPROX_QUANTILES": (exp.ApproxQuantiles, True),
+    "MIN": (exp.Min, False),  # the 0 quantile (privframe.api.sql.calls)
+    "MAX": (exp.Max, False),  # the 1 quantile
 }
 
 # ZetaSQL's ANON_ functions: the plain aggregate they become, and whether a quantile comes second.

@@ -45,7 +45,14 @@ from dataclasses import dataclass
 import polars as pl
 from sqlglot import exp
 
-from privframe.api.sql._common import QUANTILE_LIST, literal_value, refuse, unsupported
+from privframe.api.sql._common import (
+    QUANTILE_LIST,
+    construct,
+    literal_value,
+    refuse,
+    unsupported,
+    written,
+)
 from privframe.api.sql.rows import Rows, sql_type
 
 __all__ = [
@@ -264,6 +271,15 @@ class Released(Rows):
             return pl.concat_list([self(value) for value in node.expressions])
         if isinstance(node, exp.Coalesce):
             return pl.coalesce(self(value) for value in (node.this, *node.expressions))
+        if isinstance(node, exp.Pow | exp.Sqrt | exp.Pi):
+            # Row math (rows.py) is for rows; over released values it has no error
+            # estimate (_std) to publish with it, so it is left to the caller.
+            raise unsupported(
+                node,
+                construct(node),
+                f"{written(node)} applies to row values (inside an aggregate or in WHERE); "
+                "over released values, compute it on the released table",
+            )
         return super()._translate(node)
 
     def _unwrapped_arithmetic(self, node: exp.Add | exp.Sub | exp.Mul) -> pl.Expr:

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -57,10 +58,17 @@ _TYPES: dict[str, pl.DataType] = {
 
 
 ROW_FUNCTIONS = (
-    "the functions allowed there are ABS, CAST and TRY_CAST, with arithmetic, comparisons, "
+    "the functions allowed there are ABS, SQRT, POWER(x, n), PI(), CAST and TRY_CAST, with "
+    "arithmetic, comparisons, "
     "AND, OR, NOT, IN, BETWEEN, IS [NOT] NULL, LIKE and CASE"
 )
 """What a row expression may use, for the messages that refuse something else."""
+
+# Math whose last digit depends on the library computing it: refused in row expressions.
+_ROUNDED_DIFFERENTLY = (exp.Ln, exp.Log, exp.Exp, exp.Cbrt)
+
+_MAX_POWER = 8
+"""The largest whole exponent POWER takes (x·x·…·x: one rounding per factor)."""
 
 # Functions that round or replace values: not on the row-filter allow-list
 # (privframe.engines.allow_list), so only released values may use them (released.py).
@@ -117,6 +125,23 @@ class Rows:
             return self._cast(node)
         if isinstance(node, exp.Abs):
             return self(node.this).abs()
+        if isinstance(node, exp.Pi):
+            return pl.lit(math.pi)
+        if isinstance(node, exp.Sqrt):
+            return _root(self(node.this))
+        if isinstance(node, exp.Pow):
+            return self._power(node)
+        if isinstance(node, _ROUNDED_DIFFERENTLY):
+            raise unsupported(
+                node,
+                construct(node),
+                f"{written(node)} is not allowed in a row expression: polars and Spark "
+                "compute it with different libraries that can differ in the last digit, so "
+                "the same filter or sum could keep different rows on the two engines (and "
+                "BigQuery fails on values out of its domain). SQRT, POWER(x, n) with a whole "
+                "n from -8 to 8, ABS and PI() are supported; or compute the column before "
+                "the Session",
+            )
         hint = "see the supported constructs in privframe.api.sql"
         if isinstance(node, _RELEASED_ONLY):
             hint = (
@@ -136,6 +161,13 @@ class Rows:
             return self(inner.this).is_not_null()
         if isinstance(inner, exp.In):
             return ~self._membership(inner)
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Column):
+            # NOT on a column is NOT CAST(x AS BOOL), BigQuery's reading of a number as a
+            # truth value: true where x = 0, false elsewhere, NULL for NULL. On a 0/1
+            # integer column (a flag) that is SQL's NOT; polars' ~ would flip its bits.
+            return self(inner) == pl.lit(0)
         return ~self(inner)
 
     def _membership(self, node: exp.In) -> pl.Expr:
@@ -190,8 +222,53 @@ class Rows:
         # Without ELSE, polars' own default (null of the branches' type) is SQL's.
         return chain if default is None else chain.otherwise(self(default))
 
+    def _power(self, node: exp.Pow) -> pl.Expr:
+        """POWER(x, n): x·x·…·x in floats for a literal whole n from -8 to 8; n = 0.5: SQRT."""
+        exponent = node.expression
+        value = literal_value(exponent) if _is_literal(exponent) else None
+        if value == 0.5:  # the square root
+            return _root(self(node.this))
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or value != int(value)
+            or abs(value) > _MAX_POWER
+        ):
+            raise refuse(
+                node,
+                "POWER",
+                f"{node.sql()} is not supported: POWER takes a literal whole exponent from "
+                f"-{_MAX_POWER} to {_MAX_POWER} (x·x·…·x) or 0.5 (SQRT). Another exponent "
+                "needs pow(), which polars and Spark compute with different libraries that "
+                "can differ in the last digit (and BigQuery fails on a negative base with "
+                "a fractional exponent); compute such a column before the Session",
+            )
+        # BigQuery's POWER is FLOAT64: a number times 1.0 (a string is refused), as Float64.
+        number = (self(node.this) * pl.lit(1.0)).cast(pl.Float64, strict=False)
+        n = abs(int(value))
+        if n == 0:
+            return pl.when(number.is_not_null()).then(pl.lit(1.0))  # NULL stays NULL
+        product = number
+        for _ in range(n - 1):
+            product = product * number
+        if value > 0:
+            return product
+        # 0 to a negative power has no value (BigQuery fails): NULL here.
+        return pl.when(number == 0).then(None).otherwise(pl.lit(1.0) / product)
+
     def _cast(self, node: exp.Cast) -> pl.Expr:
         return self(node.this).cast(sql_type(node), strict=False)
+
+
+def _is_literal(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Literal) or (
+        isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
+    )
+
+
+def _root(value: pl.Expr) -> pl.Expr:
+    """SQRT: IEEE's square root, NULL below 0 (where BigQuery fails; NaN stays NaN)."""
+    return pl.when(value < 0).then(None).otherwise(value.sqrt())
 
 
 def sql_type(node: exp.Cast) -> pl.DataType:

@@ -118,6 +118,14 @@ class Scope:
         """The columns of the rows FROM reads (the private table, or its subquery's)."""
         return self.columns_of(_PRIVATE)
 
+    def public_tables(self) -> Mapping[str, pl.DataFrame]:
+        """The public tables a name can read: those no WITH table of the same name hides."""
+        return {
+            name: table
+            for name, table in self.tables.items()
+            if not lookup(name, False, self._ctes)
+        }
+
     def available(self) -> list[str]:
         """The columns a row expression can name: the data's and those of the joined tables."""
         return [c for table in (_PRIVATE, *self.joined) for c in self.columns_of(table)]
@@ -528,8 +536,9 @@ class Scope:
         (:mod:`~privframe.api.sql.sources`).
 
         BigQuery's public groups, ``RIGHT OUTER JOIN (SELECT DISTINCT g FROM
-        UNNEST([...])) USING (g)``, join nothing: the list is the public keys
-        of the group column ``g`` (:func:`~privframe.api.sql.listed.listed_groups`).
+        UNNEST([...]) | <public table>) USING (g)``, join nothing: the list (or
+        the public table's distinct values) is the public keys of the group
+        column ``g`` (:func:`~privframe.api.sql.listed.listed_groups`).
         """
         if isinstance(join.this, exp.Unnest):
             return unnest(self, query, join)

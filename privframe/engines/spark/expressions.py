@@ -28,6 +28,8 @@ settings; in particular nothing in a translated expression can raise, with
 * ``is_in`` never yields null for a present value (Spark's ``IN`` does when the
   list holds a null); NaN is in a list holding NaN, and ``-0.0`` equals ``0.0``.
 * ``is_nan`` of null is null (Spark's ``isnan`` says false).
+* ``sqrt`` is IEEE's correctly rounded root in both (NaN below 0, ``-0.0``
+  kept); a ``Float32``'s root is the double root rounded to ``Float32``.
 
 Not translated (:class:`~privframe.errors.InvalidArgumentError`, even where the
 polars allow-list admits them): casts from floats or datetimes to strings
@@ -396,6 +398,12 @@ class _Translator:
                 return _let([(value, leaf)], lambda v: int_abs(v, INTS[dtype]))
             if is_float(dtype):
                 return sf.abs(value)
+        elif name == '{"Pow": "Sqrt"}':
+            # IEEE's square root is correctly rounded in both engines (NaN below 0, -0.0
+            # kept); a Float32's root rounded from the double root is Float32's root.
+            if is_float(dtype) or is_int(dtype):
+                root = sf.sqrt(value)
+                return root.cast("float") if dtype == pl.Float32() else root
         elif is_float(dtype) or is_int(dtype):
             return _let([(value, leaf)], lambda v: float_test(name, v, is_float(dtype)))
         raise InvalidArgumentError(
