@@ -6,7 +6,9 @@ started with ``privframe serve`` (``docs/server.md``). It is a
 ``query()`` gives the same builder, ``sql()`` the same SQL front end, and their
 ``check``, ``explain`` and ``release`` send the plan as data (the versioned
 JSON of :mod:`privframe.api.wire`; SQL as its text) for the server to rebuild
-through its own checks and charge to this analyst's budget on this dataset.
+through its own checks and charge to this analyst's budget on this dataset;
+``query.tune`` runs there too, on the analyst's Session, and its tuned
+query is a query of this session.
 The budget views (``spent``, ``remaining``, ``ledger``, ``report()``,
 ``guarantee()``, the notebook view) read this analyst's own ledger. Results
 come back as pandas (the default) or polars. A refusal is raised as the same
@@ -94,17 +96,22 @@ from privframe.api.query import Query, Request
 from privframe.api.server.config import is_loopback
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
 from privframe.api.sql_entry import SQLEntry
+from privframe.api.tune import Tuned
 from privframe.api.wire import (
     WIRE_VERSION,
     WireError,
     decode_budget,
     decode_kind,
     decode_number,
+    decode_plan_query,
     decode_released,
     decode_schema,
+    decode_table,
     encode_plan,
     encode_request,
+    encode_tune,
 )
+from privframe.api.wire.values import decode_values
 from privframe.engines.inputs import exact_pandas
 from privframe.numeric import Number, round_up
 from privframe.plan.explanation import Explanation, explain, explained, with_charge
@@ -113,6 +120,7 @@ from privframe.plan.planner import plan_approx_release, plan_pure_release
 from privframe.plan.release import added, asked_budget, describe, zero_cost
 from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
+from privframe.plan.tuning_choice import Choice
 
 if TYPE_CHECKING:
     import httpx
@@ -426,6 +434,35 @@ machine: ...
         answer = self._call("POST", f"{self._base}/release", body)
         tables = [self._present(decode_released(text)) for text in answer["tables"]]
         return tables, [LedgerEntry.from_dict(entry) for entry in answer["entries"]]
+
+    def __privframe_tune__(
+        self,
+        plan: Plan,
+        rho: Number,
+        plan_rho: Number,
+        weights: Mapping[str, float] | Balance | None,
+        label: str,
+    ) -> Tuned[Query]:
+        """``query.tune`` run by the server on this analyst's Session there; not API.
+
+        The server checks and charges ``rho`` as a local Session would
+        (:func:`privframe.api.tune.tune`) and answers the tuned plan, rebuilt
+        here as a query of this session, and the table of estimates.
+        """
+        if self._kind is not zCDP:
+            raise errors.InvalidValueError(
+                f"tune measures with Gaussian noise and spends rho, and your grant on "
+                f"{self._dataset!r} is {with_article(self._kind.__name__)} budget: choose the "
+                "limits and bounds by hand (from public knowledge of the data, never from "
+                "looking at it)"
+            )
+        body = {"version": WIRE_VERSION, "tune": encode_tune(plan, rho, plan_rho, weights, label)}
+        answer = self._call("POST", f"{self._base}/tune", body)
+        query = decode_plan_query(answer["plan"], self.query())
+        table = decode_table(answer["table"], "table")
+        error, given_error = decode_values(answer["errors"], pl.Float64(), "errors").to_list()
+        choice = Choice(query.plan, error, given_error, tuple(table.iter_rows()))
+        return Tuned(query, self._present(table), choice)
 
     def _present(self, table: pl.DataFrame) -> Any:
         """A public table as this session's kind of frame (pandas or polars)."""

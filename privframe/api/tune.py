@@ -68,7 +68,7 @@ from privframe.plan.split import Balance
 from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, design, read, tuned_columns
 from privframe.plan.tuning_choice import Choice, choose
 
-__all__ = ["TABLE_COLUMNS", "Tunable", "Tuned", "TuningDoor", "tune"]
+__all__ = ["TABLE_COLUMNS", "Tunable", "Tuned", "TuningDoor", "TuningServer", "tune"]
 
 TABLE_COLUMNS = ("item", "statistic", "value", "note")
 """The columns of :attr:`Tuned.table`."""
@@ -95,6 +95,27 @@ class TuningDoor(Protocol):
 
     def check(self, plan: Plan, with_error: bool = False) -> pl.Schema:
         """Refuse a plan that does not fit the data's public schema; return the schema."""
+        ...
+
+
+@runtime_checkable
+class TuningServer(Protocol):
+    """A session whose data is on a privframe server, which tunes there (a ``RemoteSession``).
+
+    The server runs :func:`tune` on the analyst's own Session there, charged
+    to the analyst's ledger; the hook is named as :class:`TuningDoor`'s are,
+    a protocol between privframe's modules that users never meet.
+    """
+
+    def __privframe_tune__(
+        self,
+        plan: Plan,
+        rho: Number,
+        plan_rho: Number,
+        weights: Mapping[str, float] | Balance | None,
+        label: str,
+    ) -> Tuned[Any]:
+        """Tune ``plan`` on the server; the tuned query (of this session) and its estimates."""
         ...
 
 
@@ -180,9 +201,8 @@ def _door(query: object) -> tuple[TuningDoor, Plan]:
     plan = getattr(query, "plan", None)
     if not isinstance(session, TuningDoor) or not isinstance(plan, Plan):
         raise InvalidArgumentError(
-            "tune takes a query built from a privframe Session over local data, e.g. "
-            "sess.query().group_by(...).agg(...); a session on a privframe server "
-            "(pf.connect) does not tune: give the bounds and limits yourself"
+            "tune takes a query built from a privframe Session or a session on a privframe "
+            "server (pf.connect), e.g. sess.query().group_by(...).agg(...)"
         )
     return session, plan
 
@@ -225,7 +245,8 @@ def tune(
         InvalidBudgetError: ``rho`` or ``plan_rho`` is not positive.
         InvalidValueError: the query has no aggregates, chooses its groups
             privately, has nothing to tune, or runs on an engine that cannot
-            summarise contributions (polars and Spark can); nothing is charged.
+            summarise contributions (polars and Spark can; a session on a
+            privframe server tunes there); nothing is charged.
 
     Example:
         >>> import polars as pl
@@ -236,6 +257,10 @@ def tune(
         >>> list(tuned.table.columns), sess.spent.rho
         (['item', 'statistic', 'value', 'note'], 0.1)
     """
+    remote = getattr(query, "session", None)
+    if isinstance(remote, TuningServer) and isinstance(getattr(query, "plan", None), Plan):
+        # The server tunes on the analyst's Session there, with every check made here.
+        return remote.__privframe_tune__(query.plan, rho, plan_rho, weights, label)
     session, plan = _door(query)
     budget = session.__privframe_pipeline__().accountant.budget
     if not isinstance(budget, zCDP):

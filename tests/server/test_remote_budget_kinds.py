@@ -26,7 +26,13 @@ from privframe.api.server import admin
 from privframe.api.server.app import create_app
 from privframe.api.server.config import load_config
 from privframe.api.server.store import Store
-from privframe.errors import BudgetExceededError, InvalidArgumentError, InvalidBudgetError
+from privframe.api.wire import WIRE_VERSION, encode_tune
+from privframe.errors import (
+    BudgetExceededError,
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+)
 from privframe.mechanisms.randomness import SeededRandomness
 
 SEED = 13
@@ -292,3 +298,22 @@ def test_releases_are_audited_with_the_epsilon_they_asked(served: Served) -> Non
         "epsilon=1/4, delta=1/10000000",
         "epsilon=1; BudgetExceededError",
     ]
+
+
+@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: type(b).__name__)
+def test_tune_in_an_epsilon_grant_is_refused_by_client_and_server_and_charges_nothing(
+    served: Served, budget: Spendable
+) -> None:
+    remote, local = served.analyst("alice", budget), served.local(budget)
+    with pytest.raises(InvalidValueError, match="spends rho"):
+        readme_query(local).tune(0.1, plan_rho=0.5)
+    with pytest.raises(InvalidValueError, match=r"your grant on .* budget"):
+        readme_query(remote).tune(0.1, plan_rho=0.5)
+    # A client that asks anyway is refused by the server's own Session, as a local one refuses.
+    body = {"version": WIRE_VERSION, "tune": encode_tune(readme_query(remote).plan, 0.1, 0.5)}
+    headers = {"Authorization": f"Bearer {served.tokens['alice']}"}
+    answer = served.http.post(f"/v1/datasets/{DATASET}/tune", json=body, headers=headers)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["type"] == "InvalidValueError"
+    assert "spends rho" in answer.json()["error"]["message"]
+    assert remote.ledger == ()

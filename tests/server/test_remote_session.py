@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
+import pandas as pd
 import polars as pl
 import pytest
 from fastapi.testclient import TestClient
@@ -26,7 +27,14 @@ from privframe.api.server import admin
 from privframe.api.server.app import create_app, public_error
 from privframe.api.server.config import load_config
 from privframe.api.server.store import Store
-from privframe.errors import BudgetExceededError, InvalidArgumentError, ServerError
+from privframe.api.wire import encode_plan
+from privframe.errors import (
+    BudgetExceededError,
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    ServerError,
+)
 from privframe.mechanisms.randomness import SeededRandomness
 from privframe.plan.ir import Plan
 
@@ -307,15 +315,86 @@ def test_a_database_changed_outside_privframe_is_not_served(
     assert admin.main([str(served.config.path), "verify"]) == 2
 
 
-def test_the_published_facts_are_readable_and_tune_is_refused_by_name(served: Served) -> None:
+def test_the_published_facts_are_readable(served: Served) -> None:
     alice = served.analyst("alice")
     local = served.local()
     assert alice.columns == local.columns
     assert alice.schema == local.check(Plan())  # the whole public schema
     assert alice.metadata["amount"].bounds == (0, 1000)
-    with pytest.raises(InvalidArgumentError, match="does not tune"):
+    assert alice.spent == pf.zCDP(0)
+
+
+def test_tune_remotely_chooses_what_local_tune_chooses_and_charges_rho_once(
+    served: Served,
+) -> None:
+    remote, local = served.analyst("alice"), served.local()
+    got = readme_query(remote).tune(0.1, plan_rho=0.5, label="limits")
+    want = readme_query(local).tune(0.1, plan_rho=0.5, label="limits")
+    assert got.query.session is remote
+    assert encode_plan(got.query.plan) == encode_plan(want.query.plan)  # exprs compare by id
+    assert (got.bound, got.bounds) == (want.bound, want.bounds)
+    assert_frame_equal(got.table, want.table)
+    assert (got.choice.error, got.choice.given_error) == (
+        want.choice.error,
+        want.choice.given_error,
+    )
+    assert got.choice.table == want.choice.table
+    assert remote.spent == local.spent == pf.zCDP(0.1)
+    assert [(e.label, e.exact_rho) for e in remote.ledger] == [("limits", Fraction(1, 10))]
+
+
+def test_a_query_tuned_remotely_releases_as_the_locally_tuned_one(served: Served) -> None:
+    remote, local = served.analyst("alice"), served.local()
+    got = readme_query(remote).tune(0.1, plan_rho=0.5).query.release(rho=0.5)
+    want = readme_query(local).tune(0.1, plan_rho=0.5).query.release(rho=0.5)
+    assert_frame_equal(got, want)
+    assert remote.spent == pf.zCDP(0.6)
+
+
+def test_a_tune_table_comes_back_as_pandas_when_asked(served: Served) -> None:
+    served.analyst("alice")
+    tuned = readme_query(served.connect("alice", results="pandas")).tune(0.1, plan_rho=0.5)
+    assert isinstance(tuned.table, pd.DataFrame)
+    assert list(tuned.table.columns) == ["item", "statistic", "value", "note"]
+
+
+def test_a_tune_over_the_budget_is_refused_and_charges_nothing(served: Served) -> None:
+    alice = served.analyst("alice", rho=0.05)
+    with pytest.raises(BudgetExceededError):
         readme_query(alice).tune(0.1, plan_rho=0.5)
     assert alice.spent == pf.zCDP(0)
+    assert alice.ledger == ()
+
+
+def test_a_tune_the_server_refuses_gives_the_local_error_and_charges_nothing(
+    served: Served,
+) -> None:
+    remote, local = served.analyst("alice"), served.local()
+
+    def selecting(sess: pf.Session | RemoteSession) -> Query:
+        return sess.query().group_by("region").agg(pf.sum("amount", (0, 1000)))
+
+    with pytest.raises(InvalidValueError) as local_error:
+        selecting(local).tune(0.1, plan_rho=0.5)
+    with pytest.raises(InvalidValueError) as remote_error:
+        selecting(remote).tune(0.1, plan_rho=0.5)
+    assert str(remote_error.value) == str(local_error.value)
+    with pytest.raises(InvalidBudgetError, match="plan_rho"):
+        readme_query(remote).tune(0.1, plan_rho=0)
+    assert remote.spent == pf.zCDP(0)
+
+
+def test_a_tune_is_audited_with_its_rho(served: Served) -> None:
+    alice = served.analyst("alice", rho=0.2)
+    readme_query(alice).tune(0.1, plan_rho=0.5)
+    with pytest.raises(BudgetExceededError):
+        readme_query(alice).tune(0.5, plan_rho=0.5)
+    with Store(served.database) as store:
+        tunes = [r for r in store.audit_records() if r.action == "tune"]
+    assert [(r.status, r.detail) for r in tunes] == [
+        (200, "rho=1/10"),
+        (409, "rho=1/2; BudgetExceededError"),
+    ]
 
 
 def test_sql_refuses_facts_the_server_would_not_use(served: Served) -> None:

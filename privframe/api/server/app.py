@@ -27,6 +27,7 @@ budget a release asked (ρ, or ε and δ), and the error type only.
 ``POST /v1/datasets/{name}/check``   a plan against the public schema
 ``POST /v1/datasets/{name}/explain`` the public facts an explanation needs
 ``POST /v1/datasets/{name}/release`` requests, released all or nothing
+``POST /v1/datasets/{name}/tune``    ``query.tune``: charged, answers the tuned plan
 ``GET  /dashboard``             the budget dashboard page
 ==============================  ==========================================
 
@@ -117,6 +118,10 @@ class _PlanBody(_Envelope):
 
 class _ExplainBody(_Envelope):
     request: dict[str, Any]
+
+
+class _TuneBody(_Envelope):
+    tune: dict[str, Any]
 
 
 class _ReleaseBody(_Envelope):
@@ -333,6 +338,11 @@ def create_app(
     async def release(request: HTTPRequest, name: str) -> Response:
         work = lambda a, body, noted: served.release(a, name, body.requests, noted)  # noqa: E731
         return await _answer(served, request, "release", name, work, _ReleaseBody)
+
+    @app.post("/v1/datasets/{name}/tune")
+    async def tune(request: HTTPRequest, name: str) -> Response:
+        work = lambda a, body, noted: served.tune(a, name, body.tune, noted)  # noqa: E731
+        return await _answer(served, request, "tune", name, work, _TuneBody)
 
     @app.get("/dashboard")
     async def dashboard() -> Response:

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import polars as pl
+
 from privframe import errors
 from privframe.accounting._kinds import Spendable
 from privframe.accounting.accountant import Accountant
@@ -51,12 +53,16 @@ from privframe.api.wire import (
     WIRE_VERSION,
     decode_plan_query,
     decode_request,
+    decode_tune,
     encode_budget,
     encode_kind,
     encode_number,
+    encode_plan,
     encode_released,
     encode_schema,
+    encode_table,
 )
+from privframe.api.wire.values import encode_values
 from privframe.engines.registry import open_input
 from privframe.mechanisms.noise import Randomness
 from privframe.numeric import exact
@@ -300,6 +306,33 @@ class Served:
             # A Session over a file releases polars tables.
             "tables": [encode_released(table) for table in tables],
             "entries": [entry.to_dict() for entry in batch.entries],
+        }
+
+    def tune(
+        self, analyst: str, name: str, asked: dict[str, Any], noted: dict[str, str]
+    ) -> dict[str, Any]:
+        """``query.tune`` run on the analyst's Session; ``noted["asked"]`` gets its ρ.
+
+        The wire object (:func:`~privframe.api.wire.decode_tune`) is rebuilt on
+        the analyst's Session and tuned there as a local query is
+        (:func:`privframe.api.tune.tune`): the same checks, refused before
+        anything is read or charged, and ``rho`` charged to the analyst's
+        ledger in one entry. The answer, built after that charge, is public:
+        the tuned plan, the table of estimates, the estimated errors
+        (``[tuned, given]``, as floats that may be ``"inf"``).
+        """
+        session = self.session(analyst, name)
+        request = decode_tune(asked, session)
+        noted["asked"] = f"rho={encode_number(request.rho)}"
+        tuned = request.query.tune(
+            request.rho, plan_rho=request.plan_rho, weights=request.weights, label=request.label
+        )
+        choice = tuned.choice
+        return {
+            "plan": encode_plan(tuned.query.plan),
+            # A Session over a file presents polars tables.
+            "table": encode_table(tuned.table),
+            "errors": encode_values(pl.Series([choice.error, choice.given_error])),
         }
 
     def close(self) -> None:

@@ -53,7 +53,14 @@ from privframe.api.wire.reading import (
     WIRE_VERSION,
     WireError,
 )
-from privframe.api.wire.request import WireSession, decode_request, encode_request
+from privframe.api.wire.request import (
+    TuneRequest,
+    WireSession,
+    decode_request,
+    decode_tune,
+    encode_request,
+    encode_tune,
+)
 from privframe.api.wire.values import (
     decode_budget,
     decode_dtype,
@@ -77,6 +84,7 @@ __all__ = [
     "MAX_NODES",
     "MAX_STRING",
     "WIRE_VERSION",
+    "TuneRequest",
     "WireError",
     "WireSession",
     "decode_aggregate",
@@ -90,6 +98,7 @@ __all__ = [
     "decode_request",
     "decode_schema",
     "decode_table",
+    "decode_tune",
     "encode_aggregate",
     "encode_budget",
     "encode_dtype",
@@ -101,4 +110,5 @@ __all__ = [
     "encode_request",
     "encode_schema",
     "encode_table",
+    "encode_tune",
 ]

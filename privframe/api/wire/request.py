@@ -70,6 +70,7 @@ from privframe.api.wire.reading import (
     shown,
 )
 from privframe.api.wire.values import decode_number, encode_number
+from privframe.errors import InvalidArgumentError
 from privframe.numeric import exact
 from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance, balance
@@ -78,8 +79,17 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from privframe.api.sql import SQLQuery
+    from privframe.numeric import Number
+    from privframe.plan.ir import Plan
 
-__all__ = ["WireSession", "decode_request", "encode_request"]
+__all__ = [
+    "TuneRequest",
+    "WireSession",
+    "decode_request",
+    "decode_tune",
+    "encode_request",
+    "encode_tune",
+]
 
 _WHERE = "request"
 
@@ -221,8 +231,9 @@ def _decode_delta(data: object, where: str) -> Fraction | None:
     return None if data is None else decode_number(data, where)
 
 
-def _encode_weights(weights: Mapping[str, float] | Balance | None) -> dict[str, Any] | None:
-    where = f"{_WHERE}.weights"
+def _encode_weights(
+    weights: Mapping[str, float] | Balance | None, where: str = f"{_WHERE}.weights"
+) -> dict[str, Any] | None:
     if weights is None:
         return None
     if isinstance(weights, Balance):
@@ -253,6 +264,79 @@ def _decode_weights(data: object, where: str) -> Mapping[str, float] | Balance |
     return guarded(at, lambda: balance(rows, **expected))
 
 
+@dataclasses.dataclass(frozen=True)
+class TuneRequest:
+    """What a ``tune`` body asks, decoded on the server's session: ``query.tune``'s arguments."""
+
+    query: Query
+    rho: Fraction
+    plan_rho: Fraction
+    weights: Mapping[str, float] | Balance | None
+    label: str
+
+
+def encode_tune(
+    plan: Plan,
+    rho: Number,
+    plan_rho: Number,
+    weights: Mapping[str, float] | Balance | None = None,
+    label: str = "tune",
+) -> dict[str, Any]:
+    """A ``query.tune`` call as its wire object (the client's side); spends nothing.
+
+    ``{"plan": <plan>, "rho": "1/10", "plan_rho": "9/10", "weights": null, "label": "tune"}``:
+    the plan and budgets as a release request writes them (ρ and ``plan_rho``
+    exact rationals, ``weights`` as the request's option).
+
+    Raises:
+        WireError: a part of the plan with no wire form.
+        InvalidBudgetError: ``rho`` or ``plan_rho`` is not a positive finite number.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> from privframe.api.wire import decode_tune, encode_tune
+        >>> sess = pf.Session(pl.DataFrame({"u": [1], "x": [1.0]}), "u", pf.zCDP(1.0))
+        >>> q = sess.query().agg(pf.sum("x", (0, 100)))
+        >>> data = encode_tune(q.plan, 0.1, 0.9)
+        >>> data["rho"], data["plan_rho"], data["label"]
+        ('1/10', '9/10', 'tune')
+        >>> asked = decode_tune(data, sess)
+        >>> asked.rho, asked.query.plan.aggregates == q.plan.aggregates
+        (Fraction(1, 10), True)
+    """
+    if not isinstance(label, str):
+        raise InvalidArgumentError(f"label must be a str, got {type(label).__name__}")
+    return {
+        "plan": encode_plan(plan, f"{_TUNE}.plan"),
+        "rho": str(exact("rho", rho, positive=True)),
+        "plan_rho": str(exact("plan_rho", plan_rho, positive=True)),
+        "weights": _encode_weights(weights, f"{_TUNE}.weights"),
+        "label": label,
+    }
+
+
+def decode_tune(data: object, session: WireSession) -> TuneRequest:
+    """The ``query.tune`` call a wire object asks, on the server's ``session`` (its side).
+
+    The plan is rebuilt through the session's query builder, as a release's is.
+
+    Raises:
+        WireError: a malformed object (the message names its JSON path), or a
+            plan the builder refuses.
+    """
+    top = read_object(
+        data, _TUNE, ("plan", "rho", "plan_rho", "weights", "label"), ("plan", "rho", "plan_rho")
+    )
+    rho = decode_number(top["rho"], f"{_TUNE}.rho")
+    plan_rho = decode_number(top["plan_rho"], f"{_TUNE}.plan_rho")
+    weights = _decode_weights(top.get("weights"), f"{_TUNE}.weights")
+    label = read_string(top.get("label", "tune"), f"{_TUNE}.label")
+    query = decode_plan_query(top["plan"], session.query(), f"{_TUNE}.plan")
+    return TuneRequest(query, rho, plan_rho, weights, label)
+
+
+_TUNE = "tune"
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(ReleaseOptions)}
 _OPTIONS = tuple(_DEFAULTS)
 _KEYS = ("version", "plan", "sql", "rho", "epsilon", *_OPTIONS)
