@@ -35,7 +35,8 @@ from privframe.engines.spec import FlatMap, PerUnit, PrivateJoin, RowStep, UnitC
 from privframe.engines.unit_values import UnitValue
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.numeric import Number
-from privframe.plan.aggregates import Aggregate
+from privframe.plan.aggregates import Aggregate, Mean, Sum
+from privframe.plan.aggregates.base import summed
 from privframe.plan.aggregates.per_unit import PerUnitBounded
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan
@@ -652,7 +653,9 @@ class Query:
                 values[name] = (unit_values.sum if agg.kind == "sum" else unit_values.mean)(
                     agg.column
                 )
-            out.append(agg.aggregate(name))
+            family = Mean if agg.kind == "mean" else Sum
+            bounds = (agg.lower, agg.upper)
+            out.append(summed(family, name, bounds, agg.missing).alias(agg.output_name))
         return self.per_unit(*group_by, **values), out
 
     @hinted()

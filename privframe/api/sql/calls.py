@@ -10,16 +10,17 @@ are not one bounded column, and are translated here one by one.
 Bounds written in the call (``ANON_SUM(x CLAMPED BETWEEN 0 AND 10)``,
 ``SUM(x, contribution_bounds_per_group => (0, 10))``, ``SUM(x, 0, 10)``; the
 dialect wraps the argument in :class:`~privframe.api.sql.dialect.Clamped`)
-override metadata. They bound each row's value: BigQuery clamps each privacy
-unit's per-group aggregate (its sum of rows, its mean, ...) instead, then
-adds the units' clamped values. privframe clamps each row to the bounds and
-keeps at most ``max_rows_per_group`` rows of a unit in a group, so a unit
-moves a group's sum by up to ``max_rows_per_group`` times the bound, and the
-noise is scaled to that (the planner's sensitivity, never assumed). With one
-row per unit per group (``max_rows_per_group=1``) the two agree exactly;
-otherwise a BigQuery SUM caps a unit's total at the bounds where privframe
-caps each of its rows, and AVG, VAR_POP, STDDEV_POP and PERCENTILE_CONT are
-of the bounded rows, not BigQuery's average of per-unit averages.
+override metadata. In a differential privacy clause without a row limit,
+``SUM``, ``AVG`` and ``COUNT`` with ``contribution_bounds_per_group`` are
+BigQuery's per-unit clamping (:func:`per_group_bounds`; each unit's sum,
+average or count in a group clamped, through the per-unit stage,
+:mod:`privframe.plan.aggregates.per_unit`), decided for the whole query by
+:func:`privframe.api.sql.translate.per_unit_clamping`. Otherwise bounds
+clamp each row's value, and at most ``max_rows_per_group`` rows of a unit
+are kept in a group, so a unit moves a group's sum by up to
+``max_rows_per_group`` times the bound, and the noise is scaled to that (the
+planner's sensitivity, never assumed). With one row per unit per group
+(``max_rows_per_group=1``) the two agree exactly.
 
 Example:
     >>> import sqlglot
@@ -34,7 +35,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 from sqlglot import exp
@@ -111,7 +112,7 @@ def _per_unit_call(
             "the per-unit value is of a column: compute the expression in a subquery's "
             "select list and aggregate its column",
         )
-    kind = "sum" if isinstance(node, exp.Sum) else "mean"
+    kind: Literal["sum", "mean"] = "sum" if isinstance(node, exp.Sum) else "mean"
     result = per_unit_bounded(kind, scope.column(argument), bounds)
     return result.alias(alias) if alias is not None else result
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
 import numpy as np
 
@@ -32,10 +32,8 @@ from privframe.plan.aggregates.base import (
     Summary,
     Summed,
 )
+from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_aggregate
 from privframe.plan.limits import Limits
-
-if TYPE_CHECKING:
-    from privframe.plan.aggregates.per_unit import PerUnitBounded
 from privframe.plan.measurements import (
     Z95,
     GaussianNeed,
@@ -243,8 +241,5 @@ def count(*, per_unit_bounds: tuple[float, float] | None = None) -> Count | PerU
         5.0
     """
     if per_unit_bounds is not None:
-        # Imported here: per_unit builds on the aggregates.
-        from privframe.plan.aggregates.per_unit import per_unit_aggregate
-
         return per_unit_aggregate("count", None, None, "midpoint", per_unit_bounds)
     return Count()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
 import numpy as np
 
@@ -36,10 +36,8 @@ from privframe.plan.aggregates.base import (
     summed,
 )
 from privframe.plan.aggregates.count import count_need, spread_columns
+from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_aggregate
 from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
-
-if TYPE_CHECKING:
-    from privframe.plan.aggregates.per_unit import PerUnitBounded
 from privframe.plan.measurements import Z95, Need
 
 __all__ = ["Mean", "mean"]
@@ -160,8 +158,5 @@ def mean(
         'count(age)'
     """
     if per_unit_bounds is not None or bounds is None:
-        # Imported here: per_unit builds on this module's aggregate.
-        from privframe.plan.aggregates.per_unit import per_unit_aggregate
-
         return per_unit_aggregate("mean", column, bounds, missing, per_unit_bounds)
     return summed(Mean, column, bounds, missing)

@@ -20,10 +20,8 @@ mean, which adds nothing (``missing="drop"``), as BigQuery skips NULLs.
 Example:
     >>> import privframe as pf
     >>> spec = pf.sum("amount", per_unit_bounds=(0, 100))
-    >>> spec.output_name, spec.value_name
-    ('amount_sum', 'amount_sum_per_unit')
-    >>> spec.aggregate()
-    Sum(name='amount_sum', column='amount_sum_per_unit', lower=0.0, upper=100.0, missing='drop')
+    >>> spec.output_name, spec.value_name, spec.missing
+    ('amount_sum', 'amount_sum_per_unit', 'drop')
 """
 
 from __future__ import annotations
@@ -33,9 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from privframe.errors import InvalidArgumentError
-from privframe.plan.aggregates.base import Aggregate, bounded, summed
-from privframe.plan.aggregates.mean import Mean
-from privframe.plan.aggregates.sum import Sum
+from privframe.plan.aggregates.base import check_bounds, check_column
 
 Kind = Literal["sum", "count", "mean"]
 
@@ -75,16 +71,14 @@ class PerUnitBounded:
         """The per-unit value's column in the per-unit stage: ``<output>_per_unit``."""
         return f"{self.output_name}_per_unit"
 
-    def aggregate(self, value: str | None = None) -> Aggregate:
-        """The ordinary aggregate over the per-unit value column ``value``, named as this one.
+    @property
+    def missing(self) -> Literal["drop", "midpoint"]:
+        """The ``missing`` rule of the aggregate over the per-unit values.
 
-        A sum (for ``"sum"`` and ``"count"``) or a mean of the per-unit values
-        clamped to the bounds, skipping a null per-unit value.
+        ``"drop"`` for a sum or mean: a unit whose values in the group are all
+        null has no per-unit value and adds nothing. A count is never null.
         """
-        family = Mean if self.kind == "mean" else Sum
-        column = value or self.value_name
-        missing = "midpoint" if self.kind == "count" else "drop"  # a count is never null
-        return summed(family, column, (self.lower, self.upper), missing).alias(self.output_name)
+        return "midpoint" if self.kind == "count" else "drop"
 
 
 def per_unit_bounded(kind: Kind, column: str | None, bounds: object) -> PerUnitBounded:
@@ -95,8 +89,9 @@ def per_unit_bounded(kind: Kind, column: str | None, bounds: object) -> PerUnitB
         >>> per_unit_bounded("count", None, (0, 5)).output_name
         'count'
     """
-    checked = bounded(Sum, column or "rows", bounds)  # the same checks as any bounds
-    return PerUnitBounded(kind, column, float(checked.lower), float(checked.upper))
+    name = None if column is None else check_column(column)
+    lower, upper = check_bounds(kind, name or "rows", bounds)  # the same checks as any bounds
+    return PerUnitBounded(kind, name, float(lower), float(upper))
 
 
 def per_unit_aggregate(

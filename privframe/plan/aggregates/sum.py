@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
 import numpy as np
 
@@ -51,10 +51,8 @@ from privframe.plan.aggregates.base import (
     summed,
 )
 from privframe.plan.aggregates.count import count_need, gaussian_columns, spread_columns
+from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_aggregate
 from privframe.plan.limits import Limits
-
-if TYPE_CHECKING:
-    from privframe.plan.aggregates.per_unit import PerUnitBounded
 from privframe.plan.measurements import Z95, GridRange, Measurement, Need
 
 __all__ = ["CentredSumNeed", "Sum", "centre_of", "sum"]
@@ -206,8 +204,5 @@ def sum(
         ('centred_sum(amount, [0, 1000], missing drop)', 'count(amount)')
     """
     if per_unit_bounds is not None or bounds is None:
-        # Imported here: per_unit builds on this module's aggregate.
-        from privframe.plan.aggregates.per_unit import per_unit_aggregate
-
         return per_unit_aggregate("sum", column, bounds, missing, per_unit_bounds)
     return summed(Sum, column, bounds, missing)
