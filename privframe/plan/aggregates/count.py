@@ -212,10 +212,6 @@ class Count(Aggregate):
         return {"count": coefficients["count"] / rows**2}
 
 
-@hinted(
-    "count() counts the rows of each group and takes no column; filter rows first, and name "
-    "the output with .alias(...)"
-)
 @overload
 def count() -> Count: ...
 
@@ -224,6 +220,10 @@ def count() -> Count: ...
 def count(*, per_unit_bounds: tuple[float, float]) -> PerUnitBounded: ...
 
 
+@hinted(
+    "count() counts the rows of each group and takes no column; filter rows first, and name "
+    "the output with .alias(...)"
+)
 def count(*, per_unit_bounds: tuple[float, float] | None = None) -> Count | PerUnitBounded:
     """Count rows per group; the output column is ``count``.
 

@@ -117,7 +117,6 @@ class Mean(Summed):
         return self.balance_terms(coefficients, 1.0, worst)
 
 
-@hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
 @overload
 def mean(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Mean: ...
 
@@ -128,6 +127,7 @@ def mean(
 ) -> PerUnitBounded: ...
 
 
+@hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
 def mean(
     column: str,
     bounds: tuple[float, float] | None = None,

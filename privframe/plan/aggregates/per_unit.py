@@ -124,8 +124,11 @@ per_unit_bounds (each unit's value in a group clamped), not both
         )
     if per_unit_bounds is None:
         raise InvalidArgumentError(
-            f"{kind} needs public bounds: bounds=(lower, upper) clamps each row, "
-            "per_unit_bounds=(lower, upper) clamps each unit's value in a group"
+            f"{kind}() is missing the argument 'bounds'. bounds=(lower, upper) are public "
+            "clipping bounds: finite numbers, lower < upper, chosen from knowledge of the "
+            "domain (e.g. bounds=(0, 1000)), never computed from the data; values outside "
+            "them are clipped to them. Or per_unit_bounds=(lower, upper) clamps each privacy "
+            "unit's value in a group (BigQuery's contribution_bounds_per_group)"
         )
     if missing != "midpoint":
         raise InvalidArgumentError(

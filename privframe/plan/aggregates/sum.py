@@ -163,7 +163,6 @@ class Sum(Summed):
         return terms
 
 
-@hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
 @overload
 def sum(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Sum: ...
 
@@ -174,6 +173,7 @@ def sum(
 ) -> PerUnitBounded: ...
 
 
+@hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
 def sum(
     column: str,
     bounds: tuple[float, float] | None = None,
