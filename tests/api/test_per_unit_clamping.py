@@ -206,3 +206,40 @@ def test_builder_refusals_charge_nothing() -> None:
         pf.InvalidValueError,
         "no privacy unit",
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "VAR_POP(x, contribution_bounds_per_group => (0, 10))",
+        "STDDEV_POP(x, contribution_bounds_per_group => (0, 10))",
+        "PERCENTILE_CONT(x, 0.5, contribution_bounds_per_group => (0, 10))",
+    ],
+)
+def test_per_group_bounds_on_other_functions_are_refused_in_a_dp_clause(call: str) -> None:
+    # BigQuery defines per-group bounds for SUM, AVG and COUNT only; refused even with a row
+    # limit, where they would otherwise silently clamp rows.
+    sess = session(contributions=pf.Bound(max_rows_per_group=2))
+    text = OPTIONS + call + " AS v FROM data GROUP BY g"
+    _refused(sess, lambda: sess.sql(text), pf.SQLError, "contribution_bounds_per_row")
+
+
+def test_a_row_limit_given_keeps_row_clamping_in_sql() -> None:
+    sess = session(contributions=pf.Bound(max_rows_per_group=2))
+    query = sess.parse_sql(
+        OPTIONS + "SUM(x, contribution_bounds_per_group => (0, 10)) AS t FROM data GROUP BY g"
+    ).query
+    assert query.plan.steps == ()
+    assert query.plan.bound == pf.Bound(max_groups=2, max_rows_per_group=2)
+    (total,) = query.plan.aggregates
+    assert (total.column, total.lower, total.upper) == ("x", 0.0, 10.0)  # type: ignore[attr-defined]
+
+
+def test_a_count_alone_keeps_its_bound_as_the_row_limit_which_counts_the_same() -> None:
+    query = session().parse_sql(
+        OPTIONS + f"COUNT(*, contribution_bounds_per_group => (0, {C})) AS n FROM data GROUP BY g"
+    )
+    assert query.query.plan.bound == pf.Bound(max_groups=2, max_rows_per_group=C)
+    released = query.query.release(rho=1e9, with_error=True)
+    error = (released["n"] - bigquery_truth()["n"]).abs()
+    assert (error <= 4 * released["n_std"] + 1e-9).all()

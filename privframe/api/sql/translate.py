@@ -166,6 +166,11 @@ def per_unit_clamping(
     (:func:`~privframe.api.sql.calls.count_limit`); with a row limit given,
     rows are clamped (docs/sql.md, "Per-unit clamping").
 
+    In any differential privacy clause, ``contribution_bounds_per_group`` on
+    another function (``VAR_POP``, ``PERCENTILE_CONT``, ...) is refused:
+    BigQuery defines it for SUM, AVG and COUNT only, and ZetaSQL's others take
+    ``contribution_bounds_per_row``.
+
     Raises:
         SQLError: such a query has an aggregate that is not one of them.
 
@@ -184,29 +189,33 @@ def per_unit_clamping(
     """
     if options is None or unit is None:
         return False
-    if given is not None and (given.max_rows_per_group is not None or given.max_rows is not None):
-        return False
     having, order = statement.args.get("having"), statement.args.get("order")
     parts = [*statement.expressions, *([having.this] if having is not None else [])]
     parts += order.expressions if order is not None else []
     calls = [call for part in parts for call in aggregate_calls(part)]
+    for call in calls:
+        bounds = next(
+            (c for c in call.find_all(Clamped) if c.meta.get(ORIGINAL_NAME) == PER_GROUP), None
+        )
+        if bounds is not None and per_group_bounds(call) is None:
+            what = construct(call)
+            raise refuse(
+                call,
+                what,
+                "BigQuery defines contribution_bounds_per_group for SUM, AVG and COUNT only "
+                f"(each unit's value in a group clamped); ZetaSQL's {what} takes "
+                "contribution_bounds_per_row (each row clamped), and no per-unit value has its "
+                f"meaning: write {what}(x, contribution_bounds_per_row => (lower, upper)) with a "
+                "row limit, contributions=pf.Bound(max_rows_per_group=...)",
+            )
+    if given is not None and (given.max_rows_per_group is not None or given.max_rows is not None):
+        return False
     clamped = [c for c in calls if per_group_bounds(c) is not None]
     if not any(isinstance(c, exp.Sum | exp.Avg) for c in clamped):
         return False
     for call in calls:
         if per_group_bounds(call) is None:
             what = construct(call)
-            argument = call.this if isinstance(call, exp.Func) else None
-            if isinstance(argument, Clamped) and argument.meta.get(ORIGINAL_NAME) == PER_GROUP:
-                raise refuse(
-                    call,
-                    what,
-                    f"BigQuery defines contribution_bounds_per_group for SUM, AVG and COUNT "
-                    f"only; ZetaSQL's {what} takes contribution_bounds_per_row (each row "
-                    "clamped), and no per-unit value has its meaning, so privframe refuses "
-                    "it beside per-unit clamping: release it in its own query with "
-                    "contribution_bounds_per_row and a row limit",
-                )
             raise refuse(
                 call,
                 what,
