@@ -29,12 +29,15 @@ from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.api.html import query_html
 from privframe.api.schema import public_table
 from privframe.api.tune import Tuned, tune
+from privframe.engines import unit_values
 from privframe.engines.expressions import Bin, check_expression, check_filter
 from privframe.engines.spec import FlatMap, PerUnit, PrivateJoin, RowStep, UnitColumns
 from privframe.engines.unit_values import UnitValue
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.numeric import Number
-from privframe.plan.aggregates import Aggregate
+from privframe.plan.aggregates import Aggregate, Mean, Sum
+from privframe.plan.aggregates.base import summed
+from privframe.plan.aggregates.per_unit import PerUnitBounded
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.keys import KeySet, as_keyset
@@ -572,7 +575,7 @@ class Query:
         "agg takes aggregates as positional arguments and names their outputs with "
         ".alias(...): agg(pf.count().alias('n'), pf.sum('x', bounds=(0, 10)))"
     )
-    def agg(self, *aggregates: Aggregate | tuple[Aggregate, ...]) -> Query:
+    def agg(self, *aggregates: Aggregate | PerUnitBounded | tuple[Aggregate, ...]) -> Query:
         """Choose the aggregates to release.
 
         A tuple (as ``pf.quantile(column, [q1, q2], bounds)`` returns) stands
@@ -587,20 +590,73 @@ class Query:
         """
         flat = [a for item in aggregates for a in (item if isinstance(item, tuple) else (item,))]
         for agg in flat:
-            if not isinstance(agg, Aggregate):
+            if not isinstance(agg, Aggregate | PerUnitBounded):
                 raise InvalidArgumentError(
                     "agg takes aggregates such as pf.count(), pf.sum(...) or pf.mean(...), "
                     f"got {type(agg).__name__}"
                 )
-        added = tuple(flat)
-        combined = (*self.plan.aggregates, *added)
-        names = [a.output_name for a in combined]
+        names = [a.output_name for a in (*self.plan.aggregates, *flat)]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise InvalidValueError(
                 f"two aggregates would both be called {duplicates}; give one an .alias(...)"
             )
-        return self._with(aggregates=combined)
+        query = self
+        if any(isinstance(a, PerUnitBounded) for a in flat):
+            query, flat = self._clamped_per_unit(flat)
+        combined = (*query.plan.aggregates, *(a for a in flat if isinstance(a, Aggregate)))
+        return query._with(aggregates=combined)
+
+    def _clamped_per_unit(
+        self, flat: Sequence[Aggregate | PerUnitBounded]
+    ) -> tuple[Query, list[Aggregate | PerUnitBounded]]:
+        """Aggregates with ``per_unit_bounds`` as the per-unit stage and aggregates of its values.
+
+        ``per_unit(<group columns>, <value>=pf.unit.sum(x))`` then
+        ``pf.sum(<value>, (L, U))``: each unit has one row per group, so the
+        planner derives ``m = 1`` (:mod:`privframe.plan.aggregates.per_unit`).
+        """
+        rows = [a.output_name for a in flat if isinstance(a, Aggregate)]
+        rows += [a.output_name for a in self.plan.aggregates]
+        if rows:
+            raise InvalidValueError(
+                f"per_unit_bounds clamp each privacy unit's value in a group and {rows[0]!r} "
+                "clamps each row: one query takes one kind (the per-unit stage replaces the "
+                "rows). Give every aggregate per_unit_bounds, or release them in two queries"
+            )
+        unit = self.session.privacy_unit
+        if unit is None:
+            raise InvalidValueError(
+                "per_unit_bounds clamp each privacy unit's value, and this Session has no "
+                "privacy unit (each row is one): use bounds=(lower, upper)"
+            )
+        bound = self.plan.bound or Bound()
+        if bound.max_rows_per_group is not None or bound.max_rows is not None:
+            limit = "max_rows_per_group" if bound.max_rows_per_group is not None else "max_rows"
+            raise InvalidValueError(
+                f"per_unit_bounds clamp each unit's whole value in a group, and {limit} would "
+                "drop some of its rows first, which contradicts them (BigQuery has no row "
+                f"limit): remove {limit} (bound(max_groups=...) is all they need)"
+            )
+        group_by = self.plan.group_by
+        values: dict[str, UnitValue] = {}
+        out: list[Aggregate | PerUnitBounded] = []
+        for agg in flat:
+            assert isinstance(agg, PerUnitBounded)
+            name = agg.value_name
+            while name in group_by or name == unit or name in values:
+                name += "_"
+            if agg.kind == "count":
+                values[name] = unit_values.count(agg.column)
+            else:
+                assert agg.column is not None
+                values[name] = (unit_values.sum if agg.kind == "sum" else unit_values.mean)(
+                    agg.column
+                )
+            family = Mean if agg.kind == "mean" else Sum
+            bounds = (agg.lower, agg.upper)
+            out.append(summed(family, name, bounds, agg.missing).alias(agg.output_name))
+        return self.per_unit(*group_by, **values), out
 
     @hinted()
     def check(self, with_error: bool = False) -> None:

@@ -219,7 +219,7 @@ def test_an_unknown_keyword_names_itself_and_what_the_call_takes(
 def test_a_positional_surplus_is_refused_with_the_accepted_arguments(sess: pf.Session) -> None:
     message = _refused(sess, lambda: pf.count("amount"))  # type: ignore[call-arg]
     assert "count(): too many positional arguments" in message
-    assert "count() takes: no arguments." in message
+    assert "count() takes: per_unit_bounds=." in message  # no column: a keyword only
 
 
 def test_argument_errors_quote_names_never_values(sess: pf.Session) -> None:
@@ -241,7 +241,12 @@ def test_checked_calls_keep_their_signatures_and_docs() -> None:
         "intervals",
         "total",
     ]
-    assert list(inspect.signature(pf.sum).parameters) == ["column", "bounds", "missing"]
+    assert list(inspect.signature(pf.sum).parameters) == [
+        "column",
+        "bounds",
+        "missing",
+        "per_unit_bounds",
+    ]
     assert "exponential mechanism" in (pf.quantile.__doc__ or "")
 
 

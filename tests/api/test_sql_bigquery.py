@@ -127,7 +127,7 @@ def test_max_groups_defaults_to_the_sessions_then_to_one() -> None:
 def test_a_clause_without_a_row_limit_is_refused_saying_where_to_give_one() -> None:
     text = (
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6) "
-        "SUM(quantity, contribution_bounds_per_group => (0, 100)) FROM data"
+        "SUM(quantity, 0, 100) FROM data"  # bounds on each row: rows need a limit
     )
     err = refusal(session(), text)
     assert err.construct == "WITH DIFFERENTIAL_PRIVACY OPTIONS"
@@ -467,12 +467,19 @@ def test_a_bigquery_query_releases_values_near_the_truth() -> None:
         "FROM data GROUP BY item ORDER BY item"
     )
     released = sess.sql(text, with_error=True)
+    # BigQuery's definition: each professor's count, sum and average per item, clamped, then
+    # summed (averaged) over professors (privframe's per-unit clamping, docs/sql.md).
+    per_unit = DATA.group_by("id", "item").agg(
+        n=pl.len().clip(0, 3),
+        total=pl.col("quantity").sum().clip(0, 100),
+        mean=pl.col("quantity").mean().clip(0, 100),
+    )
     truth = (
-        DATA.group_by("item")
-        .agg(n=pl.len(), total=pl.col("quantity").sum(), mean=pl.col("quantity").mean())
+        per_unit.group_by("item")
+        .agg(pl.col("n").sum(), pl.col("total").sum(), pl.col("mean").mean())
         .sort("item")
     )
-    # 1-3 rows per professor, at most one item each time: nothing is dropped by (3, 3).
+    # 1-3 rows per professor: nothing is dropped by max_groups_contributed=3.
     assert released["item"].to_list() == ITEMS
     for name in ("n", "total", "mean"):
         error = (released[name] - truth[name]).abs()

@@ -78,6 +78,9 @@ def _session(df: pl.DataFrame, seed: int, rho: float = 1.0) -> pf.Session:
         pf.zCDP(rho),
         rng=SeededRandomness(seed),
         metadata={"region": pf.Column(keys=tuple(audit.KEYS))},
+        # A row limit keeps the row clamping this file audits (BigQuery's per-unit clamping is
+        # audited in test_privacy_audit_per_unit_clamping.py).
+        contributions=pf.Bound(max_rows_per_group=audit.M),
     )
 
 

@@ -13,16 +13,17 @@ translated here one by one.
 Bounds written in the call (``ANON_SUM(x CLAMPED BETWEEN 0 AND 10)``,
 ``SUM(x, contribution_bounds_per_group => (0, 10))``, ``SUM(x, 0, 10)``; the
 dialect wraps the argument in :class:`~privframe.api.sql.dialect.Clamped`)
-override metadata. They bound each row's value: BigQuery clamps each privacy
-unit's per-group aggregate (its sum of rows, its mean, ...) instead, then
-adds the units' clamped values. privframe clamps each row to the bounds and
-keeps at most ``max_rows_per_group`` rows of a unit in a group, so a unit
-moves a group's sum by up to ``max_rows_per_group`` times the bound, and the
-noise is scaled to that (the planner's sensitivity, never assumed). With one
-row per unit per group (``max_rows_per_group=1``) the two agree exactly;
-otherwise a BigQuery SUM caps a unit's total at the bounds where privframe
-caps each of its rows, and AVG, VAR_POP, STDDEV_POP and PERCENTILE_CONT are
-of the bounded rows, not BigQuery's average of per-unit averages.
+override metadata. In a differential privacy clause without a row limit,
+``SUM``, ``AVG`` and ``COUNT`` with ``contribution_bounds_per_group`` are
+BigQuery's per-unit clamping (:func:`per_group_bounds`; each unit's sum,
+average or count in a group clamped, through the per-unit stage,
+:mod:`privframe.plan.aggregates.per_unit`), decided for the whole query by
+:func:`privframe.api.sql.translate.per_unit_clamping`. Otherwise bounds
+clamp each row's value, and at most ``max_rows_per_group`` rows of a unit
+are kept in a group, so a unit moves a group's sum by up to
+``max_rows_per_group`` times the bound, and the noise is scaled to that (the
+planner's sensitivity, never assumed). With one row per unit per group
+(``max_rows_per_group=1``) the two agree exactly.
 
 Example:
     >>> import sqlglot
@@ -37,7 +38,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 from sqlglot import exp
@@ -56,11 +57,72 @@ from privframe.api.sql.scope import Scope
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import FAMILIES, Aggregate
 from privframe.plan.aggregates.base import Summed, summed
+from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_bounded
+
+PER_GROUP = "contribution_bounds_per_group"
+"""BigQuery's bounds on each privacy unit's value in a group (SUM, AVG, COUNT)."""
+
+
+def per_group_bounds(node: exp.Expr) -> Clamped | None:
+    """The bounds of ``SUM``/``AVG``/``COUNT(..., contribution_bounds_per_group => (L, U))``.
+
+    None for any other call, or bounds written another way (``SUM(x, 0, 10)``,
+    ``CLAMPED BETWEEN``, ``contribution_bounds_per_row``).
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.calls import per_group_bounds
+        >>> from privframe.api.sql.dialect import Privframe
+        >>> per_group_bounds(sqlglot.parse_one(
+        ...     "AVG(x, contribution_bounds_per_group => (0, 5))", read=Privframe)).sql()
+        'CLAMPED(x, 0, 5)'
+        >>> per_group_bounds(sqlglot.parse_one("SUM(x, 0, 5)", read=Privframe)) is None
+        True
+    """
+    argument = node.this if isinstance(node, exp.Sum | exp.Avg | exp.Count) else None
+    if isinstance(argument, Clamped) and argument.meta.get(ORIGINAL_NAME) == PER_GROUP:
+        return argument
+    return None
+
+
+def _per_unit_call(
+    node: exp.Expr, clamped: Clamped, alias: str | None, scope: Scope
+) -> PerUnitBounded:
+    """BigQuery's per-unit clamping of one call: each unit's value in a group, clamped.
+
+    ``SUM(x, ...)`` clamps each unit's sum, ``AVG`` its average (then the
+    averages are averaged), ``COUNT(*)`` its rows, ``COUNT(col)`` its non-null
+    values of col (:mod:`privframe.plan.aggregates.per_unit`).
+    """
+    what = written(node)
+    bounds = _literal_bounds(clamped, what)
+    argument = clamped.this
+    if isinstance(node, exp.Count):
+        counted = None
+        if not isinstance(argument, exp.Star):
+            if not isinstance(argument, exp.Column):
+                raise unsupported(node, f"{what} of an expression with {PER_GROUP}")
+            counted = scope.column(argument)
+        result = per_unit_bounded("count", None, bounds)
+        if counted is not None:
+            result = PerUnitBounded("count", counted, result.lower, result.upper)
+        name = alias or ("count" if counted is None else f"count_{counted}")
+        return result.alias(name)
+    if not isinstance(argument, exp.Column):
+        raise unsupported(
+            node,
+            f"{what} of an expression with {PER_GROUP}",
+            "the per-unit value is of a column: compute the expression in a subquery's "
+            "select list and aggregate its column",
+        )
+    kind: Literal["sum", "mean"] = "sum" if isinstance(node, exp.Sum) else "mean"
+    result = per_unit_bounded(kind, scope.column(argument), bounds)
+    return result.alias(alias) if alias is not None else result
 
 
 def aggregate(
     node: exp.Expr, alias: str | None, scope: Scope, unit: str | None, name: str | None = None
-) -> Aggregate:
+) -> Aggregate | PerUnitBounded:
     """The builder aggregate of the SQL aggregate call ``node``, named ``alias`` if given.
 
     ``unit`` is the privacy unit (``COUNT(DISTINCT unit)`` counts units).
@@ -111,7 +173,9 @@ def _family(node: exp.Func) -> type[Summed] | None:
 
 def _base_aggregate(
     node: exp.Expr, alias: str | None, scope: Scope, unit: str | None, name: str | None
-) -> Aggregate:
+) -> Aggregate | PerUnitBounded:
+    if scope.per_unit_clamping and (clamped := per_group_bounds(node)) is not None:
+        return _per_unit_call(node, clamped, alias, scope)
     if isinstance(node, exp.Count):
         return _count(node, alias, scope, unit)
     if isinstance(node, exp.Anonymous) and node.name.upper() == "MEAN":

@@ -99,6 +99,8 @@ class Scope:
         self._null_keys: dict[str, list[str]] = {}  # a LEFT JOIN's right keys, NULL in SQL
         self._private_keys: set[str] = set()  # the joined private tables' keys
         self.derived: dict[str, pl.Expr] = {}
+        # BigQuery's per-unit clamping (calls.per_group_bounds): set by translate for the query.
+        self.per_unit_clamping = False
         self.rows = Rows(self.column)
         self.from_rows: FromRows | None = None  # a FROM subquery's rows, before its WHERE
         # Names a derived column must not take: it would replace the data's column.

@@ -43,6 +43,7 @@ from privframe.api.sql.released import (
 )
 from privframe.api.sql.scope import Scope
 from privframe.plan.aggregates import Aggregate
+from privframe.plan.aggregates.per_unit import PerUnitBounded
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Item:
 
     name: str
     node: exp.Expr  # the item without its alias and outer parentheses
-    aggregate: Aggregate | None
+    aggregate: Aggregate | PerUnitBounded | None
     group: str | None = None  # for a group column: the name the release gives it
     hidden: bool = False
 

@@ -22,11 +22,13 @@ from sqlglot import exp
 from privframe.accounting.budgets import zCDP
 from privframe.api.query import Query
 from privframe.api.sql._common import TABLE, builder_refusal, construct, refuse
-from privframe.api.sql.calls import count_limit, rounds_to_integer
+from privframe.api.sql.calls import PER_GROUP, count_limit, per_group_bounds, rounds_to_integer
+from privframe.api.sql.dialect import ORIGINAL_NAME, Clamped
 from privframe.api.sql.groups import group_by, group_keys, public_keys
 from privframe.api.sql.metadata import Column
 from privframe.api.sql.options import PrivacyOptions, read_options
 from privframe.api.sql.post import Post, post_processing
+from privframe.api.sql.released import aggregate_calls
 from privframe.api.sql.scope import Scope
 from privframe.api.sql.select_list import select_items
 from privframe.api.sql.sources import Private
@@ -147,6 +149,85 @@ def limits_of(
     return Bound(groups, rows or given.max_rows_per_group, given.max_rows)
 
 
+def per_unit_clamping(
+    statement: exp.Select,
+    options: PrivacyOptions | None,
+    given: Bound | None,
+    unit: str | None,
+) -> bool:
+    """Whether the query clamps each unit's value in a group, as BigQuery does.
+
+    So it is in a differential privacy clause whose SUM or AVG has
+    ``contribution_bounds_per_group`` when neither the Session nor the call
+    gives a row limit (``max_rows_per_group``, ``max_rows``): then every
+    aggregate must be a SUM, AVG or COUNT with ``contribution_bounds_per_group``
+    (they all read one per-unit stage). A query whose only per-group bounds
+    are a COUNT's keeps them as its row limit, which counts the same
+    (:func:`~privframe.api.sql.calls.count_limit`); with a row limit given,
+    rows are clamped (docs/sql.md, "Per-unit clamping").
+
+    In any differential privacy clause, ``contribution_bounds_per_group`` on
+    another function (``VAR_POP``, ``PERCENTILE_CONT``, ...) is refused:
+    BigQuery defines it for SUM, AVG and COUNT only, and ZetaSQL's others take
+    ``contribution_bounds_per_row``.
+
+    Raises:
+        SQLError: such a query has an aggregate that is not one of them.
+
+    Example:
+        >>> import sqlglot
+        >>> from privframe.api.sql.dialect import Privframe
+        >>> from privframe.api.sql.options import read_options
+        >>> from privframe.api.sql.statement import privacy_clause
+        >>> from privframe.api.sql.translate import per_unit_clamping
+        >>> select = sqlglot.parse_one(
+        ...     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6) "
+        ...     "SUM(x, contribution_bounds_per_group => (0, 5)) FROM t", read=Privframe)
+        >>> options = read_options(privacy_clause(select), "u", needs_delta=True)
+        >>> per_unit_clamping(select, options, None, "u")
+        True
+    """
+    if options is None or unit is None:
+        return False
+    having, order = statement.args.get("having"), statement.args.get("order")
+    parts = [*statement.expressions, *([having.this] if having is not None else [])]
+    parts += order.expressions if order is not None else []
+    calls = [call for part in parts for call in aggregate_calls(part)]
+    for call in calls:
+        bounds = next(
+            (c for c in call.find_all(Clamped) if c.meta.get(ORIGINAL_NAME) == PER_GROUP), None
+        )
+        if bounds is not None and per_group_bounds(call) is None:
+            what = construct(call)
+            raise refuse(
+                call,
+                what,
+                "BigQuery defines contribution_bounds_per_group for SUM, AVG and COUNT only "
+                f"(each unit's value in a group clamped); ZetaSQL's {what} takes "
+                "contribution_bounds_per_row (each row clamped), and no per-unit value has its "
+                f"meaning: write {what}(x, contribution_bounds_per_row => (lower, upper)) with a "
+                "row limit, contributions=pf.Bound(max_rows_per_group=...)",
+            )
+    if given is not None and (given.max_rows_per_group is not None or given.max_rows is not None):
+        return False
+    clamped = [c for c in calls if per_group_bounds(c) is not None]
+    if not any(isinstance(c, exp.Sum | exp.Avg) for c in clamped):
+        return False
+    for call in calls:
+        if per_group_bounds(call) is None:
+            what = construct(call)
+            raise refuse(
+                call,
+                what,
+                "in this query contribution_bounds_per_group clamps each privacy unit's value "
+                f"in a group (BigQuery's per-unit clamping, one per-unit stage), and this {what} "
+                "would clamp rows: one query takes one kind. Give it "
+                "contribution_bounds_per_group too (SUM, AVG and COUNT take them), or give a "
+                "row limit, contributions=pf.Bound(max_rows_per_group=...), to clamp rows",
+            )
+    return True
+
+
 def _no_row_limit(options: PrivacyOptions) -> SQLError:
     """BigQuery needs no row limit (it clamps each unit's per-group aggregate); privframe does."""
     return SQLError(
@@ -154,7 +235,9 @@ def _no_row_limit(options: PrivacyOptions) -> SQLError:
         "BigQuery clamps each unit's aggregate per group; privframe clamps each row and keeps "
         "at most max_rows_per_group rows of a unit in a group. Give it in the query, e.g. "
         "COUNT(*, contribution_bounds_per_group => (0, 5)), or on the Session or the call: "
-        "contributions=pf.Bound(max_rows_per_group=5)",
+        "contributions=pf.Bound(max_rows_per_group=5); or clamp each unit's value in a "
+        "group as BigQuery does, with contribution_bounds_per_group on every SUM, AVG and "
+        "COUNT",
         construct=options.construct,
         position=options.position,
     )
@@ -176,7 +259,15 @@ def _translate(
         query, stage = joined(scope, query, join)
         stages.append(stage)
         _fits(query, join, "UNNEST" if isinstance(join.this, exp.Unnest) else "JOIN")
-    bound = limits_of(statement, options, scope.private.limits(scope.source, scope.source), unit)
+    given = scope.private.limits(scope.source, scope.source)
+    scope.per_unit_clamping = per_unit_clamping(statement, options, given, unit)
+    if scope.per_unit_clamping:
+        # Each unit's value in a group is clamped: no row limit (the planner derives m = 1).
+        bound: Bound | None = Bound(
+            (options.max_groups if options else None) or (given.max_groups if given else None) or 1
+        )
+    else:
+        bound = limits_of(statement, options, given, unit)
     if bound is not None and any(isinstance(s, PrivateJoin) for s in query.plan.steps):
         # Each table's max_rows bounded its side of the join: the joined rows' limit is
         # the l·r the planner derives from the join.
@@ -232,7 +323,11 @@ def _translate(
     integers = tuple(
         item.aggregate.output_name
         for item in items
-        if item.aggregate is not None and rounds_to_integer(item.node)
+        if item.aggregate is not None
+        and (
+            rounds_to_integer(item.node)
+            or (scope.per_unit_clamping and isinstance(item.node, exp.Count))
+        )
     )
     post = post_processing(statement, items, list(groups), scope.canonical, selection)
     return query, post, integers

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from privframe.plan.aggregates.base import (
     Summary,
     Summed,
 )
+from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_aggregate
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import (
     Z95,
@@ -210,16 +212,34 @@ class Count(Aggregate):
         return {"count": coefficients["count"] / rows**2}
 
 
+@overload
+def count() -> Count: ...
+
+
+@overload
+def count(*, per_unit_bounds: tuple[float, float]) -> PerUnitBounded: ...
+
+
 @hinted(
     "count() counts the rows of each group and takes no column; filter rows first, and name "
     "the output with .alias(...)"
 )
-def count() -> Count:
+def count(*, per_unit_bounds: tuple[float, float] | None = None) -> Count | PerUnitBounded:
     """Count rows per group; the output column is ``count``.
+
+    Args:
+        per_unit_bounds: BigQuery's ``COUNT(*, contribution_bounds_per_group
+            => (L, U))``: each privacy unit's row count in a group is clamped
+            to (L, U), then summed over units; no rows-per-group limit is
+            needed (:mod:`privframe.plan.aggregates.per_unit`).
 
     Example:
         >>> import privframe as pf
         >>> pf.count()
         Count(name=None)
+        >>> pf.count(per_unit_bounds=(0, 5)).upper
+        5.0
     """
+    if per_unit_bounds is not None:
+        return per_unit_aggregate("count", None, None, "midpoint", per_unit_bounds)
     return Count()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from privframe.plan.aggregates.base import (
     summed,
 )
 from privframe.plan.aggregates.count import count_need, spread_columns
+from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_aggregate
 from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
 from privframe.plan.measurements import Z95, Need
 
@@ -115,8 +117,24 @@ class Mean(Summed):
         return self.balance_terms(coefficients, 1.0, worst)
 
 
+@overload
+def mean(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Mean: ...
+
+
+@overload
+def mean(
+    column: str, bounds: None = None, *, per_unit_bounds: tuple[float, float]
+) -> PerUnitBounded: ...
+
+
 @hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
-def mean(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Mean:
+def mean(
+    column: str,
+    bounds: tuple[float, float] | None = None,
+    *,
+    missing: Missing = "midpoint",
+    per_unit_bounds: tuple[float, float] | None = None,
+) -> Mean | PerUnitBounded:
     """Average ``column`` per group, each value clipped to ``bounds`` first.
 
     Args:
@@ -126,6 +144,11 @@ def mean(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoi
             counts it as the bounds' midpoint, ``"drop"`` averages the values
             there are (as SQL's ``AVG``), a number counts it as that value
             (clipped to the bounds).
+        per_unit_bounds: instead of ``bounds``, BigQuery's ``AVG(x,
+            contribution_bounds_per_group => (L, U))``: each privacy unit's
+            average in a group is clamped to (L, U), and the result is the
+            average of these averages
+            (:mod:`privframe.plan.aggregates.per_unit`).
 
     Example:
         >>> import privframe as pf
@@ -134,4 +157,6 @@ def mean(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoi
         >>> pf.mean("age", bounds=(18, 90), missing="drop").keys()[1]
         'count(age)'
     """
+    if per_unit_bounds is not None or bounds is None:
+        return per_unit_aggregate("mean", column, bounds, missing, per_unit_bounds)
     return summed(Mean, column, bounds, missing)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -50,6 +51,7 @@ from privframe.plan.aggregates.base import (
     summed,
 )
 from privframe.plan.aggregates.count import count_need, gaussian_columns, spread_columns
+from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_aggregate
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import Z95, GridRange, Measurement, Need
 
@@ -161,8 +163,24 @@ class Sum(Summed):
         return terms
 
 
+@overload
+def sum(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Sum: ...
+
+
+@overload
+def sum(
+    column: str, bounds: None = None, *, per_unit_bounds: tuple[float, float]
+) -> PerUnitBounded: ...
+
+
 @hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
-def sum(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Sum:
+def sum(
+    column: str,
+    bounds: tuple[float, float] | None = None,
+    *,
+    missing: Missing = "midpoint",
+    per_unit_bounds: tuple[float, float] | None = None,
+) -> Sum | PerUnitBounded:
     """Sum ``column`` per group, each value clipped to ``bounds`` first.
 
     Args:
@@ -172,6 +190,11 @@ def sum(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoin
         missing: what a null or NaN value does: ``"midpoint"`` (the default)
             adds the bounds' midpoint for it, ``"drop"`` adds nothing for its
             row, a number adds that value (clipped to the bounds).
+        per_unit_bounds: instead of ``bounds``, BigQuery's clamping
+            (``SUM(x, contribution_bounds_per_group => (L, U))``): each
+            privacy unit's sum of its rows in a group is clamped to (L, U),
+            then summed over units; no rows-per-group limit is needed
+            (:mod:`privframe.plan.aggregates.per_unit`).
 
     Example:
         >>> import privframe as pf
@@ -180,4 +203,6 @@ def sum(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoin
         >>> pf.sum("amount", bounds=(0, 1000), missing="drop").keys()
         ('centred_sum(amount, [0, 1000], missing drop)', 'count(amount)')
     """
+    if per_unit_bounds is not None or bounds is None:
+        return per_unit_aggregate("sum", column, bounds, missing, per_unit_bounds)
     return summed(Sum, column, bounds, missing)
