@@ -17,6 +17,8 @@ import pytest
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
 
+pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+
 # Units with several rows in a group, so that the per-unit bounds bind (unit 1's sum in "a"
 # is 30 > 20, its count 3 > 2), a null value (skipped, as BigQuery skips NULLs) and a unit
 # whose only value in "b" is null (no per-unit sum or average: it adds nothing).
