@@ -601,15 +601,15 @@ class Query:
             raise InvalidValueError(
                 f"two aggregates would both be called {duplicates}; give one an .alias(...)"
             )
-        query = self
         if any(isinstance(a, PerUnitBounded) for a in flat):
-            query, flat = self._clamped_per_unit(flat)
-        combined = (*query.plan.aggregates, *(a for a in flat if isinstance(a, Aggregate)))
-        return query._with(aggregates=combined)
+            query, added = self._clamped_per_unit(flat)
+        else:
+            query, added = self, [a for a in flat if isinstance(a, Aggregate)]
+        return query._with(aggregates=(*query.plan.aggregates, *added))
 
     def _clamped_per_unit(
         self, flat: Sequence[Aggregate | PerUnitBounded]
-    ) -> tuple[Query, list[Aggregate | PerUnitBounded]]:
+    ) -> tuple[Query, list[Aggregate]]:
         """Aggregates with ``per_unit_bounds`` as the per-unit stage and aggregates of its values.
 
         ``per_unit(<group columns>, <value>=pf.unit.sum(x))`` then
@@ -640,7 +640,7 @@ class Query:
             )
         group_by = self.plan.group_by
         values: dict[str, UnitValue] = {}
-        out: list[Aggregate | PerUnitBounded] = []
+        out: list[Aggregate] = []
         for agg in flat:
             assert isinstance(agg, PerUnitBounded)
             name = agg.value_name
