@@ -611,3 +611,18 @@ def test_steps_over_units_have_no_wire_form_yet(sess: pf.Session) -> None:
     query = sess.query().per_unit(n=pf.unit.count()).agg(pf.count())
     with pytest.raises(pf.InvalidArgumentError, match="per_unit has no wire form yet"):
         encode_plan(query.plan)
+
+
+def test_a_release_over_decimal_list_elements_never_fails_on_the_data() -> None:
+    # Decimal elements used to reach the per-person sum as decimals, whose overflow
+    # failed the release on some data only (one bit per query, for free).
+    big = 9 * 10**37
+    df = pl.DataFrame(
+        {"u": [1, 2], "d": [[big, big], [1]]},
+        schema={"u": pl.Int64, "d": pl.List(pl.Decimal(38, 0))},
+    )
+    one = pf.Session(df, "u", pf.zCDP(10.0))
+    query = one.query().flat_map("d", max_rows=2).per_unit(total=pf.unit.sum("d"))
+    released = query.agg(pf.sum("total", (0, 10))).release(rho=0.1)
+    assert released.columns == ["total_sum"]
+    assert one.spent.rho == 0.1
