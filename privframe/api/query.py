@@ -35,8 +35,9 @@ from privframe.engines.spec import FlatMap, PerUnit, PrivateJoin, RowStep, UnitC
 from privframe.engines.unit_values import UnitValue
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.numeric import Number
+from privframe.plan import auto_bounds
 from privframe.plan.aggregates import Aggregate, Mean, Sum
-from privframe.plan.aggregates.base import summed
+from privframe.plan.aggregates.base import AUTO, summed
 from privframe.plan.aggregates.per_unit import PerUnitBounded
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan
@@ -487,6 +488,28 @@ class Query:
         return self._with(bound=Bound(max_groups, max_rows_per_group, max_rows))
 
     @hinted()
+    def bounds_share(self, share: Number) -> Query:
+        """The share of each release's budget that chooses the ``bounds="auto"`` bounds.
+
+        An aggregate with ``bounds="auto"`` (or ``per_unit_bounds="auto"``) has
+        its bounds chosen privately when the query is released: ``share`` of
+        the release's ρ measures a noisy histogram of its column, the rest
+        releases the query (:mod:`privframe.plan.auto_bounds`; the default
+        share is 1/10). ``explain`` shows both parts; the ledger records each.
+
+        Raises:
+            InvalidBudgetError: ``share`` is not in (0, 1).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"u": [1]}), "u", pf.zCDP(1.0))
+            >>> sess.query().bounds_share(0.25).plan.bounds_share
+            Fraction(1, 4)
+        """
+        return self._with(bounds_share=auto_bounds.check_share(share))
+
+    @hinted()
     def group_by(
         self,
         columns: str | Sequence[str],
@@ -654,7 +677,7 @@ class Query:
                     agg.column
                 )
             family = Mean if agg.kind == "mean" else Sum
-            bounds = (agg.lower, agg.upper)
+            bounds = AUTO if agg.auto else (agg.lower, agg.upper)
             out.append(summed(family, name, bounds, agg.missing).alias(agg.output_name))
         return self.per_unit(*group_by, **values), out
 

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -60,6 +61,7 @@ from privframe.errors import (
 )
 from privframe.mechanisms.noise import Randomness
 from privframe.numeric import Number, round_up
+from privframe.plan import auto_bounds
 from privframe.plan.explanation import Explanation, explain, explained, with_charge
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.release import Batch, Computed, Pipeline, added, describe, zero_cost
@@ -516,6 +518,23 @@ class Session(SQLEntry):
         """
         validate(self._table_schema(plan), self._unit, plan, self._schemas)
         amount = self._pipeline.asked(rho, epsilon)
+        if auto_bounds.asks(plan):
+            # The bounds' share is spent first; the rest releases the plan (stand-in bounds).
+            whole = self._pipeline.choosing_bounds(amount)
+            rest = auto_bounds.split(plan, whole)[1]
+            explanation = self._explained(plan, rest, weights, delta)
+            note = auto_bounds.explain_note(plan, whole)
+            return dataclasses.replace(explanation, notes=(*explanation.notes, note))
+        return self._explained(plan, amount, weights, delta)
+
+    def _explained(
+        self,
+        plan: Plan,
+        amount: Number,
+        weights: Mapping[str, float] | Balance | None,
+        delta: Number | None,
+    ) -> Explanation:
+        """:meth:`explain` of a plan with public bounds, at ``amount`` (ρ, or ε)."""
         if not isinstance(self._accountant.budget, zCDP):
             before = zero_cost(type(self._accountant.budget))
             release = self._pipeline.planned(plan, amount, weights, delta, before)
@@ -600,9 +619,14 @@ class Session(SQLEntry):
         plan, options = request.query.plan, request.options
         amount = self._pipeline.asked(request.rho, request.epsilon)
         schema = self.check(plan, options.computes_errors)
+        chosen = None
+        if auto_bounds.asks(plan):
+            plan, amount, chosen = self._pipeline.choose_bounds(
+                plan, amount, options, schema, before
+            )
         release = self._pipeline.plan(plan, amount, options.weights, options.delta, before)
         exact = self._pipeline.aggregate(self._pipeline.spec(plan, release, schema))
-        return Computed(plan, release, exact, options, request.finish)
+        return Computed(plan, release, exact, options, request.finish, chosen)
 
 
 def _open_table(

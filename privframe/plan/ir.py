@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass
+from fractions import Fraction
 
 import polars as pl
 
@@ -80,6 +81,7 @@ class Plan:
     aggregates: tuple[Aggregate, ...] = ()
     other: str | None = None
     table: str | None = None
+    bounds_share: Fraction | None = None
 
     def __post_init__(self) -> None:
         if self.keys is not None and not set(self.keys.columns) <= set(self.group_by):

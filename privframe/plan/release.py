@@ -53,11 +53,17 @@ from privframe.accounting.ledger import LedgerEntry
 from privframe.engines.contributions import ContributionSpec, SupportsContributions
 from privframe.engines.inputs import PanicException
 from privframe.engines.spec import DISTINCT, AggregationSpec, Engine, PrivateJoin, RowStep, Step
-from privframe.errors import InvalidArgumentError, InvalidBudgetError, InvalidValueError
+from privframe.errors import (
+    InvalidArgumentError,
+    InvalidBudgetError,
+    InvalidValueError,
+    PrivframeError,
+)
 from privframe.mechanisms.draws import NoiseDraw, noise_vectors
 from privframe.mechanisms.noise import Randomness, SystemRandomness, discrete_gaussian
 from privframe.numeric import Number, round_down
 from privframe.numeric import exact as exact_number
+from privframe.plan import auto_bounds
 from privframe.plan.aggregates.quantile import choose_quantiles, histogram_specs
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys
@@ -73,7 +79,7 @@ from privframe.plan.planner import (
 from privframe.plan.postprocess import estimate_outputs
 from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
-from privframe.plan.tuning import TuningDesign
+from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, TuningDesign, read
 
 __all__ = ["Batch", "Computed", "Pipeline", "added", "asked_budget", "describe", "zero_cost"]
 
@@ -155,6 +161,7 @@ class Computed:
     exact: pl.DataFrame
     options: ReleaseOptions
     finish: Callable[[pl.DataFrame], pl.DataFrame] | None
+    auto_bounds: Mapping[str, Any] | None = None  # the bounds chosen at release, if any
 
 
 class Pipeline:
@@ -328,6 +335,75 @@ class Pipeline:
             for piece in tuning.pieces
         }
 
+    def choosing_bounds(self, rho: Number) -> Fraction:
+        """The ρ a release that chooses its bounds spends; refused outside zCDP sessions.
+
+        Raises:
+            InvalidValueError: the session's budget is not zCDP.
+        """
+        if not isinstance(self.accountant.budget, zCDP):
+            raise InvalidValueError(
+                'bounds="auto" measures a histogram with Gaussian noise and spends rho, and this '
+                f"session's budget is {self.accountant.budget!r}: give the bounds"
+            )
+        return self.accountant.affordable(rho)
+
+    def choose_bounds(
+        self,
+        plan: Plan,
+        rho: Number,
+        options: ReleaseOptions,
+        schema: pl.Schema,
+        before: Spendable,
+    ) -> tuple[Plan, Fraction, dict[str, Any]]:
+        """Choose the ``bounds="auto"`` bounds: the plan with them, the rest of ρ, the record.
+
+        Budget before bytes (:mod:`privframe.plan.auto_bounds`): the whole
+        ``rho`` must fit after ``before`` and the release must plan at the rest
+        (with stand-in bounds) before anything is read; then the values
+        histograms are charged as their own ledger entry and drawn, and the
+        bounds read from them.
+
+        Raises:
+            InvalidValueError: the session's budget is not zCDP, or no bounds
+                could be chosen (after the histograms were charged).
+            BudgetExceededError: ``rho`` does not fit; nothing is read.
+        """
+        share, rest = auto_bounds.split(plan, self.choosing_bounds(rho))
+        after = added(before, zCDP(share))
+        self.plan(plan, rest, options.weights, options.delta, after)
+        design = auto_bounds.design(plan, self.unit is not None, share)
+        placeholder = self.planned(plan, rest, options.weights, options.delta, after)
+        spec = ContributionSpec(
+            self.spec(plan, placeholder, schema),
+            SCALE,
+            (),
+            (),
+            auto_bounds.columns(plan),
+            MAGNITUDE_EDGES,
+        )
+        label = f"{options.label}: bounds" if options.label else "bounds"
+        description = {
+            **design.describe(),
+            "auto_bounds": {"share": str(auto_bounds.share_of(plan)), "release_rho": float(rest)},
+        }
+        estimates = read(design, self.measure_contributions(design, spec, label, description))
+
+        def plannable(candidate: Plan) -> bool:
+            try:
+                self.planned(candidate, rest, options.weights, options.delta, before)
+            except PrivframeError:
+                return False
+            return True
+
+        resolved, chosen = auto_bounds.resolve(plan, estimates, plannable)
+        record = {
+            "share": str(auto_bounds.share_of(plan)),
+            "bounds_rho": float(share),
+            "chosen": {name: list(pair) for name, pair in chosen.items()},
+        }
+        return resolved, rest, record
+
     def spec(self, plan: Plan, release: ReleasePlan, schema: pl.Schema) -> AggregationSpec:
         """What the engine computes for ``release``, every privacy decision made."""
         keys, steps = None, plan.steps
@@ -366,7 +442,10 @@ class Pipeline:
                 Spend(
                     c.release.cost,
                     label=c.options.label,
-                    description=describe(c.plan, c.release),
+                    description={
+                        **describe(c.plan, c.release),
+                        **({} if c.auto_bounds is None else {"auto_bounds": dict(c.auto_bounds)}),
+                    },
                     seeded=seeded,
                 )
                 for c in computed

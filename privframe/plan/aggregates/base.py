@@ -45,6 +45,8 @@ from privframe.plan.measurements import (
 )
 
 __all__ = [
+    "AUTO",
+    "AUTO_STAND_IN",
     "BOUNDS_HINT",
     "CI95_SUFFIX",
     "ERROR_SUFFIXES",
@@ -56,6 +58,7 @@ __all__ = [
     "STD_SUFFIX",
     "Aggregate",
     "Bounded",
+    "Bounds",
     "GridNeed",
     "Measured",
     "Missing",
@@ -68,8 +71,22 @@ __all__ = [
 BOUNDS_HINT = (
     "bounds=(lower, upper) are public clipping bounds: finite numbers, lower < upper, chosen "
     "from knowledge of the domain (e.g. bounds=(0, 1000)), never computed from the data; "
-    "values outside them are clipped to them"
+    'values outside them are clipped to them. Or bounds="auto": the release spends a share '
+    "of its budget choosing them privately (Query.bounds_share)"
 )
+
+AUTO = "auto"
+"""The ``bounds`` value that asks the release to choose the bounds privately."""
+
+Bounds = tuple[float, float] | Literal["auto"]
+"""An aggregate's ``bounds``: a public (lower, upper) pair, or :data:`AUTO`."""
+
+AUTO_STAND_IN = (0.0, 1.0)
+"""The bounds an aggregate with ``bounds="auto"`` holds until its release chooses them.
+
+Only ``explain`` plans with them (per unit of the bounds' magnitude); a
+release replaces them first (:mod:`privframe.plan.auto_bounds`).
+"""
 
 MISSING_HINT = (
     'missing= says what a null or NaN value does: "midpoint" (the default) counts it as the '
@@ -332,11 +349,16 @@ def check_column(column: object) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Bounded(Aggregate, abstract=True):
-    """An aggregate of one numeric column whose values are clipped to public bounds."""
+    """An aggregate of one numeric column whose values are clipped to public bounds.
+
+    With ``auto`` its bounds are :data:`AUTO_STAND_IN` until its release
+    chooses them privately (:mod:`privframe.plan.auto_bounds`).
+    """
 
     column: str
     lower: float
     upper: float
+    auto: bool = False
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -425,8 +447,12 @@ def bounded(cls: type[_B], column: object, bounds: object) -> _B:
         >>> from privframe.plan.aggregates.base import bounded
         >>> bounded(Sum, "x", (0, 1)).upper
         1.0
+        >>> bounded(Sum, "x", "auto").auto
+        True
     """
     name = check_column(column)
+    if isinstance(bounds, str) and bounds == AUTO:
+        return cls(column=name, lower=AUTO_STAND_IN[0], upper=AUTO_STAND_IN[1], auto=True)
     lower, upper = check_bounds(cls.__name__.lower(), name, bounds)
     return cls(column=name, lower=lower, upper=upper)
 

@@ -28,6 +28,7 @@ from privframe.plan.aggregates.base import (
     CI95_SUFFIX,
     STD_SUFFIX,
     Aggregate,
+    Bounds,
     Measured,
     Summary,
     Summed,
@@ -217,14 +218,14 @@ def count() -> Count: ...
 
 
 @overload
-def count(*, per_unit_bounds: tuple[float, float]) -> PerUnitBounded: ...
+def count(*, per_unit_bounds: Bounds) -> PerUnitBounded: ...
 
 
 @hinted(
     "count() counts the rows of each group and takes no column; filter rows first, and name "
     "the output with .alias(...)"
 )
-def count(*, per_unit_bounds: tuple[float, float] | None = None) -> Count | PerUnitBounded:
+def count(*, per_unit_bounds: Bounds | None = None) -> Count | PerUnitBounded:
     """Count rows per group; the output column is ``count``.
 
     Args:

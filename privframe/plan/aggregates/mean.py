@@ -29,6 +29,7 @@ from privframe._arguments import hinted
 from privframe.plan.aggregates.base import (
     BOUNDS_HINT,
     MISSING_HINT,
+    Bounds,
     Measured,
     Missing,
     Summary,
@@ -118,22 +119,20 @@ class Mean(Summed):
 
 
 @overload
-def mean(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Mean: ...
+def mean(column: str, bounds: Bounds, *, missing: Missing = "midpoint") -> Mean: ...
 
 
 @overload
-def mean(
-    column: str, bounds: None = None, *, per_unit_bounds: tuple[float, float]
-) -> PerUnitBounded: ...
+def mean(column: str, bounds: None = None, *, per_unit_bounds: Bounds) -> PerUnitBounded: ...
 
 
 @hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
 def mean(
     column: str,
-    bounds: tuple[float, float] | None = None,
+    bounds: Bounds | None = None,
     *,
     missing: Missing = "midpoint",
-    per_unit_bounds: tuple[float, float] | None = None,
+    per_unit_bounds: Bounds | None = None,
 ) -> Mean | PerUnitBounded:
     """Average ``column`` per group, each value clipped to ``bounds`` first.
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from privframe.errors import InvalidArgumentError
-from privframe.plan.aggregates.base import check_bounds, check_column
+from privframe.plan.aggregates.base import AUTO, AUTO_STAND_IN, check_bounds, check_column
 
 Kind = Literal["sum", "count", "mean"]
 
@@ -46,7 +46,8 @@ class PerUnitBounded:
     rows, ``"mean"`` of ``column``) and how the clamped values combine (a sum
     over units, or for ``"mean"`` their average). Not a plan aggregate:
     :meth:`Query.agg <privframe.api.query.Query.agg>` rewrites it (see the
-    module docstring).
+    module docstring). With ``auto`` the bounds are chosen at release
+    (:mod:`privframe.plan.auto_bounds`) and ``lower``, ``upper`` are stand-ins.
     """
 
     kind: Kind
@@ -54,6 +55,7 @@ class PerUnitBounded:
     lower: float
     upper: float
     name: str | None = None
+    auto: bool = False
 
     def alias(self, name: str) -> PerUnitBounded:
         """The same aggregate with its output named ``name``."""
@@ -84,12 +86,18 @@ class PerUnitBounded:
 def per_unit_bounded(kind: Kind, column: str | None, bounds: object) -> PerUnitBounded:
     """A :class:`PerUnitBounded` after checking its bounds (finite numbers, lower < upper).
 
+    ``"auto"`` bounds are chosen at release.
+
     Example:
         >>> from privframe.plan.aggregates.per_unit import per_unit_bounded
         >>> per_unit_bounded("count", None, (0, 5)).output_name
         'count'
+        >>> per_unit_bounded("sum", "x", "auto").auto
+        True
     """
     name = None if column is None else check_column(column)
+    if isinstance(bounds, str) and bounds == AUTO:
+        return PerUnitBounded(kind, name, *AUTO_STAND_IN, auto=True)
     lower, upper = check_bounds(kind, name or "rows", bounds)  # the same checks as any bounds
     return PerUnitBounded(kind, name, float(lower), float(upper))
 

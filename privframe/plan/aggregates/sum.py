@@ -43,6 +43,7 @@ from privframe._arguments import hinted
 from privframe.plan.aggregates.base import (
     BOUNDS_HINT,
     MISSING_HINT,
+    Bounds,
     GridNeed,
     Measured,
     Missing,
@@ -164,22 +165,20 @@ class Sum(Summed):
 
 
 @overload
-def sum(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Sum: ...
+def sum(column: str, bounds: Bounds, *, missing: Missing = "midpoint") -> Sum: ...
 
 
 @overload
-def sum(
-    column: str, bounds: None = None, *, per_unit_bounds: tuple[float, float]
-) -> PerUnitBounded: ...
+def sum(column: str, bounds: None = None, *, per_unit_bounds: Bounds) -> PerUnitBounded: ...
 
 
 @hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
 def sum(
     column: str,
-    bounds: tuple[float, float] | None = None,
+    bounds: Bounds | None = None,
     *,
     missing: Missing = "midpoint",
-    per_unit_bounds: tuple[float, float] | None = None,
+    per_unit_bounds: Bounds | None = None,
 ) -> Sum | PerUnitBounded:
     """Sum ``column`` per group, each value clipped to ``bounds`` first.
 

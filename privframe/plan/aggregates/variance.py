@@ -28,6 +28,7 @@ from privframe._arguments import hinted
 from privframe.plan.aggregates.base import (
     BOUNDS_HINT,
     MISSING_HINT,
+    Bounds,
     GridNeed,
     Measured,
     Missing,
@@ -205,7 +206,7 @@ class Std(Var):
 
 
 @hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
-def var(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Var:
+def var(column: str, bounds: Bounds, *, missing: Missing = "midpoint") -> Var:
     """Variance of ``column`` per group, each value clipped to ``bounds`` first.
 
     ``missing`` says what a null or NaN value does, as in :func:`~privframe.sum`.
@@ -219,7 +220,7 @@ def var(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoin
 
 
 @hinted(bounds=BOUNDS_HINT, missing=MISSING_HINT)
-def std(column: str, bounds: tuple[float, float], *, missing: Missing = "midpoint") -> Std:
+def std(column: str, bounds: Bounds, *, missing: Missing = "midpoint") -> Std:
     """Standard deviation of ``column`` per group, each value clipped to ``bounds`` first.
 
     ``missing`` says what a null or NaN value does, as in :func:`~privframe.sum`.

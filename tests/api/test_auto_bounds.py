@@ -1,0 +1,143 @@
+"""Automatic bounds: ``bounds="auto"`` spends a stated share of the release choosing them."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import polars as pl
+import pytest
+
+import privframe as pf
+from privframe.mechanisms.noise import SeededRandomness
+
+pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+
+KEYS = ["a", "b", "c"]
+
+
+def _frame(n: int = 3000) -> pl.DataFrame:
+    """n people, 1-3 rows each in one of three groups; x in [10, 90], a few rows null."""
+    rng = np.random.default_rng(3)
+    rows = [
+        (u, KEYS[u % 3], None if rng.random() < 0.02 else float(rng.uniform(10, 90)))
+        for u in range(n)
+        for _ in range(1 + u % 3)
+    ]
+    return pl.DataFrame(rows, schema=["u", "g", "x"], orient="row")
+
+
+def _session(budget: object = None, seed: int = 1) -> pf.Session:
+    return pf.Session(_frame(), "u", budget or pf.zCDP(100.0), rng=SeededRandomness(seed))
+
+
+def _query(sess: pf.Session) -> pf.Query:
+    return (
+        sess.query()
+        .bound(max_rows_per_group=3)
+        .group_by("g", keys=KEYS)
+        .agg(pf.sum("x", bounds="auto", missing="drop"), pf.mean("x", bounds="auto"))
+    )
+
+
+def test_a_release_charges_the_bounds_share_and_the_rest_as_two_entries() -> None:
+    sess = _session()
+    _query(sess).bounds_share(Fraction(1, 4)).release(rho=2, label="wages")
+    entries = [(e.label, e.cost.exact_rho) for e in sess.ledger]
+    assert entries == [("wages: bounds", Fraction(1, 2)), ("wages", Fraction(3, 2))]
+    assert sess.spent.exact_rho == 2
+    assert sess.ledger[0].description["auto_bounds"]["share"] == "1/4"
+
+
+def test_the_chosen_bounds_cover_the_data_and_are_recorded_in_the_ledger() -> None:
+    sess = _session()
+    out = _query(sess).release(rho=50)
+    chosen = sess.ledger[-1].description["auto_bounds"]["chosen"]
+    for name in ("x_sum", "x_mean"):
+        lower, upper = chosen[name]
+        # Half-octave buckets around [10, 90]: the bounds clip nothing.
+        assert 5.6 < lower <= 10
+        assert 90 <= upper < 128
+    exact = _frame().group_by("g").agg(pl.col("x").sum().alias("s")).sort("g")
+    released = out.sort("g")
+    assert np.allclose(released["x_sum"], exact["s"], rtol=2e-3)
+    assert sess.ledger[-1].description["auto_bounds"]["bounds_rho"] == pytest.approx(5.0)
+
+
+def test_per_unit_bounds_auto_clamps_each_units_total_at_chosen_bounds() -> None:
+    sess = _session()
+    q = sess.query().group_by("g", keys=KEYS).agg(pf.sum("x", per_unit_bounds="auto"))
+    out = q.release(rho=50).sort("g")
+    per_unit = (
+        _frame().group_by("u", "g").agg(pl.col("x").sum()).group_by("g").agg(pl.col("x").sum())
+    )
+    assert np.allclose(out["x_sum"], per_unit.sort("g")["x"], rtol=2e-3)
+    lower, upper = sess.ledger[-1].description["auto_bounds"]["chosen"]["x_sum"]
+    # Most people's totals are at most 3 × 90; the top bucket holds those in [181, 256).
+    assert lower <= 10
+    assert upper >= 256
+
+
+def test_explain_states_the_share_and_the_rest_and_spends_nothing() -> None:
+    sess = _session()
+    explanation = _query(sess).bounds_share(0.2).explain(rho=1)
+    assert explanation.plan.cost.exact_rho == Fraction(4, 5)
+    note = explanation.notes[-1]
+    assert "share 1/5 of the budget: rho = 0.2" in note
+    assert "rest, rho = 0.8" in note
+    assert "x_sum's, x_mean's bounds are chosen at release" in note
+    assert sess.spent.rho == 0
+
+
+@pytest.mark.parametrize("share", [0, -0.1, 1, 1.5, float("nan")])
+def test_a_share_outside_zero_one_is_refused(share: float) -> None:
+    with pytest.raises(pf.InvalidBudgetError, match=r"bounds_share must be a number in \(0, 1\)"):
+        _query(_session()).bounds_share(share)
+
+
+def test_a_share_that_is_not_a_number_is_refused() -> None:
+    with pytest.raises(pf.InvalidArgumentError, match="bounds_share must be a real number"):
+        _query(_session()).bounds_share("half")  # type: ignore[arg-type]
+
+
+def test_a_release_over_the_budget_reads_and_charges_nothing() -> None:
+    sess = _session(pf.zCDP(1.0))
+    with pytest.raises(pf.BudgetExceededError):
+        _query(sess).release(rho=1.5)
+    assert len(sess.ledger) == 0
+
+
+def test_a_release_that_cannot_be_planned_is_refused_before_the_bounds_are_charged() -> None:
+    sess = _session()
+    q = sess.query().group_by("g", keys=KEYS).agg(pf.sum("x", bounds="auto"))  # no bound()
+    with pytest.raises(pf.InvalidValueError, match="contribution limits"):
+        q.release(rho=1)
+    assert len(sess.ledger) == 0
+
+
+def test_sessions_that_do_not_spend_rho_refuse_automatic_bounds() -> None:
+    sess = _session(pf.PureDP(10.0))
+    with pytest.raises(pf.InvalidValueError, match='bounds="auto" measures a histogram'):
+        _query(sess).release(epsilon=1)
+    assert len(sess.ledger) == 0
+
+
+def test_too_few_people_for_the_share_is_refused_after_the_share_is_spent() -> None:
+    small = _frame().filter(pl.col("u") < 4)
+    sess = pf.Session(small, "u", pf.zCDP(1.0), rng=SeededRandomness(2))
+    with pytest.raises(pf.InvalidValueError, match="no values above its noise"):
+        _query(sess).release(rho=0.01)
+    assert [e.label for e in sess.ledger] == ["bounds"]
+    assert sess.spent.exact_rho == Fraction(1, 1000)
+
+
+def test_given_and_automatic_bounds_mix_in_one_query() -> None:
+    sess = _session()
+    q = (
+        sess.query()
+        .bound(max_rows_per_group=3)
+        .agg(pf.sum("x", (0, 100)).alias("given"), pf.mean("x", bounds="auto"))
+    )
+    q.release(rho=10)
+    assert set(sess.ledger[-1].description["auto_bounds"]["chosen"]) == {"x_mean"}
+    assert sess.ledger[0].description["tune"]["histograms"][0]["histogram"] == "values of x"
