@@ -114,6 +114,7 @@ from privframe.api.wire import (
 from privframe.api.wire.values import decode_values
 from privframe.engines.inputs import exact_pandas
 from privframe.numeric import Number, round_up
+from privframe.plan import auto_bounds
 from privframe.plan.explanation import Explanation, explain, explained, with_charge
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import plan_approx_release, plan_pure_release
@@ -402,6 +403,8 @@ machine: ...
         body = {"version": WIRE_VERSION, "request": encode_request(request)}
         facts = self._call("POST", f"{self._base}/explain", body)
         affordable = decode_number(facts["affordable"])
+        if auto_bounds.asks(plan) and self._kind is not zCDP:
+            raise auto_bounds.not_zcdp(self.remaining)
         if self._kind is PureDP:
             return explained(plan, plan_pure_release(plan, facts["has_unit"], affordable, weights))
         if self._kind is ApproxDP:
@@ -409,14 +412,20 @@ machine: ...
             after = self._replayed().spent_after(release.cost, description=describe(plan, release))
             return with_charge(explained(plan, release), *after)
         chosen = facts["delta"]
-        return explain(
-            plan,
-            facts["has_unit"],
-            affordable,
-            weights,
-            None if chosen is None else decode_number(chosen),
-            float(decode_number(facts["reporting_delta"])),
-        )
+
+        def at(rho: Fraction) -> Explanation:
+            return explain(
+                plan,
+                facts["has_unit"],
+                rho,
+                weights,
+                None if chosen is None else decode_number(chosen),
+                float(decode_number(facts["reporting_delta"])),
+            )
+
+        if auto_bounds.asks(plan):
+            return auto_bounds.explained(plan, affordable, at)
+        return at(affordable)
 
     def release_all(self, requests: Sequence[Request]) -> list[pl.DataFrame | pd.DataFrame]:
         """Release requests all or nothing, charged to this analyst's budget in one step."""

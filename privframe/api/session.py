@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -520,11 +519,11 @@ class Session(SQLEntry):
         amount = self._pipeline.asked(rho, epsilon)
         if auto_bounds.asks(plan):
             # The bounds' share is spent first; the rest releases the plan (stand-in bounds).
-            whole = self._pipeline.choosing_bounds(amount)
-            rest = auto_bounds.split(plan, whole)[1]
-            explanation = self._explained(plan, rest, weights, delta)
-            note = auto_bounds.explain_note(plan, whole)
-            return dataclasses.replace(explanation, notes=(*explanation.notes, note))
+            return auto_bounds.explained(
+                plan,
+                self._pipeline.choosing_bounds(amount),
+                lambda rest: self._explained(plan, rest, weights, delta),
+            )
         return self._explained(plan, amount, weights, delta)
 
     def _explained(

@@ -54,6 +54,7 @@ from privframe.errors import InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA
 from privframe.numeric import exact
 from privframe.plan.aggregates import Bounded
+from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Plan
 from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, Estimates, Histogram, Piece, TuningDesign
 
@@ -65,6 +66,8 @@ __all__ = [
     "columns",
     "design",
     "explain_note",
+    "explained",
+    "not_zcdp",
     "resolve",
     "share_of",
     "split",
@@ -255,6 +258,25 @@ def _with_bounds(
         for a in plan.aggregates
     )
     return dataclasses.replace(plan, aggregates=aggregates)
+
+
+def not_zcdp(budget: object) -> InvalidValueError:
+    """The refusal of automatic bounds in a session whose budget is not zCDP."""
+    return InvalidValueError(
+        'bounds="auto" measures a histogram with Gaussian noise and spends rho, and this '
+        f"session's budget is {budget!r}: give the bounds"
+    )
+
+
+def explained(
+    plan: Plan, rho: Fraction, explain_rest: Callable[[Fraction], Explanation]
+) -> Explanation:
+    """``explain`` of ``plan`` at ``rho``: the release at the rest (stand-in bounds), and a note.
+
+    ``explain_rest`` explains the plan at a ρ as its session would.
+    """
+    explanation = explain_rest(split(plan, rho)[1])
+    return dataclasses.replace(explanation, notes=(*explanation.notes, explain_note(plan, rho)))
 
 
 def explain_note(plan: Plan, rho: Fraction) -> str:

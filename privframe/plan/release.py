@@ -342,10 +342,7 @@ class Pipeline:
             InvalidValueError: the session's budget is not zCDP.
         """
         if not isinstance(self.accountant.budget, zCDP):
-            raise InvalidValueError(
-                'bounds="auto" measures a histogram with Gaussian noise and spends rho, and this '
-                f"session's budget is {self.accountant.budget!r}: give the bounds"
-            )
+            raise auto_bounds.not_zcdp(self.accountant.budget)
         return self.accountant.affordable(rho)
 
     def choose_bounds(

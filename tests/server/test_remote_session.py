@@ -424,3 +424,24 @@ def test_explaining_a_private_selection_remotely_is_the_local_explanation(served
     with pytest.raises(pf.InvalidBudgetError, match="spends delta"):
         selecting(remote).explain(rho=0.1)  # a grant without δ: refused as a local session is
     assert remote.spent == pf.zCDP(0)
+
+
+def test_automatic_bounds_released_remotely_equal_the_local_release(served: Served) -> None:
+    def auto(sess: pf.Session | RemoteSession) -> Query:
+        return (
+            sess.query()
+            .bound(max_groups=3, max_rows_per_group=5)
+            .bounds_share(0.25)
+            .group_by("region", keys=REGIONS)
+            .agg(pf.sum("amount", bounds="auto"), pf.mean("amount", bounds="auto"))
+        )
+
+    remote, local = served.analyst("alice"), served.local()
+    assert str(auto(remote).explain(rho=0.4)) == str(auto(local).explain(rho=0.4))
+    assert_frame_equal(
+        auto(remote).release(rho=0.4, label="a"), auto(local).release(rho=0.4, label="a")
+    )
+    assert [(e.label, e.exact_rho) for e in remote.ledger] == [
+        ("a: bounds", Fraction(1, 10)),
+        ("a", Fraction(3, 10)),
+    ]

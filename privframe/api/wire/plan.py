@@ -7,10 +7,15 @@ The plan is an object with these keys (each optional; absent means empty)::
                {"join": {"table": <table>, "on": ["zip"], "how": "left"}}],
      "bound": {"max_groups": 3, "max_rows_per_group": 5, "max_rows": null},
      "group_by": ["region"], "keys": <table>, "other": "rest",
+     "bounds_share": "1/10",
      "aggregates": [{"kind": "count"},
                     {"kind": "sum", "column": "amount", "bounds": [0, 1000], "alias": "total"},
+                    {"kind": "mean", "column": "age", "bounds": "auto"},
                     {"kind": "quantile", "column": "age", "bounds": [0, 100], "q": 0.5,
                      "candidates": 101}]}
+
+``bounds: "auto"`` and ``bounds_share`` (an exact fraction as a string) are
+``bounds="auto"`` and ``Query.bounds_share``.
 
 Expressions are those of :mod:`~privframe.api.wire.expressions`, tables
 those of :mod:`~privframe.api.wire.values`. An aggregate is its family's
@@ -56,16 +61,16 @@ from privframe.api.wire.reading import (
     read_string,
     shown,
 )
-from privframe.api.wire.values import decode_table, encode_table
+from privframe.api.wire.values import decode_number, decode_table, encode_number, encode_table
 from privframe.engines.spec import RowStep, Step
 from privframe.plan.aggregates import Aggregate, Bounded, Quantile
-from privframe.plan.aggregates.base import Summed
+from privframe.plan.aggregates.base import AUTO, Summed
 from privframe.plan.ir import Plan
 from privframe.plan.keys import KeySet
 
 __all__ = ["decode_aggregate", "decode_plan_query", "encode_aggregate", "encode_plan"]
 
-_PLAN_KEYS = ("steps", "bound", "group_by", "keys", "other", "aggregates")
+_PLAN_KEYS = ("steps", "bound", "group_by", "keys", "other", "aggregates", "bounds_share")
 _BOUND_KEYS = ("max_groups", "max_rows_per_group", "max_rows")
 _STEP_KINDS = ("filter", "with_columns", "join")
 _AGGREGATE_KEYS = ("kind", "column", "bounds", "q", "candidates", "missing", "alias")
@@ -85,7 +90,7 @@ def encode_aggregate(agg: Aggregate, where: str = "aggregate") -> dict[str, Any]
     """
     data: dict[str, Any] = {"kind": agg.spec_name}
     if isinstance(agg, Bounded):
-        data.update(column=agg.column, bounds=[agg.lower, agg.upper])
+        data.update(column=agg.column, bounds=AUTO if agg.auto else [agg.lower, agg.upper])
     if isinstance(agg, Quantile):
         data.update(q=agg.q, candidates=agg.candidates)
     if isinstance(agg, Summed) and agg.missing != "midpoint":
@@ -115,13 +120,7 @@ def decode_aggregate(data: object, where: str = "aggregate") -> Aggregate:
     table = read_object(raw, where, allowed, required)
     args: list[Any] = []
     if "column" in table:
-        bounds = read_list(table["bounds"], f"{where}.bounds", 2)
-        if len(bounds) != 2:
-            raise WireError(f"{where}.bounds: expected [lower, upper]")
-        args = [
-            read_string(table["column"], f"{where}.column"),
-            tuple(read_float(b, f"{where}.bounds[{i}]") for i, b in enumerate(bounds)),
-        ]
+        args = [read_string(table["column"], f"{where}.column"), _bounds(table["bounds"], where)]
     if "q" in table:
         args.insert(1, read_float(table["q"], f"{where}.q"))
     options: dict[str, Any] = {}
@@ -135,6 +134,17 @@ def decode_aggregate(data: object, where: str = "aggregate") -> Aggregate:
     assert isinstance(built, Aggregate)  # a single q: one aggregate
     alias = read_optional(table, "alias", where, read_string)
     return built if alias is None else guarded(where, lambda: built.alias(alias))
+
+
+def _bounds(data: object, where: str) -> tuple[float, float] | str:
+    """An aggregate's wire bounds: ``[lower, upper]``, or ``"auto"`` (chosen at release)."""
+    if data == AUTO:
+        return AUTO
+    bounds = read_list(data, f"{where}.bounds", 2)
+    if len(bounds) != 2:
+        raise WireError(f'{where}.bounds: expected [lower, upper] or "auto"')
+    lower, upper = (read_float(b, f"{where}.bounds[{i}]") for i, b in enumerate(bounds))
+    return lower, upper
 
 
 def encode_plan(plan: Plan, where: str = "plan") -> dict[str, Any]:
@@ -152,6 +162,7 @@ def encode_plan(plan: Plan, where: str = "plan") -> dict[str, Any]:
     """
     budget = Budget()
     bound = plan.bound
+    share = {} if plan.bounds_share is None else {"bounds_share": encode_number(plan.bounds_share)}
     return {
         "steps": [_encode_step(s, f"{where}.steps[{i}]", budget) for i, s in enumerate(plan.steps)],
         "bound": None if bound is None else {k: getattr(bound, k) for k in _BOUND_KEYS},
@@ -161,6 +172,7 @@ def encode_plan(plan: Plan, where: str = "plan") -> dict[str, Any]:
         "aggregates": [
             encode_aggregate(a, f"{where}.aggregates[{i}]") for i, a in enumerate(plan.aggregates)
         ],
+        **share,
     }
 
 
@@ -207,6 +219,10 @@ def decode_plan_query(
     other = read_optional(plan, "other", where, read_string)
     if columns or keys is not None or other is not None:
         query = guarded(f"{where}.group_by", lambda: query.group_by(columns, keys, other))
+    if plan.get("bounds_share") is not None:
+        at = f"{where}.bounds_share"
+        share = decode_number(plan["bounds_share"], at)
+        query = guarded(at, lambda: query.bounds_share(share))
     aggregates = read_list(plan.get("aggregates", []), f"{where}.aggregates", _MAX_COLUMNS)
     built = [decode_aggregate(a, f"{where}.aggregates[{i}]") for i, a in enumerate(aggregates)]
     return guarded(f"{where}.aggregates", lambda: query.agg(*built)) if built else query
