@@ -125,3 +125,25 @@ def test_tune_on_a_spark_session_equals_tune_on_a_polars_session(spark) -> None:
         local_entry.description,
     )
     assert remote_sess.spent.exact_rho == local_sess.spent.exact_rho == Fraction(5)
+
+
+def _auto_bounds(data: object) -> tuple[pf.Session, Any]:
+    sess = pf.Session(data, "u", pf.zCDP(10), rng=SeededRandomness(12))
+    query = (
+        sess.query()
+        .filter(pl.col("age") >= 18)
+        .group_by("g", keys=KEYS)
+        .agg(pf.sum("y", per_unit_bounds="auto"), pf.count(per_unit_bounds="auto"))
+    )
+    return sess, query.release(rho=5.0, label="auto")
+
+
+def test_automatic_bounds_on_spark_choose_and_release_as_on_polars(spark) -> None:
+    data = _frame(5, n=600).with_columns(pl.col("u").fill_null(-1))
+    local_sess, local = _auto_bounds(data)
+    remote_sess, remote = _auto_bounds(spark.createDataFrame(data.to_pandas()))
+    chosen = local_sess.ledger[-1].description["auto_bounds"]["chosen"]
+    assert chosen["y_sum"][0] < 0 < chosen["y_sum"][1]  # values of both signs: not vacuous
+    assert remote_sess.ledger[-1].description == local_sess.ledger[-1].description
+    assert [e.label for e in remote_sess.ledger] == ["auto: bounds", "auto"]
+    assert pl.from_pandas(remote).sort("g").equals(local.sort("g"))
