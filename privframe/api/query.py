@@ -663,23 +663,38 @@ class Query:
             )
         group_by = self.plan.group_by
         values: dict[str, UnitValue] = {}
+        counted: dict[str, str] = {}  # a per-unit sum's column -> its count of values
+
+        def fresh(name: str) -> str:
+            while name in group_by or name == unit or name in values:
+                name += "_"
+            return name
+
         out: list[Aggregate] = []
         for agg in flat:
             assert isinstance(agg, PerUnitBounded)
-            name = agg.value_name
-            while name in group_by or name == unit or name in values:
-                name += "_"
+            name = fresh(agg.value_name)
             if agg.kind == "count":
                 values[name] = unit_values.count(agg.column)
+            elif agg.kind == "mean":
+                assert agg.column is not None
+                values[name] = unit_values.mean(agg.column)
             else:
                 assert agg.column is not None
-                values[name] = (unit_values.sum if agg.kind == "sum" else unit_values.mean)(
-                    agg.column
-                )
+                values[name] = unit_values.sum(agg.column)
+                # BigQuery skips a unit whose values in the group are all NULL; pf.unit.sum
+                # gives it 0, which clamping would move to a lower bound above 0.
+                counted[name] = fresh(f"{name}_values")
+                values[counted[name]] = unit_values.count(agg.column)
             family = Mean if agg.kind == "mean" else Sum
             bounds = AUTO if agg.auto else (agg.lower, agg.upper)
             out.append(summed(family, name, bounds, agg.missing).alias(agg.output_name))
-        return self.per_unit(*group_by, **values), out
+        query = self.per_unit(*group_by, **values)
+        if counted:
+            query = query.with_columns(
+                **{s: pl.when(pl.col(n) > 0).then(pl.col(s)) for s, n in counted.items()}
+            )
+        return query, out
 
     @hinted()
     def check(self, with_error: bool = False) -> None:
