@@ -298,7 +298,7 @@ def session_html(sess: SessionView) -> str:
 def _aggregate_row(agg: Aggregate) -> tuple[str, str, str, str, str]:
     if not isinstance(agg, Bounded):
         return (agg.output_name, agg.describe(), "", "", "")
-    bounds = f"[{plain(agg.lower)}, {plain(agg.upper)}]"
+    bounds = "chosen at release" if agg.auto else f"[{plain(agg.lower)}, {plain(agg.upper)}]"
     return (agg.output_name, agg.describe(), agg.column, bounds, agg.missing_rule() or "")
 
 

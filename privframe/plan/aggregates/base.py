@@ -426,13 +426,16 @@ class Summed(Bounded, abstract=True):
         if self.missing == "drop":
             return f"a row whose {x} is null or NaN is left out (missing='drop')"
         if self.missing == "midpoint":
-            mid = exact_text(float(self.midpoint))
+            mid = "chosen at release" if self.auto else exact_text(float(self.midpoint))
             return (
                 f"a null or NaN {x} counts as the bounds' midpoint {mid} and its row counts "
                 "(missing='midpoint', the default; missing='drop' leaves such rows out)"
             )
-        value = exact_text(min(max(float(self.missing), self.lower), self.upper))
         given = exact_text(float(self.missing))
+        if self.auto:
+            value = f"{given} clipped to the bounds chosen at release"
+        else:
+            value = exact_text(min(max(float(self.missing), self.lower), self.upper))
         return f"a null or NaN {x} counts as {value} and its row counts (missing={given})"
 
 
