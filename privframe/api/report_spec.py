@@ -66,6 +66,7 @@ from privframe.api.spec_values import (
 )
 from privframe.numeric import exact
 from privframe.plan.aggregates import Aggregate
+from privframe.plan.aggregates.base import AUTO
 from privframe.plan.keys import KeySet, product
 from privframe.plan.postprocess import PostProcessing
 
@@ -291,6 +292,12 @@ def _aggregate(
     if "column" in allowed:
         column = spec_string(table, "column", where)
         facts = metadata.get(column, {})
+        if table.get("bounds") == AUTO:
+            raise SpecError(
+                f'{where}: bounds = "auto" is for single releases: a report charges all its '
+                "queries in one step, and automatic bounds spend their share before it. Give "
+                "bounds = [lower, upper], e.g. as chosen by query.tune"
+            )
         if "bounds" in table:
             bounds = spec_bounds(table["bounds"], f"{where}.bounds")
         elif "bounds" in facts:

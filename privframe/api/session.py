@@ -560,7 +560,11 @@ class Session(SQLEntry):
         step (with a shared ledger file, either every entry is recorded or
         none, whatever other processes spend meanwhile); only then is noise
         drawn. A refused or failing request charges nothing for any of them.
-        ``Query.release`` is this with one request.
+        ``Query.release`` is this with one request. A request with automatic
+        bounds (``bounds="auto"``) spends its bounds' share while the batch is
+        computed, after every request has been planned and the whole found to
+        fit; if the batch fails after that, the share stays charged (its
+        histogram was drawn).
 
         Raises:
             BudgetExceededError: the total does not fit what remains; nothing
@@ -603,6 +607,8 @@ class Session(SQLEntry):
             >>> [frame.columns for frame in batch.release()], sess.spent.rho
             ([['count']], 0.25)
         """
+        if any(auto_bounds.asks(r.query.plan) for r in requests):
+            self._fits_whole(requests)
         computed: list[Computed] = []
         before = zero_cost(type(self._accountant.budget))
         # The number of requests is the caller's: a public count (privframe.progress).
@@ -612,6 +618,24 @@ class Session(SQLEntry):
                 before = added(before, computed[-1].release.cost)
                 advance()
         return Batch(self._pipeline, computed, self._present)
+
+    def _fits_whole(self, requests: Sequence[Request]) -> None:
+        """Refuse a batch that would not plan or fit, before any bounds' histogram is drawn.
+
+        Automatic bounds are charged while the batch is computed, so everything
+        the batch's charge would check is checked first: every request plans
+        (at the rest of its ρ, with stand-in bounds) and their total fits.
+        """
+        total = zero_cost(type(self._accountant.budget))
+        for request in requests:
+            plan, options = request.query.plan, request.options
+            amount = self._pipeline.asked(request.rho, request.epsilon)
+            self.check(plan, options.computes_errors)
+            if auto_bounds.asks(plan):
+                share, amount = auto_bounds.split(plan, self._pipeline.choosing_bounds(amount))
+                total = added(total, zCDP(share))
+            release = self._pipeline.plan(plan, amount, options.weights, options.delta, total)
+            total = added(total, release.cost)
 
     def _compute(self, request: Request, before: Spendable) -> Computed:
         """Check, plan and run one request exactly; ``before`` is the batch's cost so far."""

@@ -141,3 +141,19 @@ def test_given_and_automatic_bounds_mix_in_one_query() -> None:
     q.release(rho=10)
     assert set(sess.ledger[-1].description["auto_bounds"]["chosen"]) == {"x_mean"}
     assert sess.ledger[0].description["tune"]["histograms"][0]["histogram"] == "values of x"
+
+
+def test_a_batch_that_does_not_fit_draws_no_bounds_histogram() -> None:
+    sess = _session(pf.zCDP(1.0))
+    plain = sess.query().bound(max_rows_per_group=1).agg(pf.count())
+    with pytest.raises(pf.BudgetExceededError):
+        sess.release_all([_query(sess).request(0.5), plain.request(0.75)])
+    assert len(sess.ledger) == 0
+
+
+def test_a_batch_whose_later_request_cannot_be_planned_draws_no_bounds_histogram() -> None:
+    sess = _session()
+    unbounded = sess.query().agg(pf.sum("x", (0, 1)))  # no bound(): refused by the planner
+    with pytest.raises(pf.InvalidValueError, match="contribution limits"):
+        sess.release_all([_query(sess).request(0.5), unbounded.request(0.5)])
+    assert len(sess.ledger) == 0

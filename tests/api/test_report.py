@@ -633,3 +633,15 @@ def test_docs_show_the_example_spec() -> None:
     # The example first; test_report_budget_kinds.py runs the pure-DP one after it.
     assert blocks[0] == EXAMPLE.read_text()
     assert len(blocks) == 2
+
+
+def test_automatic_bounds_in_a_report_are_refused_before_anything_is_spent(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = SPEC.replace(
+        '{ kind = "sum", column = "amount", bounds = [-10, 500] }',
+        '{ kind = "sum", column = "amount", bounds = "auto" }',
+    )
+    assert _run(folder, text=text) == 2
+    assert 'bounds = "auto" is for single releases' in capsys.readouterr().err
+    assert not (folder / "ledger.sqlite").exists()
