@@ -147,12 +147,12 @@ class _Model:
     @functools.cached_property
     def values(self) -> dict[str, Histogram]:
         """The value histograms, the buckets of :attr:`raw` read raw: what bounds are judged by."""
-        return {
-            column: dataclasses.replace(
-                h, tail=np.where(self.raw[column], h.tail, np.nan)
-            ).with_tail()
-            for column, h in self.estimates.values.items()
-        }
+        values = {}
+        for column, h in self.estimates.values.items():
+            if h.tail is not None:
+                h = dataclasses.replace(h, tail=np.where(self.raw[column], h.tail, np.nan))
+            values[column] = h.with_tail()
+        return values
 
     def _mean_min(self, h: Histogram | None, cap: int | None) -> float:
         """E[min(x, cap)] over a contribution histogram (1 without one: one group, one row)."""
@@ -469,23 +469,23 @@ def _bias_rows(given: Bias | None, chosen: Bias | None) -> list[Row]:
     if chosen is None:
         return []
 
-    def was(what: Mapping[str, float] | float | None, name: str = "") -> str:
-        if given is None or what is None:
+    def was(field: str, name: str | None = None) -> str:
+        """The given plan's value of ``field`` (of output ``name``), for the note."""
+        if given is None:
             return "given: cannot be released as is"
-        value = what if isinstance(what, float) else what.get(name, math.nan)
-        return f"given: {value:.3g}"
+        value = getattr(given, field)
+        return f"given: {value if name is None else value.get(name, math.nan):.3g}"
 
     rows: list[Row] = [
         (
             "rows dropped",
             "fraction",
             chosen.rows_dropped,
-            f"{was(given and given.rows_dropped)}; the share of rows max_groups and "
-            "max_rows_per_group drop",
+            f"{was('rows_dropped')}; the share of rows max_groups and max_rows_per_group drop",
         )
     ]
     for name, value in chosen.clipped.items():
-        note = f"{was(given and given.clipped, name)}; the share of Σ|x| beyond the bounds"
+        note = f"{was('clipped', name)}; the share of Σ|x| beyond the bounds"
         rows.append((f"{name} clipped", "fraction", value, note))
     for name, bias in chosen.bias.items():
         rows.append(
@@ -493,11 +493,11 @@ def _bias_rows(given: Bias | None, chosen: Bias | None) -> list[Row]:
                 f"{name} bias",
                 "relative",
                 bias,
-                f"{was(given and given.bias, name)}; (bounded − unbounded)/size, "
+                f"{was('bias', name)}; (bounded − unbounded)/size, "
                 f"± {chosen.uncertainty[name]:.2g} (the noisy tail)",
             )
         )
-        note = f"{was(given and given.noise, name)}; σ/size at plan_rho"
+        note = f"{was('noise', name)}; σ/size at plan_rho"
         rows.append((f"{name} noise", "relative", chosen.noise[name], note))
     return rows
 
