@@ -161,8 +161,11 @@ class Tuned(Generic[Q]):
         table: the estimates and choices, in the session's kind of frame,
             with columns ``item, statistic, value, note``: the noisy
             quantiles of each histogram, each chosen limit and bound with the
-            given one, and the estimated error before and after.
-        choice: the search's result (the tuned plan and its estimated errors).
+            given one, the bias of bounding beside the noise (rows dropped,
+            values clipped, each output's bias ± its uncertainty and σ), and
+            the estimated error before and after.
+        choice: the search's result (the tuned plan, its estimated errors
+            and bias).
     """
 
     query: Q
@@ -307,8 +310,10 @@ def tune(
     derived in :mod:`privframe.plan.tuning`), at ``rho/n`` each, ``rho`` in
     all (zCDP composition; one ledger entry). Then chooses ``max_groups``,
     ``max_rows_per_group`` and each bounded aggregate's bounds to minimise
-    the estimated Σ (bias² + σ²)/size² over the outputs, with σ from the
-    planner at ``plan_rho`` and ``weights`` (as ``explain`` shows them). A
+    the estimated Σ (bias² + u² + σ²)/size² over the outputs, with σ from the
+    planner at ``plan_rho`` and ``weights`` (as ``explain`` shows them), and
+    the bias read from the histograms, with its uncertainty u where it rests
+    on the raw noisy buckets of a sparse tail. A
     quantile's bounds are set to span its column's 0.1% to 99.9% points;
     ``max_rows`` is dropped. The estimates are approximate: docs/tuning.md
     says what they assume.

@@ -250,7 +250,9 @@ class _Model:
             h = self.values.get(a.column) if isinstance(a, Bounded) else None
             if isinstance(a, Bounded) and h is not None and h.total > 0:
                 beyond = h.expect(np.abs(h.mid - np.clip(h.mid, a.lower, a.upper)))
-                clipped[a.output_name] = beyond / max(h.expect(np.abs(h.mid)), 1e-300)
+                # Raw tail buckets can be negative; a share of mass is not.
+                share = beyond / max(h.expect(np.abs(h.mid)), 1e-300)
+                clipped[a.output_name] = max(share, 0.0)
         return Bias(
             rows_dropped=1 - kept / rows if rows > 0 else 0.0,
             clipped=clipped,
@@ -408,7 +410,8 @@ class Choice:
 
     Attributes:
         plan: the given plan with the chosen limits and bounds.
-        error: its estimated error (Σ over outputs of (bias² + σ²)/size²).
+        error: its estimated error (Σ over outputs of (bias² + u² + σ²)/size²,
+            u the uncertainty of the bias: :class:`Bias`).
         given_error: the given plan's, or ``inf`` when it cannot be released as is.
         table: the rows of the summary table (item, statistic, value, note).
         bias: the tuned plan's estimated bias of bounding beside its noise
