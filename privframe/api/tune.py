@@ -48,7 +48,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -61,14 +61,23 @@ from privframe.engines.spec import AggregationSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.numeric import Number, exact
 from privframe.plan.aggregates import Bounded
+from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import plan_release
 from privframe.plan.release import Pipeline
 from privframe.plan.split import Balance
 from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, design, read, tuned_columns
-from privframe.plan.tuning_choice import Choice, choose
+from privframe.plan.tuning_choice import Choice, Row, choose
 
-__all__ = ["TABLE_COLUMNS", "Tunable", "Tuned", "TuningDoor", "TuningServer", "tune"]
+__all__ = [
+    "TABLE_COLUMNS",
+    "Tunable",
+    "Tuned",
+    "TuningDoor",
+    "TuningServer",
+    "bias_notes",
+    "tune",
+]
 
 TABLE_COLUMNS = ("item", "statistic", "value", "note")
 """The columns of :attr:`Tuned.table`."""
@@ -132,6 +141,12 @@ class Tunable(Protocol):
         """What the query asks."""
         ...
 
+    def explain(
+        self, rho: Number | None = None, weights: Mapping[str, float] | Balance | None = None
+    ) -> Explanation:
+        """What releasing it at ``rho`` would do, from public parameters."""
+        ...
+
 
 Q = TypeVar("Q", bound=Tunable)
 
@@ -146,8 +161,11 @@ class Tuned(Generic[Q]):
         table: the estimates and choices, in the session's kind of frame,
             with columns ``item, statistic, value, note``: the noisy
             quantiles of each histogram, each chosen limit and bound with the
-            given one, and the estimated error before and after.
-        choice: the search's result (the tuned plan and its estimated errors).
+            given one, the bias of bounding beside the noise (rows dropped,
+            values clipped, each output's bias ± its uncertainty and σ), and
+            the estimated error before and after.
+        choice: the search's result (the tuned plan, its estimated errors
+            and bias).
     """
 
     query: Q
@@ -168,12 +186,80 @@ class Tuned(Generic[Q]):
             if isinstance(a, Bounded)
         }
 
+    @property
+    def plan_rho(self) -> float:
+        """The ρ the tuned query was chosen for (the table's ``plan_rho`` row)."""
+        return next(float(r[2]) for r in self.choice.table if r[0] == "plan_rho")
+
+    def explain(
+        self, rho: Number | None = None, weights: Mapping[str, float] | Balance | None = None
+    ) -> Explanation:
+        """The tuned query's explanation, with tune's estimated bias of bounding as notes.
+
+        At ``rho`` (``plan_rho`` unless told), so the bias sits beside the
+        noise of the release it was estimated for. Spends nothing: the
+        explanation is made of public parameters, the notes of the estimates
+        tune already made (its table).
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> df = pl.DataFrame({"u": range(500), "x": [float(i % 90) for i in range(500)]})
+            >>> sess = pf.Session(df, "u", pf.zCDP(1.0))
+            >>> tuned = sess.query().agg(pf.sum("x", (0, 1000))).tune(0.1, plan_rho=0.9)
+            >>> print(tuned.explain().notes[0])
+            bias of bounding, estimated by tune (relative to each output's size, at plan_rho=0.9):
+        """
+        explanation = self.query.explain(self.plan_rho if rho is None else rho, weights)
+        return dataclasses.replace(
+            explanation, notes=(*explanation.notes, *bias_notes(self.choice.table, self.plan_rho))
+        )
+
     def __repr__(self) -> str:
         # Public facts only: chosen parameters and DP estimates.
         return (
             f"Tuned(bound={self.bound!r}, bounds={self.bounds!r}, estimated error "
             f"{self.choice.given_error:.4g} given -> {self.choice.error:.4g} tuned)"
         )
+
+
+def bias_notes(table: Sequence[Row], plan_rho: float) -> tuple[str, ...]:
+    """Lines stating tune's estimated bias of bounding beside the noise, from its table's rows.
+
+    Example:
+        >>> rows = [("rows dropped", "fraction", 0.0, ""), ("s clipped", "fraction", 0.01, ""),
+        ...         ("s bias", "relative", -0.004, "…, ± 0.001 (the noisy tail)"),
+        ...         ("s noise", "relative", 0.002, "")]
+        >>> for line in bias_notes(rows, 0.9):
+        ...     print(line)
+        bias of bounding, estimated by tune (relative to each output's size, at plan_rho=0.9):
+          rows dropped by max_groups and max_rows_per_group: 0%
+          s: bias -0.004 ± 0.001 beside noise σ 0.002; its bounds clip 1% of the values' mass
+    """
+    values = {(item, statistic): value for item, statistic, value, _ in table}
+    notes = {item: note for item, _, _, note in table}
+    if ("rows dropped", "fraction") not in values:
+        return ()  # a table from before tune estimated its bias
+    lines = [
+        "bias of bounding, estimated by tune (relative to each output's size, at "
+        f"plan_rho={plan_rho:g}):",
+        "  rows dropped by max_groups and max_rows_per_group: "
+        f"{values[('rows dropped', 'fraction')]:.2%}".replace(".00%", "%"),
+    ]
+    for item, statistic in values:
+        if statistic != "relative" or not item.endswith(" bias"):
+            continue
+        name = item.removesuffix(" bias")
+        uncertainty = notes[item].rpartition("± ")[2].split(" ")[0]
+        line = (
+            f"  {name}: bias {values[(item, statistic)]:.3g} ± {uncertainty} beside noise "
+            f"σ {values[(f'{name} noise', 'relative')]:.3g}"
+        )
+        clipped = values.get((f"{name} clipped", "fraction"))
+        if clipped is not None:
+            line += f"; its bounds clip {clipped:.2%} of the values' mass".replace(".00%", "%")
+        lines.append(line)
+    return tuple(lines)
 
 
 def _rows_spec(
@@ -224,8 +310,10 @@ def tune(
     derived in :mod:`privframe.plan.tuning`), at ``rho/n`` each, ``rho`` in
     all (zCDP composition; one ledger entry). Then chooses ``max_groups``,
     ``max_rows_per_group`` and each bounded aggregate's bounds to minimise
-    the estimated Σ (bias² + σ²)/size² over the outputs, with σ from the
-    planner at ``plan_rho`` and ``weights`` (as ``explain`` shows them). A
+    the estimated Σ (bias² + u² + σ²)/size² over the outputs, with σ from the
+    planner at ``plan_rho`` and ``weights`` (as ``explain`` shows them), and
+    the bias read from the histograms, with its uncertainty u where it rests
+    on the raw noisy buckets of a sparse tail. A
     quantile's bounds are set to span its column's 0.1% to 99.9% points;
     ``max_rows`` is dropped. The estimates are approximate: docs/tuning.md
     says what they assume.

@@ -32,16 +32,22 @@ that follows is post-processing.
 
 **The estimates** (docs/tuning.md). Noisy bins below ``τ = z·σ`` (z such that
 some empty bin passes with probability at most 1e-6 over the histogram) are set
-to 0. The rows and values histograms are *unit-weighted*: each unit's cells
-(values) weigh 1 in total. With U units, the model assumes a unit's number of
-groups independent of its cells' sizes, rows spread evenly over the G public
-groups, and values independent of the bounding: per group, rows kept
+to 0. That hides a heavy tail: a few units spread over sparse high buckets,
+each below τ. So the ``TAIL_BINS`` value buckets beyond each end of the support
+are also kept raw (``Histogram.tail``): with zero-mean noise their sum is
+unbiased, and its uncertainty is known (σ per bucket). The rows and values
+histograms are *unit-weighted*: each unit's cells (values) weigh 1 in total.
+With U units, the model assumes a unit's number of groups independent of its
+cells' sizes, rows spread evenly over the G public groups, and values
+independent of the bounding: per group, rows kept
 ``≈ U·E[min(g, k)]·E[min(n, m)]/G`` out of ``U·E[g]·E[n]/G``; each output's
 bounded expectation comes from its own estimator fed those expectations, its
 noise σ from the planner at ``plan_rho`` (:func:`~privframe.plan.planner.plan_release`,
 what ``explain`` shows), and its bias from the difference with the unbounded
-value. The objective is the sum over outputs of ``(bias² + σ²)/size²``, a
-relative error so that counts and sums weigh alike. It is an estimate.
+value, read from the raw tail up to the given bounds. The objective is the sum
+over outputs of ``(bias² + u² + σ²)/size²``, a relative error so that counts and
+sums weigh alike, where u is the std of the bias estimate from the raw
+buckets' noise. It is an estimate.
 
 Example:
     >>> import privframe as pf
@@ -55,6 +61,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,6 +100,8 @@ SCALE = 1 << 16
 
 _ROW_LIMIT = 1 << 31
 _FALSE_BIN = 1e-6  # chance that some empty bin of a histogram survives the threshold
+TAIL_BINS = 8
+"""How many sub-threshold value buckets beyond each end of the support are read raw: a factor 16."""
 
 MAGNITUDE_EDGES: tuple[float, ...] = tuple(2.0 ** (i / 2) for i in range(-40, 129))
 """Half-octave magnitudes 2^-20 ... 2^64: the edges of the signed value buckets."""
@@ -246,6 +255,24 @@ class Histogram:
     high: np.ndarray
     mid: np.ndarray
     weight: np.ndarray  # >= 0, in units (rows and values: in units of whole privacy units)
+    tail: np.ndarray | None = (
+        None  # raw noisy weights of the bins just beyond the support, else NaN
+    )
+    sigma: float = 0.0  # the noise's σ in each bin, in units
+
+    def with_tail(self) -> Histogram:
+        """The histogram with its tail's raw noisy weights added: unbiased there, maybe < 0.
+
+        Example:
+            >>> raw = np.zeros(signed_buckets(MAGNITUDE_EDGES))
+            >>> raw[250], raw[253], raw[300] = 100.0, 3.0, 4.0  # 3 units beyond, 4 of noise far out
+            >>> h = _value_histogram(MAGNITUDE_EDGES, *_split_tail(raw, threshold=10.0), sigma=1.0)
+            >>> h.total, h.with_tail().total, h.support(), h.with_tail().support()
+            (100.0, 103.0, (250, 250), (250, 253))
+        """
+        if self.tail is None:
+            return self
+        return dataclasses.replace(self, weight=self.weight + np.nan_to_num(self.tail), tail=None)
 
     @property
     def total(self) -> float:
@@ -294,14 +321,32 @@ def _integer_histogram(edges: Sequence[float], weight: np.ndarray) -> Histogram:
     return Histogram(low, high, mid, weight)
 
 
-def _value_histogram(edges: Sequence[float], weight: np.ndarray) -> Histogram:
+def _split_tail(raw: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Weights at or above ``threshold``, and the raw weights just beyond their support.
+
+    The tail holds the ``TAIL_BINS`` bins beyond each end of the support, NaN
+    elsewhere (the rest of the raw noise is dropped).
+    """
+    weight = np.where(raw >= threshold, raw, 0.0)
+    tail = np.full_like(raw, np.nan)
+    support = np.flatnonzero(weight)
+    if support.size:
+        below = slice(max(int(support[0]) - TAIL_BINS, 0), int(support[0]))
+        above = slice(int(support[-1]) + 1, int(support[-1]) + 1 + TAIL_BINS)
+        tail[below], tail[above] = raw[below], raw[above]
+    return weight, tail
+
+
+def _value_histogram(
+    edges: Sequence[float], weight: np.ndarray, tail: np.ndarray | None = None, sigma: float = 0.0
+) -> Histogram:
     e = np.asarray(edges, dtype=np.float64)
     top = np.append(e[1:], e[-1] * math.sqrt(2))  # magnitudes beyond the last edge count as it
     positive_mid = np.append((e[:-1] + e[1:]) / 2, e[-1])
     low = np.concatenate([-top[::-1], [-e[0]], e])
     high = np.concatenate([-e[::-1], [e[0]], top])
     mid = np.concatenate([-positive_mid[::-1], [0.0], positive_mid])
-    return Histogram(low, high, mid, weight)
+    return Histogram(low, high, mid, weight, tail, sigma)
 
 
 @dataclass(frozen=True, eq=False)
@@ -326,7 +371,9 @@ def read(design: TuningDesign, noisy: Mapping[str, np.ndarray]) -> Estimates:
     """The noisy histograms (by piece name, in array units) as :class:`Estimates`.
 
     Post-processing only: bins below each piece's threshold become 0, and
-    weights are divided by the piece's scale.
+    weights are divided by the piece's scale. A values histogram also keeps,
+    as its ``tail``, the raw noisy weights of the ``TAIL_BINS`` buckets beyond
+    each end of its support (where sparse tail mass hides below the threshold).
 
     Example:
         >>> import numpy as np
@@ -341,9 +388,17 @@ def read(design: TuningDesign, noisy: Mapping[str, np.ndarray]) -> Estimates:
         (30.0, 2.0)
     """
 
+    def scaled(p: Piece) -> tuple[np.ndarray, float]:
+        """The raw noisy bins and the threshold in units."""
+        scale = p.l2_units if p.kind != "groups" else 1
+        return np.asarray(noisy[p.name], dtype=np.float64) / scale, p.threshold / scale
+
     def clean(p: Piece) -> np.ndarray:
-        raw = np.asarray(noisy[p.name], dtype=np.float64)
-        return np.where(raw >= p.threshold, raw, 0.0) / (p.l2_units if p.kind != "groups" else 1)
+        return _split_tail(*scaled(p))[0]
+
+    def values(p: Piece) -> Histogram:
+        sigma = p.sigma_units / p.l2_units
+        return _value_histogram(p.edges, *_split_tail(*scaled(p)), sigma=sigma)
 
     groups = design.piece("groups")
     rows = design.piece("rows")
@@ -351,9 +406,5 @@ def read(design: TuningDesign, noisy: Mapping[str, np.ndarray]) -> Estimates:
         design,
         None if groups is None else _integer_histogram(groups.edges, clean(groups)),
         None if rows is None else _integer_histogram(rows.edges, clean(rows)),
-        {
-            p.column: _value_histogram(p.edges, clean(p))
-            for p in design.pieces
-            if p.kind == "values" and p.column is not None
-        },
+        {p.column: values(p) for p in design.pieces if p.kind == "values" and p.column is not None},
     )

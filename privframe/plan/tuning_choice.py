@@ -6,6 +6,11 @@ candidate query is planned at ``plan_rho`` by the planner
 (:func:`~privframe.plan.planner.plan_release`, what ``explain`` shows), its
 outputs' bounded expectations come from their own estimators fed the
 expected measurements, and the candidate with the least estimated error wins.
+The value buckets just beyond the visible support are read raw (their noisy
+weights, unbiased), so mass in a sparse tail counts as clipped; each output's
+bias then carries an uncertainty from their noise, which enters the error
+(:class:`Bias`). The table reports the bias beside the noise, for the given
+and the tuned query.
 
 The search is coordinate descent over bin edges: all (k, m) pairs of the
 contribution histograms' edges, then each bounded column's lower and upper
@@ -77,6 +82,44 @@ def _summary(rows: float, distinct: float, h: Histogram | None) -> Summary:
     return Summary(rows, distinct, mean, h.expect(np.abs(h.mid)), h.expect((h.mid - mean) ** 2))
 
 
+@dataclass(frozen=True)
+class Bias:
+    """What bounding does to a plan released at ``plan_rho``, as ``tune`` estimates it.
+
+    All relative: the bias, its uncertainty and the noise of an output are
+    divided by its size (:meth:`~privframe.plan.aggregates.base.Aggregate.typical_value`).
+
+    Attributes:
+        rows_dropped: the fraction of the rows that ``max_groups`` and
+            ``max_rows_per_group`` drop (0 without a privacy unit).
+        clipped: per bounded output, the fraction of its column's value mass
+            (Σ|x|) beyond its bounds.
+        bias: per modelled output, (bounded expectation − unbounded value)/size.
+        uncertainty: per output, the std of that bias estimate from the noise
+            of the tail buckets it reads raw (:data:`~privframe.plan.tuning.TAIL_BINS`).
+        noise: per output, σ/size from the planner at ``plan_rho``.
+
+    Example:
+        >>> b = Bias(0.0, {"x_sum": 0.01}, {"x_sum": -0.01}, {"x_sum": 0.002}, {"x_sum": 0.003})
+        >>> round(b.error, 9)
+        0.000113
+    """
+
+    rows_dropped: float
+    clipped: Mapping[str, float]
+    bias: Mapping[str, float]
+    uncertainty: Mapping[str, float]
+    noise: Mapping[str, float]
+
+    @property
+    def error(self) -> float:
+        """Σ over outputs of (bias² + uncertainty² + noise²): the estimated relative error."""
+        total = sum(
+            self.bias[o] ** 2 + self.uncertainty[o] ** 2 + self.noise[o] ** 2 for o in self.bias
+        )
+        return total if math.isfinite(total) else math.inf
+
+
 @dataclass(frozen=True, eq=False)
 class _Model:
     """The error model of the module doc, for one plan and ``plan_rho``."""
@@ -85,6 +128,31 @@ class _Model:
     has_unit: bool
     plan_rho: Fraction
     weights: Mapping[str, float] | Balance | None
+    given: Mapping[str, tuple[float, float]]  # per column, the span of the given bounds
+
+    @functools.cached_property
+    def raw(self) -> dict[str, np.ndarray]:
+        """Per column, which buckets are read raw: its tail, within the given bounds' span.
+
+        Beyond the given bounds the user accepts the clipping, and the raw
+        noise there would only be fitted.
+        """
+        raw = {}
+        for column, h in self.estimates.values.items():
+            lower, upper = self.given.get(column, (math.inf, -math.inf))
+            tail = np.full(h.low.size, np.nan) if h.tail is None else h.tail
+            raw[column] = np.isfinite(tail) & (h.high > lower) & (h.low < upper)
+        return raw
+
+    @functools.cached_property
+    def values(self) -> dict[str, Histogram]:
+        """The value histograms, the buckets of :attr:`raw` read raw: what bounds are judged by."""
+        values = {}
+        for column, h in self.estimates.values.items():
+            if h.tail is not None:
+                h = dataclasses.replace(h, tail=np.where(self.raw[column], h.tail, np.nan))
+            values[column] = h.with_tail()
+        return values
 
     def _mean_min(self, h: Histogram | None, cap: int | None) -> float:
         """E[min(x, cap)] over a contribution histogram (1 without one: one group, one row)."""
@@ -99,7 +167,9 @@ class _Model:
         rows = e.units * groups * self._mean_min(e.rows, m) / e.design.n_groups
         return rows, e.units * groups / e.design.n_groups
 
-    def _noisy(self, release: ReleasePlan, rows: float, distinct: float) -> dict[str, np.ndarray]:
+    def _noisy(
+        self, release: ReleasePlan, rows: float, distinct: float, values: Mapping[str, Histogram]
+    ) -> dict[str, np.ndarray]:
         """Each measurement's expected value without noise: what the estimators read."""
         noisy = {}
         for m in release.measurements:
@@ -108,27 +178,24 @@ class _Model:
                 column = m.need.exact_column("__tune")
                 value = rows if column == COUNT else distinct if column == DISTINCT else 0.0
             else:
-                h = self.estimates.values.get(spec.column)
+                h = values.get(spec.column)
                 value = 0.0 if h is None else rows * h.expect(_row_units(h.mid, spec))
             noisy[m.key] = np.array([value])
         return noisy
 
-    def objective(self, plan: Plan) -> float:
-        """Σ over modelled outputs of (bias² + σ²)/size² when ``plan`` is released at plan_rho."""
-        try:
-            release = plan_release(plan, self.has_unit, self.plan_rho, self.weights)
-        except PrivframeError:
-            return math.inf
+    def _outputs(
+        self, release: ReleasePlan, values: Mapping[str, Histogram]
+    ) -> dict[str, tuple[float, float]]:
+        """Per modelled output: (bounded expectation − unbounded value)/size, and σ/size."""
         limits = release.limits
         k = limits.max_groups if self.estimates.groups is not None else None
         m = limits.max_rows_per_group if self.estimates.rows is not None else None
-        rows, distinct = self.per_group(k, m)
         true_rows, true_distinct = self.per_group(None, None)
-        noisy = self._noisy(release, rows, distinct)
-        total = 0.0
+        noisy = self._noisy(release, *self.per_group(k, m), values)
+        result = {}
         for out in release.outputs:
             agg = out.aggregate
-            h = self.estimates.values.get(agg.column) if isinstance(agg, Bounded) else None
+            h = values.get(agg.column) if isinstance(agg, Bounded) else None
             truth, size = agg.typical_value(_summary(true_rows, true_distinct, h))
             if not size > 0:
                 continue
@@ -136,9 +203,68 @@ class _Model:
                 columns = agg.estimate(release, noisy, True)
             value = float(columns[out.name][0])
             std = float(columns[agg.error_columns()[0]][0])
-            error = ((value - truth) ** 2 + std**2) / size**2
-            total += error if math.isfinite(error) else math.inf
-        return total
+            result[out.name] = ((value - truth) / size, std / size)
+        return result
+
+    def _uncertainty(
+        self, plan: Plan, release: ReleasePlan, bias: Mapping[str, float]
+    ) -> dict[str, float]:
+        """Per output, the std of its bias estimate from the noise (σ each) of the buckets read raw.
+
+        Linearised: each raw bucket the bounds cut moves by σ in turn, and the
+        moves of the bias add in quadrature (the buckets' noise is
+        independent). Buckets inside every bound of their column are skipped:
+        they move a bias only through the totals.
+        """
+        variance = dict.fromkeys(bias, 0.0)
+        for column, h in self.values.items():
+            cut = np.zeros(h.low.size, dtype=bool)
+            for a in plan.aggregates:
+                if isinstance(a, Bounded) and a.column == column:
+                    cut |= (h.low < a.lower) | (h.high > a.upper)
+            for j in np.flatnonzero(self.raw[column] & cut):
+                weight = h.weight.copy()
+                weight[j] += h.sigma
+                moved = {**self.values, column: dataclasses.replace(h, weight=weight)}
+                for name, (b, _) in self._outputs(release, moved).items():
+                    variance[name] += (b - bias[name]) ** 2
+        return {name: math.sqrt(v) for name, v in variance.items()}
+
+    def assess(self, plan: Plan) -> Bias | None:
+        """The estimated bias, its uncertainty and the noise of ``plan`` at plan_rho.
+
+        None when ``plan`` cannot be planned.
+        """
+        try:
+            release = plan_release(plan, self.has_unit, self.plan_rho, self.weights)
+        except PrivframeError:
+            return None
+        outputs = self._outputs(release, self.values)
+        bias = {name: b for name, (b, _) in outputs.items()}
+        limits = release.limits
+        k = limits.max_groups if self.estimates.groups is not None else None
+        m = limits.max_rows_per_group if self.estimates.rows is not None else None
+        kept, rows = self.per_group(k, m)[0], self.per_group(None, None)[0]
+        clipped = {}
+        for a in plan.aggregates:
+            h = self.values.get(a.column) if isinstance(a, Bounded) else None
+            if isinstance(a, Bounded) and h is not None and h.total > 0:
+                beyond = h.expect(np.abs(h.mid - np.clip(h.mid, a.lower, a.upper)))
+                # Raw tail buckets can be negative; a share of mass is not.
+                share = beyond / max(h.expect(np.abs(h.mid)), 1e-300)
+                clipped[a.output_name] = max(share, 0.0)
+        return Bias(
+            rows_dropped=1 - kept / rows if rows > 0 else 0.0,
+            clipped=clipped,
+            bias=bias,
+            uncertainty=self._uncertainty(plan, release, bias),
+            noise={name: std for name, (_, std) in outputs.items()},
+        )
+
+    def objective(self, plan: Plan) -> float:
+        """Σ over modelled outputs of (bias² + uncertainty² + σ²)/size² at plan_rho."""
+        bias = self.assess(plan)
+        return math.inf if bias is None else bias.error
 
 
 _Variable = tuple[str, float, float]  # a bounded column and its given bounds
@@ -237,7 +363,7 @@ class _Search:
 
     def bounds(self, i: int, side: int, state: _State) -> list[_State]:
         """Variable ``i``'s lower (side 0) or upper (side 1) bound among its edges."""
-        edges = _bound_edges(self.model.estimates.values.get(self.variables[i][0]))
+        edges = _bound_edges(self.model.values.get(self.variables[i][0]))
         if edges is None:
             return []
         states = []
@@ -284,15 +410,21 @@ class Choice:
 
     Attributes:
         plan: the given plan with the chosen limits and bounds.
-        error: its estimated error (Σ over outputs of (bias² + σ²)/size²).
+        error: its estimated error (Σ over outputs of (bias² + u² + σ²)/size²,
+            u the uncertainty of the bias: :class:`Bias`).
         given_error: the given plan's, or ``inf`` when it cannot be released as is.
         table: the rows of the summary table (item, statistic, value, note).
+        bias: the tuned plan's estimated bias of bounding beside its noise
+            (None when the choice came from a server: its table has the rows).
+        given_bias: the given plan's, or None when it cannot be released as is.
     """
 
     plan: Plan
     error: float
     given_error: float
     table: tuple[Row, ...]
+    bias: Bias | None = None
+    given_bias: Bias | None = None
 
 
 def _distribution_rows(estimates: Estimates) -> list[Row]:
@@ -335,6 +467,44 @@ def _choice_rows(given: Plan, chosen: Plan, has_unit: bool) -> list[Row]:
     return rows
 
 
+def _bias_rows(given: Bias | None, chosen: Bias | None) -> list[Row]:
+    """The bias of bounding beside the noise, per output, for the tuned and the given plan."""
+    if chosen is None:
+        return []
+
+    def was(field: str, name: str | None = None) -> str:
+        """The given plan's value of ``field`` (of output ``name``), for the note."""
+        if given is None:
+            return "given: cannot be released as is"
+        value = getattr(given, field)
+        return f"given: {value if name is None else value.get(name, math.nan):.3g}"
+
+    rows: list[Row] = [
+        (
+            "rows dropped",
+            "fraction",
+            chosen.rows_dropped,
+            f"{was('rows_dropped')}; the share of rows max_groups and max_rows_per_group drop",
+        )
+    ]
+    for name, value in chosen.clipped.items():
+        note = f"{was('clipped', name)}; the share of Σ|x| beyond the bounds"
+        rows.append((f"{name} clipped", "fraction", value, note))
+    for name, bias in chosen.bias.items():
+        rows.append(
+            (
+                f"{name} bias",
+                "relative",
+                bias,
+                f"{was('bias', name)}; (bounded − unbounded)/size, "
+                f"± {chosen.uncertainty[name]:.2g} (the noisy tail)",
+            )
+        )
+        note = f"{was('noise', name)}; σ/size at plan_rho"
+        rows.append((f"{name} noise", "relative", chosen.noise[name], note))
+    return rows
+
+
 def choose(
     plan: Plan,
     estimates: Estimates,
@@ -363,15 +533,28 @@ def choose(
         Bound(max_groups=None, max_rows_per_group=3, max_rows=None)
     """
     design = estimates.design
-    model = _Model(estimates, design.has_unit, plan_rho, weights)
+    given: dict[str, tuple[float, float]] = {}
+    for a in plan.aggregates:
+        if isinstance(a, Bounded):
+            lower, upper = given.get(a.column, (a.lower, a.upper))
+            given[a.column] = (min(lower, a.lower), max(upper, a.upper))
+    model = _Model(estimates, design.has_unit, plan_rho, weights, given)
     search = _Search(plan, model, _variables(plan))
     state, error = search.run()
     chosen = search.build(state)
-    given_error = model.objective(plan)
+    bias, given_bias = model.assess(chosen), model.assess(plan)
+    given_error = math.inf if given_bias is None else given_bias.error
     summary = [
         *_distribution_rows(estimates),
         *_choice_rows(plan, chosen, design.has_unit),
-        ("estimated error", "given", given_error, "Σ over outputs (bias² + σ²)/size², plan_rho"),
+        *_bias_rows(given_bias, bias),
+        ("plan_rho", "given", float(plan_rho), "the ρ the noise and the errors are estimated at"),
+        (
+            "estimated error",
+            "given",
+            given_error,
+            "Σ over outputs (bias² + uncertainty² + σ²)/size², plan_rho",
+        ),
         ("estimated error", "chosen", error, "the same, for the tuned query (an estimate)"),
     ]
-    return Choice(chosen, error, given_error, tuple(summary))
+    return Choice(chosen, error, given_error, tuple(summary), bias, given_bias)

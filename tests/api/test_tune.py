@@ -271,3 +271,45 @@ def test_quantile_bounds_span_the_values() -> None:
     lower, upper = tuned.bounds["x_median"]
     assert 64 <= lower <= 100
     assert 200 <= upper <= 2**8
+
+
+@pytest.mark.statistical
+def test_the_bias_of_bounding_is_estimated_for_the_given_and_the_tuned_query() -> None:
+    # Every unit has 15 rows, and the given k = 1, m = 1 keep one: 14/15 of the rows dropped
+    # (the model, taking 5 rows as the middle of their bin [4, 6), says 12.5/13.5). Values
+    # lie in [100, 200): bounds (0, 120) clip Σ(x − 120)⁺/Σx of their mass, and the tuned
+    # query nothing. σ ≈ 0.002 units: the tolerances are the model's, not the noise's.
+    data = _data()
+    sess = pf.Session(data, "user", pf.zCDP(10.0**6))
+    tuned = tune(_query(sess, pf.sum("x", (0, 120))), rho=10.0**5, plan_rho=1.0)
+    given, chosen = tuned.choice.given_bias, tuned.choice.bias
+    assert given is not None
+    assert chosen is not None
+    assert given.rows_dropped == pytest.approx(14 / 15, abs=0.01)
+    x = data["x"].to_numpy()
+    clipped = float(np.clip(x - 120, 0, None).sum() / x.sum())
+    # The model reads values at their bucket's midpoint: [90.5, 128) and [128, 181) here.
+    assert given.clipped["x_sum"] == pytest.approx(clipped, abs=0.03)
+    assert given.bias["x_sum"] < -0.1
+    assert chosen.rows_dropped == pytest.approx(0, abs=0.01)
+    assert chosen.clipped["x_sum"] < 0.01
+    assert abs(chosen.bias["x_sum"]) < 0.01
+    rows = _rows(tuned.table, "rows dropped")
+    assert rows["fraction"][0] == pytest.approx(0, abs=0.01)
+    assert re.match(r"given: 0\.9[23]\d; ", rows["fraction"][1])
+    assert set(_rows(tuned.table, "x_sum bias")) == {"relative"}
+    assert set(_rows(tuned.table, "x_sum noise")) == {"relative"}
+
+
+def test_the_tuned_explanation_shows_the_bias_beside_the_noise() -> None:
+    sess = pf.Session(_data(), "user", pf.zCDP(10.0**6))
+    tuned = tune(_query(sess), rho=10.0**5, plan_rho=1.0)
+    explanation = tuned.explain()
+    assert explanation.plan.cost.rho == pytest.approx(1.0)  # at plan_rho unless told
+    assert tuned.explain(2.0).plan.cost.rho == pytest.approx(2.0)
+    text = str(explanation)
+    assert "bias of bounding, estimated by tune" in text
+    assert "rows dropped by max_groups and max_rows_per_group: 0%" in text
+    for name in ("x_sum", "x_mean"):
+        assert re.search(rf"  {name}: bias \S+ ± \S+ beside noise σ \S+; its bounds clip", text)
+    assert "count: bias" in text  # a count has no bounds to clip, and may still be biased

@@ -18,6 +18,7 @@ from privframe.plan.keys import from_list
 from privframe.plan.tuning import (
     MAGNITUDE_EDGES,
     SCALE,
+    TAIL_BINS,
     TuningDesign,
     design,
     group_edges,
@@ -182,3 +183,76 @@ def test_without_signal_the_given_query_is_kept() -> None:
     assert choice.plan.bound == Bound(max_groups=2, max_rows_per_group=3)
     assert [(a.lower, a.upper) for a in choice.plan.aggregates[1:]] == [(0.0, 10.0)]  # type: ignore[attr-defined]
     assert any(math.isnan(row[2]) and "no signal" in row[3] for row in choice.table)
+
+
+def _tailed_values(d: TuningDesign, tail_units: float) -> dict[str, np.ndarray]:
+    """10,000 units with one row each, values in [512, 724), and ``tail_units`` in each of the
+    four buckets from 2,896 to 11,585: each below the threshold, so only the raw tail shows them."""
+    groups = np.zeros(d.pieces[0].bins)
+    groups[0] = 10_000
+    rows = np.zeros(d.pieces[1].bins)
+    rows[0] = 10_000 * SCALE
+    values = np.zeros(d.pieces[2].bins)
+    positive = len(MAGNITUDE_EDGES) + 1  # the negative buckets and the zero bucket come first
+    values[positive + MAGNITUDE_EDGES.index(512.0)] = 10_000 * SCALE
+    first = positive + MAGNITUDE_EDGES.index(2.0**11.5)
+    values[first : first + 4] = tail_units * SCALE
+    assert tail_units * SCALE < d.pieces[2].threshold
+    return {"groups": groups, "rows": rows, "x": values}
+
+
+def test_tail_mass_below_the_threshold_is_counted_and_keeps_the_upper_bound_above_it() -> None:
+    # 20 units in each of the four buckets [2896, 11585): 80 of 10,080 units, 8% of the sum.
+    # Thresholded alone they are invisible, and the upper bound used to fall to 724.
+    plan = _plan(pf.sum("x", (0, 20_000)), bound=Bound(max_groups=5, max_rows_per_group=1))
+    d = design(plan, True, Fraction(1, 10))
+    choice = choose(plan, _estimates(d, **_tailed_values(d, 20)), Fraction(1, 10), None)
+    (tuned,) = choice.plan.aggregates
+    assert isinstance(tuned, Bounded)
+    assert tuned.upper >= 4096
+    assert choice.bias is not None
+    # What the chosen bound clips of the tail, estimated from the raw buckets.
+    first = MAGNITUDE_EDGES.index(2.0**11.5)
+    mids = (
+        np.array(MAGNITUDE_EDGES[first : first + 4]) + MAGNITUDE_EDGES[first + 1 : first + 5]
+    ) / 2
+    true_clipped = 20 * np.clip(mids - tuned.upper, 0, None).sum()
+    total = 10_000 * (512 + 2.0**9.5) / 2 + 20 * mids.sum()
+    assert choice.bias.clipped["x_sum"] == pytest.approx(true_clipped / total, rel=1e-6)
+
+
+def test_an_empty_tail_costs_the_uncertainty_of_its_noise_and_no_bias() -> None:
+    plan = _plan(pf.sum("x", (0, 20_000)), bound=Bound(max_groups=5, max_rows_per_group=1))
+    d = design(plan, True, Fraction(1, 10))
+    choice = choose(plan, _estimates(d, **_tailed_values(d, 0)), Fraction(1, 10), None)
+    assert choice.bias is not None
+    assert choice.given_bias is not None
+    (tuned,) = choice.plan.aggregates
+    assert isinstance(tuned, Bounded)
+    assert tuned.upper < 2896
+    assert choice.bias.bias["x_sum"] == pytest.approx(0, abs=1e-6)
+    # The tail buckets' noise (σ units each) could hide mass the chosen bound would clip.
+    assert choice.bias.uncertainty["x_sum"] > 0
+    assert choice.given_bias.uncertainty["x_sum"] == 0  # the given bound clips no bucket read raw
+    b = choice.bias
+    assert choice.error == pytest.approx(
+        b.bias["x_sum"] ** 2 + b.uncertainty["x_sum"] ** 2 + b.noise["x_sum"] ** 2
+    )
+
+
+def test_the_raw_tail_spans_a_few_buckets_beyond_the_support_and_not_beyond_the_given_bounds() -> (
+    None
+):
+    plan = _plan(pf.sum("x", (0, 5000)), bound=Bound(max_groups=5, max_rows_per_group=1))
+    d = design(plan, True, Fraction(1, 10))
+    estimates = _estimates(d, **_tailed_values(d, 0))
+    h = estimates.values["x"]
+    assert h.tail is not None
+    bucket = len(MAGNITUDE_EDGES) + 1 + MAGNITUDE_EDGES.index(512.0)
+    read_raw = np.flatnonzero(np.isfinite(h.tail))
+    expected = [*range(bucket - TAIL_BINS, bucket), *range(bucket + 1, bucket + 1 + TAIL_BINS)]
+    assert read_raw.tolist() == expected
+    choice = choose(plan, estimates, Fraction(10), None)
+    (tuned,) = choice.plan.aggregates
+    assert isinstance(tuned, Bounded)
+    assert tuned.upper <= 5000 * math.sqrt(2)  # no candidate past the given bound's bucket
