@@ -60,6 +60,7 @@ from privframe.engines.contributions import ContributionSpec
 from privframe.engines.spec import AggregationSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.numeric import Number, exact
+from privframe.plan import auto_bounds
 from privframe.plan.aggregates import Bounded
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Bound, Plan
@@ -350,6 +351,12 @@ def tune(
         # The server tunes on the analyst's Session there, with every check made here.
         return remote.__privframe_tune__(query.plan, rho, plan_rho, weights, label)
     session, plan = _door(query)
+    if auto_bounds.asks(plan):
+        raise InvalidValueError(
+            'tune searches from the bounds a query gives, and bounds="auto" gives none: give '
+            "bounds=(lower, upper), a wide public range, for tune to narrow; or release the "
+            'query with bounds="auto", which chooses them with a share of its own budget'
+        )
     budget = session.__privframe_pipeline__().accountant.budget
     if not isinstance(budget, zCDP):
         raise InvalidValueError(

@@ -157,3 +157,10 @@ def test_a_batch_whose_later_request_cannot_be_planned_draws_no_bounds_histogram
     with pytest.raises(pf.InvalidValueError, match="contribution limits"):
         sess.release_all([_query(sess).request(0.5), unbounded.request(0.5)])
     assert len(sess.ledger) == 0
+
+
+def test_tune_refuses_automatic_bounds_and_charges_nothing() -> None:
+    sess = _session()
+    with pytest.raises(pf.InvalidValueError, match='bounds="auto" gives none'):
+        _query(sess).tune(0.1, plan_rho=0.9)
+    assert len(sess.ledger) == 0
