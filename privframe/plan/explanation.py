@@ -85,10 +85,16 @@ def _accounting_note(cost: object) -> str:
 _GREEK = {"rho": "ρ", "sigma": "σ", "epsilon": "ε", "scale": "b"}
 
 
-def _share(m: Measurement) -> tuple[str, str]:
+def _share(m: Measurement, plan: ReleasePlan) -> tuple[str, str]:
     """A measurement's share and noise, as (names, values): ρ and σ, or ε and b."""
-    share, noise = m.noise.items()
-    return f"{_GREEK[share[0]]}, {_GREEK[noise[0]]}", f"{number(share[1])}, {number(noise[1])}"
+    (share, _), (noise, _) = m.noise.items()
+    return f"{_GREEK[share]}, {_GREEK[noise]}", ", ".join(_noise_cells(m, plan))
+
+
+def _noise_cells(m: Measurement, plan: ReleasePlan) -> tuple[str, str]:
+    """A measurement's share and noise as table cells, the noise with its floor note if raised."""
+    share, noise = m.noise.values()
+    return number(share), number(noise) + _floor_note(m, plan)
 
 
 NOISE_ONLY_NOTE = (
@@ -122,7 +128,7 @@ def _selection_table(explanation: Explanation, selection: Selection) -> str:
         ("δ", f"{selection.delta:.3g}"),
         ("kept with 50% / 95% probability at", kept),
         ("sensitivity", m.derivation),
-        _share(m),
+        _share(m, explanation.plan),
     ]
     if explanation.report_delta is not None:
         facts.append(("this release alone", explanation.single_release(selection)))
@@ -147,8 +153,7 @@ def explanation_html(explanation: Explanation) -> str:
     plan = explanation.plan
     cost = plan.cost
     measured = [
-        (m.key, m.derivation, *(number(value) for value in m.noise.values()), number(m.ci95))
-        for m in plan.measurements
+        (m.key, m.derivation, *_noise_cells(m, plan), number(m.ci95)) for m in plan.measurements
     ]
     measured += [
         (
@@ -239,7 +244,7 @@ class Explanation:
         if selection is not None:
             m = selection.measurement
             lines.append(
-                f"  {m.key}: {m.derivation}; {_share_text(m)}; "
+                f"  {m.key}: {m.derivation}; {_share_text(m, self.plan)}; "
                 f"a group is kept iff its noisy count >= {selection.threshold} "
                 f"(delta = {selection.delta:.3g}); kept with 50% at "
                 f"{selection.survival_count(0.5)} units, 95% at {selection.survival_count(0.95)}"
@@ -247,7 +252,9 @@ class Explanation:
             if self.report_delta is not None:
                 lines.append("  " + self.single_release(selection))
         for m in self.plan.measurements:
-            lines.append(f"  {m.key}: {m.derivation}; {_share_text(m)}, 95% ± {m.ci95:.6g}")
+            lines.append(
+                f"  {m.key}: {m.derivation}; {_share_text(m, self.plan)}, 95% ± {m.ci95:.6g}"
+            )
         for qm in self.plan.quantiles:
             lines.append(
                 f"  {qm.key}: {qm.derivation}; {qm.share.parameter} = {float(qm.exact_share):.6g}"
@@ -392,7 +399,21 @@ def groups_described(plan: Plan) -> str | None:
     )
 
 
-def _share_text(m: Measurement) -> str:
+def _share_text(m: Measurement, plan: ReleasePlan) -> str:
     """A measurement's share and noise for the text view: ``rho = .., sigma = ..`` or ε and b."""
     text = ", ".join(f"{name} = {value:.6g}" for name, value in m.noise.items())
-    return text if m.family == "gaussian" else f"{text} (Laplace; std <= {m.sigma:.6g})"
+    notes = [] if m.family == "gaussian" else [f"Laplace; std <= {m.sigma:.6g}"]
+    notes += [_FLOOR_NOTES[m.family]] if m.key in plan.raised else []
+    return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+_LESS_LOSS = "less privacy loss than charged"
+_FLOOR_NOTES = {
+    "gaussian": f"σ raised to the sampler's minimum 2^-20 grid units: {_LESS_LOSS}",
+    "laplace": f"b raised to the sampler's minimum 2^-10 grid units: {_LESS_LOSS}",
+}
+
+
+def _floor_note(m: Measurement, plan: ReleasePlan) -> str:
+    """``" (σ raised to ...)"`` if the planner raised ``m``'s noise to the sampler's floor."""
+    return f" ({_FLOOR_NOTES[m.family]})" if m.key in plan.raised else ""

@@ -51,7 +51,7 @@ from privframe.errors import (
 )
 from privframe.mechanisms.noise import MAX_LAPLACE_SCALE, MAX_SIGMA, MIN_LAPLACE_SCALE, MIN_SIGMA
 from privframe.mechanisms.selection import discrete_tail, discrete_threshold
-from privframe.numeric import Number, check_positive, exact, round_down
+from privframe.numeric import Number, check_positive, exact, round_down, round_up
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.aggregates.distinct import SELECTION_KEY, DistinctNeed
 from privframe.plan.aggregates.quantile import QuantileMeasurement
@@ -147,7 +147,9 @@ class ReleasePlan:
 
     ``cost`` is a budget of the session's kind: zCDP, PureDP or ApproxDP.
     ``family`` is the noise every measurement draws, and ``choice`` says,
-    under (ε, δ)-DP, why that noise was chosen over the other.
+    under (ε, δ)-DP, why that noise was chosen over the other. ``raised``
+    names the measurements whose share asked for less noise than the exact
+    sampler draws: they draw its smallest scale, and are charged their share.
     """
 
     limits: Limits
@@ -159,6 +161,7 @@ class ReleasePlan:
     relative_errors: tuple[tuple[str, float], ...] = ()  # with a Balance: per output
     family: Family = "gaussian"
     choice: str = ""
+    raised: tuple[str, ...] = ()
 
     def measurement(self, key: str) -> Measurement:
         """The noisy-vector measurement (Gaussian or Laplace) with this key."""
@@ -381,7 +384,8 @@ def _rho_of(
     return float(rhos[key])
 
 
-_Measured = tuple[list[Measurement], list[QuantileMeasurement]]
+_Measured = tuple[list[Measurement], list[QuantileMeasurement], tuple[str, ...]]
+"""The measurements, the quantiles, and the keys of those raised to the sampler's floor."""
 
 
 def _measure(
@@ -389,7 +393,8 @@ def _measure(
 ) -> _Measured:
     """Every measurement at its exact share budget·share/total; NoiseRangeError if one cannot be.
 
-    The shares add up to exactly the budget, and each noise is calibrated to its exact share.
+    The shares add up to exactly the budget, and each noise is calibrated to its exact share,
+    or raised to the sampler's smallest scale (:func:`_raised`) when its share asks for less.
     """
     total = sum(shares.values(), Fraction(0))
     measurements: list[Measurement] = []
@@ -402,19 +407,21 @@ def _measure(
             measurements.append(measured)
         else:  # a need's measure returns one of the two mechanisms the pipeline runs
             raise TypeError(f"{key}: a need measured {type(measured).__name__}")
+    raised = tuple(m.key for m in measurements if m.scale_units < _SAMPLER_RANGE[m.family][0])
+    measurements = [_raised(m) for m in measurements]
     for m in measurements:
         # Post-processing squares σ (mean and variance errors): refuse, before anything
         # is charged, a scale whose square would overflow.
         if not m.sigma < 1e150:
             raise NoiseRangeError(f"{m.key} would need noise of scale {m.sigma:.3g}")
         # Refuse here, before anything is charged, what the sampler would refuse later.
-        low, high = _SAMPLER_RANGE[m.family]
-        if not low <= m.scale_units <= high:
+        high = _SAMPLER_RANGE[m.family][1]
+        if not m.scale_units <= high:
             raise NoiseRangeError(
-                f"{m.key} would need a noise scale of {m.scale_units:.6g} grid units, outside "
-                f"the exact sampler's range [{low:.4g}, {high:.4g}]"
+                f"{m.key} would need a noise scale of {m.scale_units:.6g} grid units, above "
+                f"the exact sampler's largest {high:.4g}"
             )
-    return measurements, chosen_quantiles
+    return measurements, chosen_quantiles, raised
 
 
 _SAMPLER_RANGE: dict[Family, tuple[float, float]] = {
@@ -422,7 +429,30 @@ _SAMPLER_RANGE: dict[Family, tuple[float, float]] = {
     "laplace": (MIN_LAPLACE_SCALE, MAX_LAPLACE_SCALE),
 }
 
+
+def _raised(m: Measurement) -> Measurement:
+    """``m`` with its noise raised to the sampler's smallest scale, if its share asks for less.
+
+    A share so large that its calibrated scale is below the exact sampler's
+    minimum (:data:`~privframe.mechanisms.noise.MIN_SIGMA` = 2^-20 grid units
+    for the discrete Gaussian, :data:`~privframe.mechanisms.noise.MIN_LAPLACE_SCALE`
+    = 2^-10 for the discrete Laplace) gets the minimum instead. More noise than
+    the share needs is still private at that share: the Gaussian at σ' >= σ is
+    Δ²/(2σ'²) <= ρ-zCDP (Bun & Steinke 2016, Prop. 1.6), the Laplace at b' >= b
+    is Δ₁/b' <= ε-DP; the share stays what is charged. The std bound scales
+    with the scale, rounded up. At these floors the noise is 0 but with
+    probability below 2e-22 (Gaussian) or 2e-444 (Laplace): such a release
+    gives the exact answer on its grid.
+    """
+    low = _SAMPLER_RANGE[m.family][0]
+    if m.scale_units >= low:
+        return m
+    sigma = round_up(Fraction(m.sigma_units) * Fraction(low) / Fraction(m.scale_units))
+    return dataclasses.replace(m, scale_units=low, sigma_units=sigma)
+
+
 _EXPONENT_STEP = 16  # the scan for a working ρ: every 16th power of two, then bisection
+_LARGEST_EXPONENT = 1023  # 2^1023, the largest power of two a float holds
 
 
 def _working_exponents(works: Callable[[Fraction], bool]) -> tuple[int, int] | None:
@@ -443,7 +473,7 @@ def _working_exponents(works: Callable[[Fraction], bool]) -> tuple[int, int] | N
         return good
 
     low = edge(scanned[0], max(scanned[0] - _EXPONENT_STEP, -1075))
-    high = edge(scanned[-1], min(scanned[-1] + _EXPONENT_STEP, 1024))
+    high = edge(scanned[-1], min(scanned[-1] + _EXPONENT_STEP, _LARGEST_EXPONENT + 1))
     return low, high
 
 
@@ -484,10 +514,12 @@ def _out_of_range(
         )
     size = "small" if rho < low else "large"
     article = "a" if name == "rho" else "an"
+    # Too little noise is raised to the sampler's floor, so most plans have no upper end.
+    upper = f" to {_two_digits(high, up=False)}" if found[1] < _LARGEST_EXPONENT else " up"
     return InvalidBudgetError(
         f"{name}={float(rho):.3g} is too {size} for exact noise at these bounds and contribution "
         f"limits: {reason}. This query can be released with {name} from "
-        f"{_two_digits(low, up=True)} to {_two_digits(high, up=False)}; use {article} {name} in "
+        f"{_two_digits(low, up=True)}{upper}; use {article} {name} in "
         "that range" + (", or lower the contribution limits" if size == "small" else "")
     )
 
@@ -518,9 +550,12 @@ def plan_release(
     needs ``delta`` and takes the average output's share of ρ as one more output.
 
     Raises:
-        InvalidBudgetError: ``rho`` is not a positive number, or is outside
-            the range in which every measurement's noise can be drawn
-            exactly (the message gives that range).
+        InvalidBudgetError: ``rho`` is not a positive number, or is so small
+            that some measurement's noise would exceed the exact sampler's
+            largest scale (the message gives the rho that works). A rho so
+            large that a noise falls below the sampler's smallest scale is
+            not refused: that noise is raised to the smallest scale, and
+            ``explain`` says so on its line.
     """
     rho = exact("rho", rho, positive=True)
     if plan.aggregates and selects(plan) and not delta:
@@ -548,8 +583,9 @@ def plan_pure_release(
     that one is close to the best for the Laplace's variance too.
 
     Raises:
-        InvalidBudgetError: ``epsilon`` is not a positive number or is outside
-            the range in which the noise can be drawn exactly, or the plan
+        InvalidBudgetError: ``epsilon`` is not a positive number or is so
+            small that a noise would exceed the sampler's largest scale (a
+            noise below its smallest is raised to it), or the plan
             chooses its groups privately, which pure DP cannot do (a group
             held by the added unit alone appears with a probability that no
             ε bounds).
@@ -711,7 +747,7 @@ def _plan(
 
     failure = None
     try:
-        measurements, chosen_quantiles = measure(budget.amount)
+        measurements, chosen_quantiles, raised = measure(budget.amount)
     except NoiseRangeError as err:
         failure = str(err)
     if failure is not None:
@@ -728,12 +764,14 @@ def _plan(
     if not selecting:
         cost = zCDP(spent) if family == "gaussian" else PureDP(spent)
         return ReleasePlan(
-            limits, tuple(measurements), outputs, cost, None, found, relative, family
+            limits, tuple(measurements), outputs, cost, None, found, relative, family, raised=raised
         )
     selection_delta = exact("delta", delta, positive=True)
     selected_cost = zCDP(spent, selection_delta)  # refuses a delta >= 1
     selection, kept = _selection(measurements, limits, selection_delta)
-    return ReleasePlan(limits, kept, outputs, selected_cost, selection, found, relative, family)
+    return ReleasePlan(
+        limits, kept, outputs, selected_cost, selection, found, relative, family, raised=raised
+    )
 
 
 def _selection(

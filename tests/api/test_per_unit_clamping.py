@@ -31,6 +31,7 @@ DATA = pl.DataFrame(
     }
 )
 KEYS = ["a", "b"]
+BUDGET = pf.zCDP(1e12, delta=0.5)
 L, U, C = 0.0, 20.0, 2  # the sums' and averages' bounds, and the counts'
 OPTIONS = (
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1e7, delta=1e-5, "
@@ -45,11 +46,11 @@ SQL = (
 )
 
 
-def session(seed: int = 1, **kwargs: object) -> pf.Session:
+def session(seed: int = 1, budget: pf.zCDP = BUDGET, **kwargs: object) -> pf.Session:
     return pf.Session(
         DATA,
         "u",
-        pf.zCDP(1e12, delta=0.5),
+        budget,
         rng=SeededRandomness(seed),
         metadata={"g": pf.Column(keys=KEYS)},
         **kwargs,  # type: ignore[arg-type]
@@ -225,15 +226,44 @@ def test_per_group_bounds_on_other_functions_are_refused_in_a_dp_clause(call: st
     _refused(sess, lambda: sess.sql(text), pf.SQLError, "contribution_bounds_per_row")
 
 
-def test_a_row_limit_given_keeps_row_clamping_in_sql() -> None:
-    sess = session(contributions=pf.Bound(max_rows_per_group=2))
-    query = sess.parse_sql(
-        OPTIONS + "SUM(x, contribution_bounds_per_group => (0, 10)) AS t FROM data GROUP BY g"
-    ).query
-    assert query.plan.steps == ()
-    assert query.plan.bound == pf.Bound(max_groups=2, max_rows_per_group=2)
-    (total,) = query.plan.aggregates
-    assert (total.column, total.lower, total.upper) == ("x", 0.0, 10.0)  # type: ignore[attr-defined]
+@pytest.mark.parametrize(
+    "default", [pf.Bound(max_rows_per_group=1), pf.Bound(max_groups=2, max_rows=1)]
+)
+def test_a_sessions_default_row_limit_leaves_sql_per_unit_clamping_as_bigquerys(
+    default: pf.Bound,
+) -> None:
+    # BigQuery's epsilon=1e20 draws the samplers' smallest noise: the release is the definition,
+    # to the grid. The default row limits would bind on this data (unit 1 has 3 rows in "a").
+    sess = session(contributions=default, budget=pf.zCDP(1e21, delta=0.5))
+    query = sess.parse_sql(SQL.replace("epsilon=1e7", "epsilon=1e20"))
+    assert query.query.plan.bound == pf.Bound(max_groups=2)
+    released = query.release()
+    truth = bigquery_truth()
+    for name in ("total", "n", "mean", "nx"):
+        assert released[name].cast(pl.Float64).to_list() == pytest.approx(
+            truth[name].to_list(), abs=1e-6
+        ), name
+
+
+@pytest.mark.parametrize(
+    ("limit", "says"),
+    [
+        (pf.Bound(max_groups=2, max_rows_per_group=3), "max_rows_per_group=3"),
+        (pf.Bound(max_rows=4), "max_rows=4"),
+    ],
+)
+def test_a_row_limit_of_the_querys_own_with_per_unit_bounds_is_refused_naming_both(
+    limit: pf.Bound, says: str
+) -> None:
+    sess = session()
+    with pytest.raises(pf.SQLError) as caught:
+        sess.sql(SQL, contributions=limit)
+    message = str(caught.value)
+    assert f"contributions give {says}" in message
+    assert "contribution_bounds_per_group" in message
+    assert caught.value.construct == "the function SUM"
+    assert caught.value.position is not None
+    assert not sess.ledger
 
 
 def test_a_count_alone_keeps_its_bound_as_the_row_limit_which_counts_the_same() -> None:

@@ -259,12 +259,32 @@ def test_a_budget_that_is_not_one_is_refused_when_parsed(options: str, says: str
     assert not sess.ledger
 
 
-def test_bigquerys_noise_free_epsilon_is_refused_naming_the_clause() -> None:
-    sess = session(pf.zCDP(1e30), contributions=pf.Bound(max_rows_per_group=1))
+def test_bigquerys_noise_free_epsilon_gives_the_exact_answer_and_is_charged_what_it_asks() -> None:
+    # BigQuery's docs show results without noise with epsilon=1e20: the σ it implies is
+    # below the exact sampler's smallest, which the planner draws instead (more noise).
+    sess = session(pf.zCDP(1e30))
     query = sess.parse_sql(
-        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1e20, delta=.01) COUNT(*) FROM data"
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1e20, delta=.01, "
+        "max_groups_contributed=1) COUNT(*, contribution_bounds_per_group => (0, 3)) AS n, "
+        "SUM(quantity, contribution_bounds_per_group => (0, 300)) AS total FROM data"
     )
-    with pytest.raises(pf.SQLError, match="always adds noise") as caught:
+    assert "raised to the sampler's minimum 2^-20 grid units" in str(query.explain())
+    released = query.release()
+    assert released["n"].item() == DATA.height  # no professor has more than 3 rows
+    assert released["total"].item() == pytest.approx(DATA["quantity"].sum(), abs=1e-3)
+    spend = query.spend()
+    assert spend is not None
+    assert sess.spent.exact_rho == spend.rho
+
+
+def test_options_that_need_more_noise_than_the_sampler_draws_are_refused_naming_the_clause() -> (
+    None
+):
+    sess = session(contributions=pf.Bound(max_rows_per_group=1))
+    query = sess.parse_sql(
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1e-13, delta=1e-13) COUNT(*) FROM data"
+    )
+    with pytest.raises(pf.SQLError, match=r"cannot be released: rho=.* is too small") as caught:
         query.release()
     assert caught.value.construct == "WITH DIFFERENTIAL_PRIVACY OPTIONS"
     assert not sess.ledger

@@ -326,8 +326,8 @@ def test_explain_shows_sensitivity_split_sigma_and_error():
     assert expl.plan == plan_release(_query(sess).plan, True, 0.3)
 
 
-@pytest.mark.parametrize("rho", [1e-30, 1e13])
-def test_noise_outside_the_samplers_range_is_refused_before_charging(rho):
+@pytest.mark.parametrize("rho", [1e-30, 1e-40])
+def test_noise_above_the_samplers_range_is_refused_before_charging(rho):
     df = pl.DataFrame({"user": [1, 2], "region": ["north", "south"], "amount": [1.0, 2.0]})
     sess = pf.Session(df, "user", pf.zCDP(1e14))
     query = (
@@ -360,15 +360,15 @@ def test_a_rho_too_small_for_exact_noise_names_the_cause_and_the_rho_that_works(
     assert err.value.__context__ is None
     assert f"rho={rho:.3g} is too small for exact noise at these bounds" in message
     assert "bounds are too extreme" not in message
-    found = re.search(r"rho from (\S+) to (\S+);", message)
+    # Too little noise is raised to the sampler's floor: the range has no upper end.
+    found = re.search(r"rho from (\S+) up;", message)
     assert found is not None
-    low, high = (float(x) for x in found.groups())
+    low = float(found.group(1))
     # The range it gives is the range that works, to a factor of two.
-    assert _query(sess).explain(rho=low).plan.cost == pf.zCDP(low)
-    assert _query(sess).explain(rho=high).plan.cost == pf.zCDP(high)
-    for outside in (low / 4, high * 4):
-        with pytest.raises(pf.InvalidBudgetError, match=r"is too (small|large)"):
-            _query(sess).explain(rho=outside)
+    for inside in (low, 1e300):
+        assert _query(sess).explain(rho=inside).plan.cost == pf.zCDP(inside)
+    with pytest.raises(pf.InvalidBudgetError, match=r"is too small"):
+        _query(sess).explain(rho=low / 4)
     assert sess.spent == pf.zCDP(0)
     assert sess.ledger == ()
 

@@ -10,11 +10,13 @@ is audited here is the claim a BigQuery user reads in the SQL itself:
         max_groups_contributed=3, privacy_unit_column=user)
       region,
       COUNT(*, contribution_bounds_per_group => (0, 5)) AS n,
-      SUM(amount, contribution_bounds_per_group => (0, 100)) AS total,
-      AVG(amount, contribution_bounds_per_group => (0, 100)) AS mean
+      SUM(amount, contribution_bounds_per_row => (0, 100)) AS total,
+      AVG(amount, contribution_bounds_per_row => (0, 100)) AS mean
     FROM data GROUP BY region
 
-over the public regions. The query is (ε = 1, δ = 1e-6)-DP by its OPTIONS:
+over the public regions (each row's amount clamped: BigQuery's per-unit clamping,
+``contribution_bounds_per_group`` on SUM and AVG, is audited in
+test_privacy_audit_per_unit_clamping.py). The query is (ε = 1, δ = 1e-6)-DP by its OPTIONS:
 the released measurements must give no ε lower bound above 1 at δ = 1e-6.
 The SQL front end turns the OPTIONS into ρ = the largest ρ whose conversion
 gives (1, 1e-6) (≈ 0.0244), max_groups_contributed into k = 3 and the COUNT's
@@ -66,8 +68,8 @@ TEXT = """SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6,
     max_groups_contributed=3, privacy_unit_column=user)
   region,
   COUNT(*, contribution_bounds_per_group => (0, 5)) AS n,
-  SUM(amount, contribution_bounds_per_group => (0, 100)) AS total,
-  AVG(amount, contribution_bounds_per_group => (0, 100)) AS mean
+  SUM(amount, contribution_bounds_per_row => (0, 100)) AS total,
+  AVG(amount, contribution_bounds_per_row => (0, 100)) AS mean
 FROM data GROUP BY region"""
 
 
@@ -78,9 +80,6 @@ def _session(df: pl.DataFrame, seed: int, rho: float = 1.0) -> pf.Session:
         pf.zCDP(rho),
         rng=SeededRandomness(seed),
         metadata={"region": pf.Column(keys=tuple(audit.KEYS))},
-        # A row limit keeps the row clamping this file audits (BigQuery's per-unit clamping is
-        # audited in test_privacy_audit_per_unit_clamping.py).
-        contributions=pf.Bound(max_rows_per_group=audit.M),
     )
 
 

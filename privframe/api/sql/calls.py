@@ -13,10 +13,11 @@ translated here one by one.
 Bounds written in the call (``ANON_SUM(x CLAMPED BETWEEN 0 AND 10)``,
 ``SUM(x, contribution_bounds_per_group => (0, 10))``, ``SUM(x, 0, 10)``; the
 dialect wraps the argument in :class:`~privframe.api.sql.dialect.Clamped`)
-override metadata. In a differential privacy clause without a row limit,
-``SUM``, ``AVG`` and ``COUNT`` with ``contribution_bounds_per_group`` are
-BigQuery's per-unit clamping (:func:`per_group_bounds`; each unit's sum,
-average or count in a group clamped, through the per-unit stage,
+override metadata. In a differential privacy clause (whatever the Session's
+default row limit), ``SUM``, ``AVG`` and ``COUNT`` with
+``contribution_bounds_per_group`` are BigQuery's per-unit clamping
+(:func:`per_group_bounds`; each unit's sum, average or count in a group
+clamped, through the per-unit stage,
 :mod:`privframe.plan.aggregates.per_unit`), decided for the whole query by
 :func:`privframe.api.sql.translate.per_unit_clamping`. Otherwise bounds
 clamp each row's value, and at most ``max_rows_per_group`` rows of a unit

@@ -23,6 +23,9 @@ types where polars' differ:
 ``NOT``, ``AND`` and ``OR`` need true/false operands; polars would read an
 integer column as bits, so each operand's type is checked against the
 released table's schema (:meth:`Requirement.check`) before anything is charged.
+``NOT`` on a column is read as in a row filter
+(:class:`~privframe.api.sql.rows.Rows`): ``NOT x`` is ``x = 0``, SQL's ``NOT``
+for a true/false column or a 0/1 flag (``HAVING NOT married``).
 
 Example:
     >>> import polars as pl
@@ -248,6 +251,12 @@ class Released(Rows):
             right = self.require(node.expression, what, boolean=True)
             return left & right if isinstance(node, exp.And) else left | right
         if isinstance(node, exp.Not) and not isinstance(node.this, exp.Is | exp.In):
+            if isinstance(unwrapped(node.this), exp.Column):
+                # As in a row filter (Rows): NOT on a column is x = 0, so a 0/1 group
+                # column (a flag) reads as SQL's NOT, and a true/false one is negated.
+                negated = self(node.this) == pl.lit(0)
+                self.requirements.append(Requirement(negated, unwrapped(node.this), "NOT"))
+                return negated
             return ~self.require(node.this, "NOT", boolean=True)
         if _is_literal(node):
             value = literal_value(node)

@@ -384,18 +384,10 @@ class SQLQuery:
             if spend is None or self._options is None:
                 raise
             refusal = str(err)
-        # BigQuery documents epsilon=1e20 as the way to see results without noise.
-        demo = spend.epsilon >= 10**20
         raise SQLError(
             f"{self._options.construct}(epsilon={float(spend.epsilon):g}, "
             f"delta={float(spend.delta):g}) gives rho={float(spend.rho):.6g}, which cannot be "
-            f"released: {refusal}"
-            + (
-                "; BigQuery's epsilon=1e20 removes the noise for a demonstration, and privframe "
-                "always adds noise: give the epsilon to spend"
-                if demo
-                else ""
-            ),
+            f"released: {refusal}",
             construct=self._options.construct,
             position=self._options.position,
         )

@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from privframe.accounting.budgets import zCDP
 from privframe.api.query import Query
-from privframe.api.sql._common import TABLE, builder_refusal, construct, refuse
+from privframe.api.sql._common import TABLE, builder_refusal, construct, refuse, written
 from privframe.api.sql.calls import PER_GROUP, count_limit, per_group_bounds, rounds_to_integer
 from privframe.api.sql.dialect import ORIGINAL_NAME, Clamped
 from privframe.api.sql.groups import group_by, group_keys, public_keys
@@ -152,19 +152,27 @@ def limits_of(
 def per_unit_clamping(
     statement: exp.Select,
     options: PrivacyOptions | None,
-    given: Bound | None,
+    asked: Bound | None,
     unit: str | None,
 ) -> bool:
     """Whether the query clamps each unit's value in a group, as BigQuery does.
 
     So it is in a differential privacy clause whose SUM or AVG has
-    ``contribution_bounds_per_group`` when neither the Session nor the call
-    gives a row limit (``max_rows_per_group``, ``max_rows``): then every
-    aggregate must be a SUM, AVG or COUNT with ``contribution_bounds_per_group``
-    (they all read one per-unit stage). A query whose only per-group bounds
-    are a COUNT's keeps them as its row limit, which counts the same
-    (:func:`~privframe.api.sql.calls.count_limit`); with a row limit given,
-    rows are clamped (docs/sql.md, "Per-unit clamping").
+    ``contribution_bounds_per_group``: then every aggregate must be a SUM, AVG
+    or COUNT with ``contribution_bounds_per_group`` (they all read one
+    per-unit stage, which has one row per unit and group). The Session's
+    default row limits (``contributions=``) do not apply to such a query:
+    after the per-unit stage a unit has one row in a group (m = 1), so a
+    default ``max_rows_per_group`` would trim nothing, and the query is bounded
+    by ``max_groups`` alone, as BigQuery's is. A query whose only per-group
+    bounds are a COUNT's keeps them as its row limit, which counts the same
+    (:func:`~privframe.api.sql.calls.count_limit`) (docs/sql.md, "Per-unit
+    clamping").
+
+    ``asked`` is the query's own limits (``sql(..., contributions=...)``): a
+    row limit there (``max_rows_per_group``, ``max_rows``) asks to drop a
+    unit's rows before its value is taken, which contradicts per-unit bounds,
+    and is refused.
 
     In any differential privacy clause, ``contribution_bounds_per_group`` on
     another function (``VAR_POP``, ``PERCENTILE_CONT``, ...) is refused:
@@ -172,7 +180,8 @@ def per_unit_clamping(
     ``contribution_bounds_per_row``.
 
     Raises:
-        SQLError: such a query has an aggregate that is not one of them.
+        SQLError: such a query has an aggregate that is not one of them, or
+            its own contributions give a row limit.
 
     Example:
         >>> import sqlglot
@@ -208,11 +217,23 @@ def per_unit_clamping(
                 f"meaning: write {what}(x, contribution_bounds_per_row => (lower, upper)) with a "
                 "row limit, contributions=pf.Bound(max_rows_per_group=...)",
             )
-    if given is not None and (given.max_rows_per_group is not None or given.max_rows is not None):
-        return False
     clamped = [c for c in calls if per_group_bounds(c) is not None]
-    if not any(isinstance(c, exp.Sum | exp.Avg) for c in clamped):
+    per_unit = [c for c in clamped if isinstance(c, exp.Sum | exp.Avg)]
+    if not per_unit:
         return False
+    limit = _row_limit(asked)
+    if limit is not None:
+        name = written(per_unit[0])
+        raise refuse(
+            per_unit[0],
+            construct(per_unit[0]),
+            f"{name}'s contribution_bounds_per_group clamp each privacy unit's value in a group "
+            f"(BigQuery's per-unit clamping), and this query's contributions give {limit}, "
+            "which would drop some of a unit's rows before its value is taken: the two "
+            f"contradict each other. Remove {limit.split('=')[0]} from the query's "
+            "contributions (max_groups is all per-unit clamping needs), or clamp each row "
+            f"with {name}(x, contribution_bounds_per_row => (lower, upper))",
+        )
     for call in calls:
         if per_group_bounds(call) is None:
             what = construct(call)
@@ -226,6 +247,15 @@ def per_unit_clamping(
                 "row limit, contributions=pf.Bound(max_rows_per_group=...), to clamp rows",
             )
     return True
+
+
+def _row_limit(bound: Bound | None) -> str | None:
+    """``max_rows_per_group=m`` or ``max_rows=M`` if ``bound`` limits rows, else None."""
+    if bound is None:
+        return None
+    if bound.max_rows_per_group is not None:
+        return f"max_rows_per_group={bound.max_rows_per_group}"
+    return None if bound.max_rows is None else f"max_rows={bound.max_rows}"
 
 
 def _no_row_limit(options: PrivacyOptions) -> SQLError:
@@ -260,9 +290,12 @@ def _translate(
         stages.append(stage)
         _fits(query, join, "UNNEST" if isinstance(join.this, exp.Unnest) else "JOIN")
     given = scope.private.limits(scope.source, scope.source)
-    scope.per_unit_clamping = per_unit_clamping(statement, options, given, unit)
+    asked = scope.private.override
+    scope.per_unit_clamping = per_unit_clamping(statement, options, asked, unit)
     if scope.per_unit_clamping:
-        # Each unit's value in a group is clamped: no row limit (the planner derives m = 1).
+        # Each unit's value in a group is clamped: no row limit (the planner derives m = 1
+        # after the per-unit stage, where a default max_rows_per_group trims nothing), and
+        # the Session's default row limits go: BigQuery bounds such a query by groups alone.
         bound: Bound | None = Bound(
             (options.max_groups if options else None) or (given.max_groups if given else None) or 1
         )
