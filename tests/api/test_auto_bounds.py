@@ -7,6 +7,7 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 import pytest
+from sql_setup import assert_same_plan
 
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
@@ -163,4 +164,71 @@ def test_tune_refuses_automatic_bounds_and_charges_nothing() -> None:
     sess = _session()
     with pytest.raises(pf.InvalidValueError, match='bounds="auto" gives none'):
         _query(sess).tune(0.1, plan_rho=0.9)
+    assert len(sess.ledger) == 0
+
+
+# -- SQL: BigQuery's implicit bounds ----------------------------------------------------------
+
+BIGQUERY = (
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1e6, delta=1e-5, "
+    "max_groups_contributed=3, privacy_unit_column=u) g, "
+    "SUM(x) AS total, AVG(x) AS average, COUNT(*) AS n FROM data GROUP BY g"
+)
+
+
+def _bigquery_session(seed: int = 4) -> pf.Session:
+    return pf.Session(
+        _frame(),
+        "u",
+        pf.zCDP(1e9, delta=0.5),
+        rng=SeededRandomness(seed),
+        metadata={"g": pf.Column(keys=KEYS)},
+    )
+
+
+def test_sql_without_bounds_clamps_per_unit_at_bounds_chosen_with_a_share() -> None:
+    sess = _bigquery_session()
+    released = sess.sql(BIGQUERY)
+    assert [e.label for e in sess.ledger] == [f"{BIGQUERY}: bounds", BIGQUERY]
+    chosen = sess.ledger[-1].description["auto_bounds"]["chosen"]
+    assert set(chosen) == {"total", "average", "n"}
+    per_unit = (
+        _frame()
+        .group_by("u", "g")
+        .agg(
+            # BigQuery's per-unit SUM of only NULLs is NULL (skipped), as privframe's.
+            total=pl.when(pl.col("x").count() > 0).then(pl.col("x").sum()),
+            average=pl.col("x").mean(),
+            n=pl.len(),
+        )
+    )
+    for name in ("total", "average", "n"):
+        lower, upper = chosen[name]
+        low, high = per_unit[name].min(), per_unit[name].max()
+        assert lower <= low  # nobody is clamped up
+        assert upper >= high / 2**0.5  # at most the sparse top half-octave is clamped
+    truth = per_unit.group_by("g").agg(pl.col("n").sum()).sort("g")
+    assert released.sort("g")["n"].to_list() == truth["n"].to_list()  # counts never bind
+
+
+def test_sql_and_builder_forms_of_implicit_bounds_are_one_plan() -> None:
+    sql = _bigquery_session().parse_sql(BIGQUERY).query
+    builder = (
+        _bigquery_session()
+        .query()
+        .bound(max_groups=3)
+        .group_by("g", keys=KEYS)
+        .agg(
+            pf.sum("x", per_unit_bounds="auto").alias("total"),
+            pf.mean("x", per_unit_bounds="auto").alias("average"),
+            pf.count(per_unit_bounds="auto").alias("n"),
+        )
+    )
+    assert_same_plan(sql.plan, builder.plan)
+
+
+def test_sql_without_a_privacy_clause_still_needs_bounds() -> None:
+    sess = _bigquery_session()
+    with pytest.raises(pf.SQLError, match="needs public bounds"):
+        sess.sql("SELECT g, SUM(x) AS total FROM data GROUP BY g", rho=1)
     assert len(sess.ledger) == 0

@@ -160,7 +160,10 @@ def _refused(sess: pf.Session, run: object, error: type[Exception], says: str) -
     [
         ("SUM(x, contribution_bounds_per_group => (20, 0)) AS t", "lower <= upper"),
         ("SUM(x, contribution_bounds_per_group => (0, 10)) AS t, SUM(x, 0, 5) AS y", "one kind"),
-        ("SUM(x, contribution_bounds_per_group => (0, 10)) AS t, COUNT(*) AS c", "one kind"),
+        (
+            "SUM(x, contribution_bounds_per_group => (0, 10)) AS t, VAR_POP(x, 0, 5) AS c",
+            "one kind",
+        ),
         (
             "SUM(x, contribution_bounds_per_group => (0, 10)) AS t, "
             "VAR_POP(x, contribution_bounds_per_group => (0, 10)) AS v",

@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Literal
 
@@ -57,7 +58,7 @@ from privframe.api.sql.metadata import Column
 from privframe.api.sql.scope import Scope
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import FAMILIES, Aggregate
-from privframe.plan.aggregates.base import Summed, summed
+from privframe.plan.aggregates.base import AUTO, Summed, summed
 from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_bounded
 
 PER_GROUP = "contribution_bounds_per_group"
@@ -86,18 +87,50 @@ def per_group_bounds(node: exp.Expr) -> Clamped | None:
     return None
 
 
+def unbounded(node: exp.Expr, scope: Scope) -> bool:
+    """Whether ``node`` is a ``SUM``/``AVG``/``COUNT`` with no bounds, for BigQuery to choose.
+
+    It has none in the call and none in its column's metadata (``COUNT`` has
+    none there).
+
+    In a differential privacy clause such a call is per-unit clamping with
+    bounds chosen at release (``per_unit_bounds="auto"``,
+    :mod:`privframe.plan.auto_bounds`), as BigQuery bounds it implicitly.
+
+    Example:
+        >>> import sqlglot
+        >>> import privframe as pf
+        >>> from privframe.api.sql.scope import Scope
+        >>> scope = Scope("", ["x", "y"], {}, {"x": pf.Column(bounds=(0, 1))})
+        >>> [unbounded(sqlglot.parse_one(f), scope) for f in ("SUM(x)", "SUM(y)", "COUNT(*)")]
+        [False, True, True]
+    """
+    if not isinstance(node, exp.Sum | exp.Avg | exp.Count):
+        return False
+    argument = node.this
+    if isinstance(argument, Clamped | exp.Distinct):
+        return False
+    if isinstance(node, exp.Count):
+        return True
+    if not isinstance(argument, exp.Column):
+        return False
+    facts = scope.metadata(scope.column(argument), argument)
+    return facts is None or facts.bounds is None
+
+
 def _per_unit_call(
-    node: exp.Expr, clamped: Clamped, alias: str | None, scope: Scope
+    node: exp.Expr, clamped: Clamped | None, alias: str | None, scope: Scope
 ) -> PerUnitBounded:
     """BigQuery's per-unit clamping of one call: each unit's value in a group, clamped.
 
     ``SUM(x, ...)`` clamps each unit's sum, ``AVG`` its average (then the
     averages are averaged), ``COUNT(*)`` its rows, ``COUNT(col)`` its non-null
-    values of col (:mod:`privframe.plan.aggregates.per_unit`).
+    values of col (:mod:`privframe.plan.aggregates.per_unit`). Without
+    ``clamped`` (no bounds given) the bounds are chosen at release.
     """
     what = written(node)
-    bounds = _literal_bounds(clamped, what)
-    argument = clamped.this
+    bounds: tuple[float, float] | str = AUTO if clamped is None else _literal_bounds(clamped, what)
+    argument = node.this if clamped is None else clamped.this
     if isinstance(node, exp.Count):
         counted = None
         if not isinstance(argument, exp.Star):
@@ -106,7 +139,7 @@ def _per_unit_call(
             counted = scope.column(argument)
         result = per_unit_bounded("count", None, bounds)
         if counted is not None:
-            result = PerUnitBounded("count", counted, result.lower, result.upper)
+            result = dataclasses.replace(result, column=counted)
         name = alias or ("count" if counted is None else f"count_{counted}")
         return result.alias(name)
     if not isinstance(argument, exp.Column):
@@ -177,6 +210,8 @@ def _base_aggregate(
 ) -> Aggregate | PerUnitBounded:
     if scope.per_unit_clamping and (clamped := per_group_bounds(node)) is not None:
         return _per_unit_call(node, clamped, alias, scope)
+    if scope.per_unit_clamping and unbounded(node, scope):
+        return _per_unit_call(node, None, alias, scope)
     if isinstance(node, exp.Count):
         return _count(node, alias, scope, unit)
     if isinstance(node, exp.Anonymous) and node.name.upper() == "MEAN":

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import polars as pl
 from sqlglot import exp
@@ -22,7 +22,13 @@ from sqlglot import exp
 from privframe.accounting.budgets import zCDP
 from privframe.api.query import Query
 from privframe.api.sql._common import TABLE, builder_refusal, construct, refuse, written
-from privframe.api.sql.calls import PER_GROUP, count_limit, per_group_bounds, rounds_to_integer
+from privframe.api.sql.calls import (
+    PER_GROUP,
+    count_limit,
+    per_group_bounds,
+    rounds_to_integer,
+    unbounded,
+)
 from privframe.api.sql.dialect import ORIGINAL_NAME, Clamped
 from privframe.api.sql.groups import group_by, group_keys, public_keys
 from privframe.api.sql.metadata import Column
@@ -154,12 +160,16 @@ def per_unit_clamping(
     options: PrivacyOptions | None,
     asked: Bound | None,
     unit: str | None,
+    *,
+    auto: Callable[[exp.Expr], bool] = lambda call: False,
 ) -> bool:
     """Whether the query clamps each unit's value in a group, as BigQuery does.
 
     So it is in a differential privacy clause whose SUM or AVG has
-    ``contribution_bounds_per_group``: then every aggregate must be a SUM, AVG
-    or COUNT with ``contribution_bounds_per_group`` (they all read one
+    ``contribution_bounds_per_group``, or no bounds at all (``auto`` says
+    which calls have none: BigQuery then chooses them, and so does the
+    release, :mod:`privframe.plan.auto_bounds`): then every aggregate must be
+    a SUM, AVG or COUNT with ``contribution_bounds_per_group`` or no bounds (they all read one
     per-unit stage, which has one row per unit and group). The Session's
     default row limits (``contributions=``) do not apply to such a query:
     after the per-unit stage a unit has one row in a group (m = 1), so a
@@ -217,8 +227,11 @@ def per_unit_clamping(
                 f"meaning: write {what}(x, contribution_bounds_per_row => (lower, upper)) with a "
                 "row limit, contributions=pf.Bound(max_rows_per_group=...)",
             )
-    clamped = [c for c in calls if per_group_bounds(c) is not None]
-    per_unit = [c for c in clamped if isinstance(c, exp.Sum | exp.Avg)]
+    per_unit = [
+        c
+        for c in calls
+        if isinstance(c, exp.Sum | exp.Avg) and (per_group_bounds(c) is not None or auto(c))
+    ]
     if not per_unit:
         return False
     limit = _row_limit(asked)
@@ -235,7 +248,7 @@ def per_unit_clamping(
             f"with {name}(x, contribution_bounds_per_row => (lower, upper))",
         )
     for call in calls:
-        if per_group_bounds(call) is None:
+        if per_group_bounds(call) is None and not auto(call):
             what = construct(call)
             raise refuse(
                 call,
@@ -291,7 +304,9 @@ def _translate(
         _fits(query, join, "UNNEST" if isinstance(join.this, exp.Unnest) else "JOIN")
     given = scope.private.limits(scope.source, scope.source)
     asked = scope.private.override
-    scope.per_unit_clamping = per_unit_clamping(statement, options, asked, unit)
+    scope.per_unit_clamping = per_unit_clamping(
+        statement, options, asked, unit, auto=lambda call: unbounded(call, scope)
+    )
     if scope.per_unit_clamping:
         # Each unit's value in a group is clamped: no row limit (the planner derives m = 1
         # after the per-unit stage, where a default max_rows_per_group trims nothing), and
