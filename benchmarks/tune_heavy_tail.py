@@ -10,7 +10,10 @@ person (a row id, one row each).
 
 * **naive**: bounds ``(0, 20000)`` (above every wage), released at ρ = 0.5;
 * **tuned**: the naive query tuned with ``tune(rho=0.05, plan_rho=0.45)`` on
-  the same data, then released at 0.45: the same total ρ.
+  the same data, then released at 0.45: the same total ρ;
+* **auto**: the query with ``bounds="auto"`` and ``bounds_share(0.1)``,
+  released at ρ = 0.5: 0.05 chooses the bounds (Google's ApproxBounds rule,
+  ``privframe.plan.auto_bounds``), 0.45 releases: the same total ρ.
 
 Each variant runs ``--repeat`` times on a fresh session. The benchmark reports
 the tuned upper bounds, the relative RMSE of each output against the exact
@@ -71,15 +74,18 @@ def load(csv: str, by: str) -> pl.DataFrame:
     )
 
 
-def query(sess: pf.Session, keys: tuple[str, ...]) -> Query:
-    """The naive query: per group, the sum and mean of wage within (0, 20000)."""
+def query(
+    sess: pf.Session, keys: tuple[str, ...], bounds: tuple[float, float] | str = NAIVE_BOUNDS
+) -> Query:
+    """The naive query: per group, the sum and mean of wage within (0, 20000), or ``bounds``."""
     return (
         sess.query()
         .bound(max_groups=1, max_rows_per_group=1)
+        .bounds_share(TUNE_RHO / RHO)
         .group_by("group", keys=list(keys))
         .agg(
-            pf.sum("wage", bounds=NAIVE_BOUNDS).alias("wage_sum"),
-            pf.mean("wage", bounds=NAIVE_BOUNDS).alias("wage_mean"),
+            pf.sum("wage", bounds=bounds).alias("wage_sum"),  # type: ignore[arg-type]
+            pf.mean("wage", bounds=bounds).alias("wage_mean"),  # type: ignore[arg-type]
         )
     )
 
@@ -109,6 +115,7 @@ class Result:
     bias_promised: float  # tune's estimated relative bias of the sum, mean over runs
     bias_realised: float  # the chosen bounds' clipping of the sum, relative, mean over runs
     uppers: collections.Counter[float]  # chosen upper bounds and how often
+    auto_uppers: collections.Counter[float]  # bounds="auto"'s upper bounds and how often
     tune_seconds: float  # per tune
 
 
@@ -116,7 +123,8 @@ def run(data: pl.DataFrame, keys: tuple[str, ...], repeat: int, seed: int) -> Re
     """Errors of both variants, tune's promises and its choices over ``repeat`` runs."""
     wages = data["wage"].to_numpy()
     true = truth(data, keys)
-    errors: dict[str, list[np.ndarray]] = {"naive": [], "tuned": []}
+    errors: dict[str, list[np.ndarray]] = {"naive": [], "tuned": [], "auto": []}
+    auto_uppers: collections.Counter[float] = collections.Counter()
     promised, gains, bias_promised, bias_realised = [], [], [], []
     uppers: collections.Counter[float] = collections.Counter()
     seconds = 0.0
@@ -135,6 +143,9 @@ def run(data: pl.DataFrame, keys: tuple[str, ...], repeat: int, seed: int) -> Re
         errors["tuned"].append(released(tuned.query.release(rho=RHO - TUNE_RHO), keys) / true - 1)
         naive = pf.Session(data, "person", pf.zCDP(RHO), rng=SeededRandomness(seed + 2 * i + 1))
         errors["naive"].append(released(query(naive, keys).release(rho=RHO), keys) / true - 1)
+        auto = pf.Session(data, "person", pf.zCDP(RHO), rng=SeededRandomness(seed + 2 * i + 2**20))
+        errors["auto"].append(released(query(auto, keys, "auto").release(rho=RHO), keys) / true - 1)
+        auto_uppers[auto.ledger[-1].description["auto_bounds"]["chosen"]["wage_sum"][1]] += 1
     relative = {v: np.array(e) for v, e in errors.items()}  # runs × groups × outputs
     return Result(
         rmse={v: np.sqrt(np.mean(np.square(e), axis=(0, 1))) for v, e in relative.items()},
@@ -145,6 +156,7 @@ def run(data: pl.DataFrame, keys: tuple[str, ...], repeat: int, seed: int) -> Re
         bias_promised=float(np.mean(bias_promised)),
         bias_realised=float(np.mean(bias_realised)),
         uppers=uppers,
+        auto_uppers=auto_uppers,
         tune_seconds=seconds / repeat,
     )
 
@@ -173,8 +185,12 @@ def main() -> None:
     print(f"| naive {NAIVE_BOUNDS}, release at {RHO:g} | {cells(result.rmse['naive'])}")
     print(f"| tune at {TUNE_RHO:g}, release at {RHO - TUNE_RHO:g} | {cells(result.rmse['tuned'])}")
     print(f"| tuned / naive | {cells(result.rmse['tuned'] / result.rmse['naive'])}")
+    print(f'| bounds="auto", share {TUNE_RHO / RHO:g} of {RHO:g} | {cells(result.rmse["auto"])}')
+    print(f"| auto / naive | {cells(result.rmse['auto'] / result.rmse['naive'])}")
     common = ", ".join(f"{u:g} ({n})" for u, n in result.uppers.most_common(5))
     print(f"\nchosen upper bounds (runs): {common}")
+    common = ", ".join(f"{u:g} ({n})" for u, n in result.auto_uppers.most_common(5))
+    print(f'bounds="auto" upper bounds (runs): {common}')
     print(
         f"tune's estimated error {result.promised:.3g}, realised {result.realised:.3g} "
         f"(realised/promised {result.realised / result.promised:.2f}); its promised gain "

@@ -21,10 +21,13 @@ with the chosen bounds exactly as with given ones, so the whole is ρ-zCDP.
 **The rule** is Google's ApproxBounds (differential-privacy library, "Approx
 Bounds"): the bounds are the outer edges of the most extreme buckets whose
 noisy weight reaches tune's threshold τ (some empty bucket passes with
-probability at most 1e-6), so only values too sparse to show above the noise
-are clipped. If the chosen bounds need more noise than the sampler can draw,
-the side of larger magnitude moves in one bucket at a time until the release
-can be planned. All of this is post-processing of the noisy histogram.
+probability at most 1e-6), so the values clipped are those in the outer
+buckets too thin to show above the noise (each with fewer than about τ
+units: more of them at a smaller share). When the values that show have one
+sign, the bound nearest zero is 0 (:func:`candidate_bounds`). If the chosen
+bounds need more noise than the sampler can draw, the side of larger
+magnitude moves in one bucket at a time until the release can be planned.
+All of this is post-processing of the noisy histogram.
 
 Example:
     >>> import polars as pl
@@ -61,8 +64,8 @@ from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, Estimates, Histogram, 
 __all__ = [
     "DEFAULT_SHARE",
     "asks",
+    "candidate_bounds",
     "check_share",
-    "chosen_bounds",
     "columns",
     "design",
     "explain_note",
@@ -165,37 +168,43 @@ def design(plan: Plan, has_unit: bool, rho: Fraction) -> TuningDesign:
     return TuningDesign(pieces, zCDP(rho), plan.n_groups or 1, has_unit)
 
 
-def _outer_edges(h: Histogram) -> tuple[list[float], list[float]] | None:
-    """Candidate (lower, upper) bounds, outermost first: edges of the buckets that pass τ."""
-    passed = np.flatnonzero(h.weight)
-    if not passed.size:
-        return None
-    # The middle bucket holds |x| < 2^-20; its edge on the side where other buckets pass
-    # is 0, so values of exactly 0 give the bound 0 rather than -2^-20.
-    zero = len(h.weight) // 2
-    low = np.where(np.arange(len(h.low)) == zero, 0.0, h.low)
-    high = np.where(np.arange(len(h.high)) == zero, 0.0, h.high)
-    lowers = [float(low[i] if i != passed[-1] else h.low[i]) for i in passed]
-    uppers = [float(high[i] if i != passed[0] else h.high[i]) for i in passed[::-1]]
-    return lowers, uppers
+def candidate_bounds(h: Histogram) -> tuple[list[float], list[float]] | None:
+    """Candidate lower and upper bounds, outermost first, from a thresholded values histogram.
 
-
-def chosen_bounds(h: Histogram) -> tuple[float, float] | None:
-    """ApproxBounds' rule on a thresholded values histogram: its support's outer edges.
+    ApproxBounds' rule: the outer edges of the buckets that pass the
+    threshold, the first of each list the most extreme. When every value that
+    shows has one sign, the bound nearest zero is 0: the buckets near zero are
+    each too thin to show above the noise, but together they may hold much
+    of the data, which a bucket edge there would clip away from zero. None
+    when no bucket passes.
 
     Example:
         >>> import numpy as np
-        >>> from privframe.plan.tuning import read
         >>> import privframe as pf
+        >>> from privframe.plan.tuning import read
         >>> d = design(Plan(aggregates=(pf.sum("x", bounds="auto"),)), True, Fraction(10**6))
         >>> raw = np.zeros(d.pieces[0].bins)
-        >>> centre = len(raw) // 2  # the bucket of |x| < 2**-20; +i: the i-th magnitude bin
-        >>> raw[centre + 41] = raw[centre + 47] = 500 * SCALE  # values in [1, 1.41), [8, 11.3)
-        >>> [round(b, 2) for b in chosen_bounds(read(d, {"values of x": raw}).values["x"])]
-        [1.0, 11.31]
+        >>> zero = len(raw) // 2  # the bucket of |x| < 2**-20; zero + i: the i-th magnitude bin
+        >>> raw[zero + 41] = raw[zero + 47] = 500 * SCALE  # values in [1, 1.41), [8, 11.3)
+        >>> lowers, uppers = candidate_bounds(read(d, {"values of x": raw}).values["x"])
+        >>> lowers, [round(u, 2) for u in uppers]
+        ([0.0], [11.31, 1.41])
+        >>> raw[zero - 46] = 500 * SCALE  # and values in (-8, -5.66]
+        >>> lowers, uppers = candidate_bounds(read(d, {"values of x": raw}).values["x"])
+        >>> lowers[0], round(uppers[0], 2)
+        (-8.0, 11.31)
     """
-    edges = _outer_edges(h)
-    return None if edges is None else (edges[0][0], edges[1][0])
+    passed = np.flatnonzero(h.weight)
+    if not passed.size:
+        return None
+    lowers = [float(h.low[i]) for i in passed]
+    uppers = [float(h.high[i]) for i in passed[::-1]]
+    zero = len(h.weight) // 2  # the middle bucket: |x| below the smallest magnitude edge
+    if passed[0] >= zero and passed[-1] > zero:
+        lowers = [0.0]
+    elif passed[-1] <= zero and passed[0] < zero:
+        uppers = [0.0]
+    return lowers, uppers
 
 
 def resolve(
@@ -213,11 +222,14 @@ def resolve(
     """
     chosen: dict[str, tuple[float, float]] = {}
     for column in columns(plan):
-        edges = _outer_edges(estimates.values[column])
+        outputs = ", ".join(
+            a.output_name for a in plan.aggregates if isinstance(a, Bounded) and a.column == column
+        )
+        edges = candidate_bounds(estimates.values[column])
         if edges is None:
             raise InvalidValueError(
-                f"the noisy histogram of {column!r} shows no values above its noise, so no "
-                "bounds could be chosen (the bounds' share of the budget was spent): give "
+                f"the noisy histogram of the values of {outputs} shows nothing above its noise, "
+                "so no bounds could be chosen (the bounds' share of the budget was spent): give "
                 "bounds, a larger bounds_share or more rho"
             )
         lowers, uppers = edges
@@ -225,7 +237,7 @@ def resolve(
             side = lowers if abs(lowers[0]) > abs(uppers[0]) else uppers
             if len(side) == 1 or not _inward(lowers, uppers, side):
                 raise InvalidValueError(
-                    f"no bounds for {column!r} from its noisy histogram can be released at this "
+                    f"no bounds for {outputs} from the noisy histogram can be released at this "
                     "rho (the bounds' share of the budget was spent): give bounds or more rho"
                 )
             side.pop(0)
