@@ -128,7 +128,7 @@ def test_sessions_that_do_not_spend_rho_refuse_automatic_bounds() -> None:
 def test_too_few_people_for_the_share_is_refused_after_the_share_is_spent() -> None:
     small = _frame().filter(pl.col("u") < 4)
     sess = pf.Session(small, "u", pf.zCDP(1.0), rng=SeededRandomness(2))
-    with pytest.raises(pf.InvalidValueError, match="the values of x_sum, x_mean shows nothing above its noise"):
+    with pytest.raises(pf.InvalidValueError, match="x_sum, x_mean shows nothing above its noise"):
         _query(sess).release(rho=0.01)
     assert [e.label for e in sess.ledger] == ["bounds"]
     assert sess.spent.exact_rho == Fraction(1, 1000)
@@ -246,3 +246,48 @@ def test_values_spread_down_to_zero_are_never_clipped_up_at_a_small_share(seed: 
     sess.query().bound(max_rows_per_group=1).agg(pf.sum("x", bounds="auto")).release(rho=0.001)
     lower, _ = sess.ledger[-1].description["auto_bounds"]["chosen"]["x_sum"]
     assert lower == 0
+
+
+def test_sql_counts_alone_without_bounds_clamp_per_unit_when_no_row_limit_is_given() -> None:
+    text = BIGQUERY.replace("SUM(x) AS total, AVG(x) AS average, COUNT(*) AS n", "COUNT(*) AS n")
+    sess = _bigquery_session()
+    released = sess.sql(text)
+    assert set(sess.ledger[-1].description["auto_bounds"]["chosen"]) == {"n"}
+    truth = _frame().group_by("g").agg(pl.len()).sort("g")
+    assert released.sort("g")["n"].to_list() == truth["len"].to_list()
+
+
+def test_sql_counts_alone_with_a_session_row_limit_count_rows_up_to_it() -> None:
+    text = BIGQUERY.replace("SUM(x) AS total, AVG(x) AS average, COUNT(*) AS n", "COUNT(*) AS n")
+    sess = pf.Session(
+        _frame(),
+        "u",
+        pf.zCDP(1e9, delta=0.5),
+        rng=SeededRandomness(4),
+        metadata={"g": pf.Column(keys=KEYS)},
+        contributions=pf.Bound(max_rows_per_group=1),
+    )
+    released = sess.sql(text)
+    assert "auto_bounds" not in sess.ledger[-1].description
+    people = _frame().group_by("g").agg(pl.col("u").n_unique()).sort("g")
+    assert released.sort("g")["n"].to_list() == people["u"].to_list()
+
+
+def test_a_mixed_sql_query_says_which_call_clamps_per_unit_and_which_clamps_rows() -> None:
+    sess = pf.Session(
+        _frame().with_columns(y=pl.col("x")),
+        "u",
+        pf.zCDP(1e9, delta=0.5),
+        metadata={"x": pf.Column(bounds=(0, 100))},
+    )
+    text = BIGQUERY.replace(
+        "SUM(x) AS total, AVG(x) AS average, COUNT(*) AS n", "SUM(y) AS t, SUM(x) AS total"
+    )
+    with pytest.raises(pf.SQLError) as caught:
+        sess.sql(text)
+    message = str(caught.value)
+    assert "SUM(y) clamps each privacy unit's value in a group at bounds chosen at release" in (
+        message
+    )
+    assert "and SUM(x) would clamp rows" in message
+    assert len(sess.ledger) == 0

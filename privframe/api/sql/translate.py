@@ -162,6 +162,7 @@ def per_unit_clamping(
     unit: str | None,
     *,
     auto: Callable[[exp.Expr], bool] = lambda call: False,
+    default: Bound | None = None,
 ) -> bool:
     """Whether the query clamps each unit's value in a group, as BigQuery does.
 
@@ -178,6 +179,10 @@ def per_unit_clamping(
     bounds are a COUNT's keeps them as its row limit, which counts the same
     (:func:`~privframe.api.sql.calls.count_limit`) (docs/sql.md, "Per-unit
     clamping").
+
+    A query of COUNTs alone without bounds clamps per unit too when the
+    Session's ``default`` limits give no row limit (with one, the COUNTs count
+    a unit's rows up to it, as they do outside the clause).
 
     ``asked`` is the query's own limits (``sql(..., contributions=...)``): a
     row limit there (``max_rows_per_group``, ``max_rows``) asks to drop a
@@ -232,16 +237,26 @@ def per_unit_clamping(
         for c in calls
         if isinstance(c, exp.Sum | exp.Avg) and (per_group_bounds(c) is not None or auto(c))
     ]
+    if not per_unit and calls and all(auto(c) for c in calls) and _row_limit(default) is None:
+        # Only COUNTs without bounds, and no row limit to read them as: BigQuery bounds each
+        # unit's count implicitly, and so does the release.
+        per_unit = calls
     if not per_unit:
         return False
+    first = per_unit[0]
+    name = _call_text(first)
+    how = (
+        "at bounds chosen at release"
+        if per_group_bounds(first) is None
+        else "at its contribution_bounds_per_group"
+    )
     limit = _row_limit(asked)
     if limit is not None:
-        name = written(per_unit[0])
         raise refuse(
-            per_unit[0],
-            construct(per_unit[0]),
-            f"{name}'s contribution_bounds_per_group clamp each privacy unit's value in a group "
-            f"(BigQuery's per-unit clamping), and this query's contributions give {limit}, "
+            first,
+            construct(first),
+            f"{name} clamps each privacy unit's value in a group {how} (BigQuery's per-unit "
+            f"clamping), and this query's contributions give {limit}, "
             "which would drop some of a unit's rows before its value is taken: the two "
             f"contradict each other. Remove {limit.split('=')[0]} from the query's "
             "contributions (max_groups is all per-unit clamping needs), or clamp each row "
@@ -253,13 +268,20 @@ def per_unit_clamping(
             raise refuse(
                 call,
                 what,
-                "in this query contribution_bounds_per_group clamps each privacy unit's value "
-                f"in a group (BigQuery's per-unit clamping, one per-unit stage), and this {what} "
+                f"in this query {name} clamps each privacy unit's value in a group {how} "
+                f"(BigQuery's per-unit clamping, one per-unit stage), and {_call_text(call)} "
                 "would clamp rows: one query takes one kind. Give it "
                 "contribution_bounds_per_group too (SUM, AVG and COUNT take them), or give a "
                 "row limit, contributions=pf.Bound(max_rows_per_group=...), to clamp rows",
             )
     return True
+
+
+def _call_text(call: exp.Expr) -> str:
+    """``SUM(x)``, ``COUNT(*)``: a call as messages show it (bounds in it left out)."""
+    argument = call.this.this if isinstance(call.this, Clamped) else call.this
+    shown = argument.sql() if isinstance(argument, exp.Column | exp.Star) else "..."
+    return f"{written(call)}({shown})"
 
 
 def _row_limit(bound: Bound | None) -> str | None:
@@ -305,7 +327,7 @@ def _translate(
     given = scope.private.limits(scope.source, scope.source)
     asked = scope.private.override
     scope.per_unit_clamping = per_unit_clamping(
-        statement, options, asked, unit, auto=lambda call: unbounded(call, scope)
+        statement, options, asked, unit, auto=lambda call: unbounded(call, scope), default=given
     )
     if scope.per_unit_clamping:
         # Each unit's value in a group is clamped: no row limit (the planner derives m = 1
