@@ -33,7 +33,7 @@ Example:
     >>> from privframe.api.sql.scope import Scope
     >>> scope = Scope("", ["x"], {}, {"x": pf.Column(bounds=(0, 1))})
     >>> aggregate(sqlglot.parse_one("STDEV(x)"), "s", scope, None)
-    Std(name='s', column='x', lower=0.0, upper=1.0, missing='midpoint')
+    Std(name='s', column='x', lower=0.0, upper=1.0, auto=False, missing='midpoint')
 """
 
 from __future__ import annotations
