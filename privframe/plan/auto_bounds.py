@@ -287,8 +287,13 @@ def explained(
 
     ``explain_rest`` explains the plan at a ρ as its session would.
     """
-    explanation = explain_rest(split(plan, rho)[1])
-    return dataclasses.replace(explanation, notes=(*explanation.notes, explain_note(plan, rho)))
+    bounds, rest = split(plan, rho)
+    explanation = explain_rest(rest)
+    return dataclasses.replace(
+        explanation,
+        notes=(*explanation.notes, explain_note(plan, rho)),
+        bounds_cost=zCDP(bounds),
+    )
 
 
 def explain_note(plan: Plan, rho: Fraction) -> str:

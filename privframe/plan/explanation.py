@@ -167,7 +167,7 @@ def explanation_html(explanation: Explanation) -> str:
     ]
     share, noise = ("ρ", "σ") if plan.family == "gaussian" else ("ε", "b")
     parts = [
-        paragraph(_cost_text(cost, greek=True)),
+        paragraph(explanation.cost_text(greek=True)),
         *([paragraph(f"noise: {plan.choice}")] if plan.choice else []),
         paragraph(_accounting_note(cost), "pf-meta"),
         paragraph(f"contribution bound: {explanation.bound}"),
@@ -211,6 +211,7 @@ class Explanation:
     plan: ReleasePlan
     rows: tuple[dict[str, object], ...]
     report_delta: float | None = None
+    bounds_cost: zCDP | None = None  # automatic bounds: the share spent choosing them first
     notes: tuple[str, ...] = ()  # e.g. the SQL front end's post-processing
     groups: str | None = None  # with public keys for some group columns: which are which
 
@@ -232,7 +233,7 @@ class Explanation:
     def __str__(self) -> str:
         cost = self.plan.cost
         lines = [
-            _cost_text(cost),
+            self.cost_text(),
             *([f"noise: {self.plan.choice}"] if self.plan.choice else []),
             _accounting_note(cost),
             f"contribution bound: {self.bound}",
@@ -282,6 +283,29 @@ class Explanation:
         """Notebook view: the explanation as tables."""
         return explanation_html(self)
 
+    def cost_text(self, greek: bool = False) -> str:
+        """The cost line: the release's, or with automatic bounds the whole and its two parts.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"u": [1], "x": [1.0]}), "u", pf.zCDP(1.0))
+            >>> q = sess.query().bound(max_rows_per_group=1).agg(pf.sum("x", bounds="auto"))
+            >>> q.explain(rho=0.5).cost_text()
+            'release costs rho = 0.5 (zCDP): rho = 0.05 choosing the bounds, then rho = 0.45 \
+releasing with them (below)'
+        """
+        if self.bounds_cost is None:
+            return _cost_text(self.plan.cost, greek)
+        rest = self.plan.cost
+        assert isinstance(rest, zCDP)  # automatic bounds are for zCDP sessions only
+        rho = "ρ" if greek else "rho"
+        whole = zCDP(self.bounds_cost.exact_rho + rest.exact_rho, rest.delta)
+        return (
+            f"{_cost_text(whole, greek)}: {rho} = {self.bounds_cost.rho:.6g} choosing the "
+            f"bounds, then {rho} = {rest.rho:.6g} releasing with them (below)"
+        )
+
     def single_release(self, selection: Selection) -> str:
         """This release alone as (ε, δ), by the standard and the joint analysis.
 
@@ -301,8 +325,10 @@ class Explanation:
         cost = self.plan.cost
         assert isinstance(cost, zCDP)  # report_delta is set for zCDP releases only
         total = self.report_delta + selection.delta
+        # With automatic bounds the release's rho comes after the bounds' share: both count.
+        spent = cost.exact_rho + (0 if self.bounds_cost is None else self.bounds_cost.exact_rho)
         rho, k, p = (
-            round_up(cost.exact_rho),
+            round_up(spent),
             self.plan.limits.max_groups,
             selection.single_unit_survival(),
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import numpy as np
@@ -291,3 +292,26 @@ def test_a_mixed_sql_query_says_which_call_clamps_per_unit_and_which_clamps_rows
     )
     assert "and SUM(x) would clamp rows" in message
     assert len(sess.ledger) == 0
+
+
+def test_explain_counts_the_bounds_share_in_its_cost_and_in_one_releases_epsilon() -> None:
+    sess = pf.Session(_frame(), "u", pf.zCDP(10.0, delta=1e-5))
+    q = (
+        sess.query()
+        .bound(max_groups=1, max_rows_per_group=3)
+        .group_by("g")  # groups chosen privately: explain states this release's (ε, δ)
+        .agg(pf.sum("x", bounds="auto"))
+    )
+    explanation = q.explain(rho=1.0)
+    assert str(explanation).splitlines()[0] == (
+        "release costs rho = 1, delta = 1e-05 (zCDP): rho = 0.1 choosing the bounds, then "
+        "rho = 0.9 releasing with them (below)"
+    )
+    selection = explanation.plan.selection
+    assert selection is not None
+
+    def epsilon(e: object) -> float:
+        return float(e.single_release(selection).split("epsilon = ")[1].split(" ")[0])  # type: ignore[attr-defined]
+
+    rest_only = dataclasses.replace(explanation, bounds_cost=None)
+    assert epsilon(explanation) > epsilon(rest_only)
