@@ -559,18 +559,20 @@ class Session(SQLEntry):
         computed exactly first; then the whole cost is charged in one ledger
         step (with a shared ledger file, either every entry is recorded or
         none, whatever other processes spend meanwhile); only then is noise
-        drawn. A refused or failing request charges nothing for any of them.
-        ``Query.release`` is this with one request. A request with automatic
-        bounds (``bounds="auto"``) spends its bounds' share while the batch is
-        computed, after every request has been planned and the whole found to
-        fit; if the batch fails after that, the share stays charged (its
-        histogram was drawn).
+        drawn. A refused or failing request charges nothing for any of them,
+        with one exception: a request with automatic bounds
+        (``bounds="auto"``) spends its bounds' share, in a ledger step of its
+        own, while the batch is computed, after every request has been planned
+        and the whole found to fit; if the batch fails after that, the share
+        stays charged (its histogram was drawn). ``Query.release`` is this
+        with one request.
 
         Raises:
             BudgetExceededError: the total does not fit what remains; nothing
                 is charged.
             InvalidValueError: a query failed while running on the data (its
-                message withheld); nothing is charged.
+                message withheld); nothing is charged but automatic bounds'
+                shares.
 
         Example:
             >>> import polars as pl
@@ -586,12 +588,15 @@ class Session(SQLEntry):
         return self.batch(requests).release()
 
     def batch(self, requests: Sequence[Request]) -> Batch:
-        """Check, plan and compute ``requests`` exactly, charging nothing yet.
+        """Check, plan and compute ``requests`` exactly, charging nothing yet (but bounds).
 
         The returned :class:`Batch` holds the exact aggregates (never shown)
         until :meth:`Batch.release` charges their total in one ledger step
         and draws the noise. A scheduled job computes first (what may fail
-        or be interrupted then spends nothing) and charges last.
+        or be interrupted then spends nothing) and charges last. The only
+        spend before that is automatic bounds' (``bounds="auto"``): their
+        share is charged and their histogram drawn here, after every request
+        has been planned and the whole found to fit (:meth:`release_all`).
 
         Raises:
             BudgetExceededError: the total does not fit what remains now.

@@ -275,7 +275,8 @@ def _with_bounds(
 def not_zcdp(budget: object) -> InvalidValueError:
     """The refusal of automatic bounds in a session whose budget is not zCDP."""
     return InvalidValueError(
-        'bounds="auto" measures a histogram with Gaussian noise and spends rho, and this '
+        'automatic bounds (bounds="auto", or a SQL privacy clause\'s SUM, AVG or COUNT with '
+        "no bounds) measure a histogram with Gaussian noise and spend rho, and this "
         f"session's budget is {budget!r}: give the bounds"
     )
 

@@ -368,9 +368,8 @@ class Pipeline:
         """
         share, rest = auto_bounds.split(plan, self.choosing_bounds(rho))
         after = added(before, zCDP(share))
-        self.plan(plan, rest, options.weights, options.delta, after)
+        placeholder = self.plan(plan, rest, options.weights, options.delta, after)
         design = auto_bounds.design(plan, self.unit is not None, share)
-        placeholder = self.planned(plan, rest, options.weights, options.delta, after)
         spec = ContributionSpec(
             self.spec(plan, placeholder, schema),
             SCALE,

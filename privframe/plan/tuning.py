@@ -34,8 +34,9 @@ that follows is post-processing.
 some empty bin passes with probability at most 1e-6 over the histogram) are set
 to 0. That hides a heavy tail: a few units spread over sparse high buckets,
 each below τ. So the ``TAIL_BINS`` value buckets beyond each end of the support
-are also kept raw (``Histogram.tail``): with zero-mean noise their sum is
-unbiased, and its uncertainty is known (σ per bucket). The rows and values
+are also kept raw (``Histogram.tail``): the noise has mean 0, so their sum
+is nearly unbiased (a bucket holding close to τ reads low, having fallen
+below it), and its uncertainty is known (σ per bucket). The rows and values
 histograms are *unit-weighted*: each unit's cells (values) weigh 1 in total.
 With U units, the model assumes a unit's number of groups independent of its
 cells' sizes, rows spread evenly over the G public groups, and values
@@ -261,7 +262,7 @@ class Histogram:
     sigma: float = 0.0  # the noise's σ in each bin, in units
 
     def with_tail(self) -> Histogram:
-        """The histogram with its tail's raw noisy weights added: unbiased there, maybe < 0.
+        """The histogram with its tail's raw noisy weights added: nearly unbiased, maybe < 0.
 
         Example:
             >>> raw = np.zeros(signed_buckets(MAGNITUDE_EDGES))

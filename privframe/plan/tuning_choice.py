@@ -7,7 +7,7 @@ candidate query is planned at ``plan_rho`` by the planner
 outputs' bounded expectations come from their own estimators fed the
 expected measurements, and the candidate with the least estimated error wins.
 The value buckets just beyond the visible support are read raw (their noisy
-weights, unbiased), so mass in a sparse tail counts as clipped; each output's
+weights, nearly unbiased), so mass in a sparse tail counts as clipped; each output's
 bias then carries an uncertainty from their noise, which enters the error
 (:class:`Bias`). The table reports the bias beside the noise, for the given
 and the tuned query.

@@ -232,7 +232,7 @@ def per_unit_clamping(
                 f"meaning: write {what}(x, contribution_bounds_per_row => (lower, upper)) with a "
                 "row limit, contributions=pf.Bound(max_rows_per_group=...)",
             )
-    per_unit = [
+    per_unit: list[exp.Expr] = [
         c
         for c in calls
         if isinstance(c, exp.Sum | exp.Avg) and (per_group_bounds(c) is not None or auto(c))

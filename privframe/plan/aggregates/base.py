@@ -71,8 +71,7 @@ __all__ = [
 BOUNDS_HINT = (
     "bounds=(lower, upper) are public clipping bounds: finite numbers, lower < upper, chosen "
     "from knowledge of the domain (e.g. bounds=(0, 1000)), never computed from the data; "
-    'values outside them are clipped to them. Or bounds="auto": the release spends a share '
-    "of its budget choosing them privately (Query.bounds_share)"
+    "values outside them are clipped to them"
 )
 
 AUTO = "auto"

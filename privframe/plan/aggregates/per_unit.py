@@ -136,7 +136,9 @@ per_unit_bounds (each unit's value in a group clamped), not both
             "clipping bounds: finite numbers, lower < upper, chosen from knowledge of the "
             "domain (e.g. bounds=(0, 1000)), never computed from the data; values outside "
             "them are clipped to them. Or per_unit_bounds=(lower, upper) clamps each privacy "
-            "unit's value in a group (BigQuery's contribution_bounds_per_group)"
+            "unit's value in a group (BigQuery's contribution_bounds_per_group); or "
+            'bounds="auto" (per_unit_bounds="auto") spends a share of the release\'s budget '
+            "choosing them privately (Query.bounds_share)"
         )
     if missing != "midpoint":
         raise InvalidArgumentError(
