@@ -149,7 +149,9 @@ class ReleasePlan:
     ``family`` is the noise every measurement draws, and ``choice`` says,
     under (ε, δ)-DP, why that noise was chosen over the other. ``raised``
     names the measurements whose share asked for less noise than the exact
-    sampler draws: they draw its smallest scale, and are charged their share.
+    sampler draws: they draw its smallest scale, and are charged their share
+    (an (ε, δ) session's tight composition reads the raised noise from the
+    ledger entry's events, so its spent may grow by less).
     """
 
     limits: Limits
@@ -439,8 +441,9 @@ def _raised(m: Measurement) -> Measurement:
     = 2^-10 for the discrete Laplace) gets the minimum instead. More noise than
     the share needs is still private at that share: the Gaussian at σ' >= σ is
     Δ²/(2σ'²) <= ρ-zCDP (Bun & Steinke 2016, Prop. 1.6), the Laplace at b' >= b
-    is Δ₁/b' <= ε-DP; the share stays what is charged. The std bound scales
-    with the scale, rounded up. At these floors the noise is 0 but with
+    is Δ₁/b' <= ε-DP; the share stays what the ledger entry records (an (ε, δ)
+    session's tight composition, which reads the mechanisms' events, may count
+    less). The std bound scales with the scale, rounded up. At these floors the noise is 0 but with
     probability below 2e-22 (Gaussian) or 2e-444 (Laplace): such a release
     gives the exact answer on its grid.
     """
