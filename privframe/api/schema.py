@@ -31,6 +31,7 @@ from privframe.engines.spec import (
     apply_steps,
 )
 from privframe.errors import InvalidArgumentError, InvalidValueError, columns_note
+from privframe.plan import auto_bounds
 from privframe.plan.ir import Plan
 from privframe.plan.keys import exact_keys
 
@@ -242,6 +243,12 @@ def validate(
         ...
         privframe.errors.InvalidValueError: sum column 'y' is not in the data; ...
     """
+    if plan.bounds_share is not None and plan.aggregates and not auto_bounds.asks(plan):
+        raise InvalidValueError(
+            'bounds_share is the share of a release spent choosing bounds="auto", and no '
+            "aggregate of this query has them: remove bounds_share, or give an aggregate "
+            'bounds="auto"'
+        )
     schema = schema_after(data_schema, unit, plan, tables)
     copies = _unit_copies(unit, plan)
     used = (*plan.group_by, *(c for a in plan.aggregates for c in a.columns))

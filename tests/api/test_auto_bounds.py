@@ -315,3 +315,13 @@ def test_explain_counts_the_bounds_share_in_its_cost_and_in_one_releases_epsilon
 
     rest_only = dataclasses.replace(explanation, bounds_cost=None)
     assert epsilon(explanation) > epsilon(rest_only)
+
+
+def test_a_bounds_share_without_automatic_bounds_is_refused_before_anything_is_spent() -> None:
+    sess = _session()
+    q = sess.query().bound(max_rows_per_group=1).bounds_share(0.2).agg(pf.sum("x", (0, 100)))
+    with pytest.raises(pf.InvalidValueError, match="no aggregate of this query has them"):
+        q.release(rho=1)
+    with pytest.raises(pf.InvalidValueError, match="no aggregate of this query has them"):
+        q.explain(rho=1)
+    assert len(sess.ledger) == 0
