@@ -18,14 +18,21 @@ aggregates (after its steps, e.g. the per-unit stage), each unit weighing
 2020; Bun & Steinke 2016, Lemma 2.3). The release at ``ρ − s·ρ`` is planned
 with the chosen bounds exactly as with given ones, so the whole is ρ-zCDP.
 
-**The rule** is Google's ApproxBounds (differential-privacy library, "Approx
-Bounds"): the bounds are the outer edges of the most extreme buckets whose
-noisy weight reaches tune's threshold τ (some empty bucket passes with
-probability at most 1e-6), so the values clipped are those in the outer
-buckets too thin to show above the noise (each with fewer than about τ
+**The rule** starts from Google's ApproxBounds (differential-privacy
+library, "Approx Bounds"): the bounds are the outer edges of the most extreme
+buckets whose noisy weight reaches tune's threshold τ (some empty bucket
+passes with probability at most 1e-6), so the values clipped are those in the
+outer buckets too thin to show above the noise (each with fewer than about τ
 units: more of them at a smaller share). When the values that show have one
-sign, the bound nearest zero is 0 (:func:`candidate_bounds`). If the chosen
-bounds need more noise than the sampler can draw, the side of larger
+sign, the bound nearest zero is 0 (:func:`candidate_bounds`). With public
+groups (their number known), ``tune``'s error model then moves the other
+bounds to the least estimated error of the release at the rest of ρ, reading
+the raw buckets just beyond the support that show mass
+(:func:`~privframe.plan.tuning_choice.choose_bounds`): on a heavy tail,
+ApproxBounds clips the sparse top buckets, each below τ, that together hold
+enough of the sum to matter. With groups chosen privately ApproxBounds'
+bounds stand. If the chosen bounds need more noise than the sampler can
+draw, the model's choice is dropped and ApproxBounds' side of larger
 magnitude moves in one bucket at a time until the release can be planned.
 All of this is post-processing of the noisy histogram.
 
@@ -59,7 +66,10 @@ from privframe.numeric import exact
 from privframe.plan.aggregates import Bounded
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Plan
+from privframe.plan.planner import selects
+from privframe.plan.split import Balance
 from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, Estimates, Histogram, Piece, TuningDesign
+from privframe.plan.tuning_choice import choose_bounds
 
 __all__ = [
     "DEFAULT_SHARE",
@@ -208,47 +218,81 @@ def candidate_bounds(h: Histogram) -> tuple[list[float], list[float]] | None:
 
 
 def resolve(
-    plan: Plan, estimates: Estimates, plannable: Callable[[Plan], bool]
+    plan: Plan,
+    estimates: Estimates,
+    plannable: Callable[[Plan], bool],
+    rest: Fraction,
+    weights: Mapping[str, float] | Balance | None,
 ) -> tuple[Plan, dict[str, tuple[float, float]]]:
     """``plan`` with each ``auto`` aggregate's bounds chosen, and the bounds by output name.
 
     ``plannable`` says whether a plan can be released at the rest of the
-    budget; the side of larger magnitude moves inwards until it can.
+    budget, ``rest`` (with ``weights``). With public groups the bounds are
+    :func:`~privframe.plan.tuning_choice.choose_bounds`' (``tune``'s error
+    model, from ApproxBounds' bounds) when they can be planned; otherwise,
+    and with groups chosen privately (their number is not public, which the
+    model needs), ApproxBounds' own, the side of larger magnitude moving
+    inwards until they can be planned. Post-processing of ``estimates``.
 
     Raises:
         InvalidValueError: some column shows no bucket above the noise (too
             few units for this share of the budget), or no bounds can be
             planned; the bounds' share has been spent.
     """
+    edges = {column: _candidates(plan, column, estimates) for column in columns(plan)}
+    if not selects(plan):
+        start = {column: (lowers[0], uppers[0]) for column, (lowers, uppers) in edges.items()}
+        model = choose_bounds(plan, estimates, rest, weights, start)
+        if model != start and plannable(_with_bounds(plan, model, {})):
+            return _resolved(plan, model)
     chosen: dict[str, tuple[float, float]] = {}
-    for column in columns(plan):
-        outputs = ", ".join(
-            a.output_name for a in plan.aggregates if isinstance(a, Bounded) and a.column == column
-        )
-        edges = candidate_bounds(estimates.values[column])
-        if edges is None:
-            raise InvalidValueError(
-                f"the noisy histogram of the values of {outputs} shows nothing above its noise, "
-                "so no bounds could be chosen (the bounds' share of the budget was spent): give "
-                "bounds, a larger bounds_share or more rho"
-            )
-        lowers, uppers = edges
+    for column, (lowers, uppers) in edges.items():
         while not plannable(_with_bounds(plan, {column: (lowers[0], uppers[0])}, chosen)):
             side = lowers if abs(lowers[0]) > abs(uppers[0]) else uppers
             if len(side) == 1 or not _inward(lowers, uppers, side):
                 raise InvalidValueError(
-                    f"no bounds for {outputs} from the noisy histogram can be released at this "
-                    "rho (the bounds' share of the budget was spent): give bounds or more rho"
+                    f"no bounds for {_outputs(plan, column)} from the noisy histogram can be "
+                    "released at this rho (the bounds' share of the budget was spent): give "
+                    "bounds or more rho"
                 )
             side.pop(0)
         chosen[column] = (lowers[0], uppers[0])
-    resolved = _with_bounds(plan, chosen, {})
+    return _resolved(plan, chosen)
+
+
+def _outputs(plan: Plan, column: str) -> str:
+    """The names of the outputs of ``plan``'s bounded aggregates of ``column``, for a message."""
+    return ", ".join(
+        a.output_name for a in plan.aggregates if isinstance(a, Bounded) and a.column == column
+    )
+
+
+def _candidates(plan: Plan, column: str, estimates: Estimates) -> tuple[list[float], list[float]]:
+    """ApproxBounds' candidate bounds of ``column``; refused when no bucket shows.
+
+    Raises:
+        InvalidValueError: the column's histogram shows nothing above its noise.
+    """
+    edges = candidate_bounds(estimates.values[column])
+    if edges is None:
+        raise InvalidValueError(
+            f"the noisy histogram of the values of {_outputs(plan, column)} shows nothing above "
+            "its noise, so no bounds could be chosen (the bounds' share of the budget was "
+            "spent): give bounds, a larger bounds_share or more rho"
+        )
+    return edges
+
+
+def _resolved(
+    plan: Plan, chosen: Mapping[str, tuple[float, float]]
+) -> tuple[Plan, dict[str, tuple[float, float]]]:
+    """``plan`` with the ``chosen`` bounds per column, and the bounds by output name."""
     named = {
         a.output_name: chosen[a.column]
         for a in plan.aggregates
         if isinstance(a, Bounded) and a.auto
     }
-    return resolved, named
+    return _with_bounds(plan, chosen, {}), named
 
 
 def _inward(lowers: list[float], uppers: list[float], side: list[float]) -> bool:
@@ -304,8 +348,9 @@ def explain_note(plan: Plan, rho: Fraction) -> str:
         >>> import privframe as pf
         >>> print(explain_note(Plan(aggregates=(pf.sum("x", bounds="auto"),)), Fraction(1)))
         automatic bounds: x_sum's bounds are chosen at release from a noisy histogram of x \
-(share 1/10 of the budget: rho = 0.1, each unit weighing 1 in all, Google's ApproxBounds rule: the \
-outermost half-octave buckets above the noise); the release above spends the rest, rho = 0.9, \
+(share 1/10 of the budget: rho = 0.1, each unit weighing 1 in all, from Google's ApproxBounds \
+rule: the outermost half-octave buckets above the noise, tune's error model moves them to its \
+least estimated error); the release above spends the rest, rho = 0.9, \
 and its numbers take bounds (0, 1) as a stand-in: its noise scales with the chosen bounds, \
 which the ledger entry records
     """
@@ -315,11 +360,13 @@ which the ledger entry records
     )
     measured = ", ".join(columns(plan))
     share = share_of(plan)
+    rule = "Google's ApproxBounds rule: the outermost half-octave buckets above the noise"
+    if not selects(plan):
+        rule = f"from {rule}, tune's error model moves them to its least estimated error"
     return (
         f"automatic bounds: {names} bounds are chosen at release from a noisy histogram of "
         f"{measured} (share {share} of the budget: rho = {float(bounds):.6g}, each unit "
-        "weighing 1 in all, Google's ApproxBounds rule: the outermost half-octave buckets "
-        "above the noise); "
+        f"weighing 1 in all, {rule}); "
         f"the release above spends the rest, rho = {float(rest):.6g}, and its numbers take "
         "bounds (0, 1) as a stand-in: its noise scales with the chosen bounds, which the ledger "
         "entry records"

@@ -359,7 +359,10 @@ class Pipeline:
         ``rho`` must fit after ``before`` and the release must plan at the rest
         (with stand-in bounds) before anything is read; then the values
         histograms are charged as their own ledger entry and drawn, and the
-        bounds read from them.
+        bounds read from them, post-processing only: with public groups by
+        ``tune``'s error model at the rest of ρ, from ApproxBounds' bounds,
+        with groups chosen privately by ApproxBounds
+        (:func:`~privframe.plan.auto_bounds.resolve`).
 
         Raises:
             InvalidValueError: the session's budget is not zCDP, or no bounds
@@ -392,7 +395,7 @@ class Pipeline:
                 return False
             return True
 
-        resolved, chosen = auto_bounds.resolve(plan, estimates, plannable)
+        resolved, chosen = auto_bounds.resolve(plan, estimates, plannable, rest, options.weights)
         record = {
             "share": str(auto_bounds.share_of(plan)),
             "bounds_rho": float(share),

@@ -18,6 +18,8 @@ bound among its value buckets' edges, repeated until nothing improves
 (at most a few sweeps). Quantiles are not in the objective: their bounds
 are set to the buckets holding the 0.1% and 99.9% points of their column
 (coarse: within a factor √2), and they keep their place in the ρ split.
+:func:`choose_bounds` runs the same search over the bounds of a release's
+``bounds="auto"`` aggregates only, for :mod:`privframe.plan.auto_bounds`.
 
 Example:
     >>> import polars as pl
@@ -58,9 +60,10 @@ from privframe.plan.planner import ReleasePlan, plan_release
 from privframe.plan.split import Balance
 from privframe.plan.tuning import Estimates, Histogram, integer_edges
 
-__all__ = ["Choice", "choose"]
+__all__ = ["Choice", "choose", "choose_bounds"]
 
 _SWEEPS = 4
+_EVIDENT = 2.0  # automatic bounds read a raw tail bucket when its noisy weight reaches this many σ
 
 
 def _row_units(x: np.ndarray, v: ValueSpec) -> np.ndarray:
@@ -279,13 +282,18 @@ class _State:
     bounds: tuple[tuple[float, float], ...]
 
 
-def _variables(plan: Plan) -> tuple[_Variable, ...]:
-    """The (column, lower, upper) of the modelled bounded aggregates: each is searched once."""
+def _searched(a: object, only_auto: bool) -> bool:
+    """Whether the search moves ``a``'s bounds: the ``auto`` ones only, or every modelled one."""
+    return isinstance(a, Bounded) and (a.auto if only_auto else not a.tuned_by_coverage)
+
+
+def _variables(plan: Plan, only_auto: bool) -> tuple[_Variable, ...]:
+    """The (column, lower, upper) of the searched bounded aggregates: each is searched once."""
     return tuple(
         dict.fromkeys(
             (a.column, a.lower, a.upper)
             for a in plan.aggregates
-            if isinstance(a, Bounded) and not a.tuned_by_coverage
+            if isinstance(a, Bounded) and _searched(a, only_auto)
         )
     )
 
@@ -316,9 +324,21 @@ def _quantile_bounds(h: Histogram | None) -> tuple[float, float] | None:
 
 @dataclass(frozen=True, eq=False)
 class _Search:
+    """The coordinate descent of the module doc over ``plan``'s limits and bounds.
+
+    With ``only_auto`` (automatic bounds) only the ``auto`` aggregates' bounds
+    move: the plan's limits and its other bounds are held as given.
+    """
+
     plan: Plan
     model: _Model
-    variables: tuple[_Variable, ...]
+    only_auto: bool = False
+    held: frozenset[tuple[int, int]] = frozenset()  # (variable, side) whose bound stays put
+
+    @functools.cached_property
+    def variables(self) -> tuple[_Variable, ...]:
+        """The searched (column, lower, upper) triples, in the order of the state's bounds."""
+        return _variables(self.plan, self.only_auto)
 
     def build(self, state: _State) -> Plan:
         """The plan with the state's limits and bounds (quantiles by their rule)."""
@@ -327,14 +347,18 @@ class _Search:
         aggregates = []
         for a in self.plan.aggregates:
             if isinstance(a, Bounded):
-                new = chosen.get((a.column, a.lower, a.upper))
-                if a.tuned_by_coverage:
+                new = (
+                    chosen.get((a.column, a.lower, a.upper))
+                    if _searched(a, self.only_auto)
+                    else None
+                )
+                if a.tuned_by_coverage and not self.only_auto:
                     new = _quantile_bounds(values.get(a.column))
                 if new is not None:
                     a = dataclasses.replace(a, lower=new[0], upper=new[1])
             aggregates.append(a)
         bound = self.plan.bound
-        if self.model.has_unit:
+        if self.model.has_unit and not self.only_auto:
             bound = Bound(max_groups=state.k, max_rows_per_group=state.m)
         return dataclasses.replace(self.plan, aggregates=tuple(aggregates), bound=bound)
 
@@ -364,7 +388,7 @@ class _Search:
     def bounds(self, i: int, side: int, state: _State) -> list[_State]:
         """Variable ``i``'s lower (side 0) or upper (side 1) bound among its edges."""
         edges = _bound_edges(self.model.values.get(self.variables[i][0]))
-        if edges is None:
+        if edges is None or (i, side) in self.held:
             return []
         states = []
         for x in edges[side]:
@@ -375,9 +399,9 @@ class _Search:
                 states.append(dataclasses.replace(state, bounds=bounds))
         return states
 
-    def run(self) -> tuple[_State, float]:
-        """Coordinate descent from the given query; only strict improvements are taken."""
-        blocks: list[Callable[[_State], list[_State]]] = [self.limits]
+    def run(self, state: _State) -> tuple[_State, float]:
+        """Coordinate descent from ``state``; only strict improvements are taken."""
+        blocks: list[Callable[[_State], list[_State]]] = [] if self.only_auto else [self.limits]
         for i in range(len(self.variables)):
             blocks += [functools.partial(self.bounds, i, 0), functools.partial(self.bounds, i, 1)]
         seen: dict[_State, float] = {}
@@ -387,7 +411,6 @@ class _Search:
                 seen[state] = self.model.objective(self.build(state))
             return seen[state]
 
-        state = self.start()
         best = error(state)
         for _ in range(_SWEEPS):
             before = state
@@ -539,8 +562,8 @@ def choose(
             lower, upper = given.get(a.column, (a.lower, a.upper))
             given[a.column] = (min(lower, a.lower), max(upper, a.upper))
     model = _Model(estimates, design.has_unit, plan_rho, weights, given)
-    search = _Search(plan, model, _variables(plan))
-    state, error = search.run()
+    search = _Search(plan, model)
+    state, error = search.run(search.start())
     chosen = search.build(state)
     bias, given_bias = model.assess(chosen), model.assess(plan)
     given_error = math.inf if given_bias is None else given_bias.error
@@ -558,3 +581,104 @@ def choose(
         ("estimated error", "chosen", error, "the same, for the tuned query (an estimate)"),
     ]
     return Choice(chosen, error, given_error, tuple(summary), bias, given_bias)
+
+
+def choose_bounds(
+    plan: Plan,
+    estimates: Estimates,
+    plan_rho: Fraction,
+    weights: Mapping[str, float] | Balance | None,
+    start: Mapping[str, tuple[float, float]],
+) -> dict[str, tuple[float, float]]:
+    """Bounds for ``plan``'s ``auto`` aggregates, per column: the search of least estimated error.
+
+    Automatic bounds (:mod:`privframe.plan.auto_bounds`) with public groups:
+    the coordinate descent of :func:`choose`, with its objective, from
+    ``start`` (ApproxBounds' bounds), over the bounds of the ``auto``
+    aggregates only (their own bounds are stand-ins). The plan's contribution
+    limits and its given bounds are held, the plan is released at
+    ``plan_rho`` with ``weights``, and a bound ``start`` puts at 0 (all the
+    values that show have one sign) stays there. Pure post-processing of
+    ``estimates``, the noisy histograms the release has already charged.
+
+    The user gave no bounds, so no given span limits the raw tail buckets
+    read; instead each side reads the run of them next to the support that
+    show mass (noisy weight at least 2σ, :func:`_evident_span`). Beyond it
+    the raw buckets are mostly noise, and the objective, which counts the
+    uncertainty of the bias only over the raw buckets a bound cuts, would
+    move the bound out over them to shed it.
+
+    The estimates are values histograms only, each unit weighing 1: the model
+    takes a group's rows as ``units/G`` over the ``G`` public groups (one row
+    per unit, each in one group). That is exact for one row per unit
+    (``max_rows_per_group=1``, or the per-unit stage's one total per unit and
+    group) in one group; with more rows or groups per unit it undercounts the
+    rows, so it overstates the noise relative to the outputs (by at most
+    ``k·m``) and leans to tighter bounds. A start that cannot be planned at
+    ``plan_rho`` is returned as it is (every candidate's error is infinite).
+
+    Example:
+        >>> import numpy as np
+        >>> import privframe as pf
+        >>> from privframe.plan import auto_bounds
+        >>> from privframe.plan.ir import Bound, Plan
+        >>> from privframe.plan.tuning import SCALE, read
+        >>> plan = Plan(bound=Bound(max_rows_per_group=1), aggregates=(pf.sum("x", bounds="auto"),))
+        >>> d = auto_bounds.design(plan, True, Fraction(10**6))
+        >>> raw = np.zeros(d.pieces[0].bins)
+        >>> zero = len(raw) // 2  # zero + i: the i-th magnitude bucket, 2**((i - 41)/2) up
+        >>> raw[zero + 47] = 10_000 * SCALE  # 10,000 people in [8, 11.3)
+        >>> raw[zero + 53] = 5 * SCALE  # and 5 in [64, 90.5)
+        >>> e = read(d, {"values of x": raw})
+        >>> start = {"x": (0.0, 90.51)}  # ApproxBounds: the outermost bucket above the noise
+        >>> lower, upper = choose_bounds(plan, e, Fraction(1, 1000), None, start)["x"]
+        >>> lower, round(upper, 2)  # at this rho, clipping the 5 costs less than their noise
+        (0.0, 11.31)
+    """
+    given = {
+        column: _evident_span(estimates.values[column], start[column])
+        for column, _, _ in _variables(plan, True)
+    }
+    model = _Model(estimates, estimates.design.has_unit, plan_rho, weights, given)
+    bounds = tuple(start[column] for column, _, _ in _variables(plan, True))
+    held = frozenset(
+        (i, side) for i, pair in enumerate(bounds) for side in (0, 1) if pair[side] == 0
+    )
+    search = _Search(plan, model, only_auto=True, held=held)
+    first = dataclasses.replace(search.start(), bounds=bounds)
+    state, _ = search.run(first)
+    return {
+        column: bounds
+        for (column, _, _), bounds in zip(search.variables, state.bounds, strict=True)
+    }
+
+
+def _evident_span(h: Histogram, start: tuple[float, float]) -> tuple[float, float]:
+    """``start`` widened over each run of raw tail buckets next to the support that show mass.
+
+    A raw bucket shows mass when its noisy weight reaches ``_EVIDENT``·σ (a
+    bucket of pure noise does with probability 2.3%); the run stops at the
+    first that does not, so noise far out, which would only be fitted, is
+    not read (:func:`choose_bounds`).
+
+    Example:
+        >>> from privframe.engines.contributions import signed_buckets
+        >>> from privframe.plan.tuning import MAGNITUDE_EDGES, _split_tail, _value_histogram
+        >>> raw = np.zeros(signed_buckets(MAGNITUDE_EDGES))
+        >>> raw[250], raw[251], raw[252], raw[255] = 100.0, 3.0, 0.5, 5.0  # support: bucket 250
+        >>> h = _value_histogram(MAGNITUDE_EDGES, *_split_tail(raw, threshold=10.0), sigma=1.0)
+        >>> span = _evident_span(h, (0.0, float(h.high[250])))
+        >>> bool(span[1] == h.high[251])  # 251 shows; 252 does not, so 255 is not read
+        True
+    """
+    lower, upper = start
+    support = h.support()
+    if h.tail is None or support is None:
+        return lower, upper
+    evident = np.isfinite(h.tail) & (np.nan_to_num(h.tail) >= _EVIDENT * h.sigma)
+    first, last = support
+    while first > 0 and evident[first - 1]:
+        first -= 1
+    while last + 1 < evident.size and evident[last + 1]:
+        last += 1
+    return min(lower, float(h.low[first])), max(upper, float(h.high[last]))

@@ -8,10 +8,12 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 import pytest
+import scipy
 from sql_setup import assert_same_plan
 
 import privframe as pf
 from privframe.mechanisms.noise import SeededRandomness
+from privframe.plan import auto_bounds
 
 pytestmark = pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
 
@@ -325,3 +327,81 @@ def test_a_bounds_share_without_automatic_bounds_is_refused_before_anything_is_s
     with pytest.raises(pf.InvalidValueError, match="no aggregate of this query has them"):
         q.explain(rho=1)
     assert len(sess.ledger) == 0
+
+
+def _heavy_tail(rho: float) -> pl.DataFrame:
+    """5,000 people in [8, 11.3) and a sparse tail over the four half-octaves above, to 45.3.
+
+    Each tail bucket holds about 4σ of the bounds' histogram at ``rho`` (σ and
+    its threshold τ ≈ 5.9σ from the design): below τ, so ApproxBounds clips
+    them all, and above the 2σ at which the model reads a raw bucket. The tail
+    holds about 4% of the sum, far more than the release's noise.
+    """
+    plan = pf.Session(pl.DataFrame({"u": [0], "x": [1.0]}), "u", pf.zCDP(1)).query()
+    plan = plan.bound(max_rows_per_group=1).agg(pf.sum("x", bounds="auto")).plan
+    (piece,) = auto_bounds.design(plan, True, auto_bounds.split(plan, Fraction(rho))[0]).pieces
+    sigma = piece.sigma_units / piece.l2_units
+    assert piece.threshold / piece.l2_units > 5.5 * sigma  # the window [2σ, τ) holds 4σ
+    per_bucket = round(4 * sigma)
+    rng = np.random.default_rng(5)
+    tail = [v for v in (13.0, 20.0, 28.0, 40.0) for _ in range(per_bucket)]
+    x = [*rng.uniform(8, 11.2, 5000), *tail]
+    return pl.DataFrame({"u": range(len(x)), "g": ["a"] * len(x), "x": x})
+
+
+def test_public_groups_move_the_bounds_by_the_error_model_private_selection_keeps_approx_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rho = 0.2
+    data = _heavy_tail(rho)
+    calls = []
+    model = auto_bounds.choose_bounds
+
+    def spy(*args: object) -> dict[str, tuple[float, float]]:
+        calls.append(args)
+        return model(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(auto_bounds, "choose_bounds", spy)
+    uppers = {}
+    for keys in (["a"], None):
+        budget = pf.zCDP(1.0, delta=1e-6)
+        sess = pf.Session(data, "u", budget, rng=SeededRandomness(7))
+        q = sess.query().bound(max_groups=1, max_rows_per_group=1).group_by("g", keys=keys)
+        q.agg(pf.sum("x", bounds="auto")).release(rho=rho)
+        uppers[keys is None] = sess.ledger[-1].description["auto_bounds"]["chosen"]["x_sum"][1]
+    assert len(calls) == 1  # the public keys' release only
+    # Private selection: ApproxBounds clips the tail at the bulk's top bucket, [8, 11.3).
+    assert uppers[True] == pytest.approx(2**3.5)
+    # Public keys: the model reads the tail's raw buckets and keeps (most of) it.
+    assert uppers[False] >= 32
+
+
+def test_on_a_heavy_tail_the_models_bounds_err_less_than_approx_bounds_paired() -> None:
+    # Pareto(1.5) values, one per person: per seed the same noisy histogram chooses
+    # ApproxBounds' bounds and the model's; each release's expected squared error given
+    # its bounds (the exact clipping, squared, plus its noise variance) is compared in a
+    # one-sided Wilcoxon signed-rank test at ALPHA.
+    alpha, runs = 0.01, 30
+    rng = np.random.default_rng(11)
+    x = (rng.pareto(1.5, 5000) + 1) * 100
+    data = pl.DataFrame({"u": np.arange(x.size), "x": x})
+    true = x.sum()
+
+    def expected_error(seed: int, approx: bool) -> float:
+        sess = pf.Session(data, "u", pf.zCDP(0.5), rng=SeededRandomness(seed))
+        q = sess.query().bound(max_rows_per_group=1).agg(pf.sum("x", bounds="auto"))
+        if approx:
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(auto_bounds, "choose_bounds", lambda *args: dict(args[-1]))
+                out = q.release(rho=0.5, with_error=True)
+        else:
+            out = q.release(rho=0.5, with_error=True)
+        lower, upper = sess.ledger[-1].description["auto_bounds"]["chosen"]["x_sum"]
+        bias = np.clip(x, lower, upper).sum() - true
+        return float((bias**2 + out["x_sum_std"].item() ** 2) / true**2)
+
+    approx = np.array([expected_error(s, True) for s in range(runs)])
+    model = np.array([expected_error(s, False) for s in range(runs)])
+    assert (model != approx).sum() >= 10  # the model moves the bounds in most runs
+    test = scipy.stats.wilcoxon(approx, model, alternative="greater", zero_method="wilcox")
+    assert test.pvalue < alpha, (approx.mean(), model.mean())

@@ -44,7 +44,12 @@ number of people whose weight ``n·W`` stays below the histogram's threshold
 default share 1/10); D' is D plus one more person at 1000, whose weight
 crosses τ. So the added person moves the chosen upper bound (16 when the
 bucket stays below τ, 1024 when it passes; without noise D never passes and
-D' always does) and the released sum (by 1000, or by the clipped 16). The
+D' always does) and the released sum (by 1000, or by the clipped 16).
+Ungrouped, the number of groups is public (1), so ``tune``'s error model moves
+ApproxBounds' bounds over the raw buckets next to them that show 2σ
+(:func:`~privframe.plan.tuning_choice.choose_bounds`): a bucket or two of
+noise above 16 or 1024 at times, which leaves the choice between clipping the
+outliers and keeping them to the noisy threshold, as before. The
 query is ``bound(max_rows_per_group=1).agg(pf.sum("x", bounds="auto"))`` at
 RHO = 1/50 (claimed ε ≈ 0.90 at δ = 1e-6): the histogram at ρ = 1/500,
 the sum at 9/500.
@@ -416,9 +421,17 @@ def real(neighbours: tuple[pl.DataFrame, pl.DataFrame]) -> tuple[Releases, Relea
 
 
 def test_the_added_person_moves_the_chosen_upper_bound(real: tuple[Releases, Releases]) -> None:
-    # Borderline: on both datasets the outliers' bucket sometimes passes τ and sometimes not.
+    # Borderline: on both datasets the outliers' bucket sometimes passes τ and sometimes not,
+    # so the upper bound sometimes clips them and sometimes keeps them. Ungrouped, the error
+    # model moves ApproxBounds' upper bound over raw buckets next to it that show 2σ: from
+    # the background's 16 by a bucket or two of noise, from the outliers' 1024 likewise.
+    outliers_low = UPPER_WITH_OUTLIERS / 2**0.5  # the lower edge of the outliers' bucket
     for releases in real:
-        assert set(releases.uppers) == {UPPER_WITHOUT_OUTLIERS, UPPER_WITH_OUTLIERS}
+        assert UPPER_WITHOUT_OUTLIERS in set(releases.uppers)
+        assert UPPER_WITH_OUTLIERS in set(releases.uppers)
+        clipped = releases.uppers <= outliers_low
+        assert 0.2 < clipped.mean() < 0.8
+        assert (releases.uppers[clipped] < 4 * UPPER_WITHOUT_OUTLIERS).all()
 
 
 def test_end_to_end_audit_of_bounds_and_release_stays_below_the_total_claim(
