@@ -261,9 +261,11 @@ def resolve(
 
 
 def _outputs(plan: Plan, column: str) -> str:
-    """The names of the outputs of ``plan``'s bounded aggregates of ``column``, for a message."""
+    """The outputs whose bounds of ``column`` are chosen at release, for a message."""
     return ", ".join(
-        a.output_name for a in plan.aggregates if isinstance(a, Bounded) and a.column == column
+        a.output_name
+        for a in plan.aggregates
+        if isinstance(a, Bounded) and a.auto and a.column == column
     )
 
 

@@ -301,13 +301,21 @@ releasing with them (below)'
         assert isinstance(rest, zCDP)  # automatic bounds are for zCDP sessions only
         rho = "ρ" if greek else "rho"
         whole = zCDP(self.bounds_cost.exact_rho + rest.exact_rho, rest.delta)
+        bounds, release = (
+            (number(self.bounds_cost.rho), number(rest.rho))
+            if greek
+            else (f"{self.bounds_cost.rho:.6g}", f"{rest.rho:.6g}")
+        )
         return (
-            f"{_cost_text(whole, greek)}: {rho} = {self.bounds_cost.rho:.6g} choosing the "
-            f"bounds, then {rho} = {rest.rho:.6g} releasing with them (below)"
+            f"{_cost_text(whole, greek)}: {rho} = {bounds} choosing the bounds, then "
+            f"{rho} = {release} releasing with them (below)"
         )
 
     def single_release(self, selection: Selection) -> str:
         """This release alone as (ε, δ), by the standard and the joint analysis.
+
+        With automatic bounds by the standard analysis only: their histogram, drawn over
+        every row, is outside the joint analysis.
 
         Needs ``report_delta`` (set by ``Query.explain``).
 
@@ -333,6 +341,14 @@ releasing with them (below)'
             selection.single_unit_survival(),
         )
         standard = standard_selection_epsilon(total, rho, k, p)
+        if self.bounds_cost is not None:
+            # The joint analysis rests on a unit whose groups are all new changing nothing
+            # released; the bounds' histogram is drawn over every row, so it does not apply.
+            return (
+                f"this release alone at delta = {total:.3g}: epsilon = {standard:.4g} by the "
+                "standard analysis (docs/privacy.md §6; the joint analysis does not cover the "
+                "bounds' histogram, §7)"
+            )
         joint = joint_selection_epsilon(total, rho, k, p)
         return (
             f"this release alone at delta = {total:.3g}: epsilon = {standard:.4g} by the "

@@ -317,6 +317,9 @@ def test_explain_counts_the_bounds_share_in_its_cost_and_in_one_releases_epsilon
 
     rest_only = dataclasses.replace(explanation, bounds_cost=None)
     assert epsilon(explanation) > epsilon(rest_only)
+    # A unit whose groups are all new still moves the bounds' histogram: no joint analysis.
+    assert "joint analysis does not cover" in explanation.single_release(selection)
+    assert "by the joint analysis" in rest_only.single_release(selection)
 
 
 def test_a_bounds_share_without_automatic_bounds_is_refused_before_anything_is_spent() -> None:
@@ -405,3 +408,24 @@ def test_on_a_heavy_tail_the_models_bounds_err_less_than_approx_bounds_paired() 
     assert (model != approx).sum() >= 10  # the model moves the bounds in most runs
     test = scipy.stats.wilcoxon(approx, model, alternative="greater", zero_method="wilcox")
     assert test.pvalue < alpha, (approx.mean(), model.mean())
+
+
+def test_sql_without_bounds_in_a_session_in_epsilon_is_refused_as_needing_bounds() -> None:
+    text = BIGQUERY.replace("SUM(x) AS total, AVG(x) AS average, COUNT(*) AS n", "COUNT(*) AS n")
+    sess = pf.Session(_frame(), "u", pf.ApproxDP(10.0, 1e-5), metadata={"g": pf.Column(keys=KEYS)})
+    with pytest.raises(pf.SQLError, match="max_rows_per_group"):
+        sess.sql(text)
+    assert len(sess.ledger) == 0
+
+
+def test_a_refusal_after_the_share_names_only_the_outputs_whose_bounds_are_chosen() -> None:
+    small = _frame().filter(pl.col("u") < 4)
+    sess = pf.Session(small, "u", pf.zCDP(1.0), rng=SeededRandomness(2))
+    q = (
+        sess.query()
+        .bound(max_rows_per_group=3)
+        .agg(pf.sum("x", bounds="auto"), pf.quantile("x", 0.5, bounds=(0, 100)))
+    )
+    with pytest.raises(pf.InvalidValueError) as caught:
+        q.release(rho=0.01)
+    assert "the values of x_sum shows nothing" in str(caught.value)

@@ -326,8 +326,16 @@ def _translate(
         _fits(query, join, "UNNEST" if isinstance(join.this, exp.Unnest) else "JOIN")
     given = scope.private.limits(scope.source, scope.source)
     asked = scope.private.override
+    # Automatic bounds spend rho: in a session of another budget an unbounded call is refused
+    # as needing bounds, which says what to write.
+    zcdp = issubclass(query.session.budget_kind, zCDP)
     scope.per_unit_clamping = per_unit_clamping(
-        statement, options, asked, unit, auto=lambda call: unbounded(call, scope), default=given
+        statement,
+        options,
+        asked,
+        unit,
+        auto=lambda call: zcdp and unbounded(call, scope),
+        default=given,
     )
     if scope.per_unit_clamping:
         # Each unit's value in a group is clamped: no row limit (the planner derives m = 1
