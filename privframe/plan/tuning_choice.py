@@ -230,7 +230,9 @@ class _Model:
                 weight[j] += h.sigma
                 moved = {**self.values, column: dataclasses.replace(h, weight=weight)}
                 for name, (b, _) in self._outputs(release, moved).items():
-                    variance[name] += (b - bias[name]) ** 2
+                    # An output the model leaves out at the estimates (no size there) stays out.
+                    if name in variance:
+                        variance[name] += (b - bias[name]) ** 2
         return {name: math.sqrt(v) for name, v in variance.items()}
 
     def assess(self, plan: Plan) -> Bias | None:

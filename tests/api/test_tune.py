@@ -20,6 +20,7 @@ import privframe.plan.release as release_module
 from privframe.accounting.replay import entry_events
 from privframe.api.tune import TABLE_COLUMNS, Tuned, tune
 from privframe.engines.contributions import Contributions, ContributionSpec
+from privframe.mechanisms.noise import SeededRandomness
 from privframe.plan.aggregates import Aggregate
 
 KEYS = ["a", "b", "c", "d", "e"]
@@ -107,6 +108,17 @@ def test_no_noise_is_drawn_before_the_charge(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(release_module, "discrete_gaussian", watched)
     tune(_query(sess), rho=0.5, plan_rho=0.5)
     assert spent_at_draw == [0.5] * 3
+
+
+@pytest.mark.filterwarnings("ignore::privframe.SeededRandomnessWarning")
+@pytest.mark.parametrize("seed", [6, 8, 16])
+def test_tune_completes_when_an_output_shows_only_once_a_raw_bucket_moves(seed: int) -> None:
+    # Little data, much noise: the model leaves x's outputs out at the estimates, and the
+    # uncertainty of the raw tail buckets must not bring them back (a KeyError before).
+    sess = pf.Session(_data(20), "user", pf.zCDP(1.0), rng=SeededRandomness(seed))
+    tuned = tune(_query(sess), rho=0.5, plan_rho=0.5)
+    assert sess.spent.exact_rho == Fraction(1, 2)
+    assert set(tuned.bounds) == {"x_sum", "x_mean"}
 
 
 @pytest.mark.parametrize(
