@@ -56,7 +56,6 @@ import polars as pl
 
 from privframe._arguments import RHO_HINTS, hinted
 from privframe.accounting.budgets import zCDP
-from privframe.engines.contributions import ContributionSpec
 from privframe.engines.spec import AggregationSpec
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.numeric import Number, exact
@@ -67,7 +66,7 @@ from privframe.plan.ir import Bound, Plan
 from privframe.plan.planner import plan_release
 from privframe.plan.release import Pipeline
 from privframe.plan.split import Balance
-from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, design, read, tuned_columns
+from privframe.plan.tuning import design, read, tuned_columns
 from privframe.plan.tuning_choice import Choice, Row, choose
 
 __all__ = [
@@ -378,14 +377,7 @@ def tune(
         )
     tuning = design(plan, pipeline.unit is not None, pipeline.accountant.affordable(asked))
     rows = _rows_spec(pipeline, plan, schema, target, weights)
-    spec = ContributionSpec(
-        rows,
-        SCALE,
-        next((p.edges for p in tuning.pieces if p.kind == "groups"), ()),
-        next((p.edges for p in tuning.pieces if p.kind == "rows"), ()),
-        tuple(p.column for p in tuning.pieces if p.column is not None),
-        MAGNITUDE_EDGES,
-    )
+    spec = tuning.contribution_spec(rows)
     description = {**tuning.describe(), "plan_rho": float(target)}
     estimates = read(tuning, pipeline.measure_contributions(tuning, spec, label, description))
     choice = choose(plan, estimates, target, weights)

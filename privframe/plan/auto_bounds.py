@@ -59,16 +59,14 @@ from fractions import Fraction
 import numpy as np
 
 from privframe.accounting.budgets import zCDP
-from privframe.accounting.calibration import gaussian_sigma
 from privframe.errors import InvalidBudgetError, InvalidValueError
-from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA
 from privframe.numeric import exact
 from privframe.plan.aggregates import Bounded
 from privframe.plan.explanation import Explanation
 from privframe.plan.ir import Plan
 from privframe.plan.planner import selects
 from privframe.plan.split import Balance
-from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, Estimates, Histogram, Piece, TuningDesign
+from privframe.plan.tuning import Estimates, Histogram, TuningDesign, measuring, values_of
 from privframe.plan.tuning_choice import choose_bounds
 
 __all__ = [
@@ -163,19 +161,9 @@ def design(plan: Plan, has_unit: bool, rho: Fraction) -> TuningDesign:
         >>> [(p.name, p.l2_units, float(p.rho)) for p in d.pieces]
         [('values of x', 65536, 0.1)]
     """
-    measured = columns(plan)
-    share = rho / len(measured)
-    sigma = max(gaussian_sigma(SCALE, share), MIN_SIGMA)
-    if sigma > MAX_SIGMA:
-        raise InvalidBudgetError(
-            f"rho={float(rho):.3g} is too small to choose bounds: the histogram's noise would "
-            "exceed the exact sampler's range; give the release more rho, a larger bounds_share, "
-            "or bounds"
-        )
-    pieces = tuple(
-        Piece(f"values of {c}", "values", c, MAGNITUDE_EDGES, SCALE, share, sigma) for c in measured
-    )
-    return TuningDesign(pieces, zCDP(rho), plan.n_groups or 1, has_unit)
+    wanted = [values_of(column) for column in columns(plan)]
+    fix = "give the release more rho, a larger bounds_share, or bounds"
+    return measuring(wanted, rho, plan.n_groups or 1, has_unit, "choose bounds", fix)
 
 
 def candidate_bounds(h: Histogram) -> tuple[list[float], list[float]] | None:
@@ -191,7 +179,7 @@ def candidate_bounds(h: Histogram) -> tuple[list[float], list[float]] | None:
     Example:
         >>> import numpy as np
         >>> import privframe as pf
-        >>> from privframe.plan.tuning import read
+        >>> from privframe.plan.tuning import SCALE, read
         >>> d = design(Plan(aggregates=(pf.sum("x", bounds="auto"),)), True, Fraction(10**6))
         >>> raw = np.zeros(d.pieces[0].bins)
         >>> zero = len(raw) // 2  # the bucket of |x| < 2**-20; zero + i: the i-th magnitude bin
@@ -243,11 +231,11 @@ def resolve(
     if not selects(plan):
         start = {column: (lowers[0], uppers[0]) for column, (lowers, uppers) in edges.items()}
         model = choose_bounds(plan, estimates, rest, weights, start)
-        if model != start and plannable(_with_bounds(plan, model, {})):
+        if model != start and plannable(_with_bounds(plan, model)):
             return _resolved(plan, model)
     chosen: dict[str, tuple[float, float]] = {}
     for column, (lowers, uppers) in edges.items():
-        while not plannable(_with_bounds(plan, {column: (lowers[0], uppers[0])}, chosen)):
+        while not plannable(_with_bounds(plan, {**chosen, column: (lowers[0], uppers[0])})):
             side = lowers if abs(lowers[0]) > abs(uppers[0]) else uppers
             if len(side) == 1 or not _inward(lowers, uppers, side):
                 raise InvalidValueError(
@@ -294,7 +282,7 @@ def _resolved(
         for a in plan.aggregates
         if isinstance(a, Bounded) and a.auto
     }
-    return _with_bounds(plan, chosen, {}), named
+    return _with_bounds(plan, chosen), named
 
 
 def _inward(lowers: list[float], uppers: list[float], side: list[float]) -> bool:
@@ -302,13 +290,8 @@ def _inward(lowers: list[float], uppers: list[float], side: list[float]) -> bool
     return lowers[1] < uppers[0] if side is lowers else lowers[0] < uppers[1]
 
 
-def _with_bounds(
-    plan: Plan,
-    bounds: Mapping[str, tuple[float, float]],
-    before: Mapping[str, tuple[float, float]],
-) -> Plan:
+def _with_bounds(plan: Plan, given: Mapping[str, tuple[float, float]]) -> Plan:
     """``plan`` with the ``auto`` aggregates of these columns given these bounds."""
-    given = {**before, **bounds}
     aggregates = tuple(
         dataclasses.replace(a, lower=given[a.column][0], upper=given[a.column][1], auto=False)
         if isinstance(a, Bounded) and a.auto and a.column in given

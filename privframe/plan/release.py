@@ -79,7 +79,7 @@ from privframe.plan.planner import (
 from privframe.plan.postprocess import estimate_outputs
 from privframe.plan.release_options import ReleaseOptions
 from privframe.plan.split import Balance
-from privframe.plan.tuning import MAGNITUDE_EDGES, SCALE, TuningDesign, read
+from privframe.plan.tuning import TuningDesign, read
 
 __all__ = ["Batch", "Computed", "Pipeline", "added", "asked_budget", "describe", "zero_cost"]
 
@@ -373,18 +373,12 @@ class Pipeline:
         after = added(before, zCDP(share))
         placeholder = self.plan(plan, rest, options.weights, options.delta, after)
         design = auto_bounds.design(plan, self.unit is not None, share)
-        spec = ContributionSpec(
-            self.spec(plan, placeholder, schema),
-            SCALE,
-            (),
-            (),
-            auto_bounds.columns(plan),
-            MAGNITUDE_EDGES,
-        )
+        spec = design.contribution_spec(self.spec(plan, placeholder, schema))
         label = f"{options.label}: bounds" if options.label else "bounds"
+        stated = str(auto_bounds.share_of(plan))
         description = {
             **design.describe(),
-            "auto_bounds": {"share": str(auto_bounds.share_of(plan)), "release_rho": float(rest)},
+            "auto_bounds": {"share": stated, "release_rho": float(rest)},
         }
         estimates = read(design, self.measure_contributions(design, spec, label, description))
 
@@ -397,7 +391,7 @@ class Pipeline:
 
         resolved, chosen = auto_bounds.resolve(plan, estimates, plannable, rest, options.weights)
         record = {
-            "share": str(auto_bounds.share_of(plan)),
+            "share": stated,
             "bounds_rho": float(share),
             "chosen": {name: list(pair) for name, pair in chosen.items()},
         }

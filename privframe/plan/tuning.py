@@ -75,7 +75,8 @@ import scipy
 from privframe.accounting.budgets import zCDP
 from privframe.accounting.calibration import gaussian_sigma
 from privframe.accounting.events import GaussianEvent
-from privframe.engines.contributions import Contributions, signed_buckets
+from privframe.engines.contributions import Contributions, ContributionSpec, signed_buckets
+from privframe.engines.spec import AggregationSpec
 from privframe.errors import InvalidBudgetError, InvalidValueError
 from privframe.mechanisms.noise import MAX_SIGMA, MIN_SIGMA
 from privframe.plan.aggregates import Bounded
@@ -89,11 +90,14 @@ __all__ = [
     "Histogram",
     "Piece",
     "TuningDesign",
+    "Wanted",
     "design",
     "group_edges",
     "integer_edges",
+    "measuring",
     "read",
     "tuned_columns",
+    "values_of",
 ]
 
 SCALE = 1 << 16
@@ -193,6 +197,28 @@ class TuningDesign:
         ]
         return {"tune": {"scale": SCALE, "histograms": pieces}, "events": events}
 
+    def contribution_spec(self, rows: AggregationSpec) -> ContributionSpec:
+        """What the engine summarises for these histograms over ``rows`` (a release's spec).
+
+        Example:
+            >>> import privframe as pf
+            >>> from privframe.engines.spec import AggregationSpec
+            >>> d = design(Plan(aggregates=(pf.sum("x", (0, 1)),)), True, Fraction(1))
+            >>> rows = AggregationSpec((), "u", (), None, None, 1, None, (), seed=0)
+            >>> spec = d.contribution_spec(rows)
+            >>> spec.group_edges, spec.value_columns
+            ((), ('x',))
+        """
+        edges = {p.kind: p.edges for p in self.pieces if p.kind != "values"}
+        return ContributionSpec(
+            rows,
+            SCALE,
+            edges.get("groups", ()),
+            edges.get("rows", ()),
+            tuple(p.column for p in self.pieces if p.column is not None),
+            MAGNITUDE_EDGES,
+        )
+
 
 def tuned_columns(plan: Plan) -> tuple[str, ...]:
     """The columns whose values ``tune`` measures: those of the bounded aggregates."""
@@ -223,26 +249,52 @@ def design(plan: Plan, has_unit: bool, rho: Fraction) -> TuningDesign:
             "groups chosen privately the number of groups is not public"
         )
     n_groups = plan.n_groups or 1
-    wanted: list[tuple[str, Literal["groups", "rows", "values"], str | None, tuple, int]] = []
+    wanted: list[Wanted] = []
     if has_unit and n_groups > 1:
         wanted.append(("groups per unit", "groups", None, group_edges(n_groups), 1))
     if has_unit:
         wanted.append(("rows per (unit, group)", "rows", None, integer_edges(_ROW_LIMIT), SCALE))
-    for column in tuned_columns(plan):
-        wanted.append((f"values of {column}", "values", column, MAGNITUDE_EDGES, SCALE))
+    wanted += [values_of(column) for column in tuned_columns(plan)]
     if not wanted:
         raise InvalidValueError(
             "nothing to tune: without a privacy unit there are no contribution limits, and the "
             "query has no bounded aggregate (sum, mean, var, std, quantile)"
         )
+    return measuring(wanted, rho, n_groups, has_unit, "tune", "give tune a larger rho")
+
+
+Wanted = tuple[str, Literal["groups", "rows", "values"], str | None, tuple[float, ...], int]
+"""A histogram to measure: its name, kind, column, bin edges and L2 sensitivity (units)."""
+
+
+def values_of(column: str) -> Wanted:
+    """The values histogram of ``column``: signed half-octave buckets, L2 sensitivity W."""
+    return (f"values of {column}", "values", column, MAGNITUDE_EDGES, SCALE)
+
+
+def measuring(
+    wanted: Sequence[Wanted], rho: Fraction, n_groups: int, has_unit: bool, what: str, fix: str
+) -> TuningDesign:
+    """The design that measures ``wanted`` at ``rho/n`` each, ``rho`` in all; no data.
+
+    ``what`` and ``fix`` name the purpose and the remedy in the refusal.
+
+    Raises:
+        InvalidBudgetError: ``rho`` is so small that some noise cannot be drawn.
+
+    Example:
+        >>> d = measuring([values_of("x")], Fraction(1, 10), 1, True, "tune", "more rho")
+        >>> [(p.name, p.l2_units, float(p.rho)) for p in d.pieces]
+        [('values of x', 65536, 0.1)]
+    """
     share = rho / len(wanted)
     pieces = []
     for name, kind, measured, edges, l2 in wanted:
         sigma = max(gaussian_sigma(l2, share), MIN_SIGMA)
         if sigma > MAX_SIGMA:
             raise InvalidBudgetError(
-                f"rho={float(rho):.3g} is too small to tune: the noise of {name} would exceed "
-                "the exact sampler's range; give tune a larger rho"
+                f"rho={float(rho):.3g} is too small to {what}: the noise of {name} would exceed "
+                f"the exact sampler's range; {fix}"
             )
         pieces.append(Piece(name, kind, measured, edges, l2, share, sigma))
     return TuningDesign(tuple(pieces), zCDP(rho), n_groups, has_unit)
