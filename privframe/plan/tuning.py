@@ -225,6 +225,43 @@ def tuned_columns(plan: Plan) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a.column for a in plan.aggregates if isinstance(a, Bounded)))
 
 
+Wanted = tuple[str, Literal["groups", "rows", "values"], str | None, tuple[float, ...], int]
+"""A histogram to measure: its name, kind, column, bin edges and L2 sensitivity (units)."""
+
+
+def values_of(column: str) -> Wanted:
+    """The values histogram of ``column``: signed half-octave buckets, L2 sensitivity W."""
+    return (f"values of {column}", "values", column, MAGNITUDE_EDGES, SCALE)
+
+
+def measuring(
+    wanted: Sequence[Wanted], rho: Fraction, n_groups: int, has_unit: bool, what: str, fix: str
+) -> TuningDesign:
+    """The design that measures ``wanted`` at ``rho/n`` each, ``rho`` in all; no data.
+
+    ``what`` and ``fix`` name the purpose and the remedy in the refusal.
+
+    Raises:
+        InvalidBudgetError: ``rho`` is so small that some noise cannot be drawn.
+
+    Example:
+        >>> d = measuring([values_of("x")], Fraction(1, 10), 1, True, "tune", "more rho")
+        >>> [(p.name, p.l2_units, float(p.rho)) for p in d.pieces]
+        [('values of x', 65536, 0.1)]
+    """
+    share = rho / len(wanted)
+    pieces = []
+    for name, kind, measured, edges, l2 in wanted:
+        sigma = max(gaussian_sigma(l2, share), MIN_SIGMA)
+        if sigma > MAX_SIGMA:
+            raise InvalidBudgetError(
+                f"rho={float(rho):.3g} is too small to {what}: the noise of {name} would exceed "
+                f"the exact sampler's range; {fix}"
+            )
+        pieces.append(Piece(name, kind, measured, edges, l2, share, sigma))
+    return TuningDesign(tuple(pieces), zCDP(rho), n_groups, has_unit)
+
+
 def design(plan: Plan, has_unit: bool, rho: Fraction) -> TuningDesign:
     """The histograms to measure for ``plan``, each at ``rho/n``; refuses what cannot be tuned.
 
@@ -261,43 +298,6 @@ def design(plan: Plan, has_unit: bool, rho: Fraction) -> TuningDesign:
             "query has no bounded aggregate (sum, mean, var, std, quantile)"
         )
     return measuring(wanted, rho, n_groups, has_unit, "tune", "give tune a larger rho")
-
-
-Wanted = tuple[str, Literal["groups", "rows", "values"], str | None, tuple[float, ...], int]
-"""A histogram to measure: its name, kind, column, bin edges and L2 sensitivity (units)."""
-
-
-def values_of(column: str) -> Wanted:
-    """The values histogram of ``column``: signed half-octave buckets, L2 sensitivity W."""
-    return (f"values of {column}", "values", column, MAGNITUDE_EDGES, SCALE)
-
-
-def measuring(
-    wanted: Sequence[Wanted], rho: Fraction, n_groups: int, has_unit: bool, what: str, fix: str
-) -> TuningDesign:
-    """The design that measures ``wanted`` at ``rho/n`` each, ``rho`` in all; no data.
-
-    ``what`` and ``fix`` name the purpose and the remedy in the refusal.
-
-    Raises:
-        InvalidBudgetError: ``rho`` is so small that some noise cannot be drawn.
-
-    Example:
-        >>> d = measuring([values_of("x")], Fraction(1, 10), 1, True, "tune", "more rho")
-        >>> [(p.name, p.l2_units, float(p.rho)) for p in d.pieces]
-        [('values of x', 65536, 0.1)]
-    """
-    share = rho / len(wanted)
-    pieces = []
-    for name, kind, measured, edges, l2 in wanted:
-        sigma = max(gaussian_sigma(l2, share), MIN_SIGMA)
-        if sigma > MAX_SIGMA:
-            raise InvalidBudgetError(
-                f"rho={float(rho):.3g} is too small to {what}: the noise of {name} would exceed "
-                f"the exact sampler's range; {fix}"
-            )
-        pieces.append(Piece(name, kind, measured, edges, l2, share, sigma))
-    return TuningDesign(tuple(pieces), zCDP(rho), n_groups, has_unit)
 
 
 @dataclass(frozen=True, eq=False)

@@ -186,15 +186,19 @@ class _Model:
             noisy[m.key] = np.array([value])
         return noisy
 
+    def _limits(self, release: ReleasePlan) -> tuple[int | None, int | None]:
+        """The release's k and m where a contribution histogram models them, else None."""
+        limits = release.limits
+        k = limits.max_groups if self.estimates.groups is not None else None
+        m = limits.max_rows_per_group if self.estimates.rows is not None else None
+        return k, m
+
     def _outputs(
         self, release: ReleasePlan, values: Mapping[str, Histogram]
     ) -> dict[str, tuple[float, float]]:
         """Per modelled output: (bounded expectation − unbounded value)/size, and σ/size."""
-        limits = release.limits
-        k = limits.max_groups if self.estimates.groups is not None else None
-        m = limits.max_rows_per_group if self.estimates.rows is not None else None
         true_rows, true_distinct = self.per_group(None, None)
-        noisy = self._noisy(release, *self.per_group(k, m), values)
+        noisy = self._noisy(release, *self.per_group(*self._limits(release)), values)
         result = {}
         for out in release.outputs:
             agg = out.aggregate
@@ -246,10 +250,7 @@ class _Model:
             return None
         outputs = self._outputs(release, self.values)
         bias = {name: b for name, (b, _) in outputs.items()}
-        limits = release.limits
-        k = limits.max_groups if self.estimates.groups is not None else None
-        m = limits.max_rows_per_group if self.estimates.rows is not None else None
-        kept, rows = self.per_group(k, m)[0], self.per_group(None, None)[0]
+        kept, rows = self.per_group(*self._limits(release))[0], self.per_group(None, None)[0]
         clipped = {}
         for a in plan.aggregates:
             h = self.values.get(a.column) if isinstance(a, Bounded) else None
@@ -637,12 +638,10 @@ def choose_bounds(
         >>> lower, round(upper, 2)  # at this rho, clipping the 5 costs less than their noise
         (0.0, 11.31)
     """
-    given = {
-        column: _evident_span(estimates.values[column], start[column])
-        for column, _, _ in _variables(plan, True)
-    }
+    searched = [column for column, _, _ in _variables(plan, True)]
+    given = {column: _evident_span(estimates.values[column], start[column]) for column in searched}
     model = _Model(estimates, estimates.design.has_unit, plan_rho, weights, given)
-    bounds = tuple(start[column] for column, _, _ in _variables(plan, True))
+    bounds = tuple(start[column] for column in searched)
     held = frozenset(
         (i, side) for i, pair in enumerate(bounds) for side in (0, 1) if pair[side] == 0
     )
