@@ -34,6 +34,7 @@ from privframe.accounting.accountant import Accountant, BudgetReport
 from privframe.accounting.budgets import ApproxDP, Budget, zCDP
 from privframe.accounting.ledger import DataIdentity, LedgerEntries
 from privframe.accounting.replay import Guarantee
+from privframe.api import synthesis
 from privframe.api._session_arguments import (
     check_contributions,
     check_metadata,
@@ -458,6 +459,173 @@ class Session(SQLEntry):
             tables=self._tables,
             table=self._name,
             table_contributions=self._table_contributions,
+        )
+
+    def marginals(
+        self,
+        columns: Sequence[str | Sequence[str]],
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        domains: Mapping[str, Any] | None = None,
+        max_rows: int | None = None,
+        label: str = "marginals",
+    ) -> dict[tuple[str, ...], pd.DataFrame | pl.DataFrame]:
+        """Noisy k-way marginals (contingency tables) over column sets, in one release.
+
+        Each column set in ``columns`` gets a table with a row for every
+        combination of its columns' public values (``domains``: a list or a
+        :func:`privframe.bin` per column, else the Session's
+        ``pf.Column(keys=...)``; Booleans need none; never read from
+        the data), and ``count``: the noisy counts made non-negative and
+        consistent (where two tables share columns they sum to the same
+        table), ``count_std``: each cell's noise std, and
+        ``count_ci95_low``/``count_ci95_high``: the cell measurement's exact
+        95% interval, clipped at 0. ``rho`` (``epsilon`` in a pure-DP session)
+        is split evenly over the tables and charged in one ledger entry. Each
+        person keeps at most ``max_rows`` rows (default: the Session's
+        ``contributions`` ``max_rows``; 1 without a privacy unit). Rows with a
+        value outside the domains are dropped. See ``docs/synthetic.md``.
+
+        Raises:
+            InvalidValueError: a column without a public domain, an unknown
+                column, no row limit, or a session that is not zCDP or pure DP.
+            BudgetExceededError: the cost does not fit; nothing is read.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> df = pl.DataFrame({"sex": ["f", "m"] * 50, "age": list(range(100))})
+            >>> sess = pf.Session(df, None, pf.zCDP(1.0))
+            >>> tables = sess.marginals(
+            ...     [("sex", "age"), ("sex",)], rho=0.5,
+            ...     domains={"sex": ["f", "m"], "age": pf.bin("age", [0, 50, 100])},
+            ... )
+            >>> tables[("sex", "age")].height, sess.spent.rho
+            (4, 0.5)
+        """
+        return synthesis.marginals(
+            self._synthesis_source(),
+            columns,
+            rho,
+            epsilon,
+            domains,
+            max_rows,
+            label,
+        )
+
+    def explain_marginals(
+        self,
+        columns: Sequence[str | Sequence[str]],
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        domains: Mapping[str, Any] | None = None,
+        max_rows: int | None = None,
+    ) -> synthesis.Explained:
+        """What :meth:`marginals` would measure and cost; reads no data, spends nothing.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"smoker": [True, False]}), None, pf.zCDP(1.0))
+            >>> print(sess.explain_marginals(["smoker"], rho=0.5))  # doctest: +ELLIPSIS
+            marginals: 1 noisy count tables, cost zCDP(rho=0.5, delta=0.0), one ledger entry
+            ...
+        """
+        return synthesis.explain_marginals(
+            self._synthesis_source(), columns, rho, epsilon, domains, max_rows
+        )
+
+    def synthesize(
+        self,
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        method: Literal["aim", "mst"] = "aim",
+        columns: Sequence[str] | None = None,
+        workload: Sequence[Sequence[str]] | None = None,
+        rows: int | None = None,
+        domains: Mapping[str, Any] | None = None,
+        max_rows: int | None = None,
+        label: str = "synthesize",
+    ) -> pd.DataFrame | pl.DataFrame:
+        """A differentially private synthetic table, by AIM or MST, charged in one ledger entry.
+
+        ``method="aim"`` (McKenna et al. 2022) measures marginals adaptively,
+        aiming at ``workload`` (column sets; default every pair of
+        ``columns``); ``"mst"`` (McKenna, Miklau & Sheldon 2021) measures every
+        column and a privately chosen spanning tree of pairs. A graphical model
+        estimated from the noisy marginals is sampled for ``rows`` rows
+        (default: its estimate of the number of rows). ``columns`` (default:
+        all but the privacy unit) need public domains, as in
+        :meth:`marginals`; a binned column holds its bin labels. The result is
+        the session's kind of frame (pandas in, pandas out). A zCDP session
+        spends ``rho`` (discrete Gaussian measurements), a pure-DP one
+        ``epsilon`` (discrete Laplace). A seeded session's table is NOT
+        PRIVATE. See ``docs/synthetic.md``.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> df = pl.DataFrame({"a": [True, False] * 100, "b": [True, True, False, False] * 50})
+            >>> sess = pf.Session(df, None, pf.zCDP(1.0))
+            >>> table = sess.synthesize(rho=1.0, method="mst", rows=50)
+            >>> table.shape, sess.spent.rho
+            ((50, 2), 1.0)
+        """
+        return synthesis.synthesize(
+            self._synthesis_source(),
+            rho,
+            epsilon,
+            method,
+            columns,
+            workload,
+            rows,
+            domains,
+            max_rows,
+            label,
+        )
+
+    def explain_synthesis(
+        self,
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        method: Literal["aim", "mst"] = "aim",
+        columns: Sequence[str] | None = None,
+        workload: Sequence[Sequence[str]] | None = None,
+        domains: Mapping[str, Any] | None = None,
+        max_rows: int | None = None,
+    ) -> synthesis.Explained:
+        """What :meth:`synthesize` would measure and cost; reads no data, spends nothing.
+
+        Example:
+            >>> import polars as pl
+            >>> import privframe as pf
+            >>> sess = pf.Session(pl.DataFrame({"a": [True], "b": [False]}), None, pf.zCDP(1.0))
+            >>> sess.explain_synthesis(rho=0.5, method="mst").cost
+            zCDP(rho=0.5, delta=0.0)
+        """
+        return synthesis.explain_synthesis(
+            self._synthesis_source(),
+            rho,
+            epsilon,
+            method,
+            columns,
+            workload,
+            domains,
+            max_rows,
+        )
+
+    def _synthesis_source(self) -> synthesis.Source:
+        """What marginals and synthesis read: the first table's public facts and the pipeline."""
+        return synthesis.Source(
+            self._pipeline,
+            self._schemas[self._name],
+            {name: column.keys for name, column in self._metadata.items()},
+            self._contributions.max_rows if self._contributions is not None else None,
+            self._present,
         )
 
     # -- used by Query ------------------------------------------------------------------

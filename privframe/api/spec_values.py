@@ -24,6 +24,7 @@ from typing import Any
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, PureDP, zCDP
 from privframe.api.query import Bound
 from privframe.api.sql.metadata import column_type
+from privframe.engines.expressions import Bin, bin
 from privframe.errors import InvalidValueError, PrivframeError
 from privframe.plan import aggregates as agg
 from privframe.plan.aggregates import Aggregate
@@ -39,6 +40,7 @@ __all__ = [
     "spec_bounds",
     "spec_budget",
     "spec_contributions",
+    "spec_domains",
     "spec_finite",
     "spec_flag",
     "spec_guard",
@@ -234,6 +236,39 @@ def spec_values(value: object, where: str) -> list[Any]:
         # The builder refuses mixed keys too: a cast would have to pick one reading.
         raise SpecError(f"{where} mixes strings and numbers; give all keys as one kind")
     return value
+
+
+def spec_domains(value: object, where: str) -> dict[str, list[Any] | Bin]:
+    """Public domains per column, for marginals and synthetic data: value lists or bins.
+
+    A column's domain is an array of its values (:func:`spec_values`) or a
+    table ``{bins = [e0, e1, ...], labels = [...]}`` (labels optional): the
+    public edges of :func:`privframe.bin`.
+
+    Example:
+        >>> from privframe.api.spec_values import spec_domains
+        >>> domains = spec_domains({"sex": ["f", "m"], "age": {"bins": [0, 18, 120]}}, "domains")
+        >>> domains["sex"], domains["age"].keys
+        (['f', 'm'], ['[0, 18)', '[18, 120]'])
+    """
+    table = spec_table(value, where)
+    domains: dict[str, list[Any] | Bin] = {}
+    for column, domain in table.items():
+        at = f"{where}.{column}"
+        if isinstance(domain, Mapping):
+            check_keys(domain, at, ("bins", "labels"), ("bins",))
+            edges = [
+                spec_finite(e, f"{at}.bins") for e in spec_values(domain["bins"], f"{at}.bins")
+            ]
+            labels = domain.get("labels")
+            if labels is not None and not (
+                isinstance(labels, list) and all(isinstance(x, str) for x in labels)
+            ):
+                raise SpecError(f"{at}.labels must be an array of strings")
+            domains[column] = spec_guard(at, partial(bin, column, edges, labels))
+        else:
+            domains[column] = spec_values(domain, at)
+    return domains
 
 
 def spec_guard(where: str, build: Callable[[], Any]) -> Any:
