@@ -1,10 +1,11 @@
-"""The ``privframe`` command line: ``demo``, ``report``, ``serve`` and ``admin``.
+"""The ``privframe`` command line: ``demo``, ``report``, ``synthesize``, ``serve`` and ``admin``.
 
 ``privframe demo`` runs the README example end to end (or, with
 ``--write-data``, writes its synthetic data to a file); ``privframe report``
-runs a scripted report (``docs/reports.md``); ``privframe serve`` serves
-datasets to analysts and ``privframe admin`` manages their tokens and budgets
-(``docs/server.md``).
+runs a scripted report (``docs/reports.md``); ``privframe synthesize`` makes
+one differentially private synthetic table (``docs/reports.md``);
+``privframe serve`` serves datasets to analysts and ``privframe admin``
+manages their tokens and budgets (``docs/server.md``).
 
 Example:
     >>> from privframe.api.cli import build_parser
@@ -14,17 +15,21 @@ Example:
     True
     >>> build_parser().parse_args(["report", "spec.toml", "--no-progress"]).no_progress
     True
+    >>> build_parser().parse_args(["synthesize", "d.csv", "--unit", "id", "--rho", "1"]).method
+    'aim'
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -40,7 +45,12 @@ from privframe.api.report import (
     load_spec,
     prepare,
 )
+from privframe.api.report_output import write_table
+from privframe.api.report_spec import FORMATS
 from privframe.api.session import Session
+from privframe.api.spec_values import SpecError, read_toml, spec_domains
+from privframe.api.sql import Column
+from privframe.engines.expressions import Bin
 from privframe.errors import BudgetExceededError, InvalidValueError, PrivframeError
 from privframe.plan import aggregates as agg
 
@@ -104,6 +114,26 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _report_arguments(report)
+    synthesize = commands.add_parser(
+        "synthesize",
+        help="make a differentially private synthetic table (AIM or MST) from a data file",
+        description=textwrap.fill(
+            "Measure noisy marginals of the data's columns and sample a synthetic table from a "
+            "model of them (Session.synthesize): one ledger entry of --rho (zCDP). Every column "
+            "needs public values: a domains file, or Boolean columns. --explain prints what "
+            "would be measured and spends nothing.",
+            width=78,
+        ),
+        epilog="exit status:\n"
+        + "\n".join(
+            textwrap.fill(
+                meaning, width=78, initial_indent=f"  {int(code)}  ", subsequent_indent="     "
+            )
+            for code, meaning in _SYNTHESIZE_MEANINGS.items()
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _synthesize_arguments(synthesize)
     serve = commands.add_parser(
         "serve",
         help="serve datasets to analysts, each with a budget (needs privframe[server])",
@@ -176,6 +206,87 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
         "reproducible and the results NOT private (a seed without this flag is refused); "
         "every output then starts with NOT PRIVATE",
     )
+
+
+_SYNTHESIZE_MEANINGS = {
+    ExitCode.OK: "the table was written to --out (or, with --explain, the plan printed)",
+    ExitCode.UNEXPECTED: "an unexpected error before the charge: nothing was spent",
+    ExitCode.INVALID: "an argument, the domains file, the data or the ledger was refused: "
+    "nothing was spent",
+    ExitCode.OVER_BUDGET: "the table does not fit the budget left: nothing was spent",
+    ExitCode.FAILED_MIDWAY: "the table was charged, but making or writing it failed",
+}
+
+
+def _synthesize_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("data", help="the data file (.parquet or .csv)")
+    unit = command.add_mutually_exclusive_group(required=True)
+    unit.add_argument("--unit", metavar="COLUMN", help="the column that identifies a person")
+    unit.add_argument(
+        "--rows-are-people",
+        action="store_true",
+        help="there is no privacy unit column: each row is a different person",
+    )
+    command.add_argument(
+        "--rho", type=_positive_float, required=True, help="the zCDP rho the table spends"
+    )
+    command.add_argument(
+        "--budget",
+        type=_positive_float,
+        metavar="RHO",
+        help="the data's whole zCDP budget (required with --ledger, which keeps it across "
+        "runs; default: --rho, spent once)",
+    )
+    command.add_argument(
+        "--ledger",
+        metavar="FILE",
+        help="the SQLite ledger of the data's budget (created on the first run that spends)",
+    )
+    command.add_argument("--method", choices=("aim", "mst"), default="aim", help="(aim)")
+    command.add_argument(
+        "--columns",
+        type=_names,
+        metavar="A,B,...",
+        help="the columns to synthesize (default: all but the privacy unit)",
+    )
+    command.add_argument(
+        "--workload",
+        type=_names,
+        action="append",
+        metavar="A,B",
+        help="with --method aim: a column set the table should keep well; repeat for more "
+        "(default: every pair of columns)",
+    )
+    command.add_argument(
+        "--rows",
+        type=_positive_int,
+        help="how many rows to sample (default: the model's estimate of the data's size)",
+    )
+    command.add_argument(
+        "--domains",
+        metavar="FILE",
+        help="a TOML or JSON table of each column's public values or bins, e.g. "
+        'sex = ["F", "M"] and age = { bins = [0, 18, 65, 120] } (docs/reports.md)',
+    )
+    command.add_argument(
+        "--max-rows",
+        type=_positive_int,
+        metavar="M",
+        help="the most rows one person keeps (required with --unit)",
+    )
+    command.add_argument("--out", metavar="PATH", help="the table to write: a new .csv or .parquet")
+    command.add_argument(
+        "--explain",
+        action="store_true",
+        help="print what would be measured and what it costs, and spend nothing",
+    )
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got {text!r}")
+    return names
 
 
 def readme_query(sess: Session) -> Query:
@@ -277,10 +388,147 @@ def _report(args: argparse.Namespace) -> ExitCode:
         _error(f"unexpected: {describe_error(err)}; nothing was spent")
         return ExitCode.UNEXPECTED
     print(
-        f"report {spec.title!r}: {len(report.planned)} queries released for "
-        f"{report.summary()}\nwrote {page} and {len(report.planned)} CSV files beside it"
+        f"report {spec.title!r}: {report.counted()} released for "
+        f"{report.summary()}\nwrote {page} and {len(report.files)} files beside it"
     )
     return ExitCode.OK
+
+
+def _read_domains(path: str) -> dict[str, list[Any] | Bin]:
+    """The ``--domains`` file (TOML or JSON), read as a report spec's ``domains`` table."""
+    target = Path(path)
+    if target.suffix.lower() == ".json":
+        try:
+            raw = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise SpecError(f"cannot read the domains file {path!r}: {err}") from None
+    else:
+        raw = read_toml(target, "the domains file")
+    return spec_domains(raw, "domains")
+
+
+def _column_types(domains: Mapping[str, list[Any] | Bin]) -> dict[str, Column]:
+    """For a CSV file, each column's type from its public domain: a CSV holds only text.
+
+    Bins bin numbers (float64); a list of whole numbers is int64, of numbers
+    float64, of strings text.
+    """
+    types = {}
+    for column, domain in domains.items():
+        if isinstance(domain, Bin) or any(isinstance(v, float) for v in domain):
+            types[column] = Column(type="float64")
+        elif all(isinstance(v, int) for v in domain):
+            types[column] = Column(type="int64")
+    return types
+
+
+def _synthesis_session(
+    args: argparse.Namespace, domains: Mapping[str, list[Any] | Bin] | None, ledger: str | None
+) -> Session:
+    """The Session over ``--data``; a CSV file's columns are typed by their domains."""
+    csv = Path(args.data).suffix.lower() == ".csv"
+    return Session(
+        args.data,
+        None if args.rows_are_people else args.unit,
+        zCDP(args.budget if args.budget is not None else args.rho),
+        ledger,
+        metadata=_column_types(domains or {}) if csv else None,
+    )
+
+
+def _synthesize(args: argparse.Namespace) -> ExitCode:
+    """Run ``privframe synthesize``: check everything, then charge once and write the table."""
+    try:
+        domains = _read_domains(args.domains) if args.domains else None
+        if domains is not None and args.columns is not None:
+            # One file may describe every column of the data; --columns picks some.
+            domains = {c: d for c, d in domains.items() if c in args.columns}
+        if args.ledger is not None and args.budget is None:
+            raise SpecError(
+                "--ledger keeps the data's whole budget across runs: give it with --budget RHO"
+            )
+        out = None if args.explain else _new_output(args.out)
+        arguments: dict[str, Any] = {
+            "method": args.method,
+            "columns": args.columns,
+            "workload": args.workload,
+            "domains": domains,
+            "max_rows": args.max_rows,
+        }
+        fresh = args.ledger is None or not Path(args.ledger).exists()
+        # A new ledger file fixes the data's budget: it is created only once every check passed.
+        sess = _synthesis_session(args, domains, None if fresh else args.ledger)
+        explained = sess.explain_synthesis(args.rho, **arguments)
+        sess.check_cost(explained.cost)
+        if out is None:
+            print(explained)
+            print(f"\nexplain: nothing was spent; the budget has {_left(sess)} left")
+            return ExitCode.OK
+        if args.ledger is not None and fresh:
+            sess = _synthesis_session(args, domains, args.ledger)
+        before = len(sess.ledger)
+    except BudgetExceededError as err:
+        _error(f"{str(err).rstrip('.')}; nothing was spent")
+        return ExitCode.OVER_BUDGET
+    except PrivframeError as err:
+        _error(f"{str(err).rstrip('.')}; nothing was spent")
+        return ExitCode.INVALID
+    except Exception as err:
+        _error(f"unexpected: {describe_error(err)}; nothing was spent")
+        return ExitCode.UNEXPECTED
+    return _make_table(sess, args, arguments, out, before)
+
+
+def _make_table(
+    sess: Session, args: argparse.Namespace, arguments: dict[str, Any], out: Path, before: int
+) -> ExitCode:
+    """Charge, make and write the table; after the charge, a failure is status 4."""
+    failure = None
+    try:
+        table = sess.synthesize(
+            args.rho, rows=args.rows, label=f"synthesize {out.name}", **arguments
+        )
+        write_table(table, out, seeded=False)
+    except (Exception, KeyboardInterrupt) as err:
+        failure = err
+    if failure is None:
+        print(
+            f"wrote {len(table)} synthetic rows ({', '.join(map(str, table.columns))}) by "
+            f"{args.method.upper()} to {out}; charged rho = {args.rho:g}; the budget has "
+            f"{_left(sess)} left"
+        )
+        return ExitCode.OK
+    if len(sess.ledger) == before:
+        code = (
+            ExitCode.OVER_BUDGET if isinstance(failure, BudgetExceededError) else ExitCode.INVALID
+        )
+        _error(f"{describe_error(failure).rstrip('.')}; nothing was spent")
+        return code
+    _error(
+        f"rho = {args.rho:g} was charged, but making or writing the table failed: "
+        f"{describe_error(failure)}"
+    )
+    return ExitCode.FAILED_MIDWAY
+
+
+def _left(sess: Session) -> str:
+    """The budget left, in words: ``rho = 0.5`` (the session's budget is zCDP)."""
+    left = sess.remaining
+    return f"rho = {left.rho:.6g}" if isinstance(left, zCDP) else repr(left)
+
+
+def _new_output(path: str | None) -> Path:
+    """``--out``: a new .csv or .parquet file in an existing folder (checked before the charge)."""
+    if path is None:
+        raise SpecError("give --out PATH (.csv or .parquet) for the table, or --explain")
+    out = Path(path)
+    if out.suffix.lower().lstrip(".") not in FORMATS:
+        raise SpecError(f"--out {path!r}: write the table as .csv or .parquet")
+    if out.exists():
+        raise SpecError(f"--out {path!r} exists: a paid-for table is never overwritten")
+    if not out.parent.is_dir():
+        raise SpecError(f"--out {path!r}: the folder {str(out.parent)!r} does not exist")
+    return out
 
 
 def _serve(config_path: str) -> int:
@@ -307,8 +555,9 @@ def _serve(config_path: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
-    ``demo``: 0 on success, 2 on a refused input. ``report``: see
-    :class:`~privframe.api.report.ExitCode`.
+    ``demo``: 0 on success, 2 on a refused input. ``report`` and
+    ``synthesize``: see :class:`~privframe.api.report.ExitCode` (``privframe
+    synthesize --help`` says what each means for it).
     """
     args = build_parser().parse_args(argv)
     if args.command == "admin":
@@ -317,6 +566,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return admin.main(args.arguments)
     if args.command == "serve":
         return _serve(args.config)
+    if args.command == "synthesize":
+        return _synthesize(args)
     if args.command == "report":
         with progress.disabled() if args.no_progress else contextlib.nullcontext():
             return _report(args)

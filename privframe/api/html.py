@@ -607,6 +607,7 @@ def report_html(
     charged: Sequence[LedgerEntry],
     *,
     accounting: str = "zcdp",
+    tables: Sequence[str] = (),
 ) -> str:
     """A complete, self-contained HTML report page.
 
@@ -621,6 +622,8 @@ def report_html(
             A pure-DP report states its ε (which adds up) and an (ε, δ) one
             the tight composition of its releases beside basic composition,
             whatever ``accounting`` says.
+        tables: the page's sections of marginals and synthetic tables, as HTML
+            made by :mod:`privframe.api.report_output`, after the queries.
 
     Example:
         >>> from datetime import UTC, datetime
@@ -638,6 +641,7 @@ def report_html(
         f"<h1>{text(title)}</h1>"
         + _front_matter(created, sections, charged)
         + "".join(_section_html(i, s) for i, s in enumerate(sections, 1))
+        + "".join(tables)
         + '<section id="budget"><h2>Privacy budget</h2>'
         + _report_guarantee(charged, budget, accounting)
         + _ledger_html(charged, "this report's ledger entries")

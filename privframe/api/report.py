@@ -1,4 +1,4 @@
-"""Scripted reports: a TOML spec of queries, checked as a whole, then released to CSV and HTML.
+"""Scripted reports: a TOML spec of queries, checked as a whole, then released to files and HTML.
 
 A report runs in two phases. :func:`prepare` reads the spec, opens the
 session on the data and its ledger, builds every query and explains it at
@@ -8,8 +8,12 @@ ledger has left raises :class:`~privframe.errors.BudgetExceededError`, both
 before anything is spent. :meth:`Report.run` then releases the queries in
 order, writing ``<out>/<name>.csv`` after each, and ``<out>/report.html`` at
 the end; if a release fails midway it raises :class:`ReportError`, which
-names exactly the queries charged to the ledger. ``docs/reports.md``
-describes the spec format; ``privframe report`` is the command line.
+names exactly the queries charged to the ledger. A spec may also hold
+``[[marginals]]`` and ``[[synthetic]]`` entries, each one call of
+``Session.marginals`` or ``Session.synthesize``, checked and counted in the
+budget with the queries and charged in its own ledger entry before them.
+``docs/reports.md`` describes the spec format; ``privframe report`` is the
+command line.
 
 This module is the door: the spec is read in :mod:`~privframe.api.report_spec`,
 run in :mod:`~privframe.api.report_run` and written in
@@ -66,7 +70,7 @@ class ExitCode(enum.IntEnum):
 
 
 _MEANINGS = {
-    ExitCode.OK: "the report ran: every query was released and written, with report.html",
+    ExitCode.OK: "the report ran: every entry was released and written, with report.html",
     ExitCode.UNEXPECTED: "an unexpected error before any release: nothing was spent",
     ExitCode.INVALID: ("the spec is invalid, or a query does not parse or plan: nothing was spent"),
     ExitCode.OVER_BUDGET: (
@@ -74,7 +78,8 @@ _MEANINGS = {
     ),
     ExitCode.FAILED_MIDWAY: (
         "the run failed or was interrupted after the checks: while computing (nothing was "
-        "charged) or while writing after the charge (every query was charged); the message "
-        "says which (each ledger entry is labelled <title>/<query name>)"
+        "charged), while releasing (the message names each entry charged) or while writing "
+        "after the charge (every entry was charged); the message says which (each ledger "
+        "entry is labelled <title>/<entry name>)"
     ),
 }

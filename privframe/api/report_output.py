@@ -1,4 +1,4 @@
-"""What a report writes: a CSV file per query and report.html, put in place all at once.
+"""What a report writes: a file per output table and report.html, put in place all at once.
 
 A run writes into a new folder beside its output folder (:func:`staging_folder`)
 and, once every file is written, puts that folder in place of the output
@@ -23,14 +23,26 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 import polars as pl
 
-from privframe.api.report_spec import SpecError
+from privframe._html import paragraph, text
+from privframe.api._frames import as_polars
+from privframe.api.html import result_html
+from privframe.api.report_spec import FORMATS, SpecError
 
-__all__ = ["NOT_PRIVATE", "publish", "staging_folder", "write_csv"]
+__all__ = [
+    "NOT_PRIVATE",
+    "marginals_html",
+    "publish",
+    "staging_folder",
+    "synthetic_html",
+    "write_csv",
+    "write_table",
+]
 
 NOT_PRIVATE = (
     "NOT PRIVATE: this report's noise is seeded ([report] seed with --allow-seeded-noise), so "
@@ -62,6 +74,106 @@ def write_csv(result: pl.DataFrame | pd.DataFrame, target: Path, *, seeded: bool
             result.write_csv(handle)
         else:
             result.to_csv(handle, index=False)
+
+
+def write_table(result: pl.DataFrame | pd.DataFrame, target: Path, *, seeded: bool) -> None:
+    """Write ``result`` as CSV or parquet, by ``target``'s suffix; seeded output says NOT PRIVATE.
+
+    A seeded CSV starts with the ``# NOT PRIVATE`` line (:func:`write_csv`); a
+    seeded parquet file carries it in its key-value metadata, under ``privframe``.
+
+    Raises:
+        SpecError: ``target`` is not a ``.csv`` or ``.parquet`` path.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import polars as pl
+        >>> from privframe.api.report_output import write_table
+        >>> target = Path(tempfile.mkdtemp()) / "t.parquet"
+        >>> write_table(pl.DataFrame({"n": [3]}), target, seeded=True)
+        >>> pl.read_parquet_metadata(target)["privframe"].startswith("NOT PRIVATE")
+        True
+    """
+    suffix = target.suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise SpecError(
+            f"{str(target)!r}: a table is written as {' or '.join(f'.{f}' for f in FORMATS)}"
+        )
+    if suffix == "csv":
+        write_csv(result, target, seeded=seeded)
+        return
+    metadata = {"privframe": NOT_PRIVATE} if seeded else None
+    as_polars(result).write_parquet(target, metadata=metadata)
+
+
+def marginals_html(
+    index: int,
+    name: str,
+    summary: str,
+    explained: str,
+    tables: Sequence[tuple[Sequence[str], str, pl.DataFrame | pd.DataFrame]],
+) -> str:
+    """The page's section of a ``[[marginals]]`` entry: each table with its file, then the plan.
+
+    ``summary`` is its cost and ledger label, ``explained`` what it measured
+    (``Session.explain_marginals``); ``tables`` holds each table's columns,
+    file name and released frame.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.api.report_output import marginals_html
+        >>> frame = pl.DataFrame({"sex": ["f"], "count": [3.0]})
+        >>> page = marginals_html(1, "m", "cost rho = 0.1", "plan", [(["sex"], "m-1.csv", frame)])
+        >>> '<a href="m-1.csv">m-1.csv</a>' in page
+        True
+    """
+    parts = [
+        f"<h3>{text(', '.join(columns))}</h3>" + _link("noisy counts", file) + result_html(frame)
+        for columns, file, frame in tables
+    ]
+    return _section(
+        index,
+        name,
+        summary
+        + "; count is the consistent, non-negative estimate, count_std the noise std of the "
+        "cell's measurement, and count_ci95_low/high its 95% interval (clipped at 0)",
+        "".join(parts),
+        explained,
+    )
+
+
+def synthetic_html(index: int, name: str, summary: str, explained: str, file: str) -> str:
+    """The page's section of a ``[[synthetic]]`` entry: a link to its file, and the plan.
+
+    Example:
+        >>> from privframe.api.report_output import synthetic_html
+        >>> page = synthetic_html(1, "people", "100 rows by MST", "plan", "people.csv")
+        >>> '<a href="people.csv">people.csv</a>' in page
+        True
+    """
+    link = _link("the synthetic table", file)
+    note = paragraph(
+        "Synthetic rows are sampled from a model of noisy marginals: they are not real people, "
+        "and they keep only what those marginals measured.",
+        "pf-meta",
+    )
+    return _section(index, name, summary, link + note, explained)
+
+
+def _link(what: str, file: str) -> str:
+    """A line naming ``what`` is in ``file``, linked (the file sits beside report.html)."""
+    return f'<p>{text(what)}: <a href="{text(file)}">{text(file)}</a></p>'
+
+
+def _section(index: int, name: str, summary: str, body: str, explained: str) -> str:
+    return (
+        f'<section id="table-{index}"><h2>{text(name)}</h2>'
+        + paragraph(summary, "pf-meta")
+        + body
+        + f"<details><summary>what it measured, and its noise</summary><pre>{text(explained)}"
+        "</pre></details></section>"
+    )
 
 
 def staging_folder(out: Path) -> Path:

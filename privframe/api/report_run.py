@@ -36,20 +36,29 @@ import polars as pl
 
 from privframe.accounting._kinds import Spendable
 from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
+from privframe.accounting.ledger import LedgerEntry
 from privframe.api import report_output
+from privframe.api._frames import Frame
 from privframe.api.client import TOKEN_ENV, RemoteBatch, RemoteSession, connect
 from privframe.api.html import ReportSection, report_html
 from privframe.api.query import Bound, Query
-from privframe.api.report_spec import QuerySpec, ReportSpec, SpecError
+from privframe.api.report_spec import (
+    MarginalsSpec,
+    QuerySpec,
+    ReportSpec,
+    SpecError,
+    SyntheticSpec,
+)
 from privframe.api.session import Batch, Session
 from privframe.api.sql import Column, SQLQuery
+from privframe.api.synthesis import Explained
 from privframe.errors import BudgetExceededError, PrivframeError
 from privframe.mechanisms.noise import SeededRandomness
 from privframe.plan.explanation import Explanation
 from privframe.plan.release import added
 from privframe.plan.release_options import ReleaseOptions
 
-__all__ = ["Planned", "Report", "ReportError", "describe_error", "prepare"]
+__all__ = ["Planned", "PlannedTables", "Report", "ReportError", "describe_error", "prepare"]
 
 
 class ReportError(PrivframeError):
@@ -96,6 +105,76 @@ class Planned:
     def cost(self) -> Spendable:
         """What the release will charge: ρ (and δ), or ε (and δ), by the session's kind."""
         return self.explanation.plan.cost
+
+
+@dataclass(frozen=True)
+class PlannedTables:
+    """A ``[[marginals]]`` or ``[[synthetic]]`` entry, explained: what it measures and costs.
+
+    Its release is one ``Session.marginals`` or ``Session.synthesize`` call
+    with the entry's arguments, charged in its own ledger entry.
+    """
+
+    spec: MarginalsSpec | SyntheticSpec
+    explained: Explained
+
+    @property
+    def cost(self) -> Spendable:
+        """What the call will charge: ρ, or ε in a pure-DP report."""
+        return self.explained.cost
+
+    def explain(self) -> str:
+        """What it measures, in words."""
+        return str(self.explained)
+
+
+def _explain_tables(sess: Session, entry: MarginalsSpec | SyntheticSpec) -> Explained:
+    """The Session's explanation of an entry's call: it reads no data and spends nothing."""
+    if isinstance(entry, MarginalsSpec):
+        return sess.explain_marginals(
+            list(entry.sets),
+            entry.rho,
+            epsilon=entry.epsilon,
+            domains=entry.domains,
+            max_rows=entry.max_rows,
+        )
+    return sess.explain_synthesis(
+        entry.rho,
+        epsilon=entry.epsilon,
+        method=entry.method,
+        columns=entry.columns,
+        workload=entry.workload,
+        domains=entry.domains,
+        max_rows=entry.max_rows,
+    )
+
+
+def _release_tables(
+    sess: Session, entry: MarginalsSpec | SyntheticSpec, label: str
+) -> tuple[Frame, ...]:
+    """The entry's Session call, charged in one ledger entry: its tables, one per file."""
+    if isinstance(entry, MarginalsSpec):
+        released = sess.marginals(
+            list(entry.sets),
+            entry.rho,
+            epsilon=entry.epsilon,
+            domains=entry.domains,
+            max_rows=entry.max_rows,
+            label=label,
+        )
+        return tuple(released[columns] for columns in entry.sets)
+    table = sess.synthesize(
+        entry.rho,
+        epsilon=entry.epsilon,
+        method=entry.method,
+        columns=entry.columns,
+        workload=entry.workload,
+        rows=entry.rows,
+        domains=entry.domains,
+        max_rows=entry.max_rows,
+        label=label,
+    )
+    return (table,)
 
 
 def _session(spec: ReportSpec, ledger: Path | None) -> Session:
@@ -207,9 +286,20 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
                 f"query {p.spec.name!r} chooses its groups privately, which spends delta: "
                 "give it delta = ... (a share of the budget's delta), or public keys"
             )
+    tables = []
+    entries: tuple[MarginalsSpec | SyntheticSpec, ...] = (*spec.marginals, *spec.synthetic)
+    for entry in entries:
+        kind = "marginals" if isinstance(entry, MarginalsSpec) else "synthetic"
+        if not isinstance(sess, Session):
+            problems.append(f"{kind} {entry.name!r}: a server's dataset releases queries only")
+            continue
+        try:
+            tables.append(PlannedTables(entry, _explain_tables(sess, entry)))
+        except PrivframeError as err:
+            problems.append(f"{kind} {entry.name!r}: {err}")
     if problems:
         raise SpecError("\n".join(problems))
-    report = Report(spec, sess, tuple(planned))
+    report = Report(spec, sess, tuple(planned), tuple(tables))
     try:
         sess.check_cost(report.cost)
     except BudgetExceededError:
@@ -217,7 +307,7 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
         raise BudgetExceededError(
             f"report {spec.title!r} needs {_cost(report.cost)} but {spec.spends_from} "
             f"has {_cost(left)} left; nothing was spent. "
-            "Per query: " + "; ".join(f"{p.spec.name} ({_cost(p.cost)})" for p in planned)
+            "Per entry: " + "; ".join(f"{p.spec.name} ({_cost(p.cost)})" for p in report.entries)
         ) from None
     return report
 
@@ -272,23 +362,45 @@ class Report:
     spec: ReportSpec
     session: Session | RemoteSession
     planned: tuple[Planned, ...]
+    tables: tuple[PlannedTables, ...] = ()
     created: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
+    def entries(self) -> tuple[Planned | PlannedTables, ...]:
+        """Every entry: the queries, then the marginals and synthetic tables."""
+        return (*self.planned, *self.tables)
+
+    @property
     def cost(self) -> Spendable:
-        """The report's total cost: every query's, added up.
+        """The report's total cost: every entry's, added up.
 
         In an (ε, δ) report this is basic composition; the ledger charges the
         tight composition of its releases, which is never more.
         """
-        return _total([p.cost for p in self.planned])
+        return _total([p.cost for p in self.entries])
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files the report writes beside ``report.html``, in order."""
+        return tuple(f for p in self.entries for f in p.spec.files)
+
+    def counted(self) -> str:
+        """What the report releases, counted: ``3 queries, 1 marginals and 1 synthetic table``."""
+        counts = (
+            (len(self.planned), "query", "queries"),
+            (len(self.spec.marginals), "marginals", "marginals"),
+            (len(self.spec.synthetic), "synthetic table", "synthetic tables"),
+        )
+        parts = [f"{n} {one if n == 1 else many}" for n, one, many in counts if n]
+        return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
     def plan_text(self) -> str:
-        """The plan a dry run prints: each query's explanation, the total and the budget left."""
+        """The plan a dry run prints: each entry's explanation, the total and the budget left."""
         blocks = [f"== {p.spec.name}: {_cost(p.cost)} ==\n{p.explanation}" for p in self.planned]
+        blocks += [f"== {t.spec.name}: {_cost(t.cost)} ==\n{t.explain()}" for t in self.tables]
         left = self.session.remaining
         blocks.append(
-            f"== report {self.spec.title!r}: {len(self.planned)} queries, {_cost(self.cost)} "
+            f"== report {self.spec.title!r}: {self.counted()}, {_cost(self.cost)} "
             f"in total; the ledger has {_cost(left)} left; {_accounting(self.spec)} =="
         )
         return "\n\n".join(blocks)
@@ -345,7 +457,7 @@ class Report:
         try:
             batch = self._compute(stream)
             with _signals_deferred() as deferred:
-                failure = self._charge_and_write(batch, staging, out, stream)
+                failure, charged = self._charge_and_write(batch, staging, out, stream)
         except BudgetExceededError:
             # The checks passed, so another job spent in between; nothing was charged.
             refused = True
@@ -356,13 +468,7 @@ class Report:
             shutil.rmtree(staging, ignore_errors=True)
             raise self._refused()
         if failure is not None:
-            labels = [self.spec.label(p.spec) for p in self.planned]
-            raise ReportError(
-                f"report {self.spec.title!r}: every query was released and charged "
-                f"({', '.join(labels)}), but writing the outputs failed: {failure}. "
-                f"What was written is in {str(staging)!r}.",
-                labels,
-            )
+            raise self._failed(failure, charged, staging)
         if deferred:
             print(
                 f"interrupted ({', '.join(deferred)}) while charging and writing: "
@@ -380,22 +486,89 @@ class Report:
             f"{_cost(self.session.remaining)} is left; nothing was spent"
         )
 
-    def _charge_and_write(
-        self, batch: Batch | RemoteBatch, staging: Path, out: Path, stream: TextIO
-    ) -> str | None:
-        """Charge and release ``batch``, then write the outputs; what failed in writing, if any.
+    def _failed(self, failure: str, charged: Sequence[str], staging: Path) -> ReportError:
+        """The error of a run that failed after its checks, naming what the ledger was charged."""
+        title = self.spec.title
+        if len(charged) == len(self.entries):
+            return ReportError(
+                f"report {title!r}: every entry was released and charged "
+                f"({', '.join(charged)}), but writing the outputs failed: {failure}. "
+                f"What was written is in {str(staging)!r}.",
+                charged,
+            )
+        kept = ""
+        if any(staging.iterdir()):
+            kept = f" What it released before is in {str(staging)!r}."
+        else:
+            shutil.rmtree(staging, ignore_errors=True)
+        return ReportError(
+            f"report {title!r} stopped while releasing: {failure.rstrip('.')}. Charged to the "
+            f"ledger: {', '.join(charged) or 'nothing'}.{kept}",
+            charged,
+        )
 
-        A :class:`BudgetExceededError` of the charge propagates: nothing was
-        charged. A failure while writing is returned as text, not raised: the
-        caller raises its :class:`ReportError` outside any handler, as the
-        original error may quote private values.
+    def _charge_and_write(
+        self, batch: Batch | RemoteBatch | None, staging: Path, out: Path, stream: TextIO
+    ) -> tuple[str | None, list[str]]:
+        """Release the marginals and synthetic tables, then ``batch``, then write the outputs.
+
+        Each marginals or synthetic entry is one Session call, charged in its
+        own ledger entry; the queries' ``batch`` is charged in one step after
+        them. Returns what failed, if anything, and the ledger labels charged.
+        An error before any charge propagates: a :class:`BudgetExceededError`
+        then means nothing was charged. A later failure is returned as text,
+        not raised: the caller raises its :class:`ReportError` outside any
+        handler, as the original error may quote private values.
         """
-        results = batch.release()
+        made: list[tuple[Frame, ...]] = []
+        seeded = self.spec.seed is not None
+        before = len(self._local().ledger) if self.tables else 0
         try:
-            self._write(staging, out, results, batch, stream)
+            for t in self.tables:
+                print(f"{t.spec.name}: charging {_cost(t.cost)} ...", file=stream, flush=True)
+                made.append(_release_tables(self._local(), t.spec, self.spec.label(t.spec)))
+                # Written at once: if a later entry fails, what this one released is kept.
+                for file, frame in zip(t.spec.files, made[-1], strict=True):
+                    report_output.write_table(frame, staging / file, seeded=seeded)
+            if batch is not None:
+                print(f"charging {_charge(batch.cost)} to the ledger in one step", file=stream)
+            results = batch.release() if batch is not None else []
         except (Exception, KeyboardInterrupt) as err:
-            return describe_error(err)
-        return None
+            charged = self._charged(before)
+            if not charged:
+                raise
+            failure = (
+                f"another job spent from {self.spec.spends_from} since the checks"
+                if isinstance(err, BudgetExceededError)
+                else describe_error(err)
+            )
+            return failure, charged
+        entries = self._local().ledger[before:] if self.tables else ()
+        mine = {self.spec.label(t.spec) for t in self.tables}
+        charged_entries = [e for e in entries if e.label in mine]
+        charged_entries += batch.entries if batch is not None else []
+        labels = [self.spec.label(p.spec) for p in self.entries]
+        try:
+            self._write(staging, out, results, made, charged_entries, stream)
+        except (Exception, KeyboardInterrupt) as err:
+            return describe_error(err), labels
+        return None, labels
+
+    def _charged(self, before: int) -> list[str]:
+        """This run's ledger labels among the entries recorded since entry ``before``.
+
+        A report without marginals or synthetic tables charges in one step: none.
+        """
+        if not self.tables:
+            return []
+        labels = {self.spec.label(p.spec) for p in self.entries}
+        return [e.label for e in self._local().ledger[before:] if e.label in labels]
+
+    def _local(self) -> Session:
+        """The local Session, which alone makes marginals and synthetic tables."""
+        if not isinstance(self.session, Session):
+            raise SpecError("a server's dataset releases queries only")
+        return self.session
 
     def _options(self, planned: Planned) -> ReleaseOptions:
         """A query's release options: its spec's post-processing, with errors, labelled."""
@@ -406,13 +579,15 @@ class Report:
             **dataclasses.asdict(planned.spec.post),
         )
 
-    def _compute(self, stream: TextIO) -> Batch | RemoteBatch:
+    def _compute(self, stream: TextIO) -> Batch | RemoteBatch | None:
         """Every query computed exactly, nothing charged; failures become ReportErrors.
 
         :meth:`Session.batch` shows "queries: step i of n" (a bar in a terminal) as
-        each is computed.
+        each is computed. None for a report without queries.
         """
         n = len(self.planned)
+        if not n:
+            return None
         print(f"computing {n} queries (nothing is charged yet) ...", file=stream, flush=True)
         failure = None
         try:
@@ -433,34 +608,57 @@ class Report:
                 f"{failure.rstrip('.')}. Charged to the ledger: nothing.",
                 (),
             )
-        print(f"charging {_charge(batch.cost)} to the ledger in one step", file=stream, flush=True)
         return batch
 
     def _write(
         self,
         staging: Path,
         out: Path,
-        results: Sequence[pl.DataFrame | pd.DataFrame],
-        batch: Batch | RemoteBatch,
+        results: Sequence[Frame],
+        made: Sequence[tuple[Frame, ...]],
+        entries: Sequence[LedgerEntry],
         stream: TextIO,
     ) -> None:
         """Write every output into ``staging``, then put it in place of ``out``."""
         seeded = self.spec.seed is not None
         sections = []
         for i, (p, result) in enumerate(zip(self.planned, results, strict=True), 1):
-            report_output.write_csv(result, staging / f"{p.spec.name}.csv", seeded=seeded)
+            report_output.write_csv(result, staging / p.spec.files[0], seeded=seeded)
             sections.append(_section(p, self.spec.label(p.spec), result))
             print(f"[{i}/{len(self.planned)}] {p.spec.name}: {_cost(p.cost)} ... done", file=stream)
+        tables = []
+        for i, (t, frames) in enumerate(zip(self.tables, made, strict=True), 1):
+            tables.append(self._tables_html(i, t, frames))
+            print(f"{t.spec.name}: {_cost(t.cost)} ... done", file=stream)
         page = report_html(
             self.spec.title,
             self.created,
             sections,
             self.session.report(),
-            batch.entries,
+            entries,
             accounting=self.spec.accounting,
+            tables=tables,
         )
-        note = f"privframe report {self.spec.title!r}, charged {_cost(batch.cost)}"
+        note = f"privframe report {self.spec.title!r}, charged {_cost(self.cost)}"
         report_output.publish(staging, out, page, seeded=seeded, note=note)
+
+    def _tables_html(self, index: int, planned: PlannedTables, frames: Sequence[Frame]) -> str:
+        """The page's section of a marginals or synthetic entry."""
+        entry = planned.spec
+        summary = f"cost {_cost(planned.cost)}; ledger label {self.spec.label(entry)!r}"
+        if isinstance(entry, MarginalsSpec):
+            tables = list(zip(entry.sets, entry.files, frames, strict=True))
+            return report_output.marginals_html(
+                index, entry.name, summary, planned.explain(), tables
+            )
+        rows = len(frames[0])
+        summary = (
+            f"a synthetic table of {rows} rows by {entry.method.upper()}, columns "
+            f"{', '.join(map(str, frames[0].columns))}; {summary}"
+        )
+        return report_output.synthetic_html(
+            index, entry.name, summary, planned.explain(), entry.files[0]
+        )
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""The report spec: a TOML file of queries, read and validated as a whole.
+"""The report spec: a TOML file of queries, marginals and synthetic tables, read as a whole.
 
 :func:`load_spec` reads a spec into a :class:`ReportSpec`; every problem
 raises :class:`SpecError` naming its key, before any data is read or any
@@ -40,10 +40,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from privframe.accounting.budgets import ApproxDP, Budget, PureDP
 from privframe.accounting.replay import METHODS
+from privframe.api import synthesis
 from privframe.api.spec_values import (
     AGGREGATE_KINDS,
     BUDGET_KEYS,
@@ -54,6 +55,7 @@ from privframe.api.spec_values import (
     spec_bounds,
     spec_budget,
     spec_contributions,
+    spec_domains,
     spec_flag,
     spec_guard,
     spec_integer,
@@ -64,18 +66,46 @@ from privframe.api.spec_values import (
     spec_table,
     spec_values,
 )
+from privframe.engines.expressions import Bin
 from privframe.numeric import exact
 from privframe.plan.aggregates import Aggregate
 from privframe.plan.aggregates.base import AUTO
 from privframe.plan.keys import KeySet, product
 from privframe.plan.postprocess import PostProcessing
 
-__all__ = ["QuerySpec", "ReportSpec", "SpecError", "Spending", "load_spec"]
+__all__ = [
+    "FORMATS",
+    "MarginalsSpec",
+    "QuerySpec",
+    "ReportSpec",
+    "SpecError",
+    "Spending",
+    "SyntheticSpec",
+    "load_spec",
+]
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _POST_KEYS = ("clamp", "intervals", "total")
 _QUERY_KEYS = ("name", "sql", "group_by", "keys", "aggregates", "rho", "epsilon", "share", "delta")
+_BUDGET_KEYS = ("rho", "epsilon", "share")
+_MARGINALS_KEYS = ("name", "sets", "domains", "max_rows", *_BUDGET_KEYS)
+_SYNTHETIC_KEYS = (
+    "name",
+    "method",
+    "columns",
+    "workload",
+    "rows",
+    "domains",
+    "max_rows",
+    "format",
+    *_BUDGET_KEYS,
+)
+Method = Literal["aim", "mst"]
+"""How a synthetic table is made (``Session.synthesize``'s ``method``)."""
+
+FORMATS = ("csv", "parquet")
+"""The file formats a ``[[synthetic]]`` table is written in."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +202,105 @@ class QuerySpec:
         if (self.rho is None) == (self.epsilon is None):
             raise SpecError(f"query {self.name!r}: give its budget as rho or as epsilon, once")
 
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The file it writes: ``<name>.csv``."""
+        return (f"{self.name}.csv",)
+
+
+Domains = Mapping[str, list[Any] | Bin]
+"""Public values (or bins) per column: ``domains=`` of ``Session.marginals`` and ``synthesize``."""
+
+
+@dataclass(frozen=True)
+class MarginalsSpec:
+    """A ``[[marginals]]`` entry: the arguments of one ``Session.marginals`` call.
+
+    Attributes:
+        name: the entry's name; table ``k`` (from 1) is written to ``<name>-<k>.csv``.
+        sets: the column sets, one noisy count table each.
+        rho: in a zCDP report, the ρ the call spends (split evenly over the tables).
+        epsilon: in a pure-DP report, the ε it spends; None in a zCDP report.
+        domains: public values (or bins) per column, beside the metadata's keys.
+        max_rows: the most rows one person keeps (None: ``[contributions] max_rows``).
+
+    Raises:
+        SpecError: both ``rho`` and ``epsilon``, or neither.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> from privframe.api.report_spec import MarginalsSpec
+        >>> MarginalsSpec("m", (("region",), ("region", "month")), Fraction(1, 10)).files
+        ('m-1.csv', 'm-2.csv')
+    """
+
+    name: str
+    sets: tuple[tuple[str, ...], ...]
+    rho: Fraction | None
+    epsilon: Fraction | None = None
+    domains: Domains | None = None
+    max_rows: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.rho is None) == (self.epsilon is None):
+            raise SpecError(f"marginals {self.name!r}: give its budget as rho or as epsilon, once")
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files it writes: one CSV per table, in the order of ``sets``."""
+        return tuple(f"{self.name}-{k}.csv" for k in range(1, len(self.sets) + 1))
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """A ``[[synthetic]]`` entry: the arguments of one ``Session.synthesize`` call.
+
+    Attributes:
+        name: the entry's name; the table is written to ``<name>.<format>``.
+        rho: in a zCDP report, the ρ the call spends.
+        method: ``"aim"`` or ``"mst"``.
+        columns: the columns synthesized (None: all but the privacy unit).
+        workload: AIM's column sets to aim at (None: every pair of ``columns``).
+        rows: how many rows to sample (None: the model's estimate of the data's size).
+        domains: public values (or bins) per column, beside the metadata's keys.
+        max_rows: the most rows one person keeps (None: ``[contributions] max_rows``).
+        format: ``"csv"`` or ``"parquet"``.
+        epsilon: in a pure-DP report, the ε it spends; None in a zCDP report.
+
+    Raises:
+        SpecError: both ``rho`` and ``epsilon``, or neither.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> from privframe.api.report_spec import SyntheticSpec
+        >>> SyntheticSpec("people", Fraction(1, 2), format="parquet").files
+        ('people.parquet',)
+    """
+
+    name: str
+    rho: Fraction | None
+    method: Method = "aim"
+    columns: tuple[str, ...] | None = None
+    workload: tuple[tuple[str, ...], ...] | None = None
+    rows: int | None = None
+    domains: Domains | None = None
+    max_rows: int | None = None
+    format: str = "csv"
+    epsilon: Fraction | None = None
+
+    def __post_init__(self) -> None:
+        if (self.rho is None) == (self.epsilon is None):
+            raise SpecError(f"synthetic {self.name!r}: give its budget as rho or as epsilon, once")
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The file it writes: ``<name>.<format>``."""
+        return (f"{self.name}.{self.format}",)
+
+
+Entry = QuerySpec | MarginalsSpec | SyntheticSpec
+"""Any entry of a report: a query, a marginals call or a synthetic table."""
+
 
 @dataclass(frozen=True)
 class ReportSpec:
@@ -183,7 +312,7 @@ class ReportSpec:
         metadata: per column, its public ``type``, ``bounds``, ``keys``, ``candidates``
             and ``missing`` rule.
         contributions: ``max_groups``, ``max_rows_per_group`` and ``max_rows``.
-        queries: the queries, in order.
+        queries: the queries, in order (there may be none when other entries are given).
         data: the data file (``.parquet`` or ``.csv``); None for a server's dataset.
         privacy_unit: the column identifying a person; None for a server's dataset.
         budget: the ledger's total budget; None for a server's dataset.
@@ -204,6 +333,8 @@ class ReportSpec:
             the Session's ``same_data``.
         spends_epsilon: a spec run on a server whose queries spend ``epsilon``:
             it needs a pure-DP or (ε, δ) grant (checked on connecting).
+        marginals: the ``[[marginals]]`` entries, in order (local data only).
+        synthetic: the ``[[synthetic]]`` entries, in order (local data; zCDP and pure-DP reports).
 
     Raises:
         SpecError: a ``seed`` without ``allow_seeded_noise=True``.
@@ -224,6 +355,8 @@ class ReportSpec:
     allow_seeded_noise: bool = False
     same_data: bool = False
     spends_epsilon: bool = False
+    marginals: tuple[MarginalsSpec, ...] = ()
+    synthetic: tuple[SyntheticSpec, ...] = ()
 
     def __post_init__(self) -> None:
         if self.seed is not None and not self.allow_seeded_noise:
@@ -261,9 +394,9 @@ class ReportSpec:
         """
         return Spending.of(self.budget, epsilon=self.spends_epsilon)
 
-    def label(self, query: QuerySpec) -> str:
-        """The ledger label of a query's release."""
-        return f"{self.title}/{query.name}"
+    def label(self, entry: Entry) -> str:
+        """The ledger label of an entry's release: ``<title>/<name>``."""
+        return f"{self.title}/{entry.name}"
 
 
 def _post(table: Mapping[str, Any], where: str) -> PostProcessing:
@@ -362,12 +495,7 @@ def _query(
     """One query, and its share of ``[report] rho`` (or ``epsilon``) if it gave one."""
     table = spec_table(raw, where)
     check_keys(table, where, (*_QUERY_KEYS, *_POST_KEYS), ("name",))
-    name = spec_string(table, "name", where)
-    if not _NAME.fullmatch(name):
-        raise SpecError(
-            f"{where}.name {name!r} must be letters, digits, '_', '.' or '-' "
-            "(it names the query's CSV file)"
-        )
+    name = _name(table, where)
     where = f"{where} ({name!r})"
     amount, share = _query_budget(table, where, total, spending)
     rho, epsilon = (None, amount) if spending.parameter == "epsilon" else (amount, None)
@@ -423,6 +551,121 @@ def _query(
     return built, share
 
 
+def _name(table: Mapping[str, Any], where: str) -> str:
+    """An entry's name, which names its output files."""
+    name = spec_string(table, "name", where)
+    if not _NAME.fullmatch(name):
+        raise SpecError(
+            f"{where}.name {name!r} must be letters, digits, '_', '.' or '-' "
+            "(it names the entry's output files)"
+        )
+    return name
+
+
+def _column_sets(value: object, where: str) -> tuple[tuple[str, ...], ...]:
+    """An array of column sets: each a column name or an array of names."""
+    if not isinstance(value, list) or not value:
+        raise SpecError(
+            f'{where} must be a non-empty array of column sets, e.g. [["sex"], ["sex", "age"]]'
+        )
+    sets = []
+    for i, item in enumerate(value):
+        names = [item] if isinstance(item, str) else item
+        if (
+            not isinstance(names, list)
+            or not names
+            or not all(isinstance(c, str) and c for c in names)
+        ):
+            raise SpecError(
+                f"{where}[{i}] must be a column name or an array of column names, got {item!r}"
+            )
+        sets.append(tuple(names))
+    return tuple(sets)
+
+
+def _count(
+    table: Mapping[str, Any], key: str, where: str, least: int, most: int | None = None
+) -> int | None:
+    """``table[key]`` as a whole number >= ``least`` (and <= ``most``); None if absent."""
+    if key not in table:
+        return None
+    value = spec_integer(table, key, where)
+    if value < least or (most is not None and value > most):
+        within = f"between {least} and {most}" if most is not None else f"at least {least}"
+        raise SpecError(f"{where}.{key} must be {within}, got {value}")
+    return value
+
+
+def _table_arguments(table: Mapping[str, Any], where: str) -> tuple[Domains | None, int | None]:
+    """The ``domains`` and ``max_rows`` of a marginals or synthetic entry."""
+    domains = spec_domains(table["domains"], f"{where}.domains") if "domains" in table else None
+    return domains, _count(table, "max_rows", where, 1)
+
+
+def _marginals(
+    raw: object, where: str, total: Fraction | None, spending: Spending
+) -> tuple[MarginalsSpec, Fraction | None]:
+    """One ``[[marginals]]`` entry, and its share of ``[report] rho`` (or ``epsilon``) if given."""
+    table = spec_table(raw, where)
+    check_keys(table, where, _MARGINALS_KEYS, ("name", "sets"))
+    where = f"{where} ({_name(table, where)!r})"
+    amount, share = _tables_budget(table, where, total, spending, "marginals are measured")
+    rho, epsilon = (None, amount) if spending.parameter == "epsilon" else (amount, None)
+    sets = _column_sets(table["sets"], f"{where}.sets")
+    domains, max_rows = _table_arguments(table, where)
+    return MarginalsSpec(table["name"], sets, rho, epsilon, domains, max_rows), share
+
+
+def _synthetic(
+    raw: object, where: str, total: Fraction | None, spending: Spending
+) -> tuple[SyntheticSpec, Fraction | None]:
+    """One ``[[synthetic]]`` entry, and its share of ``[report] rho`` (or ``epsilon``) if given."""
+    table = spec_table(raw, where)
+    check_keys(table, where, _SYNTHETIC_KEYS, ("name",))
+    where = f"{where} ({_name(table, where)!r})"
+    amount, share = _tables_budget(table, where, total, spending, "synthetic data is made")
+    method = spec_string(table, "method", where) if "method" in table else "aim"
+    if method not in synthesis.METHODS:
+        raise SpecError(
+            f"{where}.method must be one of {', '.join(synthesis.METHODS)}, got {method!r}"
+        )
+    file_format = spec_string(table, "format", where) if "format" in table else "csv"
+    if file_format not in FORMATS:
+        raise SpecError(f"{where}.format must be one of {', '.join(FORMATS)}, got {file_format!r}")
+    columns = spec_names(table, "columns", where) if "columns" in table else None
+    if columns == ():
+        raise SpecError(f"{where}.columns must name at least one column")
+    workload = _column_sets(table["workload"], f"{where}.workload") if "workload" in table else None
+    rows = _count(table, "rows", where, 0, synthesis.MAX_ROWS)
+    domains, max_rows = _table_arguments(table, where)
+    rho, epsilon = (None, amount) if spending.parameter == "epsilon" else (amount, None)
+    built = SyntheticSpec(
+        table["name"],
+        rho,
+        cast(Method, method),
+        columns,
+        workload,
+        rows,
+        domains,
+        max_rows,
+        file_format,
+        epsilon,
+    )
+    return built, share
+
+
+def _tables_budget(
+    table: Mapping[str, Any], where: str, total: Fraction | None, spending: Spending, what: str
+) -> tuple[Fraction, Fraction | None]:
+    """A marginals or synthetic entry's budget: zCDP and pure-DP reports only."""
+    if spending.kind not in ("zcdp", "pure"):
+        raise SpecError(
+            f"{where}: {what} in zCDP and pure-DP reports; this report's budget is "
+            f"{spending.budget}"
+        )
+    return _query_budget(table, where, total, spending)
+
+
 def _query_budget(
     table: Mapping[str, Any], where: str, total: Fraction | None, spending: Spending
 ) -> tuple[Fraction, Fraction | None]:
@@ -442,6 +685,7 @@ def _query_budget(
     return share * total, share
 
 
+_ENTRY_KINDS = ("queries", "marginals", "synthetic")
 _REPORT_KEYS = ("title", "rho", "epsilon", "seed", "accounting")
 
 
@@ -469,32 +713,61 @@ def _report(
     return title, accounting, total, seed
 
 
-def _queries(
-    queries: object,
+def _entries(
+    raw: Mapping[str, Any],
     total: Fraction | None,
     metadata: Mapping[str, Mapping[str, Any]],
     spending: Spending,
-) -> tuple[QuerySpec, ...]:
-    """The ``[[queries]]``: each valid, their names unique, their budget within the total."""
-    if not isinstance(queries, list) or not queries:
-        raise SpecError("queries must be a non-empty array of tables: [[queries]]")
-    parsed = [_query(q, f"queries[{i}]", total, metadata, spending) for i, q in enumerate(queries)]
-    names = [q.name for q, _ in parsed]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise SpecError(f"queries: the names {repeated} are used twice; names must be unique")
+) -> tuple[tuple[QuerySpec, ...], tuple[MarginalsSpec, ...], tuple[SyntheticSpec, ...]]:
+    """The ``[[queries]]``, ``[[marginals]]`` and ``[[synthetic]]`` entries, each valid.
+
+    Their names and output files are unique, and their budget within the total.
+    """
+    given = [key for key in _ENTRY_KINDS if key in raw]
+    if not given:
+        raise SpecError(
+            "the spec has nothing to release: give [[queries]], [[marginals]] or [[synthetic]]"
+        )
+    for key in given:
+        if not isinstance(raw[key], list) or not raw[key]:
+            raise SpecError(f"{key} must be a non-empty array of tables: [[{key}]]")
+    queries = [
+        _query(q, f"queries[{i}]", total, metadata, spending)
+        for i, q in enumerate(raw.get("queries", []))
+    ]
+    marginals = [
+        _marginals(m, f"marginals[{i}]", total, spending)
+        for i, m in enumerate(raw.get("marginals", []))
+    ]
+    synthetic = [
+        _synthetic(t, f"synthetic[{i}]", total, spending)
+        for i, t in enumerate(raw.get("synthetic", []))
+    ]
+    parsed: list[tuple[Entry, Fraction | None]] = [*queries, *marginals, *synthetic]
+    where = " and ".join(given)
+    for what, values in (
+        ("names", [e.name for e, _ in parsed]),
+        ("output files", [f for e, _ in parsed for f in e.files]),
+    ):
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise SpecError(f"{where}: the {what} {repeated} are used twice; {what} must be unique")
     if total is not None:
         shares = sum((share for _, share in parsed if share is not None), Fraction(0))
         if shares > 1:
-            raise SpecError(f"queries: the shares add up to {float(shares):g}, more than 1")
+            raise SpecError(f"{where}: the shares add up to {float(shares):g}, more than 1")
         name = spending.parameter
-        asked = sum((q.rho or q.epsilon or Fraction(0) for q, _ in parsed), Fraction(0))
+        asked = sum((e.rho or e.epsilon or Fraction(0) for e, _ in parsed), Fraction(0))
         if asked > total:
             raise SpecError(
-                f"queries ask for {name} = {float(asked):.6g} in total, more than [report] "
+                f"{where} ask for {name} = {float(asked):.6g} in total, more than [report] "
                 f"{name} = {float(total):g}"
             )
-    return tuple(q for q, _ in parsed)
+    return (
+        tuple(q for q, _ in queries),
+        tuple(m for m, _ in marginals),
+        tuple(t for t, _ in synthetic),
+    )
 
 
 def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSpec:
@@ -520,8 +793,8 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
     check_keys(
         raw,
         "the spec",
-        ("report", "data", "budget", "metadata", "contributions", "queries"),
-        ("report", "data", "contributions", "queries"),
+        ("report", "data", "budget", "metadata", "contributions", *_ENTRY_KINDS),
+        ("report", "data", "contributions"),
     )
     report = spec_table(raw["report"], "report")
     check_keys(report, "report", _REPORT_KEYS, ("title",))
@@ -534,7 +807,7 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
     title, accounting, total, seed = _report(report, spending)
     contributions = spec_contributions(spec_table(raw["contributions"], "contributions"))
     metadata = spec_metadata(spec_table(raw.get("metadata", {}), "metadata"))
-    queries = _queries(raw["queries"], total, metadata, spending)
+    queries, marginals, synthetic = _entries(raw, total, metadata, spending)
     return ReportSpec(
         path=path,
         title=title,
@@ -544,6 +817,8 @@ def load_spec(path: str | Path, *, allow_seeded_noise: bool = False) -> ReportSp
         seed=seed,
         accounting=accounting,
         allow_seeded_noise=allow_seeded_noise,
+        marginals=marginals,
+        synthetic=synthetic,
         **source,
     )
 
@@ -578,6 +853,12 @@ def _remote_source(raw: Mapping[str, Any], data: Mapping[str, Any], seeded: bool
         )
     if seeded:
         raise SpecError("report.seed: a server draws its own noise; remove the seed")
+    for key in ("marginals", "synthetic"):
+        if key in raw:
+            raise SpecError(
+                f"{key}: a spec run on a server ([data] dataset) releases [[queries]] only; "
+                f"[[{key}]] reads a local data file ([data] path)"
+            )
     # The grant's kind is known on connecting: a spec that writes epsilon spends an epsilon grant.
     tables = [raw.get("report", {}), *(q for q in raw.get("queries", []) if isinstance(q, dict))]
     spends_epsilon = any(isinstance(t, dict) and "epsilon" in t for t in tables)

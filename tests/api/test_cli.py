@@ -87,7 +87,7 @@ def test_report_help_documents_the_exit_codes() -> None:
     assert "--out DIR" in done.stdout
     for code in range(5):
         assert re.search(rf"^  {code}  ", done.stdout, re.MULTILINE)
-    assert "<title>/<query name>" in done.stdout
+    assert "<title>/<entry name>" in done.stdout
 
 
 def test_report_dry_run_in_a_subprocess(tmp_path: Path) -> None:

@@ -630,9 +630,10 @@ def test_report_renders_in_headless_chromium(folder: Path) -> None:
 def test_docs_show_the_example_spec() -> None:
     page = (EXAMPLE.parent.parent / "docs" / "reports.md").read_text()
     blocks = re.findall(r"^```toml\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
-    # The example first; test_report_budget_kinds.py runs the pure-DP one after it.
+    # The example first; test_report_budget_kinds.py runs the pure-DP one and
+    # test_report_synthetic.py the [[marginals]] and [[synthetic]] entries.
     assert blocks[0] == EXAMPLE.read_text()
-    assert len(blocks) == 2
+    assert len(blocks) == 3
 
 
 def test_automatic_bounds_in_a_report_are_refused_before_anything_is_spent(

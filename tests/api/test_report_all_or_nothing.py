@@ -235,7 +235,7 @@ def test_a_write_failing_after_the_charge_keeps_the_old_outputs_and_names_the_ne
         target.write_text("partial")
 
     monkeypatch.setattr(report_output, "write_csv", disk_full)
-    with pytest.raises(ReportError, match="every query was released and charged") as caught:
+    with pytest.raises(ReportError, match="every entry was released and charged") as caught:
         prepared.run(out)
     assert caught.value.charged == ("Weekly/by_region", "Weekly/spread")
     assert _spent(folder)[1] == ["Weekly/by_month", "Weekly/by_region", "Weekly/spread"]
