@@ -8,7 +8,9 @@ started with ``privframe serve`` (``docs/server.md``). It is a
 JSON of :mod:`privframe.api.wire`; SQL as its text) for the server to rebuild
 through its own checks and charge to this analyst's budget on this dataset;
 ``query.tune`` runs there too, on the analyst's Session, and its tuned
-query is a query of this session.
+query is a query of this session; so do ``marginals`` and ``synthesize``
+and their explanations (the calls' arguments as the data of
+:mod:`privframe.api.wire.synthesis`).
 The budget views (``spent``, ``remaining``, ``ledger``, ``report()``,
 ``guarantee()``, the notebook view) read this analyst's own ledger. Results
 come back as pandas (the default) or polars. A refusal is raised as the same
@@ -58,6 +60,13 @@ Example:
     >>> sess.spent, [e.label for e in sess.ledger]
     (zCDP(rho=0.5, delta=0.0), ['', 'again'])
 
+    Marginals and synthetic tables are made there too, as a local Session makes them:
+
+    >>> regions = {"region": ["north", "south", "east", "west"]}
+    >>> tables = sess.marginals(["region"], rho=0.25, domains=regions, max_rows=1)
+    >>> tables[("region",)]["region"].to_list(), sess.spent
+    (['north', 'south', 'east', 'west'], zCDP(rho=0.75, delta=0.0))
+
     A pure-DP grant's releases spend ε:
 
     >>> with Store(config.database) as store:
@@ -96,6 +105,7 @@ from privframe.api.query import Query, Request
 from privframe.api.server.config import is_loopback
 from privframe.api.sql import TABLE, Column, SQLQuery, parse
 from privframe.api.sql_entry import SQLEntry
+from privframe.api.synthesis import Explained
 from privframe.api.tune import Tuned
 from privframe.api.wire import (
     WIRE_VERSION,
@@ -107,10 +117,13 @@ from privframe.api.wire import (
     decode_released,
     decode_schema,
     decode_table,
+    encode_marginals,
     encode_plan,
     encode_request,
+    encode_synthesis,
     encode_tune,
 )
+from privframe.api.wire.synthesis import CallKind
 from privframe.api.wire.values import decode_values
 from privframe.engines.inputs import exact_pandas
 from privframe.numeric import Number, round_up
@@ -286,7 +299,8 @@ machine: ...
 
     # -- transport ----------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
+    def _call(self, method: str, path: str, body: Any = None, *, charges: bool = False) -> Any:
+        """Send a request; its JSON answer, or the refusal raised. ``charges``: it may spend."""
         httpx = _httpx()
         failure = None
         try:
@@ -296,7 +310,7 @@ machine: ...
         if failure is not None:
             charged = (
                 "; the release may have been charged all the same: see sess.ledger"
-                if path.endswith("/release")
+                if charges
                 else ""
             )
             raise errors.ServerError(
@@ -360,12 +374,12 @@ machine: ...
         """
         return self._kind
 
-    def _asked(self, rho: Number | None, epsilon: Number | None) -> None:
-        """Refuse the other budget parameter than the grant's, or none, before asking the server.
+    def _asked(self, rho: Number | None, epsilon: Number | None) -> Number:
+        """The grant's budget parameter asked; the other one, or none, refused before the server.
 
         As a local Session with this kind of budget refuses them, naming the grant.
         """
-        asked_budget(
+        return asked_budget(
             self._kind,
             rho,
             epsilon,
@@ -440,7 +454,7 @@ machine: ...
         for request in requests:
             self._asked(request.rho, request.epsilon)
         body = {"version": WIRE_VERSION, "requests": [encode_request(r) for r in requests]}
-        answer = self._call("POST", f"{self._base}/release", body)
+        answer = self._call("POST", f"{self._base}/release", body, charges=True)
         tables = [self._present(decode_released(text)) for text in answer["tables"]]
         return tables, [LedgerEntry.from_dict(entry) for entry in answer["entries"]]
 
@@ -472,6 +486,117 @@ machine: ...
         error, given_error = decode_values(answer["errors"], pl.Float64(), "errors").to_list()
         choice = Choice(query.plan, error, given_error, tuple(table.iter_rows()))
         return Tuned(query, self._present(table), choice)
+
+    # -- marginals and synthetic data ---------------------------------------------------
+
+    def marginals(
+        self,
+        columns: Sequence[str | Sequence[str]],
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        domains: Mapping[str, Any] | None = None,
+        max_rows: int | None = None,
+        label: str = "marginals",
+    ) -> dict[tuple[str, ...], pd.DataFrame | pl.DataFrame]:
+        """Noisy marginals over column sets, made by the server as ``Session.marginals`` makes them.
+
+        The server's Session on this dataset checks the call as a local one
+        does (domains: those given, a list or :func:`privframe.bin` per
+        column, else the keys the data owner published), refuses it with
+        nothing charged when it does not fit this analyst's grant, and
+        charges ``rho`` (``epsilon`` for a pure-DP grant) in one ledger entry.
+        """
+        self._asked(rho, epsilon)
+        data = encode_marginals(
+            columns, rho, epsilon=epsilon, domains=domains, max_rows=max_rows, label=label
+        )
+        answer = self._synthetic("marginals", data, explain=False)
+        return {
+            tuple(released["columns"]): self._present(decode_released(released["table"]))
+            for released in answer["tables"]
+        }
+
+    def explain_marginals(
+        self,
+        columns: Sequence[str | Sequence[str]],
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        domains: Mapping[str, Any] | None = None,
+        max_rows: int | None = None,
+    ) -> Explained:
+        """What :meth:`marginals` would measure and cost, as the server's Session explains it."""
+        self._asked(rho, epsilon)
+        data = encode_marginals(columns, rho, epsilon=epsilon, domains=domains, max_rows=max_rows)
+        return self._explained("marginals", data)
+
+    def synthesize(
+        self,
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        method: Literal["aim", "mst"] = "aim",
+        columns: Sequence[str] | None = None,
+        workload: Sequence[Sequence[str]] | None = None,
+        rows: int | None = None,
+        domains: Mapping[str, Any] | None = None,
+        max_rows: int | None = None,
+        label: str = "synthesize",
+    ) -> pd.DataFrame | pl.DataFrame:
+        """A synthetic table made by the server as ``Session.synthesize`` makes it.
+
+        Checked, refused with nothing charged, and charged ``rho`` (a pure-DP
+        grant: ``epsilon``) in one
+        ledger entry by the server's Session on this dataset, as
+        :meth:`marginals` is.
+        """
+        self._asked(rho, epsilon)
+        data = encode_synthesis(
+            rho,
+            epsilon=epsilon,
+            method=method,
+            columns=columns,
+            workload=workload,
+            rows=rows,
+            domains=domains,
+            max_rows=max_rows,
+            label=label,
+        )
+        answer = self._synthetic("synthesize", data, explain=False)
+        return self._present(decode_released(answer["table"]))
+
+    def explain_synthesis(
+        self,
+        rho: Number | None = None,
+        *,
+        epsilon: Number | None = None,
+        method: Literal["aim", "mst"] = "aim",
+        columns: Sequence[str] | None = None,
+        workload: Sequence[Sequence[str]] | None = None,
+        domains: Mapping[str, Any] | None = None,
+        max_rows: int | None = None,
+    ) -> Explained:
+        """What :meth:`synthesize` would measure and cost, as the server's Session explains it."""
+        self._asked(rho, epsilon)
+        data = encode_synthesis(
+            rho,
+            epsilon=epsilon,
+            method=method,
+            columns=columns,
+            workload=workload,
+            domains=domains,
+            max_rows=max_rows,
+        )
+        return self._explained("synthesize", data)
+
+    def _synthetic(self, kind: CallKind, data: dict[str, Any], *, explain: bool) -> Any:
+        body = {"version": WIRE_VERSION, kind: data, "explain": explain}
+        return self._call("POST", f"{self._base}/{kind}", body, charges=not explain)
+
+    def _explained(self, kind: CallKind, data: dict[str, Any]) -> Explained:
+        answer = self._synthetic(kind, data, explain=True)
+        return Explained(decode_budget(answer["cost"], "cost"), tuple(answer["lines"]))
 
     def _present(self, table: pl.DataFrame) -> Any:
         """A public table as this session's kind of frame (pandas or polars)."""

@@ -28,6 +28,8 @@ budget a release asked (ρ, or ε and δ), and the error type only.
 ``POST /v1/datasets/{name}/explain`` the public facts an explanation needs
 ``POST /v1/datasets/{name}/release`` requests, released all or nothing
 ``POST /v1/datasets/{name}/tune``    ``query.tune``: charged, answers the tuned plan
+``POST /v1/datasets/{name}/marginals``  ``Session.marginals``: charged, or explained
+``POST /v1/datasets/{name}/synthesize`` ``Session.synthesize``: charged, or explained
 ``GET  /dashboard``             the budget dashboard page
 ==============================  ==========================================
 
@@ -122,6 +124,16 @@ class _ExplainBody(_Envelope):
 
 class _TuneBody(_Envelope):
     tune: dict[str, Any]
+
+
+class _MarginalsBody(_Envelope):
+    marginals: dict[str, Any]
+    explain: bool = False
+
+
+class _SynthesizeBody(_Envelope):
+    synthesize: dict[str, Any]
+    explain: bool = False
 
 
 class _ReleaseBody(_Envelope):
@@ -343,6 +355,22 @@ def create_app(
     async def tune(request: HTTPRequest, name: str) -> Response:
         work = lambda a, body, noted: served.tune(a, name, body.tune, noted)  # noqa: E731
         return await _answer(served, request, "tune", name, work, _TuneBody)
+
+    @app.post("/v1/datasets/{name}/marginals")
+    async def marginals(request: HTTPRequest, name: str) -> Response:
+        def work(analyst: str, body: _MarginalsBody, noted: dict[str, str]) -> Any:
+            return served.synthetic(analyst, name, "marginals", body.marginals, body.explain, noted)
+
+        return await _answer(served, request, "marginals", name, work, _MarginalsBody)
+
+    @app.post("/v1/datasets/{name}/synthesize")
+    async def synthesize(request: HTTPRequest, name: str) -> Response:
+        def work(analyst: str, body: _SynthesizeBody, noted: dict[str, str]) -> Any:
+            return served.synthetic(
+                analyst, name, "synthesize", body.synthesize, body.explain, noted
+            )
+
+        return await _answer(served, request, "synthesize", name, work, _SynthesizeBody)
 
     @app.get("/dashboard")
     async def dashboard() -> Response:

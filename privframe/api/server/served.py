@@ -51,6 +51,7 @@ from privframe.api.sql import Column
 from privframe.api.sql.metadata import declared_types
 from privframe.api.wire import (
     WIRE_VERSION,
+    decode_call,
     decode_plan_query,
     decode_request,
     decode_tune,
@@ -62,6 +63,7 @@ from privframe.api.wire import (
     encode_schema,
     encode_table,
 )
+from privframe.api.wire.synthesis import CallKind
 from privframe.api.wire.values import encode_values
 from privframe.engines.registry import open_input
 from privframe.mechanisms.noise import Randomness
@@ -333,6 +335,51 @@ class Served:
             # A Session over a file presents polars tables.
             "table": encode_table(tuned.table),
             "errors": encode_values(pl.Series([choice.error, choice.given_error])),
+        }
+
+    def synthetic(
+        self,
+        analyst: str,
+        name: str,
+        kind: CallKind,
+        data: dict[str, Any],
+        explain: bool,
+        noted: dict[str, str],
+    ) -> dict[str, Any]:
+        """``Session.marginals`` or ``synthesize`` run on the analyst's Session, or explained.
+
+        The wire object (:func:`~privframe.api.wire.decode_call`) holds the
+        method's arguments; the analyst's Session makes the call as a local
+        one does, with the domains sent and the dataset's published keys: the
+        same checks, refused before anything is read or charged, and the cost
+        charged to the analyst's ledger in one entry. ``noted["asked"]`` gets
+        the budget asked (or ``explain``). The answer to explain is the
+        explanation (``cost``, ``lines``), spending nothing; the answer to a
+        call, built after its charge, is the released tables (``marginals``:
+        ``tables``, each with its ``columns``; ``synthesize``: ``table``) and
+        the ``cost`` charged, that of the call's explanation.
+        """
+        session = self.session(analyst, name)
+        call = decode_call(kind, data, explain)
+        noted["asked"] = "explain" if explain else call.asked
+        if kind == "marginals":
+            explained = session.explain_marginals(**call.arguments)
+        else:
+            explained = session.explain_synthesis(**call.arguments)
+        cost = encode_budget(explained.cost)
+        if explain:
+            return {"cost": cost, "lines": list(explained.lines)}
+        if kind == "synthesize":
+            # A Session over a file releases polars tables.
+            table = session.synthesize(**call.arguments, **call.spending)
+            return {"table": encode_released(table), "cost": cost}
+        tables = session.marginals(**call.arguments, **call.spending)
+        return {
+            "tables": [
+                {"columns": list(columns), "table": encode_released(table)}
+                for columns, table in tables.items()
+            ],
+            "cost": cost,
         }
 
     def close(self) -> None:

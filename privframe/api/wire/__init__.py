@@ -10,7 +10,8 @@ values and numbers exactly (:mod:`~privframe.api.wire.values`), and the plan
 is replayed on the server through the public query builder
 (:mod:`~privframe.api.wire.plan`), so every check a local query gets runs
 again there. The request object is described in
-:mod:`~privframe.api.wire.request`.
+:mod:`~privframe.api.wire.request`; ``marginals`` and ``synthesize`` calls,
+their arguments as data, in :mod:`~privframe.api.wire.synthesis`.
 
 A hostile request (wrong JSON types anywhere, unknown keys, ops, types or
 kinds, another version, expressions nested more than :data:`MAX_DEPTH` deep
@@ -61,6 +62,12 @@ from privframe.api.wire.request import (
     encode_request,
     encode_tune,
 )
+from privframe.api.wire.synthesis import (
+    Call,
+    decode_call,
+    encode_marginals,
+    encode_synthesis,
+)
 from privframe.api.wire.values import (
     decode_budget,
     decode_dtype,
@@ -84,11 +91,13 @@ __all__ = [
     "MAX_NODES",
     "MAX_STRING",
     "WIRE_VERSION",
+    "Call",
     "TuneRequest",
     "WireError",
     "WireSession",
     "decode_aggregate",
     "decode_budget",
+    "decode_call",
     "decode_dtype",
     "decode_expression",
     "decode_kind",
@@ -104,11 +113,13 @@ __all__ = [
     "encode_dtype",
     "encode_expression",
     "encode_kind",
+    "encode_marginals",
     "encode_number",
     "encode_plan",
     "encode_released",
     "encode_request",
     "encode_schema",
+    "encode_synthesis",
     "encode_table",
     "encode_tune",
 ]
