@@ -27,6 +27,10 @@ VENVS = Path(__file__).resolve().parent / ".venvs"
 PEERS: dict[str, list[str]] = {
     # The polars extra brings the polars release OpenDP's plugin was built against.
     "opendp": ["opendp[polars]>=0.16,<0.17", "pyarrow"],
+    # OpenDP's MST and AIM synthesizers (opendp.extras.mbi) post-process with
+    # Private-PGM: the mbi extra brings the mbi release OpenDP pins and its jax.
+    # Kept apart from "opendp" so that the light peer does not carry jax.
+    "opendp_synth": ["opendp[mbi]>=0.16,<0.17", "pandas"],
     # PipelineDP's local backend is pure Python over python-dp; pandas/pyarrow read the data.
     "pipelinedp": ["pipeline-dp>=0.3,<0.4", "pandas", "pyarrow"],
     # Tumult Analytics runs on Spark local (pyspark comes with it; Java 17 is needed).
