@@ -432,7 +432,12 @@ def run_all(args: argparse.Namespace, reps: int) -> dict[str, Any]:
     raw = load(args.csv)
     truth_table = binned(raw)
     truth = encode(truth_table)
-    records: list[dict[str, Any]] = []
+    run: dict[str, Any] = {
+        "args": vars(args),
+        "rows": len(raw),
+        "records": [],
+        "reference": score(truth, independent(truth_table)),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         binned_csv = Path(tmp) / "binned.csv"
         truth_table.to_csv(binned_csv, index=False)
@@ -453,11 +458,12 @@ def run_all(args: argparse.Namespace, reps: int) -> dict[str, Any]:
             )
             # Other work on the machine slows the timed releases: the load says how much.
             context = {"method": method, "rho": rho, "rep": rep, "load": load_before}
-            records += [context | r for r in found]
+            run["records"] += [context | r for r in found]
             took = time.perf_counter() - t0
             print(f"# {library} {method} ρ={rho:g} rep {rep}: {took:.1f} s", file=sys.stderr)
-    reference = score(truth, independent(truth_table))
-    return {"rows": len(raw), "records": records, "reference": reference}
+            if args.save:  # after every release, so that a cut-short run keeps what it did
+                args.save.write_text(json.dumps(run, default=str))
+    return run
 
 
 def main() -> None:
@@ -474,7 +480,7 @@ def main() -> None:
     parser.add_argument("--rhos", default=",".join(f"{r:g}" for r in RHOS), help="comma-separated")
     parser.add_argument("--skip-missing", action="store_true", help="skip uninstalled peers")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per release")
-    parser.add_argument("--save", type=Path, help="also write every result as JSON here")
+    parser.add_argument("--save", type=Path, help="write every result as JSON here, as they come")
     args = parser.parse_args()
     if args.prepare:
         prepare(args.prepare)
@@ -495,8 +501,6 @@ def main() -> None:
         parser.error(f"unknown libraries or methods {unknown}, or --reps below 1")
     run = run_all(args, reps)
     print(report(run["records"], run["reference"], run["rows"]))
-    if args.save:
-        args.save.write_text(json.dumps({"args": vars(args), **run}, default=str))
 
 
 if __name__ == "__main__":
