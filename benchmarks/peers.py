@@ -29,7 +29,8 @@ PEERS: dict[str, list[str]] = {
     "opendp": ["opendp[polars]>=0.16,<0.17", "pyarrow"],
     # OpenDP's MST and AIM synthesizers (opendp.extras.mbi) post-process with
     # Private-PGM: the mbi extra brings the mbi release OpenDP pins and its jax.
-    # Kept apart from "opendp" so that the light peer does not carry jax.
+    # Kept apart from "opendp" so that the light peer does not carry jax. mbi's
+    # synthetic_data builds a pandas frame, which neither package requires.
     "opendp_synth": ["opendp[mbi]>=0.16,<0.17", "pandas"],
     # PipelineDP's local backend is pure Python over python-dp; pandas/pyarrow read the data.
     "pipelinedp": ["pipeline-dp>=0.3,<0.4", "pandas", "pyarrow"],
