@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from report_setup import run_report, spec_file
 
 import privframe as pf
 from privframe.accounting.accountant import Accountant
@@ -129,16 +130,6 @@ def folder(tmp_path: Path, data_file: Path) -> Path:
     return tmp_path
 
 
-def _spec(folder: Path, text: str) -> Path:
-    path = folder / "spec.toml"
-    path.write_text(text)
-    return path
-
-
-def _run(folder: Path, text: str, *args: str) -> int:
-    return main(["report", str(_spec(folder, text)), "--out", str(folder / "out"), *args])
-
-
 def _entries(folder: Path, budget: pf.PureDP | pf.ApproxDP) -> list[pf.accounting.LedgerEntry]:
     with Accountant(budget, ledger=folder / "ledger.sqlite") as acct:
         return list(acct.entries)
@@ -156,14 +147,14 @@ def _page(folder: Path) -> str:
 def test_a_pure_report_spends_epsilon_exactly_and_shows_it(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = load_spec(_spec(folder, PURE_SPEC))
+    spec = load_spec(spec_file(folder, PURE_SPEC))
     assert spec.budget == PURE
     assert [(q.rho, q.epsilon) for q in spec.queries] == [
         (None, Fraction(1, 4)),
         (None, Fraction(1, 8)),
         (None, Fraction(1, 8)),
     ]
-    assert _run(folder, PURE_SPEC) == ExitCode.OK
+    assert run_report(folder, PURE_SPEC) == ExitCode.OK
     captured = capsys.readouterr()
     assert "charging epsilon = 0.5 to the ledger in one step" in captured.err
     assert "[1/3] by_region: epsilon = 0.25 ... done" in captured.err
@@ -196,13 +187,13 @@ def test_ten_shares_of_a_tenth_spend_the_whole_budget_then_a_run_is_refused(
 ) -> None:
     text = PURE_SPEC.split("[[queries]]")[0].replace("epsilon = 0.5", "epsilon = 1.0", 1)
     text += _many(10, "0").replace("epsilon = 0\n", "share = 0.1\n")
-    assert _run(folder, text) == ExitCode.OK
+    assert run_report(folder, text) == ExitCode.OK
     with Accountant(PURE, ledger=folder / "ledger.sqlite") as acct:
         assert acct.spent == PURE
         assert acct.remaining == pf.PureDP(0)
         assert {e.cost for e in acct.entries} == {pf.PureDP(0.1)}
     capsys.readouterr()
-    assert _run(folder, text) == ExitCode.OVER_BUDGET
+    assert run_report(folder, text) == ExitCode.OVER_BUDGET
     assert "needs epsilon = 1 but the ledger" in capsys.readouterr().err
     assert len(_entries(folder, PURE)) == 10
 
@@ -212,7 +203,7 @@ def test_a_pure_report_over_budget_exits_3_and_charges_nothing(
 ) -> None:
     with Accountant(PURE, ledger=folder / "ledger.sqlite") as other:
         other.spend(pf.PureDP(0.75), label="another job")
-    assert _run(folder, PURE_SPEC) == ExitCode.OVER_BUDGET
+    assert run_report(folder, PURE_SPEC) == ExitCode.OVER_BUDGET
     err = capsys.readouterr().err
     assert "report 'Pure' needs epsilon = 0.5 but the ledger" in err
     assert "has epsilon = 0.25 left; nothing was spent" in err
@@ -240,7 +231,7 @@ def test_a_pure_report_refused_at_its_charge_charges_nothing(
 ) -> None:
     stderr = _AnotherJob(folder / "ledger.sqlite")
     monkeypatch.setattr(sys, "stderr", stderr)
-    assert _run(folder, PURE_SPEC) == ExitCode.OVER_BUDGET
+    assert run_report(folder, PURE_SPEC) == ExitCode.OVER_BUDGET
     assert "[1/3]" not in stderr.getvalue()
     assert [e.label for e in _entries(folder, PURE)] == ["another job"]
     assert not (folder / "out").exists()
@@ -249,7 +240,7 @@ def test_a_pure_report_refused_at_its_charge_charges_nothing(
 def test_a_pure_dry_run_prints_epsilon_and_spends_nothing(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _run(folder, PURE_SPEC, "--dry-run") == ExitCode.OK
+    assert run_report(folder, PURE_SPEC, "--dry-run") == ExitCode.OK
     out = capsys.readouterr().out
     assert "== by_region: epsilon = 0.25 ==" in out
     assert "L1 sensitivity" in out
@@ -265,14 +256,14 @@ def test_an_approx_report_spends_epsilon_and_delta_natively(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text = APPROX_SPEC + APPROX_QUERIES
-    spec = load_spec(_spec(folder, text))
+    spec = load_spec(spec_file(folder, text))
     assert spec.budget == APPROX
     assert [(q.epsilon, q.delta) for q in spec.queries] == [
         (Fraction(1, 4), None),
         (Fraction(1, 2), 1e-6),
         (Fraction(1, 4), 2e-6),
     ]
-    assert _run(folder, text) == ExitCode.OK
+    assert run_report(folder, text) == ExitCode.OK
     captured = capsys.readouterr()
     assert "charging at most epsilon = 1, delta = 3e-06" in captured.err
     assert "[2/3] gaussian: epsilon = 0.5, delta = 1e-06 ... done" in captured.err
@@ -297,7 +288,7 @@ def test_an_approx_report_shows_its_tight_charge_beside_basic_composition(
     # Thirty Laplace releases with some delta each: the accountant's filter charges less
     # than their sum (docs/accounting.md).
     text = APPROX_SPEC + _many(30, "0.1", "1e-6")
-    assert _run(folder, text) == ExitCode.OK
+    assert run_report(folder, text) == ExitCode.OK
     assert "30 queries released for epsilon = 3, delta = 3e-05" in capsys.readouterr().out
     with Accountant(APPROX, ledger=folder / "ledger.sqlite") as acct:
         spent, basic = acct.spent, acct.basic_spent
@@ -323,7 +314,7 @@ def test_an_approx_report_over_budget_exits_3_and_charges_nothing(
 ) -> None:
     with Accountant(APPROX, ledger=folder / "ledger.sqlite") as other:
         other.spend(pf.ApproxDP(3.5, 1e-5), label="another job")
-    assert _run(folder, APPROX_SPEC + APPROX_QUERIES) == ExitCode.OVER_BUDGET
+    assert run_report(folder, APPROX_SPEC + APPROX_QUERIES) == ExitCode.OVER_BUDGET
     err = capsys.readouterr().err
     assert "report 'Approx' needs epsilon = 1, delta = 3e-06 but the ledger" in err
     assert "has epsilon = 0.5, delta = 9e-05 left; nothing was spent" in err
@@ -337,7 +328,7 @@ def test_selection_delta_still_spends_an_epsilon_delta_budget_as_zcdp(folder: Pa
         + '\n[[queries]]\nname = "n"\ngroup_by = ["region"]\naggregates = [{ kind = "count" }]\n'
         "rho = 0.1\n"
     )
-    spec = load_spec(_spec(folder, text))
+    spec = load_spec(spec_file(folder, text))
     assert spec.budget == pf.ApproxDP(4.0, 1e-4).to_zcdp(selection_delta=1e-5)
     assert spec.queries[0].rho == Fraction(1, 10)
     report = prepare(spec)
@@ -415,7 +406,7 @@ ZCDP_SPEC = (
 def test_the_budget_parameter_of_another_kind_is_refused_naming_what_to_write(
     folder: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
 ) -> None:
-    assert _run(folder, text) == ExitCode.INVALID
+    assert run_report(folder, text) == ExitCode.INVALID
     err = capsys.readouterr().err
     assert err.startswith("privframe: error: ")
     assert message in err
@@ -442,7 +433,7 @@ def test_the_pure_spec_of_the_docs_runs_and_spends_its_epsilon(
         main(["demo", "--rows", "20000", "--write-data", str(tmp_path / "transactions.parquet")])
         == 0
     )
-    spec = _spec(tmp_path, pure[0])
+    spec = spec_file(tmp_path, pure[0])
     for _ in range(4):  # epsilon = 0.5 a run of a budget of 2
         assert main(["report", str(spec), "--out", str(tmp_path / "out")]) == ExitCode.OK
     assert main(["report", str(spec), "--out", str(tmp_path / "out")]) == ExitCode.OVER_BUDGET

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from report_setup import run_report, spec_file
 
 import privframe as pf
 from privframe.accounting.accountant import Accountant
 from privframe.api import synthesis
-from privframe.api.cli import main
 from privframe.api.report import ExitCode, ReportError, SpecError, load_spec, prepare
 
 REGIONS = ["north", "south", "east", "west"]
@@ -83,16 +83,6 @@ def folder(tmp_path: Path, data_file: Path) -> Path:
     return tmp_path
 
 
-def _spec(folder: Path, text: str) -> Path:
-    path = folder / "spec.toml"
-    path.write_text(text)
-    return path
-
-
-def _run(folder: Path, text: str, *args: str) -> int:
-    return main(["report", str(_spec(folder, text)), "--out", str(folder / "out"), *args])
-
-
 def _ledger(folder: Path) -> list[tuple[str, float]]:
     with Accountant(BUDGET, ledger=folder / "ledger.sqlite") as acct:
         return [(e.label, e.rho) for e in acct.entries]
@@ -101,7 +91,7 @@ def _ledger(folder: Path) -> list[tuple[str, float]]:
 def test_a_report_writes_its_synthetic_table_and_marginals_and_charges_each(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _run(folder, SPEC) == ExitCode.OK
+    assert run_report(folder, SPEC) == ExitCode.OK
     out = capsys.readouterr().out
     assert "1 query, 1 marginals and 1 synthetic table released for rho = 0.4" in out
     assert "and 4 files beside it" in out
@@ -136,7 +126,7 @@ def test_a_report_writes_its_synthetic_table_and_marginals_and_charges_each(
 def test_a_dry_run_explains_every_entry_and_spends_nothing(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _run(folder, SPEC, "--dry-run") == ExitCode.OK
+    assert run_report(folder, SPEC, "--dry-run") == ExitCode.OK
     out = capsys.readouterr().out
     assert "== m: rho = 0.2 ==\nmarginals: 2 noisy count tables" in out
     assert "== people: rho = 0.1 ==\nsynthesize (MST): 2 columns" in out
@@ -151,7 +141,7 @@ def test_a_seeded_parquet_table_says_not_private_and_a_report_may_hold_only_tabl
     text = HEAD.replace('title = "T"', 'title = "T"\nseed = 3') + SYNTHETIC.replace(
         "rows = 500", 'format = "parquet"'
     )
-    assert _run(folder, text, "--allow-seeded-noise") == ExitCode.OK
+    assert run_report(folder, text, "--allow-seeded-noise") == ExitCode.OK
     table = pl.read_parquet(folder / "out" / "people.parquet")
     assert table.columns == ["region", "age"]
     assert set(table["age"]) <= set(AGES)
@@ -181,7 +171,7 @@ def test_spec_errors_name_their_key_and_spend_nothing(
     folder: Path, entry: str, old: str, new: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert old in entry
-    assert _run(folder, SPEC.replace(entry, entry.replace(old, new))) == ExitCode.INVALID
+    assert run_report(folder, SPEC.replace(entry, entry.replace(old, new))) == ExitCode.INVALID
     assert message in capsys.readouterr().err
     assert not (folder / "ledger.sqlite").exists()
 
@@ -190,7 +180,7 @@ def test_an_entry_that_does_not_plan_is_named_and_nothing_is_spent(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text = HEAD + QUERY + SYNTHETIC.replace('columns = ["region", "age"]', 'columns = ["nope"]')
-    assert _run(folder, text) == ExitCode.INVALID
+    assert run_report(folder, text) == ExitCode.INVALID
     err = capsys.readouterr().err
     assert "synthetic 'people': " in err
     assert "['nope']" in err
@@ -200,12 +190,12 @@ def test_an_entry_that_does_not_plan_is_named_and_nothing_is_spent(
 def test_a_report_whose_tables_do_not_fit_is_refused_before_any_spend(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _run(folder, HEAD + MARGINALS) == ExitCode.OK  # rho = 0.2 of 1
-    assert _run(folder, HEAD + MARGINALS.replace("rho = 0.2", "rho = 0.5")) == ExitCode.OK
+    assert run_report(folder, HEAD + MARGINALS) == ExitCode.OK  # rho = 0.2 of 1
+    assert run_report(folder, HEAD + MARGINALS.replace("rho = 0.2", "rho = 0.5")) == ExitCode.OK
     before = _ledger(folder)
     # 0.3 is left; the query (0.1) fits on its own, with the synthetic table (0.1) and
     # marginals (0.2) the report does not.
-    assert _run(folder, SPEC) == ExitCode.OVER_BUDGET
+    assert run_report(folder, SPEC) == ExitCode.OVER_BUDGET
     err = capsys.readouterr().err
     assert "needs rho = 0.4 but the ledger" in err
     assert "nothing was spent" in err
@@ -216,11 +206,11 @@ def test_a_report_whose_tables_do_not_fit_is_refused_before_any_spend(
 def test_the_report_total_counts_its_tables(folder: Path) -> None:
     text = SPEC.replace('title = "T"', 'title = "T"\nrho = 0.3')
     with pytest.raises(SpecError, match=r"ask for rho = 0.4 in total, more than \[report\] rho"):
-        load_spec(_spec(folder, text))
+        load_spec(spec_file(folder, text))
     shares = SPEC.replace('title = "T"', 'title = "T"\nrho = 0.5').replace(
         "rho = 0.2\n", "share = 0.4\n"
     )
-    spec = load_spec(_spec(folder, shares))
+    spec = load_spec(spec_file(folder, shares))
     assert spec.marginals[0].rho == pytest.approx(0.2)
 
 
@@ -231,7 +221,7 @@ def test_a_failure_after_a_charge_names_what_was_charged_and_keeps_its_files(
         raise pf.InvalidValueError("the estimator failed")
 
     monkeypatch.setattr(synthesis, "mst", broken)
-    report = prepare(load_spec(_spec(folder, SPEC)))
+    report = prepare(load_spec(spec_file(folder, SPEC)))
     with pytest.raises(ReportError, match="Charged to the ledger: T/m, T/people") as caught:
         report.run(folder / "out")
     # The synthetic table's call charged before it failed; the queries were never charged.
@@ -248,7 +238,7 @@ def test_a_server_spec_refuses_tables(folder: Path) -> None:
         + MARGINALS
     )
     with pytest.raises(SpecError, match=r"marginals: a spec run on a server"):
-        load_spec(_spec(folder, text))
+        load_spec(spec_file(folder, text))
 
 
 def test_marginals_spend_epsilon_in_a_pure_dp_report(folder: Path) -> None:
@@ -257,7 +247,7 @@ def test_marginals_spend_epsilon_in_a_pure_dp_report(folder: Path) -> None:
         .replace("rho = 1.0", "epsilon = 1.0")
         .replace("rho = 0.2", "epsilon = 0.2")
     )
-    assert _run(folder, text) == ExitCode.OK
+    assert run_report(folder, text) == ExitCode.OK
     with Accountant(pf.PureDP(1.0), ledger=folder / "ledger.sqlite") as acct:
         assert [(e.label, e.cost) for e in acct.entries] == [("T/m", pf.PureDP(0.2))]
     table = pl.read_csv(folder / "out" / "m-2.csv")
@@ -271,7 +261,7 @@ def test_synthetic_data_spends_epsilon_in_a_pure_dp_report(folder: Path) -> None
         .replace("rho = 1.0", "epsilon = 1.0")
         .replace("rho = 0.1", "epsilon = 0.25")
     )
-    assert _run(folder, text) == ExitCode.OK
+    assert run_report(folder, text) == ExitCode.OK
     with Accountant(pf.PureDP(1.0), ledger=folder / "ledger.sqlite") as acct:
         assert [(e.label, e.cost) for e in acct.entries] == [("T/people", pf.PureDP(0.25))]
     assert pl.read_csv(folder / "out" / "people.csv").height == 500
@@ -284,7 +274,7 @@ def test_the_entries_of_the_docs_run(folder: Path) -> None:
     text = HEAD.replace('title = "T"', 'title = "T"\nrho = 0.5') + entries.replace(
         "rows = 10000", "rows = 100"
     )
-    assert _run(folder, text) == ExitCode.OK
+    assert run_report(folder, text) == ExitCode.OK
     assert _ledger(folder) == [("T/region_month", 0.1), ("T/customers", 0.15)]
     customers = pl.read_parquet(folder / "out" / "customers.parquet")
     assert customers.columns == ["region", "age"]
