@@ -147,17 +147,14 @@ def _prepare(
     epsilon: Any,
     domains: Mapping[str, Any] | None,
     max_rows: int | None,
-    *,
-    pure: bool,
 ) -> _Prepared:
     """Domains, the row limit and the cost, all public; refused before any data is read."""
     pipeline = source.pipeline
     budget = pipeline.accountant.budget
-    if not isinstance(budget, zCDP) and not (pure and isinstance(budget, PureDP)):
-        sessions = "zCDP or pure-DP (PureDP)" if pure else "zCDP"
+    if not isinstance(budget, zCDP | PureDP):
         raise InvalidValueError(
-            f"this runs in {sessions} sessions; this session's budget is {budget!r}. Open a "
-            "Session with budget=pf.zCDP(rho=...) for it"
+            "this runs in zCDP or pure-DP (PureDP) sessions; this session's budget is "
+            f"{budget!r}. Open a Session with budget=pf.zCDP(rho=...) for it"
         )
     if domains is not None and not isinstance(domains, Mapping):
         raise InvalidArgumentError(
@@ -223,7 +220,7 @@ def _planned_marginals(
     Returns the column sets, what :func:`_prepare` found, and each table's even share.
     """
     column_sets = _column_sets(sets)
-    prepared = _prepare(source, _union(column_sets), rho, epsilon, domains, max_rows, pure=True)
+    prepared = _prepare(source, _union(column_sets), rho, epsilon, domains, max_rows)
     _check_cells(prepared.domains, column_sets)
     clash = sorted(set(_union(column_sets)) & set(_OUTPUTS))
     if clash:
@@ -425,7 +422,7 @@ def _planned(
     method = _checked_method(method)
     names = _synthesis_columns(source, columns)
     chosen = aim_workload(names, _checked_workload(method, workload, names))
-    prepared = _prepare(source, names, rho, epsilon, domains, max_rows, pure=True)
+    prepared = _prepare(source, names, rho, epsilon, domains, max_rows)
     sets: list[tuple[str, ...]] = [(c,) for c in names]
     sets += chosen if method == "aim" else itertools.combinations(names, 2)
     _check_cells(prepared.domains, sets)
