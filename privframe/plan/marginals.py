@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from privframe.accounting.calibration import gaussian_sigma
 from privframe.engines.expressions import Bin
 from privframe.engines.spec import COUNT, AggregationSpec, RowStep, Step
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -52,6 +53,7 @@ from privframe.mechanisms.laplace import (
     discrete_laplace,
     discrete_laplace_halfwidth,
     discrete_laplace_std,
+    laplace_scale,
 )
 from privframe.mechanisms.noise import Randomness, SystemRandomness
 from privframe.mechanisms.sampler import (
@@ -62,7 +64,7 @@ from privframe.mechanisms.sampler import (
     discrete_gaussian,
     discrete_gaussian_halfwidth,
 )
-from privframe.numeric import round_down, round_up
+from privframe.numeric import round_down, sqrt_down
 from privframe.plan.keys import exact_keys, from_list
 from privframe.synth.model import Domain, Measured
 
@@ -276,10 +278,7 @@ def sigma_for(rho: Fraction, sensitivity: int) -> float:
         >>> sigma_for(Fraction(1, 2), 1)
         1.0
     """
-    sigma = max(math.sqrt(sensitivity**2 / (2 * float(rho))), MIN_SIGMA)
-    while Fraction(sensitivity) ** 2 > 2 * rho * Fraction(sigma) ** 2:
-        sigma = math.nextafter(sigma, math.inf)
-    return sigma
+    return max(gaussian_sigma(float(sensitivity), rho), MIN_SIGMA)
 
 
 def epsilon_for(rho: Fraction) -> float:
@@ -290,10 +289,7 @@ def epsilon_for(rho: Fraction) -> float:
         >>> epsilon_for(Fraction(1, 8))
         1.0
     """
-    epsilon = math.sqrt(8 * float(rho))
-    while Fraction(epsilon) ** 2 > 8 * rho:
-        epsilon = math.nextafter(epsilon, 0.0)
-    return epsilon
+    return sqrt_down(8 * rho)
 
 
 class Measurer:
@@ -350,7 +346,7 @@ class Measurer:
             >>> Measurer(e, 1, "laplace", None).scale(Fraction(3, 2)) >= Fraction(2, 3)
             True
         """
-        return Fraction(max(round_up(Fraction(self.sensitivity) / epsilon), MIN_LAPLACE_SCALE))
+        return Fraction(max(laplace_scale(float(self.sensitivity), epsilon), MIN_LAPLACE_SCALE))
 
     def check(self, cost: Fraction) -> None:
         """Refuse a cost whose noise the sampler cannot draw (σ or b out of its range).
