@@ -40,17 +40,15 @@ import polars as pl
 from privframe.accounting._kinds import Spendable
 from privframe.accounting.accountant import Spend
 from privframe.accounting.budgets import PureDP, zCDP
-from privframe.accounting.events import GaussianEvent, LaplaceEvent, PureDPEvent, ZCDPEvent
+from privframe.accounting.events import PureDPEvent, ZCDPEvent
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.mechanisms.noise import SystemRandomness
-from privframe.numeric import round_down
 from privframe.plan.marginals import (
     Domains,
-    Exact,
     Measurer,
+    Noise,
     exact_table,
     resolve_domains,
-    sigma_for,
 )
 from privframe.plan.release import Pipeline
 from privframe.synth.consistency import consistent
@@ -113,10 +111,21 @@ class Explained:
 
 @dataclass(frozen=True)
 class _Prepared:
+    """A call's public plan: its domains, its noise (M = ``noise.sensitivity``) and its budget."""
+
     domains: Domains
-    max_rows: int
-    cost: Spendable
+    noise: Noise
     amount: Fraction
+
+    @property
+    def max_rows(self) -> int:
+        """M, the most rows one person keeps."""
+        return self.noise.sensitivity
+
+    @property
+    def cost(self) -> Spendable:
+        """The whole charge: ``amount`` as ρ or ε."""
+        return self.noise.budget(self.amount)
 
 
 def _column_sets(sets: object) -> list[tuple[str, ...]]:
@@ -164,8 +173,8 @@ def _prepare(
     resolved = resolve_domains(columns, domains, source.keys, source.schema, pipeline.unit)
     limit = _max_rows(pipeline.unit, max_rows, source.max_rows)
     asked = pipeline.accountant.affordable(pipeline.asked(rho, epsilon))
-    cost: Spendable = zCDP(asked) if isinstance(budget, zCDP) else PureDP(asked)
-    return _Prepared(resolved, limit, cost, asked)
+    noise = Noise(limit, "gaussian" if isinstance(budget, zCDP) else "laplace")
+    return _Prepared(resolved, noise, asked)
 
 
 def _max_rows(unit: str | None, given: int | None, default: int | None) -> int:
@@ -229,7 +238,7 @@ def _planned_marginals(
             "them first"
         )
     share = prepared.amount / len(column_sets)
-    _measurer_for(prepared, source).check(share)
+    prepared.noise.check(share)
     return column_sets, prepared, share
 
 
@@ -243,8 +252,8 @@ def explain_marginals(
 ) -> Explained:
     """What :func:`marginals` would measure and spend; it reads no data and spends nothing."""
     column_sets, prepared, share = _planned_marginals(source, sets, rho, epsilon, domains, max_rows)
-    door = _measurer_for(prepared, source)
-    unit = "rho" if door.family == "gaussian" else "epsilon"
+    noise = prepared.noise
+    unit = "rho" if noise.family == "gaussian" else "epsilon"
     lines = [
         f"marginals: {len(column_sets)} noisy count tables, cost {prepared.cost!r}, "
         "one ledger entry",
@@ -253,14 +262,14 @@ def explain_marginals(
     sizes = prepared.domains.sizes
     for s in column_sets:
         cells = math.prod(sizes[c] for c in s)
-        noise = (
-            f"discrete Gaussian sigma = {sigma_for(share, prepared.max_rows):.4g}"
-            if door.family == "gaussian"
-            else f"discrete Laplace scale = {float(door.scale(share)):.4g}"
+        drawn = (
+            f"discrete Gaussian sigma = {noise.std(share):.4g}"
+            if noise.family == "gaussian"
+            else f"discrete Laplace scale = {float(noise.scale(share)):.4g}"
         )
         lines.append(
-            f"  {list(s)}: {cells} cells, {unit} = {float(share):.4g}, {noise}, "
-            f"95% of cells within ±{door.halfwidth(share)}"
+            f"  {list(s)}: {cells} cells, {unit} = {float(share):.4g}, {drawn}, "
+            f"95% of cells within ±{noise.halfwidth(share)}"
         )
     lines.append(
         "then post-processing: the least-squares marginals that are non-negative and agree "
@@ -286,18 +295,8 @@ def marginals(
     clipped at 0 (``count_ci95_low``, ``count_ci95_high``).
     """
     column_sets, prepared, share = _planned_marginals(source, sets, rho, epsilon, domains, max_rows)
-    door = _measurer_for(prepared, source)
-    # An event claims no more noise than is drawn: its multiplier is rounded down.
-    rows = prepared.max_rows
-    events: list[GaussianEvent | LaplaceEvent] = []
-    for s in column_sets:
-        cells = math.prod(prepared.domains.sizes[c] for c in s)
-        if door.family == "gaussian":
-            multiplier = round_down(Fraction(sigma_for(share, rows)) / rows)
-            events.append(GaussianEvent(multiplier, discrete=True, dimension=cells))
-        else:
-            multiplier = round_down(door.scale(share) / rows)
-            events.append(LaplaceEvent(multiplier, discrete=True, dimension=cells))
+    sizes = prepared.domains.sizes
+    events = [prepared.noise.event(share, math.prod(sizes[c] for c in s)) for s in column_sets]
     description = {
         "marginals": {
             "sets": [list(s) for s in column_sets],
@@ -328,18 +327,6 @@ def _union(sets: Sequence[Sequence[str]]) -> list[str]:
     return list(dict.fromkeys(c for s in sets for c in s))
 
 
-def _family(prepared: _Prepared) -> str:
-    """The measurements' noise: discrete Gaussian for ρ, discrete Laplace for ε."""
-    return "gaussian" if isinstance(prepared.cost, zCDP) else "laplace"
-
-
-def _measurer_for(prepared: _Prepared, source: Source) -> Measurer:
-    """A door with no data yet, for planning and explaining (its noise and intervals)."""
-    width = len(prepared.domains.sizes)
-    empty = Exact(prepared.domains.sizes, np.zeros((0, width), np.int64), np.zeros(0, np.int64))
-    return Measurer(empty, prepared.max_rows, _family(prepared), source.pipeline.rng)
-
-
 def _charged(
     source: Source, prepared: _Prepared, label: str, description: dict[str, Any]
 ) -> Measurer:
@@ -353,7 +340,7 @@ def _charged(
     )
     seeded = pipeline.rng is not None and pipeline.rng.seeded
     pipeline.accountant.spend_all([Spend(prepared.cost, label, description, seeded)])
-    return Measurer(exact, prepared.max_rows, _family(prepared), pipeline.rng)
+    return Measurer(exact, prepared.max_rows, prepared.noise.family, pipeline.rng)
 
 
 def _synthesis_columns(source: Source, columns: Sequence[str] | None) -> list[str]:
@@ -426,13 +413,12 @@ def _planned(
     sets: list[tuple[str, ...]] = [(c,) for c in names]
     sets += chosen if method == "aim" else itertools.combinations(names, 2)
     _check_cells(prepared.domains, sets)
-    door = _measurer_for(prepared, source)
     if method == "mst":
         one, _, pair = mst_costs(prepared.amount, len(names))
         least = min(c for c in (one, pair) if c)
     else:
         least = aim_costs(prepared.amount, len(names))[0]
-    door.check(least)
+    prepared.noise.check(least)
     return prepared, names, chosen
 
 
@@ -451,15 +437,15 @@ def explain_synthesis(
         source, rho, epsilon, method, columns, workload, domains, max_rows
     )
     total, d = prepared.amount, len(names)
-    door = _measurer_for(prepared, source)
-    unit = "rho" if door.family == "gaussian" else "epsilon"
+    noise = prepared.noise
+    unit = "rho" if noise.family == "gaussian" else "epsilon"
 
     def cost(c: Fraction) -> str:
         return f"{unit} = {float(c):.4g}"
 
     def choice(c: Fraction) -> str:
         # A pure-DP choice's ε is its cost; a zCDP one's is √(8ρ).
-        return cost(c) + (f", epsilon = {door.epsilon(c):.4g}" if unit == "rho" else "")
+        return cost(c) + (f", epsilon = {noise.epsilon(c):.4g}" if unit == "rho" else "")
 
     lines = [
         f"synthesize ({method.upper()}): {d} columns, cost {prepared.cost!r}, one ledger entry",
@@ -468,7 +454,7 @@ def explain_synthesis(
     ]
     if method == "mst":
         one, picks, pair = mst_costs(total, d)
-        lines.append(f"  every 1-way marginal: {cost(one)} each, noise std {door.std(one):.4g}")
+        lines.append(f"  every 1-way marginal: {cost(one)} each, noise std {noise.std(one):.4g}")
         if picks:
             lines.append(
                 f"  a spanning tree of {d - 1} pairs chosen by the exponential mechanism: "
@@ -476,17 +462,17 @@ def explain_synthesis(
             )
         if pair:
             lines.append(
-                f"  each chosen pair measured: {cost(pair)}, noise std {door.std(pair):.4g}"
+                f"  each chosen pair measured: {cost(pair)}, noise std {noise.std(pair):.4g}"
             )
     else:
         measure, choose = aim_costs(total, d)
         lines += [
-            f"  every 1-way marginal: {cost(measure)} each (noise std {door.std(measure):.4g})",
+            f"  every 1-way marginal: {cost(measure)} each (noise std {noise.std(measure):.4g})",
             f"  then rounds until {unit} is spent: choose a marginal within the workload's "
             f"{len(chosen)} column sets (and their subsets) by the exponential mechanism "
             f"({choice(choose)} at first; score sensitivity M times the largest weight, "
             f"{prepared.max_rows * max(aim_weights(names, chosen))}), measure it "
-            f"({cost(measure)} at first; {door.sharpen}x both, half the noise, when a "
+            f"({cost(measure)} at first; {noise.sharpen}x both, half the noise, when a "
             "measurement stops moving the model); the last round spends what is left",
         ]
     lines.append(

@@ -44,7 +44,10 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from privframe.accounting._kinds import Spendable
+from privframe.accounting.budgets import PureDP, zCDP
 from privframe.accounting.calibration import gaussian_sigma
+from privframe.accounting.events import GaussianEvent, LaplaceEvent
 from privframe.engines.expressions import Bin
 from privframe.engines.spec import COUNT, AggregationSpec, RowStep, Step
 from privframe.errors import InvalidArgumentError, InvalidValueError
@@ -72,6 +75,7 @@ __all__ = [
     "Domains",
     "Exact",
     "Measurer",
+    "Noise",
     "epsilon_for",
     "exact_table",
     "resolve_domains",
@@ -292,47 +296,45 @@ def epsilon_for(rho: Fraction) -> float:
     return sqrt_down(8 * rho)
 
 
-class Measurer:
-    """Noisy measurements and selections of one exact table, to be used after the charge.
+class Noise:
+    """How a cost buys noise for count tables one person moves by at most ``sensitivity`` rows.
 
-    ``measure`` and ``choose`` are the only doors to the exact counts; what
-    they return is differentially private at the cost stated, in units where
-    one person changes each count table by at most ``sensitivity`` rows.
+    ``family`` is ``"gaussian"`` (costs are ρ: discrete Gaussian noise, the
+    exponential mechanism at ε²/8 ≤ ρ) or ``"laplace"`` (costs are ε:
+    discrete Laplace noise, the exponential mechanism at ε). Public
+    parameters only: planning and ``explain`` use it before any data is read.
 
     Example:
-        >>> import numpy as np
         >>> from fractions import Fraction
-        >>> e = Exact({"a": 2}, np.array([[0], [1]]), np.array([5, 9]))
-        >>> m = Measurer(e, 1, "gaussian", None)
-        >>> m.measure(("a",), Fraction(10**6)).values.shape
-        (2,)
+        >>> Noise(2, "gaussian").std(Fraction(2)), Noise(2, "gaussian").budget(Fraction(2))
+        (1.0, zCDP(rho=2.0, delta=0.0))
     """
 
-    def __init__(self, exact: Exact, sensitivity: int, family: str, rng: Randomness | None) -> None:
-        self._exact = exact
+    def __init__(self, sensitivity: int, family: str) -> None:
         self.sensitivity = sensitivity
         self.family = family
-        self._rng = rng
         # σ ∝ 1/√ρ and b ∝ 1/ε: the factor on a cost that halves the noise.
         self.sharpen = 4 if family == "gaussian" else 2
 
-    @property
-    def domain(self) -> Domain:
-        """Each column's number of values."""
-        return dict(self._exact.domain)
+    def budget(self, amount: Fraction) -> Spendable:
+        """``amount`` as the budget it is: zCDP(ρ), or PureDP(ε)."""
+        return zCDP(amount) if self.family == "gaussian" else PureDP(amount)
 
-    def measure(self, columns: tuple[str, ...], cost: Fraction) -> Measured:
-        """The marginal over ``columns`` with noise costing ``cost`` (ρ, or ε when pure).
+    def event(self, cost: Fraction, dimension: int) -> GaussianEvent | LaplaceEvent:
+        """The ledger event of a measurement of ``dimension`` cells at ``cost``.
 
-        Returns the noisy counts and their noise std.
+        Its noise multiplier is rounded down: an event claims no more noise than is drawn.
+
+        Example:
+            >>> from fractions import Fraction
+            >>> Noise(1, "laplace").event(Fraction(1, 2), 3)
+            LaplaceEvent(noise_multiplier=2.0, discrete=True, dimension=3)
         """
-        exact = self._exact.marginal(columns)
         if self.family == "gaussian":
-            noise = discrete_gaussian(sigma_for(cost, self.sensitivity), exact.size, rng=self._rng)
-        else:
-            noise = discrete_laplace(self.scale(cost), exact.size, rng=self._rng)
-        values = (exact.reshape(-1) + noise).reshape(exact.shape).astype(np.float64)
-        return Measured(columns, values, self.std(cost))
+            multiplier = round_down(Fraction(self.std(cost)) / self.sensitivity)
+            return GaussianEvent(multiplier, discrete=True, dimension=dimension)
+        multiplier = round_down(self.scale(cost) / self.sensitivity)
+        return LaplaceEvent(multiplier, discrete=True, dimension=dimension)
 
     def scale(self, epsilon: Fraction) -> Fraction:
         """The discrete Laplace scale of a measurement at ``epsilon``: the float at or above Δ₁/ε.
@@ -342,8 +344,7 @@ class Measurer:
 
         Example:
             >>> from fractions import Fraction
-            >>> e = Exact({"a": 1}, np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64))
-            >>> Measurer(e, 1, "laplace", None).scale(Fraction(3, 2)) >= Fraction(2, 3)
+            >>> Noise(1, "laplace").scale(Fraction(3, 2)) >= Fraction(2, 3)
             True
         """
         return Fraction(max(laplace_scale(float(self.sensitivity), epsilon), MIN_LAPLACE_SCALE))
@@ -366,8 +367,7 @@ class Measurer:
 
         Example:
             >>> from fractions import Fraction
-            >>> e = Exact({"a": 1}, np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64))
-            >>> Measurer(e, 1, "gaussian", None).std(Fraction(1, 2))
+            >>> Noise(1, "gaussian").std(Fraction(1, 2))
             1.0
         """
         if self.family == "gaussian":
@@ -383,8 +383,7 @@ class Measurer:
 
         Example:
             >>> from fractions import Fraction
-            >>> e = Exact({"a": 1}, np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64))
-            >>> round(Measurer(e, 1, "laplace", None).mean_error(Fraction(1)), 4)
+            >>> round(Noise(1, "laplace").mean_error(Fraction(1)), 4)
             0.8509
         """
         if self.family == "gaussian":
@@ -397,8 +396,7 @@ class Measurer:
 
         Example:
             >>> from fractions import Fraction
-            >>> e = Exact({"a": 1}, np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64))
-            >>> Measurer(e, 1, "gaussian", None).epsilon(Fraction(1, 8))
+            >>> Noise(1, "gaussian").epsilon(Fraction(1, 8))
             1.0
         """
         return epsilon_for(cost) if self.family == "gaussian" else round_down(cost)
@@ -408,13 +406,52 @@ class Measurer:
 
         Example:
             >>> from fractions import Fraction
-            >>> e = Exact({"a": 1}, np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64))
-            >>> Measurer(e, 1, "gaussian", None).halfwidth(Fraction(1, 2))
+            >>> Noise(1, "gaussian").halfwidth(Fraction(1, 2))
             2
         """
         if self.family == "gaussian":
             return discrete_gaussian_halfwidth(sigma_for(cost, self.sensitivity))
         return discrete_laplace_halfwidth(self.scale(cost))
+
+
+class Measurer(Noise):
+    """Noisy measurements and selections of one exact table, to be used after the charge.
+
+    ``measure`` and ``choose`` are the only doors to the exact counts; what
+    they return is differentially private at the cost stated, in units where
+    one person changes each count table by at most ``sensitivity`` rows.
+
+    Example:
+        >>> import numpy as np
+        >>> from fractions import Fraction
+        >>> e = Exact({"a": 2}, np.array([[0], [1]]), np.array([5, 9]))
+        >>> m = Measurer(e, 1, "gaussian", None)
+        >>> m.measure(("a",), Fraction(10**6)).values.shape
+        (2,)
+    """
+
+    def __init__(self, exact: Exact, sensitivity: int, family: str, rng: Randomness | None) -> None:
+        super().__init__(sensitivity, family)
+        self._exact = exact
+        self._rng = rng
+
+    @property
+    def domain(self) -> Domain:
+        """Each column's number of values."""
+        return dict(self._exact.domain)
+
+    def measure(self, columns: tuple[str, ...], cost: Fraction) -> Measured:
+        """The marginal over ``columns`` with noise costing ``cost`` (ρ, or ε when pure).
+
+        Returns the noisy counts and their noise std.
+        """
+        exact = self._exact.marginal(columns)
+        if self.family == "gaussian":
+            noise = discrete_gaussian(sigma_for(cost, self.sensitivity), exact.size, rng=self._rng)
+        else:
+            noise = discrete_laplace(self.scale(cost), exact.size, rng=self._rng)
+        values = (exact.reshape(-1) + noise).reshape(exact.shape).astype(np.float64)
+        return Measured(columns, values, self.std(cost))
 
     def choose(
         self,
