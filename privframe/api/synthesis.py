@@ -52,7 +52,7 @@ from privframe.plan.marginals import (
 )
 from privframe.plan.release import Pipeline
 from privframe.synth.consistency import consistent
-from privframe.synth.methods import aim, aim_costs, aim_weights, aim_workload, mst, mst_costs
+from privframe.synth.methods import aim, aim_candidates, aim_costs, aim_workload, mst, mst_costs
 
 __all__ = [
     "Explained",
@@ -471,7 +471,7 @@ def explain_synthesis(
             f"  then rounds until {unit} is spent: choose a marginal within the workload's "
             f"{len(chosen)} column sets (and their subsets) by the exponential mechanism "
             f"({choice(choose)} at first; score sensitivity M times the largest weight, "
-            f"{prepared.max_rows * max(aim_weights(names, chosen))}), measure it "
+            f"{prepared.max_rows * max(w for _, w in aim_candidates(names, chosen))}), measure it "
             f"({cost(measure)} at first; {noise.sharpen}x both, half the noise, when a "
             "measurement stops moving the model); the last round spends what is left",
         ]

@@ -112,12 +112,10 @@ class Synthesis:
     Attributes:
         model: the graphical model; its samples are the synthetic table.
         measured: the noisy marginals, in order.
-        rounds: each step as (what, columns, cost), for the record.
     """
 
     model: Model
     measured: tuple[Measured, ...]
-    rounds: tuple[tuple[str, tuple[str, ...], float], ...]
 
 
 def mst_costs(budget: Fraction, columns: int) -> tuple[Fraction, Fraction, Fraction]:
@@ -144,9 +142,6 @@ def mst(door: Measurements, budget: Fraction) -> Synthesis:
     names = list(door.domain)
     one, choice, pair = mst_costs(budget, len(names))
     measured = [door.measure((c,), one) for c in names]
-    rounds: list[tuple[str, tuple[str, ...], float]] = [
-        ("measure", (c,), float(one)) for c in names
-    ]
     independent = estimate(door.domain, measured, iterations=FINAL_ITERATIONS)
     component = {c: i for i, c in enumerate(names)}
     edges = list(itertools.combinations(names, 2))
@@ -160,16 +155,14 @@ def mst(door: Measurements, budget: Fraction) -> Synthesis:
                 [0.0] * len(open_edges),
                 choice,
             )
-            rounds.append(("choose", open_edges[pick], float(choice)))
         else:
             pick = 0
         a, b = open_edges[pick]
         merged, into = component[b], component[a]
         component = {c: into if k == merged else k for c, k in component.items()}
         measured.append(door.measure(open_edges[pick], pair))
-        rounds.append(("measure", open_edges[pick], float(pair)))
     model = estimate(door.domain, measured, iterations=FINAL_ITERATIONS)
-    return Synthesis(model, tuple(measured), tuple(rounds))
+    return Synthesis(model, tuple(measured))
 
 
 def aim_workload(
@@ -204,16 +197,6 @@ def aim_costs(budget: Fraction, columns: int) -> tuple[Fraction, Fraction]:
     return ALPHA * budget / rounds, (1 - ALPHA) * budget / rounds
 
 
-def aim_weights(names: Sequence[str], workload: Sequence[tuple[str, ...]]) -> list[int]:
-    """AIM's weight of each candidate (:func:`aim_candidates`), in order.
-
-    Example:
-        >>> aim_weights(["a", "b", "c"], [("a", "b"), ("b", "c")])
-        [1, 2, 3, 1, 3]
-    """
-    return [w for _, w in aim_candidates(names, workload)]
-
-
 def aim_candidates(
     names: Sequence[str], workload: Sequence[tuple[str, ...]]
 ) -> list[tuple[tuple[str, ...], int]]:
@@ -237,9 +220,6 @@ def aim(door: Measurements, budget: Fraction, workload: Sequence[tuple[str, ...]
     names = list(domain)
     measure_cost, choose_cost = aim_costs(budget, len(names))
     measured = [door.measure((c,), measure_cost) for c in names]
-    rounds: list[tuple[str, tuple[str, ...], float]] = [
-        ("measure", (c,), float(measure_cost)) for c in names
-    ]
     used = measure_cost * len(names)
     model = estimate(domain, measured, iterations=ROUND_ITERATIONS)
     candidates = aim_candidates(names, workload)
@@ -265,12 +245,10 @@ def aim(door: Measurements, budget: Fraction, workload: Sequence[tuple[str, ...]
             choose_cost,
         )
         chosen = allowed[pick][0]
-        rounds.append(("choose", chosen, float(choose_cost)))
         measured.append(door.measure(chosen, measure_cost))
-        rounds.append(("measure", chosen, float(measure_cost)))
         before = estimates[pick]
         model = estimate(domain, measured, iterations=ROUND_ITERATIONS, warm=model)
         if np.abs(model.marginal(chosen) - before).sum() <= offsets[pick]:
             measure_cost, choose_cost = door.sharpen * measure_cost, door.sharpen * choose_cost
     model = estimate(domain, measured, iterations=FINAL_ITERATIONS, warm=model)
-    return Synthesis(model, tuple(measured), tuple(rounds))
+    return Synthesis(model, tuple(measured))

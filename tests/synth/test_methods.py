@@ -102,6 +102,6 @@ def test_aim_spends_its_budget_exactly(columns: int, sharpen: int, budget: Fract
     assert {m.columns for m in result.measured} <= candidates
 
 
-def test_aim_weights_count_overlaps_with_the_workload() -> None:
+def test_aim_candidates_weigh_their_overlap_with_the_workload() -> None:
     found = dict(aim_candidates(["a", "b", "c"], [("a", "b"), ("b", "c")]))
     assert found == {("a",): 1, ("b",): 2, ("c",): 1, ("a", "b"): 3, ("b", "c"): 3}
