@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -144,3 +145,26 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def json_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into a JSON value (keys and list positions), the empty path first."""
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += json_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += json_paths(item, (*prefix, i))
+    return found
+
+
+def json_set(body: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """``body`` with ``value`` at ``path`` (in place; the empty path: ``value`` itself)."""
+    if not path:
+        return value
+    target = body
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    return body

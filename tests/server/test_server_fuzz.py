@@ -24,7 +24,16 @@ import httpx
 import polars as pl
 import pytest
 from postgres_service import database_url, postgres_url  # noqa: F401  (fixtures)
-from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, write_config, write_data
+from server_setup import (
+    DATASET,
+    REGIONS,
+    ServerProcess,
+    add_analyst,
+    json_paths,
+    json_set,
+    write_config,
+    write_data,
+)
 
 import privframe as pf
 from privframe.api.client import RemoteSession
@@ -66,27 +75,6 @@ def _bodies(url: str, token: str) -> dict[str, Any]:
     }
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found += _paths(item, (*prefix, i))
-    return found
-
-
-def _set(body: Any, path: tuple[Any, ...], value: Any) -> Any:
-    if not path:
-        return value
-    target = body
-    for part in path[:-1]:
-        target = target[part]
-    target[path[-1]] = value
-    return body
-
-
 _OTHER_TYPE: dict[type, list[Any]] = {
     str: [12, None, [], {}, True, 1.5],
     int: ["12", None, [], {}, True, 10**400],
@@ -104,23 +92,23 @@ def _mutations(rng: random.Random, bodies: dict[str, Any]) -> Callable[[], tuple
     def wrong_type() -> tuple[str, Any]:
         kind = "release"  # a mutation that stays valid is refused for its cost (409)
         body = copy.deepcopy(bodies[kind])
-        path = rng.choice(_paths(body)[1:])
+        path = rng.choice(json_paths(body)[1:])
         target = body
         for part in path:
             target = target[part]
-        return kind, _set(body, path, rng.choice(_OTHER_TYPE[type(target)]))
+        return kind, json_set(body, path, rng.choice(_OTHER_TYPE[type(target)]))
 
     def unknown_key() -> tuple[str, Any]:
         kind = "release"  # a mutation that stays valid is refused for its cost (409)
         body = copy.deepcopy(bodies[kind])
-        dicts = [p for p in _paths(body) if isinstance(_get(body, p), dict)]
+        dicts = [p for p in json_paths(body) if isinstance(_get(body, p), dict)]
         _get(body, rng.choice(dicts))[f"zz_{rng.randrange(10**6)}"] = rng.choice([1, "op", {}])
         return kind, body
 
     def dropped_key() -> tuple[str, Any]:
         kind = "release"  # a mutation that stays valid is refused for its cost (409)
         body = copy.deepcopy(bodies[kind])
-        dicts = [p for p in _paths(body) if isinstance(_get(body, p), dict) and _get(body, p)]
+        dicts = [p for p in json_paths(body) if isinstance(_get(body, p), dict) and _get(body, p)]
         parent = _get(body, rng.choice(dicts))
         parent.pop(rng.choice(sorted(parent)))
         return kind, body
@@ -128,8 +116,10 @@ def _mutations(rng: random.Random, bodies: dict[str, Any]) -> Callable[[], tuple
     def unknown_string() -> tuple[str, Any]:
         kind = "release"  # a mutation that stays valid is refused for its cost (409)
         body = copy.deepcopy(bodies[kind])
-        strings = [p for p in _paths(body) if isinstance(_get(body, p), str) and p[-1] != "label"]
-        return kind, _set(
+        strings = [
+            p for p in json_paths(body) if isinstance(_get(body, p), str) and p[-1] != "label"
+        ]
+        return kind, json_set(
             body, rng.choice(strings), rng.choice(["Foo", "__class__", "", "x" * 9000])
         )
 

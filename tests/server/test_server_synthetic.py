@@ -8,6 +8,7 @@ dataset publishes ``region``'s keys; ``age`` is binned by the analyst.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -18,7 +19,7 @@ import polars as pl
 import pytest
 from fastapi.testclient import TestClient
 from polars.testing import assert_frame_equal
-from server_setup import DATASET, REGIONS, write_config
+from server_setup import DATASET, REGIONS, json_paths, json_set, write_config
 
 import privframe as pf
 from privframe.api.client import RemoteSession
@@ -263,25 +264,6 @@ def test_the_answer_holds_the_tables_and_the_cost_charged(served: Served) -> Non
     assert decode_released(body["tables"][0]["table"])["region"].to_list() == REGIONS
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found += _paths(item, (*prefix, i))
-    return found
-
-
-def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[path[0]] = _replaced(value[path[0]], path[1:], new)
-    return copy
-
-
 def test_a_value_of_another_json_type_anywhere_is_refused_and_charges_nothing(
     served: Served,
 ) -> None:
@@ -302,9 +284,9 @@ def test_a_value_of_another_json_type_anywhere_is_refused_and_charges_nothing(
     }
     statuses = set()
     for route, call in calls.items():
-        for path in _paths(call):
+        for path in json_paths(call):
             for value in (None, True, 2**70, "", {}):
-                body = {"version": WIRE_VERSION, route: _replaced(call, path, value)}
+                body = {"version": WIRE_VERSION, route: json_set(copy.deepcopy(call), path, value)}
                 answer = served.post(route, body)
                 statuses.add(answer.status_code)
                 assert answer.status_code in (400, 409), (route, path, value, answer.json())
