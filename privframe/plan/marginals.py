@@ -434,6 +434,14 @@ class Measurer(Noise):
         super().__init__(sensitivity, family)
         self._exact = exact
         self._rng = rng
+        # AIM scores the same candidates every round: each exact table is summed once.
+        self._tables: dict[tuple[str, ...], npt.NDArray[np.int64]] = {}
+
+    def _table(self, columns: tuple[str, ...]) -> npt.NDArray[np.int64]:
+        """The exact count table over ``columns``, summed once per call."""
+        if columns not in self._tables:
+            self._tables[columns] = self._exact.marginal(columns)
+        return self._tables[columns]
 
     @property
     def domain(self) -> Domain:
@@ -445,7 +453,7 @@ class Measurer(Noise):
 
         Returns the noisy counts and their noise std.
         """
-        exact = self._exact.marginal(columns)
+        exact = self._table(columns)
         if self.family == "gaussian":
             noise = discrete_gaussian(sigma_for(cost, self.sensitivity), exact.size, rng=self._rng)
         else:
@@ -476,7 +484,7 @@ class Measurer(Noise):
             candidates, estimates, weights, offsets, strict=True
         ):
             grid = np.rint(np.asarray(estimate, dtype=np.float64) * _GRID).astype(np.int64)
-            error = int(np.abs(self._exact.marginal(columns) * _GRID - grid).sum())
+            error = int(np.abs(self._table(tuple(columns)) * _GRID - grid).sum())
             scores.append(w * (Fraction(error, _GRID) - Fraction(offset)))
         best = max(scores)
         factor = Fraction(self.epsilon(cost)) / (2 * max(weights) * self.sensitivity)
