@@ -32,7 +32,7 @@ from privframe.engines.inputs import ColumnType, Opened, check_declared_types
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.registry import EngineEntry, engine_for, register, unregister
 from privframe.plan.aggregates import FAMILIES, Aggregate, Bounded
-from privframe.plan.aggregates.base import Measured, Summary, Summed, bounded
+from privframe.plan.aggregates.base import Measured, Summary, Summed, Width, bounded
 from privframe.plan.aggregates.count import CountNeed
 from privframe.plan.aggregates.sum import CentredSumNeed, centre_of
 from privframe.plan.ir import Bound, Plan
@@ -193,8 +193,8 @@ def test_a_family_missing_a_piece_is_refused_when_its_class_is_made(
             def needs(self) -> tuple[Need, ...]:
                 return (CentredSumNeed(self),)
 
-            def explain_row(self, measured: Measured) -> tuple[str, str]:
-                return "", ""
+            def width(self, measured: Measured) -> Width:
+                return Width(0.0, 0.0)
 
             def balance_terms(
                 self, coefficients: Mapping[str, float], rows: float, expected: float | None
@@ -241,12 +241,9 @@ def _rate_family() -> type[Summed]:
         def formula(self, measured: Measured) -> str:
             return f"{self.per:g}·(midpoint + centred sum / count)"
 
-        def explain_row(self, measured: Measured) -> tuple[str, str]:
-            total = measured.measurement(self.keys()[0])
-            return (
-                f"≈ {self.per * total.sigma:.6g} / count",
-                f"≈ {Z95 * self.per * total.sigma:.6g} / count",
-            )
+        def width(self, measured: Measured) -> Width:
+            sigma = self.per * measured.measurement(self.keys()[0]).sigma
+            return Width(Z95 * sigma, sigma, approx=True, per="count")
 
         def balance_terms(
             self, coefficients: Mapping[str, float], rows: float, expected: float | None

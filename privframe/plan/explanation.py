@@ -204,8 +204,10 @@ class Explanation:
     Attributes:
         plan: the release plan (sensitivities, ρ split, σ).
         rows: per output: name, measurements, how it is derived from them
-            (post-processing), std and 95% half-width, and what a null or NaN
-            value of its column does (``missing``, None without a column).
+            (post-processing), std and 95% half-width (as text, and as numbers:
+            ``width``, a :class:`~privframe.plan.aggregates.base.Width`), and
+            what a null or NaN value of its column does (``missing``, None
+            without a column).
     """
 
     plan: ReleasePlan
@@ -406,10 +408,12 @@ def explained(plan: Plan, release: ReleasePlan, report_delta: float | None = Non
         report_delta = None  # the (ε, δ) of one release is its cost already
     rows: list[dict[str, object]] = []
     for out in release.outputs:
-        std, ci = out.aggregate.explain_row(release)
+        width = out.aggregate.width(release)
+        std, ci = width.cells()
         rows.append(
             {
                 "output": out.name,
+                "width": width,
                 "measurements": ", ".join(out.measurements),
                 "formula": out.aggregate.formula(release),
                 "std": std,

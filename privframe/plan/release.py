@@ -675,7 +675,7 @@ def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
         >>> sess = pf.Session(pl.DataFrame({"x": [1.0]}), None, pf.zCDP(1.0))
         >>> _ = sess.query().agg(pf.count()).release(0.5)
         >>> sorted(sess.ledger[0].description)[:3]
-        ['events', 'filters', 'group_by']
+        ['ci95', 'events', 'filters']
     """
     selection = release.selection
     return {
@@ -689,6 +689,8 @@ def describe(plan: Plan, release: ReleasePlan) -> dict[str, Any]:
         **({"table": plan.table} if plan.table is not None else {}),
         **({"tables": tables} if (tables := _joined(plan.steps)) else {}),
         "outputs": [out.name for out in release.outputs],
+        # Each output's 95% interval in brief (Width.interval): the dashboard shows it.
+        "ci95": {out.name: out.aggregate.width(release).interval() for out in release.outputs},
         "limits": release.limits.describe(l1=release.family == "laplace"),
         "measurements": [{"key": m.key, **m.noise} for m in release.measurements]
         + [

@@ -143,7 +143,7 @@ def test_a_sum_alone_is_as_exact_as_a_plain_sum(bounds):
     # the plain sum's (up to the grid's rounding of the centre).
     p = plan(10, k=3, m=5, aggregates=(pf.sum("x", bounds=bounds),))
     release = plan_release(p, True, 0.5)
-    std, _ = release.outputs[0].aggregate.explain_row(release)
+    std = release.outputs[0].aggregate.width(release).std
     plain = math.sqrt(release.limits.squares) * max(map(abs, bounds)) / math.sqrt(2 * 0.5)
     assert float(std) == pytest.approx(plain, rel=1e-6)
 
@@ -385,7 +385,7 @@ def test_count_sum_and_mean_waste_no_rho_and_lie_on_the_two_measurement_curve():
     rho_c = float(release.measurement("count").exact_share)
     count_sigma = release.measurement("count").sigma
     assert count_sigma == pytest.approx(10 / math.sqrt(2 * rho_c), rel=1e-12)
-    sum_std = float(release.outputs[1].aggregate.explain_row(release)[0])
+    sum_std = release.outputs[1].aggregate.width(release).std
     curve = math.sqrt(5000**2 / (2 * (1 - rho_c)) + 500**2 * count_sigma**2)
     assert sum_std == pytest.approx(curve, rel=1e-5)
 

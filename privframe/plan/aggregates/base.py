@@ -64,6 +64,7 @@ __all__ = [
     "Missing",
     "Summary",
     "Summed",
+    "Width",
     "bounded",
     "check_missing",
 ]
@@ -109,7 +110,7 @@ ERROR_SUFFIXES = (STD_SUFFIX, CI95_SUFFIX, RANK_CI95_SUFFIX, LOW_SUFFIX, HIGH_SU
 FAMILIES: list[type[Aggregate]] = []
 """Every concrete aggregate class, in the order their modules were imported."""
 
-_REQUIRED = ("needs", "estimate", "formula", "explain_row", "balance_terms", "_default_name")
+_REQUIRED = ("needs", "estimate", "formula", "width", "balance_terms", "_default_name")
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,72 @@ class Measured(Protocol):
     def quantile(self, key: str) -> RankMeasured:
         """The quantile measurement with this key."""
         ...
+
+
+_NO_STD = "n/a (exponential mechanism; error in ranks, not values)"
+
+
+@dataclass(frozen=True)
+class Width:
+    """An output's noise from public parameters alone: its std and 95% half-width.
+
+    The numbers ``explain`` prints and the budget planner draws. A mean's or
+    a variance's error is that of its numerator over its released count:
+    ``per`` names that count, and the numbers are the numerator's. A
+    quantile's error is in ranks (``ranks``): ``ci95`` is rows of rank and
+    there is no std.
+
+    Attributes:
+        ci95: the 95% half-width (exact unless ``approx``).
+        std: the std, None for a quantile.
+        approx: ``ci95`` is a normal approximation (a sum of several
+            measurements) or first order (the delta method of a ratio).
+        per: the output whose released value divides both numbers.
+        ranks: ``ci95`` counts rows of rank, not the output's unit.
+        detail: what follows the half-width in ``explain``.
+        own_units: False when the numbers are another quantity's (a standard
+            deviation's are its variance's), so no chart draws them as its.
+
+    Example:
+        >>> Width(ci95=19.6, std=10.0, approx=True, per="count").cells()
+        ('≈ 10 / count', '≈ 19.6 / count')
+    """
+
+    ci95: float
+    std: float | None
+    approx: bool = False
+    per: str | None = None
+    ranks: bool = False
+    detail: str = ""
+    own_units: bool = True
+
+    def interval(self) -> str:
+        """The 95% half-width in brief, as the budget planner and the dashboard show it.
+
+        An interval over a released count is stated at its worst: ``≤``.
+
+        Example:
+            >>> Width(ci95=19.6, std=10.0, approx=True, per="count").interval()
+            '≤ ≈ ± 19.6 / count'
+            >>> Width(ci95=12.0, std=None, ranks=True).interval()
+            '± 12 rows of rank'
+        """
+        if self.ranks:
+            return f"± {self.ci95:.4g} rows of rank"
+        per = f" / {self.per}" if self.per else ""
+        detail = f" {self.detail}" if self.detail else ""
+        at_most = "≤ " if self.per else ""
+        return f"{at_most}{'≈ ' if self.approx else ''}± {self.ci95:.6g}{per}{detail}"
+
+    def cells(self) -> tuple[str, str]:
+        """The (std, 95% half-width) as ``explain`` prints them."""
+        if self.std is None:
+            return _NO_STD, f"{self.ci95:.4g} rows of rank {self.detail}"
+        per = f" / {self.per}" if self.per else ""
+        tail = f" {self.detail}" if self.detail else ""
+        # A std over a count is first order; a sum of measurements' std is exact.
+        std = ("≈ " if self.per else "") + f"{self.std:.6g}{per}{tail}"
+        return std, ("≈ " if self.approx else "") + f"{self.ci95:.6g}{per}{tail}"
 
 
 @dataclass(frozen=True)
@@ -254,8 +321,8 @@ class Aggregate:
         """How ``explain`` shows its output derived from its measurements (post-processing)."""
         raise NotImplementedError
 
-    def explain_row(self, measured: Measured) -> tuple[str, str]:
-        """Its (std, 95% half-width) as ``explain`` prints them, from public numbers."""
+    def width(self, measured: Measured) -> Width:
+        """Its std and 95% half-width, from public numbers (``explain`` and the planner)."""
         raise NotImplementedError
 
     def balance_terms(

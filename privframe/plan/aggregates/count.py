@@ -32,6 +32,7 @@ from privframe.plan.aggregates.base import (
     Measured,
     Summary,
     Summed,
+    Width,
 )
 from privframe.plan.aggregates.per_unit import PerUnitBounded, per_unit_aggregate
 from privframe.plan.limits import Limits
@@ -201,10 +202,10 @@ class Count(Aggregate):
         """The count measurement itself."""
         return "count"
 
-    def explain_row(self, measured: Measured) -> tuple[str, str]:
+    def width(self, measured: Measured) -> Width:
         """σ and the exact 95% half-width of the count's noise."""
         m = measured.measurement("count")
-        return f"{m.sigma:.6g}", f"{m.ci95:.6g}"
+        return Width(m.ci95, m.sigma)
 
     def balance_terms(
         self, coefficients: Mapping[str, float], rows: float, expected: float | None

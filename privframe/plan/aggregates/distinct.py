@@ -21,7 +21,7 @@ import numpy as np
 
 from privframe._arguments import hinted
 from privframe.engines.spec import DISTINCT
-from privframe.plan.aggregates.base import Aggregate, Measured, Summary
+from privframe.plan.aggregates.base import Aggregate, Measured, Summary, Width
 from privframe.plan.aggregates.count import gaussian_columns
 from privframe.plan.limits import Limits
 from privframe.plan.measurements import (
@@ -106,10 +106,10 @@ class CountDistinct(Aggregate):
         """The distinct count measurement itself."""
         return DISTINCT_KEY
 
-    def explain_row(self, measured: Measured) -> tuple[str, str]:
+    def width(self, measured: Measured) -> Width:
         """σ and the exact 95% half-width of its noise."""
         m = measured.measurement(DISTINCT_KEY)
-        return f"{m.sigma:.6g}", f"{m.ci95:.6g}"
+        return Width(m.ci95, m.sigma)
 
     def balance_terms(
         self, coefficients: Mapping[str, float], rows: float, expected: float | None

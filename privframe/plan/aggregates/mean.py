@@ -34,6 +34,7 @@ from privframe.plan.aggregates.base import (
     Missing,
     Summary,
     Summed,
+    Width,
     summed,
 )
 from privframe.plan.aggregates.count import count_need, spread_columns
@@ -93,12 +94,11 @@ class Mean(Summed):
         m = measured.measurement(self.keys()[0])
         return f"{centre_of(m):g} + {m.key} / {self.keys()[1]}"
 
-    def explain_row(self, measured: Measured) -> tuple[str, str]:
+    def width(self, measured: Measured) -> Width:
         """The delta method at the largest |mean − midpoint|, (U − L)/2, over the count."""
         m, count = (measured.measurement(key) for key in self.keys())
         bound = math.hypot(m.sigma, (self.upper - self.lower) / 2 * count.sigma)
-        count_key = self.keys()[1]
-        return f"≈ {bound:.6g} / {count_key}", f"≈ {Z95 * bound:.6g} / {count_key}"
+        return Width(Z95 * bound, bound, approx=True, per=self.keys()[1])
 
     def balance_terms(
         self, coefficients: Mapping[str, float], rows: float, expected: float | None

@@ -40,6 +40,7 @@ from privframe.plan.aggregates.base import (
     RANK_CI95_SUFFIX,
     Bounded,
     Measured,
+    Width,
     check_bounds,
     check_column,
     check_number,
@@ -247,13 +248,11 @@ class Quantile(Bounded):
         """The candidate its measurement chose."""
         return f"the candidate chosen by {self.keys()[0]}"
 
-    def explain_row(self, measured: Measured) -> tuple[str, str]:
+    def width(self, measured: Measured) -> Width:
         """No std: the error is in ranks; the 95% rank error beyond the nearest candidate."""
         bound = measured.quantile(self.keys()[0]).rank_error()
-        return (
-            "n/a (exponential mechanism; error in ranks, not values)",
-            f"{bound:.4g} rows of rank beyond the nearest candidate (spacing {self.spacing:.6g})",
-        )
+        detail = f"beyond the nearest candidate (spacing {self.spacing:.6g})"
+        return Width(bound, None, ranks=True, detail=detail)
 
     def balance_terms(
         self, coefficients: Mapping[str, float], rows: float, expected: float | None

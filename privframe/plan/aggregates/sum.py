@@ -49,6 +49,7 @@ from privframe.plan.aggregates.base import (
     Missing,
     Summary,
     Summed,
+    Width,
     summed,
 )
 from privframe.plan.aggregates.count import count_need, gaussian_columns, spread_columns
@@ -143,13 +144,13 @@ class Sum(Summed):
             return centred.key
         return f"{centred.key} + {centre_of(centred):g}·{self.keys()[1]}"
 
-    def explain_row(self, measured: Measured) -> tuple[str, str]:
+    def width(self, measured: Measured) -> Width:
         """σ and the 95% half-width of its noise (exact for one measurement)."""
         if len(self.keys()) == 1:
             m = measured.measurement(self.keys()[0])
-            return f"{m.sigma:.6g}", f"{m.ci95:.6g}"
+            return Width(m.ci95, m.sigma)
         std = self._std(measured)
-        return f"{std:.6g}", f"≈ {Z95 * std:.6g}"
+        return Width(Z95 * std, std, approx=True)
 
     def balance_terms(
         self, coefficients: Mapping[str, float], rows: float, expected: float | None

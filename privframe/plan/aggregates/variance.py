@@ -34,6 +34,7 @@ from privframe.plan.aggregates.base import (
     Missing,
     Summary,
     Summed,
+    Width,
     summed,
 )
 from privframe.plan.aggregates.count import count_need, spread_columns
@@ -156,13 +157,21 @@ class Var(Summed):
         text = f"{squares} / {count} − ({centred} / {count})² + noise correction"
         return f"sqrt({text})" if self.root else text
 
-    def explain_row(self, measured: Measured) -> tuple[str, str]:
-        """First order: the squares' noise over the count (of the variance)."""
-        squares, _, count = self.keys()
-        sigma = measured.measurement(squares).sigma
-        return (
-            f"≈ {sigma:.6g} / {count} (of the variance)",
-            f"≈ {Z95 * sigma:.6g} / {count} (of the variance)",
+    def width(self, measured: Measured) -> Width:
+        """The delta method's std at its worst over the count: a std's is its variance's.
+
+        With the mean offset m = C_a/N in [−hw, hw] and the mean square s in
+        [m², hw²], the release's std is sqrt(σ_Q² + (2m·σ_C)² + ((2m² − s)·σ_N)²)/N
+        (:func:`_variance`), at most sqrt(σ_Q² + (2hw·σ_C)² + (hw²·σ_N)²)/N.
+        """
+        squares, centred, count = (measured.measurement(key) for key in self.keys())
+        hw = self.half_width
+        bound = math.sqrt(
+            squares.sigma**2 + (2 * hw * centred.sigma) ** 2 + (hw * hw * count.sigma) ** 2
+        )
+        detail = "(of the variance)" if self.root else ""
+        return Width(
+            Z95 * bound, bound, approx=True, per=count.key, detail=detail, own_units=not self.root
         )
 
     def balance_terms(
