@@ -25,8 +25,10 @@ from privframe.accounting.accountant import BudgetReport
 from privframe.accounting.budgets import GDP, ApproxDP, Budget, PureDP, zCDP
 from privframe.accounting.ledger import LedgerEntry, LedgerMissingWarning, LedgerStateWarning
 from privframe.api import datasets
+from privframe.api.budget_plan import BudgetPlan
 from privframe.api.client import RemoteSession, connect
 from privframe.api.html import show
+from privframe.api.planning import plan_budget
 from privframe.api.query import Request
 from privframe.api.session import Session
 from privframe.api.sql import Column
@@ -69,6 +71,7 @@ __all__ = [
     "Bound",
     "Budget",
     "BudgetExceededError",
+    "BudgetPlan",
     "BudgetReport",
     "CalibrationError",
     "Column",
@@ -107,6 +110,7 @@ __all__ = [
     "mean",
     "median",
     "noise",
+    "plan_budget",
     "progress",
     "quantile",
     "show",

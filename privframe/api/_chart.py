@@ -1,7 +1,10 @@
-"""The report page's chart: one horizontal bar per group, with its 95% interval.
+"""The charts of privframe's pages: a result's bars, and lines (the planner's, the dashboard's).
 
-The chart is inline SVG (no JavaScript, nothing loaded from outside) whose
-text all went through :func:`privframe._html.text`.
+:func:`bar_chart` draws one horizontal bar per group with its 95% interval;
+:func:`line_chart` draws lines over a linear or logarithmic axis (the budget
+planner's interval widths against the total budget, the dashboard's budget
+spent over time). Both are inline SVG (no JavaScript, nothing loaded from
+outside) whose text all went through :func:`privframe._html.text`.
 
 Example:
     >>> import polars as pl
@@ -14,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from privframe._html import BAR_COLOUR, SVG_NAMESPACE, interval, paragraph, plain, text
@@ -26,7 +30,7 @@ from privframe.api._frames import (
 )
 from privframe.plan.aggregates.base import RANK_CI95_SUFFIX
 
-__all__ = ["MAX_BARS", "bar_chart"]
+__all__ = ["MAX_BARS", "Series", "bar_chart", "line_chart"]
 
 MAX_BARS = 60
 """The chart draws the first groups only; the table beside it lists them all."""
@@ -197,4 +201,204 @@ def bar_chart(frame: Frame, rule: NoiseRule | None = None) -> str:
     return (
         f'<svg xmlns="{SVG_NAMESPACE}" class="pf-chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img">' + "".join(shapes) + "</svg>" + note
+    )
+
+
+# --------------------------------------------------------------------------- lines
+
+_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d")
+"""Line colours, in order (Tableau 10's, told apart by most colour-blind readers)."""
+
+_LINE_WIDTH, _LINE_HEIGHT = 600, 260
+_LEFT, _RIGHT, _BOTTOM = 76, 16, 40
+_LEGEND_ROW = 18
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line of :func:`line_chart`: its name (in the legend and tooltip) and its points.
+
+    Example:
+        >>> Series("count", ((0.1, 30.0), (1.0, 9.5))).name
+        'count'
+    """
+
+    name: str
+    points: tuple[tuple[float, float], ...]
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Powers of ten in [lo, hi]; with 1, 2 and 5 times them when fewer than three."""
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    for steps in ((1.0,), (1.0, 2.0, 5.0)):
+        ticks = [m * 10.0**e for e in range(first, last + 1) for m in steps]
+        inside = [t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+        if len(inside) >= 3:
+            return inside
+    return inside
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """A value range mapped onto a pixel range, linearly or on a log scale."""
+
+    lo: float
+    hi: float
+    log: bool
+    start: float
+    end: float
+
+    @classmethod
+    def over(cls, values: Sequence[float], log: bool, start: float, end: float) -> _Axis:
+        lo, hi = min(values), max(values)
+        if hi <= lo:
+            lo, hi = (lo / 2, lo * 2) if log else (lo - 1, hi + 1)
+        return cls(lo, hi, log, start, end)
+
+    def at(self, value: float) -> float:
+        f = math.log10 if self.log else float
+        return self.start + (f(value) - f(self.lo)) / (f(self.hi) - f(self.lo)) * (
+            self.end - self.start
+        )
+
+    def ticks(self) -> list[float]:
+        ticks = _log_ticks(self.lo, self.hi) if self.log else _ticks(self.lo, self.hi)
+        # A wide log range has a power of ten per decade: every k-th keeps about eight.
+        return ticks[:: -(-len(ticks) // 8)]
+
+
+def line_chart(
+    series: Sequence[Series],
+    *,
+    x_label: str,
+    y_label: str,
+    log_x: bool = False,
+    log_y: bool = False,
+    mark: float | None = None,
+    mark_label: str = "",
+    x_text: Callable[[float], str] = plain,
+    step: bool = False,
+    title: str = "",
+    level: float | None = None,
+    level_label: str = "",
+) -> str:
+    """An inline SVG of lines over a shared x axis, with a legend; '' with nothing to draw.
+
+    A log axis drops the points that are not positive. ``mark`` draws a
+    dashed vertical line at that x, labelled ``mark_label`` (the planner's
+    chosen budget). ``step`` draws each line as steps (a running total that
+    changes at its points). ``x_text`` writes an x tick (a time, say).
+    ``level`` draws a dashed horizontal line at that y, labelled
+    ``level_label`` (the dashboard's budget, which the spending reaches).
+
+    Example:
+        >>> from privframe.api._chart import Series, line_chart
+        >>> svg = line_chart([Series("count", ((0.1, 30.0), (1.0, 9.5)))], x_label="ρ",
+        ...                  y_label="95% ±", log_x=True, log_y=True, mark=0.5)
+        >>> svg.count('class="pf-line"'), 'class="pf-mark"' in svg
+        (1, True)
+        >>> spent = line_chart([Series("ρ spent", ((0.0, 0.0), (60.0, 0.2)))], x_label="time",
+        ...                    y_label="ρ", step=True, level=1.0, level_label="budget")
+        >>> 'class="pf-level"' in spent
+        True
+    """
+    drawn = [
+        (
+            s,
+            [
+                (x, y)
+                for x, y in s.points
+                if math.isfinite(x)
+                and math.isfinite(y)
+                and (x > 0 or not log_x)
+                and (y > 0 or not log_y)
+            ],
+        )
+        for s in series
+    ]
+    drawn = [(s, points) for s, points in drawn if points]
+    if not drawn:
+        return ""
+    if mark is not None and not (math.isfinite(mark) and (mark > 0 or not log_x)):
+        mark = None  # nowhere on the axis
+    xs = [x for _, points in drawn for x, _ in points] + ([mark] if mark is not None else [])
+    ys = [y for _, points in drawn for _, y in points] + ([] if log_y else [0.0])
+    ys += [] if level is None else [level]
+    top = 28
+    bottom = top + _LINE_HEIGHT
+    x_axis = _Axis.over(xs, log_x, _LEFT, _LEFT + _LINE_WIDTH)
+    y_axis = _Axis.over(ys, log_y, bottom, top)
+    shapes = [f'<text x="{_LEFT}" y="16" font-size="12">{text(title or y_label)}</text>']
+    for tick in y_axis.ticks():
+        y = y_axis.at(tick)
+        shapes.append(
+            f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_LEFT + _LINE_WIDTH}" y2="{y:.1f}" '
+            'stroke="#e5e7eb"/>'
+            f'<text x="{_LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
+            f"{text(plain(tick))}</text>"
+        )
+    for tick in x_axis.ticks():
+        x = x_axis.at(tick)
+        shapes.append(
+            f'<text x="{x:.1f}" y="{bottom + 16}" font-size="11" text-anchor="middle">'
+            f"{text(x_text(tick))}</text>"
+        )
+    shapes.append(
+        f'<path d="M{_LEFT},{top}V{bottom}H{_LEFT + _LINE_WIDTH}" stroke="#111827" fill="none"/>'
+        f'<text x="{_LEFT + _LINE_WIDTH / 2:.1f}" y="{bottom + 34}" font-size="12" '
+        f'text-anchor="middle">{text(x_label)}</text>'
+    )
+    if mark is not None:
+        x = x_axis.at(mark)
+        shapes.append(
+            f'<line class="pf-mark" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" '
+            'stroke="#111827" stroke-dasharray="4 3"/>'
+            f'<text x="{x + 4:.1f}" y="{top + 12}" font-size="11">{text(mark_label)}</text>'
+        )
+    if level is not None:
+        y = y_axis.at(level)
+        shapes.append(
+            f'<line class="pf-level" x1="{_LEFT}" y1="{y:.1f}" x2="{_LEFT + _LINE_WIDTH}" '
+            f'y2="{y:.1f}" stroke="#b91c1c" stroke-dasharray="6 3"/>'
+            f'<text x="{_LEFT + _LINE_WIDTH - 4}" y="{y - 5:.1f}" font-size="11" '
+            f'text-anchor="end" fill="#b91c1c">{text(level_label)}</text>'
+        )
+    legend_top = bottom + _BOTTOM + 12
+    for i, (s, points) in enumerate(drawn):
+        colour = _PALETTE[i % len(_PALETTE)]
+        # Past the palette, lines repeat its colours dashed: the first 14 all look different.
+        dashes = ' stroke-dasharray="6 3"' if i // len(_PALETTE) % 2 else ""
+        coordinates = [(x_axis.at(x), y_axis.at(y)) for x, y in points]
+        if step:
+            stepped = coordinates[:1]
+            for x, y in coordinates[1:]:
+                stepped += [(x, stepped[-1][1]), (x, y)]
+            coordinates = stepped
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coordinates)
+        last = points[-1]
+        tip = f"{s.name}: {plain(last[1])} at {x_text(last[0])}"
+        shapes.append(
+            f'<polyline class="pf-line" points="{path}" fill="none" stroke="{colour}" '
+            f'stroke-width="2"{dashes}><title>{text(tip)}</title></polyline>'
+        )
+        # A lone point, and where the mark meets the line, get a dot.
+        dots = coordinates if len(coordinates) == 1 else []
+        dots += [(x_axis.at(x), y_axis.at(y)) for x, y in points if x == mark]
+        for x, y in dots:
+            shapes.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
+        y = legend_top + i * _LEGEND_ROW
+        shapes.append(
+            f'<line x1="{_LEFT}" y1="{y - 7}" x2="{_LEFT + 14}" y2="{y - 7}" stroke="{colour}" '
+            f'stroke-width="3"{dashes}/>'
+            f'<text x="{_LEFT + 20}" y="{y - 4}" font-size="12">{text(s.name)}</text>'
+        )
+    width = _LEFT + _LINE_WIDTH + _RIGHT
+    height = legend_top + _LEGEND_ROW * len(drawn)
+    label = f"{title or y_label} against {x_label}"
+    return (
+        f'<svg xmlns="{SVG_NAMESPACE}" class="pf-lines" width="{width}" height="{height}" '
+        'style="max-width:100%;height:auto" font-family="system-ui, sans-serif" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{text(label)}">'
+        + "".join(shapes)
+        + "</svg>"
     )

@@ -1,8 +1,10 @@
-"""The ``privframe`` command line: ``demo``, ``report``, ``synthesize``, ``serve`` and ``admin``.
+"""The ``privframe`` command line: ``demo``, ``report``, ``plan``, ``synthesize``, ``serve``...
 
 ``privframe demo`` runs the README example end to end (or, with
 ``--write-data``, writes its synthetic data to a file); ``privframe report``
-runs a scripted report (``docs/reports.md``); ``privframe synthesize`` makes
+runs a scripted report (``docs/reports.md``) and ``privframe plan`` shows
+each of its outputs' 95% interval before anything is spent (and, with
+``--html``, a chart of them against the total budget); ``privframe synthesize`` makes
 one differentially private synthetic table (``docs/reports.md``);
 ``privframe serve`` serves datasets to analysts and ``privframe admin``
 manages their tokens and budgets (``docs/server.md``).
@@ -36,6 +38,8 @@ import polars as pl
 from privframe import progress
 from privframe.accounting.budgets import zCDP
 from privframe.api.datasets import REGIONS, synthetic_transactions
+from privframe.api.html import page_html
+from privframe.api.planning import plan_budget
 from privframe.api.query import Query
 from privframe.api.report import (
     NOT_PRIVATE,
@@ -114,6 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _report_arguments(report)
+    plan = commands.add_parser(
+        "plan",
+        help="plan a report's budget: each output's 95%% interval before anything is spent",
+        description=textwrap.fill(
+            "Print each output's 95%% interval at the spec's split of its budget (or at "
+            "--rho/--epsilon and --share), and with --html write a page with a chart of each "
+            "interval against the total budget. Reads what report --dry-run reads and "
+            "spends nothing (pf.plan_budget; docs/getting-started.md).",
+            width=78,
+        ),
+    )
+    _plan_arguments(plan)
     synthesize = commands.add_parser(
         "synthesize",
         help="make a differentially private synthetic table (AIM or MST) from a data file",
@@ -206,6 +222,43 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
         "reproducible and the results NOT private (a seed without this flag is refused); "
         "every output then starts with NOT PRIVATE",
     )
+
+
+def _plan_arguments(plan: argparse.ArgumentParser) -> None:
+    plan.add_argument("spec", help="the report spec (TOML)")
+    total = plan.add_mutually_exclusive_group()
+    total.add_argument(
+        "--rho", type=_positive_float, help="the total rho to plan (zCDP; default: the spec's)"
+    )
+    total.add_argument(
+        "--epsilon",
+        type=_positive_float,
+        help="the total epsilon to plan (pure DP, (epsilon, delta); default: the spec's)",
+    )
+    plan.add_argument(
+        "--share",
+        type=_share,
+        action="append",
+        metavar="NAME=SHARE",
+        help="an entry's share of the total, e.g. by_region=0.5; give one for every entry "
+        "(default: the spec's split)",
+    )
+    plan.add_argument(
+        "--rows",
+        type=_positive_float,
+        metavar="N",
+        help="a public guess of the rows in a group, to state a mean's interval as a number",
+    )
+    plan.add_argument(
+        "--html", metavar="FILE", help="also write the plan as a page, with its chart"
+    )
+
+
+def _share(text: str) -> tuple[str, float]:
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=SHARE, got {text!r}")
+    return name.strip(), _positive_float(value)
 
 
 _SYNTHESIZE_MEANINGS = {
@@ -394,6 +447,36 @@ def _report(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
+def _plan(args: argparse.Namespace) -> ExitCode:
+    """Run ``privframe plan``: print the spec's budget plan (and write its page); spend nothing."""
+    try:
+        shares = None if args.share is None else dict(args.share)
+        if shares is not None and len(shares) < len(args.share):
+            raise SpecError("--share names an entry twice")
+        plan = plan_budget(
+            Path(args.spec), rho=args.rho, epsilon=args.epsilon, shares=shares, rows=args.rows
+        )
+        print(plan)
+        if args.html:
+            Path(args.html).write_text(page_html("Budget plan", plan.html()), encoding="utf-8")
+            print(f"wrote {args.html}")
+    except OSError as err:
+        _error(f"cannot write {args.html!r}: {err.strerror}; nothing was spent")
+        return ExitCode.INVALID
+    except Exception as err:
+        return _refused(err)
+    return ExitCode.OK
+
+
+def _refused(err: Exception) -> ExitCode:
+    """Say why a command stopped before it spent anything; its exit status by the error's kind."""
+    if isinstance(err, PrivframeError):
+        _error(f"{str(err).rstrip('.')}; nothing was spent")
+        return ExitCode.OVER_BUDGET if isinstance(err, BudgetExceededError) else ExitCode.INVALID
+    _error(f"unexpected: {describe_error(err)}; nothing was spent")
+    return ExitCode.UNEXPECTED
+
+
 def _read_domains(path: str) -> dict[str, list[Any] | Bin]:
     """The ``--domains`` file (TOML or JSON), read as a report spec's ``domains`` table."""
     target = Path(path)
@@ -467,15 +550,8 @@ def _synthesize(args: argparse.Namespace) -> ExitCode:
         if args.ledger is not None and fresh:
             sess = _synthesis_session(args, domains, args.ledger)
         before = len(sess.ledger)
-    except BudgetExceededError as err:
-        _error(f"{str(err).rstrip('.')}; nothing was spent")
-        return ExitCode.OVER_BUDGET
-    except PrivframeError as err:
-        _error(f"{str(err).rstrip('.')}; nothing was spent")
-        return ExitCode.INVALID
     except Exception as err:
-        _error(f"unexpected: {describe_error(err)}; nothing was spent")
-        return ExitCode.UNEXPECTED
+        return _refused(err)
     return _make_table(sess, args, arguments, out, before)
 
 
@@ -568,6 +644,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args.config)
     if args.command == "synthesize":
         return _synthesize(args)
+    if args.command == "plan":
+        return _plan(args)
     if args.command == "report":
         with progress.disabled() if args.no_progress else contextlib.nullcontext():
             return _report(args)

@@ -19,10 +19,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from privframe._html import (
     BAR_COLOUR,
@@ -40,7 +40,7 @@ from privframe.accounting.accountant import BudgetReport
 from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.accounting.ledger import LedgerEntry
 from privframe.accounting.replay import guarantee
-from privframe.api._chart import bar_chart
+from privframe.api._chart import Series, bar_chart, line_chart
 from privframe.api._frames import (
     NOISE_NOTE,
     Frame,
@@ -79,11 +79,15 @@ class QueryView(Protocol):
 
 
 __all__ = [
+    "PAGE_STYLE",
+    "BudgetUnit",
     "QueryView",
     "ReportSection",
     "SessionView",
     "Shown",
+    "dashboard_html",
     "explanation_html",
+    "page_html",
     "query_html",
     "report_html",
     "result_html",
@@ -112,8 +116,9 @@ _APPROX_NOTE = (
     "releases' ε and δ (Dwork & Roth 2014, Thm. 3.16)."
 )
 
-_PAGE_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #1f2937; }
+PAGE_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #1f2937;
+  padding: 0 1em; }
 h1 { margin-bottom: 0.2em; }
 .pf-meta { color: #6b7280; }
 .pf-warning { background: #fee2e2; border: 2px solid #b91c1c; padding: 0.6em; font-weight: bold; }
@@ -122,16 +127,24 @@ h1 { margin-bottom: 0.2em; }
 .pf-table th, .pf-table td { border-bottom: 1px solid #d1d5db; padding: 0.25em 0.7em;
   text-align: left; vertical-align: top; }
 .pf-table th { background: #f3f4f6; }
+.pf-table td { max-width: 22em; overflow-wrap: break-word; }
 pre { background: #f3f4f6; padding: 0.6em; overflow-x: auto; }
+/* On a phone a wide table scrolls in its own box, and a chart shrinks to the page. */
+.pf-table { display: block; max-width: 100%; overflow-x: auto; }
+svg { max-width: 100%; height: auto; }
+/* A chart shrunk to a phone's width would shrink its text past reading: larger there. */
+@media (max-width: 600px) { svg.pf-lines text { font-size: 17px; } }
 section { border-top: 1px solid #d1d5db; margin-top: 1.5em; }
 """
+"""The pages' style sheet (report pages, the plan page, the server's dashboard): no web fonts,
+nothing loaded from outside."""
 
 
 # --------------------------------------------------------------------------- budget
 
 
 def _gauge(spent: float, budget: float) -> str:
-    """An inline SVG bar: the share of ρ spent."""
+    """An inline SVG bar: the share of the budget spent."""
     share = min(spent / budget, 1.0) if budget > 0 else 1.0
     width, height = 240, 14
     colour = "#b91c1c" if share >= 0.9 else BAR_COLOUR
@@ -142,6 +155,46 @@ def _gauge(spent: float, budget: float) -> str:
         f'<rect width="{width}" height="{height}" rx="3" fill="#e5e7eb"/>'
         f'<rect width="{share * width:.1f}" height="{height}" rx="3" fill="{colour}"/></svg>'
     )
+
+
+@dataclass(frozen=True)
+class BudgetUnit:
+    """A budget report in its budget's own unit: ρ for zCDP, ε for pure DP and (ε, δ).
+
+    Attributes:
+        parameter: what a release spends: ``"rho"`` or ``"epsilon"``.
+        symbol: ``"ρ"`` or ``"ε"``.
+        spent: spent so far, in that unit.
+        budget: the whole budget.
+        remaining: what is left.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.api.html import BudgetUnit
+        >>> BudgetUnit.of(pf.accounting.Accountant(pf.PureDP(2.0)).report()).remaining
+        2.0
+    """
+
+    parameter: str
+    symbol: str
+    spent: float
+    budget: float
+    remaining: float
+
+    @classmethod
+    def of(cls, report: BudgetReport) -> BudgetUnit:
+        """``report`` in its budget's unit."""
+        if isinstance(report.budget, zCDP):
+            return cls("rho", "ρ", report.spent_rho, report.budget_rho, report.remaining_rho)
+        return cls(
+            "epsilon", "ε", report.spent_epsilon, report.budget_epsilon, report.remaining_epsilon
+        )
+
+
+def _budget_gauge(report: BudgetReport) -> str:
+    """The gauge in the budget's own unit: ρ for zCDP, ε for pure DP and (ε, δ)."""
+    unit = BudgetUnit.of(report)
+    return _gauge(unit.spent, unit.budget)
 
 
 def _guarantee_table(report: BudgetReport) -> str:
@@ -165,21 +218,54 @@ def _guarantee_table(report: BudgetReport) -> str:
     return table(header, rows, "guarantee: spent + remaining = budget in ρ")
 
 
-def _budget_html(report: BudgetReport) -> str:
-    """The gauge, the budget in ρ, (ε, δ) and μ (or in ε and δ), and a seeded warning."""
-    if not isinstance(report.budget, zCDP):
-        return _epsilon_budget_html(report) + _seeded_html(report)
-    parts = [
-        _gauge(report.spent_rho, report.budget_rho),
-        paragraph(
-            f"rho spent {number(report.spent_rho)} of {number(report.budget_rho)} "
-            f"({number(report.remaining_rho)} remaining) in {report.n_entries} "
-            f"release{'' if report.n_entries == 1 else 's'}"
-        ),
-        _guarantee_table(report),
-        paragraph(_CONVERSION, "pf-meta"),
+def _guarantee_html(report: BudgetReport) -> str:
+    """The guarantee table and how to read it: in ρ, (ε, δ) and μ, or in ε (and δ)."""
+    if isinstance(report.budget, zCDP):
+        return _guarantee_table(report) + paragraph(_CONVERSION, "pf-meta")
+    approx = isinstance(report.budget, ApproxDP)
+    names = {"basic": "basic composition"}
+    rows = [
+        (names.get(name, name), number(eps), *([f"{delta:.3g}"] if approx else []))
+        for name, eps, delta in report.epsilon_rows()
     ]
-    return "".join(parts) + _seeded_html(report)
+    header = ["", "ε", *(["δ"] if approx else [])]
+    return table(header, rows, "guarantee: spent + remaining = budget in ε") + paragraph(
+        _APPROX_NOTE if approx else _PURE_NOTE, "pf-meta"
+    )
+
+
+def _spent_html(report: BudgetReport) -> str:
+    """What was spent, in how many releases; for (ε, δ), what basic composition would say."""
+    n = report.n_entries
+    releases = f"in {n} release{'' if n == 1 else 's'}"
+    if isinstance(report.budget, zCDP):
+        return paragraph(
+            f"rho spent {number(report.spent_rho)} of {number(report.budget_rho)} "
+            f"({number(report.remaining_rho)} remaining) {releases}"
+        )
+    spent = report.spent_epsilon
+    line = f"epsilon spent {number(spent)} of {number(report.budget_epsilon)} "
+    line += f"({number(report.remaining_epsilon)} remaining)"
+    if isinstance(report.budget, ApproxDP):
+        line += f", delta spent {report.spent_delta:.3g} of {report.budget_delta:.3g}"
+    parts = [paragraph(f"{line} {releases}")]
+    basic = report.basic
+    if basic is not None:
+        parts.append(
+            paragraph(
+                f"The ledger charged the tight composition of its releases, ε = {number(spent)}; "
+                f"basic composition (adding their ε and δ) would have charged ε = "
+                f"{number(basic.epsilon)}, δ = {basic.delta:.3g}."
+            )
+        )
+    return "".join(parts)
+
+
+def _budget_html(report: BudgetReport) -> str:
+    """The gauge, what was spent, the guarantee (in ρ, (ε, δ) and μ, or in ε and δ), a warning."""
+    return (
+        _budget_gauge(report) + _spent_html(report) + _guarantee_html(report) + _seeded_html(report)
+    )
 
 
 def _seeded_html(report: BudgetReport) -> str:
@@ -192,65 +278,181 @@ def _seeded_html(report: BudgetReport) -> str:
     )
 
 
-def _epsilon_budget_html(report: BudgetReport) -> str:
-    """A pure-DP or (ε, δ) budget: the gauge of ε, the rows in ε (and δ), basic composition."""
-    basic = report.basic
-    approx = isinstance(report.budget, ApproxDP)
-    spent, total = report.spent_epsilon, report.budget_epsilon
-    n = report.n_entries
-    line = f"epsilon spent {number(spent)} of {number(total)} ({number(report.remaining_epsilon)} "
-    line += "remaining)"
-    if approx:
-        line += f", delta spent {report.spent_delta:.3g} of {report.budget_delta:.3g}"
-    parts = [_gauge(spent, total), paragraph(f"{line} in {n} release{'' if n == 1 else 's'}")]
-    if basic is not None:
-        parts.append(
-            paragraph(
-                f"The ledger charged the tight composition of its releases, ε = {number(spent)}; "
-                f"basic composition (adding their ε and δ) would have charged ε = "
-                f"{number(basic.epsilon)}, δ = {basic.delta:.3g}."
-            )
+def _moment(time: str) -> datetime | None:
+    """A ledger entry's time (UTC ISO-8601; one without a zone is UTC), or None if unreadable."""
+    try:
+        moment = datetime.fromisoformat(time)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _when(time: str) -> str:
+    """A ledger entry's time to the second, as a reader scans a column of them."""
+    moment = _moment(time)
+    return time if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _names(value: object) -> str:
+    """A description's list of names (outputs, columns) as text; anything else as it is."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def _bought(description: Mapping[str, Any] | str) -> str:
+    """What a release bought, as its entry describes it: the outputs with their 95% ±.
+
+    A query's entry lists its ``outputs`` and (since the entries gained it)
+    each one's 95% interval half-width in ``ci95``; a marginals or synthetic
+    data entry its column sets or columns. Entries are written by many
+    versions and ledgers outlive them: any other shape shows what it holds,
+    or nothing. A tuning entry names its histograms.
+    """
+    if isinstance(description, str):
+        return description
+    outputs = description.get("outputs")
+    if isinstance(outputs, Sequence) and not isinstance(outputs, str):
+        widths = description.get("ci95")
+        widths = widths if isinstance(widths, Mapping) else {}
+        return "; ".join(
+            f"{output} {width}"
+            if isinstance(width := widths.get(str(output)), str)
+            else str(output)
+            for output in outputs
         )
-    names = {"basic": "basic composition"}
-    rows = [
-        (names.get(name, name), number(eps), *([f"{delta:.3g}"] if approx else []))
-        for name, eps, delta in report.epsilon_rows()
-    ]
-    header = ["", "ε", *(["δ"] if approx else [])]
-    parts.append(table(header, rows, "guarantee: spent + remaining = budget in ε"))
-    parts.append(paragraph(_APPROX_NOTE if approx else _PURE_NOTE, "pf-meta"))
-    return "".join(parts)
+    marginals = description.get("marginals")
+    if isinstance(marginals, Mapping) and "sets" in marginals:
+        sets = marginals["sets"]
+        if isinstance(sets, Sequence) and not isinstance(sets, str):
+            return "marginals of " + "; ".join(f"({_names(s)})" for s in sets)
+        return f"marginals of {sets}"
+    synthetic = description.get("synthesize")
+    if isinstance(synthetic, Mapping):
+        method = synthetic.get("method", "")
+        return f"synthetic data ({method}) of {_names(synthetic.get('columns', ''))}"
+    tuned = description.get("tune")
+    if isinstance(tuned, Mapping):
+        histograms = tuned.get("histograms", ())
+        if isinstance(histograms, Sequence) and not isinstance(histograms, str):
+            return "tuning histograms: " + "; ".join(
+                str(h.get("histogram", "")) if isinstance(h, Mapping) else str(h)
+                for h in histograms
+            )
+        return f"tuning histograms: {histograms}"
+    return ""
 
 
-def _ledger_html(entries: Sequence[LedgerEntry], caption: str = "ledger") -> str:
-    """The entries' labels, costs and times; a pure-DP or (ε, δ) ledger's costs in ε."""
+def _ledger_html(
+    entries: Sequence[LedgerEntry], caption: str = "ledger", *, bought: bool = False
+) -> str:
+    """The entries' labels, costs (in ρ and δ, ε, or ε and δ) and times; what each bought.
+
+    An entry without a label says so, greyed. ``bought`` adds what each
+    release bought (:func:`_bought`): its outputs with their 95% ±.
+    """
     if not entries:
         return paragraph("no releases yet")
     kind = entries[0].kind
-    if kind is not zCDP:
-        pure = kind is PureDP
-        charged = (
-            (e.index, e.label, number(e.epsilon), *([] if pure else [number(e.delta)]))
-            for e in entries
-        )
-        header = ["#", "label", "ε", *([] if pure else ["δ"]), "time (UTC)", "seeded"]
-        return table(
-            header,
-            (
-                (*cells, e.time, "yes" if e.seeded else "no")
-                for cells, e in zip(charged, entries, strict=True)
-            ),
-            caption,
-        )
+    costs = {zCDP: ["ρ", "δ"], PureDP: ["ε"], ApproxDP: ["ε", "δ"]}[kind]
+    header = [
+        "#",
+        "label",
+        *costs,
+        "time (UTC)",
+        *(["outputs (95% ±)"] if bought else []),
+        "seeded",
+    ]
     rows = (
-        (e.index, e.label, number(e.rho), number(e.delta), e.time, "yes" if e.seeded else "no")
+        (
+            e.index,
+            e.label or Greyed("(no label)", "this release was given no label"),
+            *(number(float(e.exact_rho)), number(e.delta))[: len(costs)],
+            _when(e.time),
+            *([_bought(e.description)] if bought else []),
+            "yes" if e.seeded else "no",
+        )
         for e in entries
     )
-    return table(["#", "label", "ρ", "δ", "time (UTC)", "seeded"], rows, caption)
+    return table(header, rows, caption)
+
+
+def _spending_chart(entries: Sequence[LedgerEntry], report: BudgetReport) -> str:
+    """The budget spent over time: a step line of the running total, in the budget's unit.
+
+    An (ε, δ) ledger charges the tight composition of its releases, which
+    no sum of entries gives: its line adds each release's ε (basic
+    composition), which the charged total never exceeds, and says so.
+    """
+    unit = BudgetUnit.of(report)
+    points: list[tuple[float, float]] = []
+    total = 0.0
+    for entry in entries:
+        # An entry whose time cannot be read still counts: at the next readable point.
+        total += float(entry.exact_rho)  # ρ, or ε
+        moment = _moment(entry.time)
+        if moment is None:
+            continue
+        if not points:
+            points.append((moment.timestamp(), 0.0))
+        points.append((moment.timestamp(), total))
+    if points and points[-1][1] != total:  # the last entries' times cannot be read
+        points.append((points[-1][0], total))
+    name = f"{unit.symbol} spent"
+    if isinstance(report.budget, ApproxDP):
+        name += ", adding each release's (basic composition: the ledger charged at most this)"
+    return line_chart(
+        [Series(name, tuple(points))],
+        x_label="time (UTC)",
+        y_label=f"{unit.symbol} spent",
+        x_text=_clock(points),
+        step=True,
+        title=f"{unit.symbol} spent over time",
+        level=unit.budget,
+        level_label=f"budget: {unit.symbol} = {number(unit.budget)}",
+    )
+
+
+def _clock(points: Sequence[tuple[float, float]]) -> Callable[[float], str]:
+    """How the chart writes a time: finer the shorter the span its ticks cover."""
+    span = points[-1][0] - points[0][0] if points else 0.0
+    if span < 10:  # releases in quick succession (a script's): fractions of a second
+        cut = 3 if span < 1 else 5
+        return lambda seconds: datetime.fromtimestamp(seconds, UTC).strftime("%H:%M:%S.%f")[:-cut]
+    form = "%H:%M:%S" if span < 3600 else "%b %d %H:%M" if span < 2 * 86400 else "%Y-%m-%d"
+    return lambda seconds: datetime.fromtimestamp(seconds, UTC).strftime(form)
+
+
+def _remaining_html(report: BudgetReport) -> str:
+    """What is left to spend, large, in the budget's unit, and what it is worth in the others."""
+    unit = BudgetUnit.of(report)
+    if isinstance(report.budget, zCDP):
+        delta = report.delta + report.remaining_delta
+        worth = f"zCDP: worth (ε, δ) = ({number(report.remaining_epsilon)}, {delta:.3g})"
+        if report.remaining_mu is not None:  # None for a non-zCDP report only
+            worth += f" or μ = {number(report.remaining_mu)} (Gaussian DP)"
+    else:
+        worth = "pure ε-DP, at δ = 0"
+        if isinstance(report.budget, ApproxDP):
+            worth = f"(ε, δ)-DP, with δ = {report.remaining_delta:.3g} remaining"
+    return (
+        f'<p class="pf-remaining"><strong class="pf-big">{text(number(unit.remaining))}</strong> '
+        f"{unit.symbol} remaining of {text(number(unit.budget))}</p>" + paragraph(worth, "pf-meta")
+    )
 
 
 _LEDGER_ROWS = 50
 """A notebook shows the ledger's newest entries only: a long-lived ledger holds many."""
+
+
+def _shown(
+    ledger: Sequence[LedgerEntry], what: str, where: str
+) -> tuple[Sequence[LedgerEntry], str]:
+    """The newest entries a view lists, and a caption saying when they are not all, and where."""
+    shown = ledger[-_LEDGER_ROWS:]
+    if len(ledger) > len(shown):
+        return shown, f"{what}: the last {len(shown)} of {len(ledger)} releases ({where} has all)"
+    return shown, what
 
 
 def session_html(sess: SessionView) -> str:
@@ -278,16 +480,49 @@ def session_html(sess: SessionView) -> str:
         >>> "epsilon spent 0.25 of 1" in page, "basic composition" in page
         (True, True)
     """
-    ledger = sess.ledger
-    shown = ledger[-_LEDGER_ROWS:]
-    caption = "ledger"
-    if len(ledger) > len(shown):
-        caption = f"ledger: the last {len(shown)} of {len(ledger)} releases (sess.ledger has all)"
+    shown, caption = _shown(sess.ledger, "ledger", "sess.ledger")
     return (
         '<div class="privframe">'
         + paragraph("privframe session")
         + _budget_html(sess.report())
         + _ledger_html(shown, caption)
+        + "</div>"
+    )
+
+
+def dashboard_html(sess: SessionView) -> str:
+    """A session's budget as the server's dashboard shows it for one dataset.
+
+    First what remains, large, in the budget's unit (ρ with the (ε, δ) and
+    μ it is worth, ε, or ε and δ), then the gauge, the budget spent over
+    time (a chart), the releases newest first with what each cost and bought
+    (its outputs and their 95% ±) and the guarantee. Only budget facts
+    appear, every text escaped: labels and output names are the analyst's.
+
+    Example:
+        >>> import polars as pl
+        >>> import privframe as pf
+        >>> from privframe.api.html import dashboard_html
+        >>> sess = pf.Session(pl.DataFrame({"u": [1, 2]}), "u", pf.zCDP(0.5))
+        >>> _ = sess.query().bound(max_rows=1).agg(pf.count()).release(rho=0.25, label="<b>")
+        >>> page = dashboard_html(sess)
+        >>> 'class="pf-big">0.25</strong> ρ remaining' in page, "<td>&lt;b&gt;</td>" in page
+        (True, True)
+        >>> page.count('class="pf-line"')
+        1
+    """
+    ledger = sess.ledger  # read once: a release in between must not split the page
+    report = sess.report()
+    shown, caption = _shown(ledger, "releases, newest first", "GET /v1/datasets/NAME/budget")
+    return (
+        '<div class="privframe pf-dashboard">'
+        + _remaining_html(report)
+        + _budget_gauge(report)
+        + _spent_html(report)
+        + _seeded_html(report)
+        + _spending_chart(ledger, report)
+        + _ledger_html(shown[::-1], caption, bought=True)
+        + _guarantee_html(report)
         + "</div>"
     )
 
@@ -608,6 +843,7 @@ def report_html(
     *,
     accounting: str = "zcdp",
     tables: Sequence[str] = (),
+    plan: str = "",
 ) -> str:
     """A complete, self-contained HTML report page.
 
@@ -624,6 +860,10 @@ def report_html(
             whatever ``accounting`` says.
         tables: the page's sections of marginals and synthetic tables, as HTML
             made by :mod:`privframe.api.report_output`, after the queries.
+        plan: the report's budget plan as HTML
+            (:meth:`BudgetPlan.html <privframe.api.budget_plan.BudgetPlan.html>`):
+            each output's interval at the report's split and against the
+            total, in a section before the budget's.
 
     Example:
         >>> from datetime import UTC, datetime
@@ -634,18 +874,41 @@ def report_html(
         >>> page.startswith("<!DOCTYPE html>"), "<h1>Q&amp;A</h1>" in page
         (True, True)
     """
-    return (
-        '<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head>'
-        f'<meta charset="utf-8"/><title>{text(title)}</title>'
-        f"<style>{_PAGE_STYLE}</style></head><body>"
-        f"<h1>{text(title)}</h1>"
-        + _front_matter(created, sections, charged)
+    planned = (
+        '<section id="plan"><h2>How the budget was split</h2>' + plan + "</section>" if plan else ""
+    )
+    return page_html(
+        title,
+        _front_matter(created, sections, charged)
         + "".join(_section_html(i, s) for i, s in enumerate(sections, 1))
         + "".join(tables)
+        + planned
         + '<section id="budget"><h2>Privacy budget</h2>'
         + _report_guarantee(charged, budget, accounting)
         + _ledger_html(charged, "this report's ledger entries")
         + "<h3>The ledger after this report</h3>"
         + _budget_html(budget)
-        + "</section></body></html>\n"
+        + "</section>",
+    )
+
+
+def page_html(title: str, body: str) -> str:
+    """A complete, self-contained page: ``title`` as its heading, then ``body`` (HTML).
+
+    The page loads nothing from outside and reads well on a phone (its
+    viewport is the device's; wide tables scroll in their own box).
+
+    Example:
+        >>> from privframe.api.html import page_html
+        >>> page = page_html("Plan <1>", "<p>hi</p>")
+        >>> "<h1>Plan &lt;1&gt;</h1><p>hi</p>" in page, 'name="viewport"' in page
+        (True, True)
+    """
+    return (
+        '<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head>'
+        '<meta charset="utf-8"/>'
+        '<meta name="viewport" content="width=device-width, initial-scale=1"/>'
+        f"<title>{text(title)}</title>"
+        f"<style>{PAGE_STYLE}</style></head><body>"
+        f"<h1>{text(title)}</h1>" + body + "</body></html>\n"
     )

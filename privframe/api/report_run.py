@@ -25,11 +25,12 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import pandas as pd
 import polars as pl
@@ -39,6 +40,7 @@ from privframe.accounting.budgets import ApproxDP, PureDP, zCDP
 from privframe.accounting.ledger import LedgerEntry
 from privframe.api import report_output
 from privframe.api._frames import Frame
+from privframe.api.budget_plan import BudgetPlan, PlanItem, plan_items, query_item, total_of
 from privframe.api.client import TOKEN_ENV, RemoteBatch, RemoteSession, connect
 from privframe.api.html import ReportSection, report_html
 from privframe.api.query import Bound, Query
@@ -54,6 +56,8 @@ from privframe.api.sql import Column, SQLQuery
 from privframe.api.synthesis import Explained
 from privframe.errors import BudgetExceededError, PrivframeError
 from privframe.mechanisms.noise import SeededRandomness
+from privframe.numeric import Number
+from privframe.plan.aggregates.base import Width
 from privframe.plan.explanation import Explanation
 from privframe.plan.release import added
 from privframe.plan.release_options import ReleaseOptions
@@ -128,7 +132,7 @@ class PlannedTables:
         return str(self.explained)
 
 
-def _explain_tables(sess: Session, entry: MarginalsSpec | SyntheticSpec) -> Explained:
+def explain_tables(sess: Session, entry: MarginalsSpec | SyntheticSpec) -> Explained:
     """The Session's explanation of an entry's call: it reads no data and spends nothing."""
     if isinstance(entry, MarginalsSpec):
         return sess.explain_marginals(
@@ -213,6 +217,7 @@ def prepare(
     dry_run: bool = False,
     server: str | None = None,
     verify: bool | str = True,
+    fits: bool = True,
 ) -> Report:
     """Open the session, build and explain every query, and check the whole report fits.
 
@@ -222,6 +227,8 @@ def prepare(
     A spec whose ``[data]`` names a ``dataset`` runs on the privframe server
     at ``server`` (``privframe report --server URL``), with the token in
     ``PRIVFRAME_TOKEN`` and ``verify`` as :func:`~privframe.connect` takes it.
+    ``fits=False`` (a plan, never a run) skips the check that the report fits
+    what the ledger has left.
 
     Raises:
         SpecError: the data or ledger (or the server's dataset) cannot be
@@ -231,10 +238,10 @@ def prepare(
             ledger has left.
     """
     if spec.dataset is not None or server is not None:
-        return _checked(spec, _remote(spec, server, verify))
+        return _checked(spec, _remote(spec, server, verify), fits)
     fresh = spec.ledger is None or not spec.ledger.exists()
     # With no ledger file nothing was spent yet: the budget in memory answers the checks.
-    report = _checked(spec, _session(spec, None if fresh else spec.ledger))
+    report = _checked(spec, _session(spec, None if fresh else spec.ledger), fits)
     if fresh and not dry_run:
         report = _checked(spec, _session(spec, spec.ledger))
     return report
@@ -268,8 +275,8 @@ def _remote(spec: ReportSpec, server: str | None, verify: bool | str) -> RemoteS
     return sess
 
 
-def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
-    """The report over ``sess``, once every query plans and the total fits."""
+def _checked(spec: ReportSpec, sess: Session | RemoteSession, fits: bool = True) -> Report:
+    """The report over ``sess``, once every query plans and (if ``fits``) the total fits."""
     planned, problems = [], []
     for query in spec.queries:
         try:
@@ -294,12 +301,14 @@ def _checked(spec: ReportSpec, sess: Session | RemoteSession) -> Report:
             problems.append(f"{kind} {entry.name!r}: a server's dataset releases queries only")
             continue
         try:
-            tables.append(PlannedTables(entry, _explain_tables(sess, entry)))
+            tables.append(PlannedTables(entry, explain_tables(sess, entry)))
         except PrivframeError as err:
             problems.append(f"{kind} {entry.name!r}: {err}")
     if problems:
         raise SpecError("\n".join(problems))
     report = Report(spec, sess, tuple(planned), tuple(tables))
+    if not fits:
+        return report
     try:
         sess.check_cost(report.cost)
     except BudgetExceededError:
@@ -394,6 +403,56 @@ class Report:
         parts = [f"{n} {one if n == 1 else many}" for n, one, many in counts if n]
         return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
+    def budget_plan(
+        self,
+        *,
+        rho: Number | None = None,
+        epsilon: Number | None = None,
+        shares: Mapping[str, Number] | None = None,
+        rows: float | Mapping[str, float] | None = None,
+    ) -> BudgetPlan:
+        """The report's budget plan (:func:`privframe.plan_budget`): every entry's intervals.
+
+        By default at the spec's own split: its entries' budgets added up are
+        the total, and each entry's over it its share. ``rho`` (or
+        ``epsilon``), ``shares`` and ``rows`` are :func:`~privframe.plan_budget`'s.
+        A synthetic table is planned for its cost alone: its rows carry no interval.
+        """
+        parameter = self.spec.spending.parameter
+        items = [query_item(p.spec.name, p.query, parameter, p.spec.delta) for p in self.planned]
+        items += [self._table_item(t.spec, parameter) for t in self.tables]
+        amounts = {e.spec.name: getattr(e.spec, parameter) for e in self.entries}
+        written = sum(amounts.values(), Fraction(0))
+        asked = rho is not None or epsilon is not None
+        total = total_of(parameter, rho, epsilon) if asked else written
+        if shares is None:
+            shares = {name: amount / written for name, amount in amounts.items()}
+        left = self.session.remaining
+        return plan_items(items, parameter, total, shares, rows, left=left)
+
+    def _table_item(self, entry: MarginalsSpec | SyntheticSpec, parameter: str) -> PlanItem:
+        """A marginals or synthetic entry as a plan item, explained at any amount."""
+        sess = self.session
+        assert isinstance(sess, Session)  # a server's dataset releases queries only
+
+        def widths(amount: Fraction) -> tuple[tuple[str, Width], ...]:
+            at: dict[str, Any] = {parameter: amount}
+            return explain_tables(sess, dataclasses.replace(entry, **at)).widths
+
+        kind = "marginals" if isinstance(entry, MarginalsSpec) else "synthetic table"
+        return PlanItem(entry.name, widths, kind)
+
+    @functools.cached_property
+    def plan_section(self) -> str:
+        """The page's plan (HTML): each output's interval at this run's split and against the total.
+
+        Public parameters only; made once, before the run charges anything.
+        """
+        return self.budget_plan().html(
+            heading=f"this run spends {_cost(self.cost)}, split over its entries as below: each "
+            "output's 95% interval at its share, and against the total budget"
+        )
+
     def plan_text(self) -> str:
         """The plan a dry run prints: each entry's explanation, the total and the budget left."""
         blocks = [f"== {p.spec.name}: {_cost(p.cost)} ==\n{p.explanation}" for p in self.planned]
@@ -455,6 +514,8 @@ class Report:
         staging = report_output.staging_folder(out)
         refused = False
         try:
+            # The page's plan, made before the charge: a failure there spends nothing.
+            _ = self.plan_section
             batch = self._compute(stream)
             with _signals_deferred() as deferred:
                 failure, charged = self._charge_and_write(batch, staging, out, stream)
@@ -638,6 +699,7 @@ class Report:
             entries,
             accounting=self.spec.accounting,
             tables=tables,
+            plan=self.plan_section,
         )
         note = f"privframe report {self.spec.title!r}, charged {_cost(self.cost)}"
         report_output.publish(staging, out, page, seeded=seeded, note=note)

@@ -43,6 +43,7 @@ from privframe.accounting.budgets import PureDP, zCDP
 from privframe.accounting.events import PureDPEvent, ZCDPEvent
 from privframe.errors import InvalidArgumentError, InvalidValueError
 from privframe.mechanisms.noise import SystemRandomness
+from privframe.plan.aggregates.base import Width
 from privframe.plan.marginals import (
     Domains,
     Measurer,
@@ -100,10 +101,15 @@ class Explained:
     Attributes:
         cost: the whole charge, one ledger entry.
         lines: the steps, in words, with each measurement's noise and cost.
+        widths: per marginal table (its columns joined by ``×``), a cell's
+            noise: its std and the half-width of its exact 95% interval
+            (``count_ci95_low`` and ``count_ci95_high`` are the noisy cell ∓ it,
+            clipped at 0); none for a synthetic table, whose rows carry no interval.
     """
 
     cost: Spendable
     lines: tuple[str, ...]
+    widths: tuple[tuple[str, Width], ...] = ()
 
     def __str__(self) -> str:
         return "\n".join(self.lines)
@@ -275,7 +281,10 @@ def explain_marginals(
         "then post-processing: the least-squares marginals that are non-negative and agree "
         "where they share columns"
     )
-    return Explained(prepared.cost, tuple(lines))
+    widths = tuple(
+        (" × ".join(s), Width(noise.halfwidth(share), noise.std(share))) for s in column_sets
+    )
+    return Explained(prepared.cost, tuple(lines), widths)
 
 
 def marginals(

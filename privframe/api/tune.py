@@ -76,6 +76,7 @@ __all__ = [
     "TuningDoor",
     "TuningServer",
     "bias_notes",
+    "estimated_bias",
     "tune",
 ]
 
@@ -223,6 +224,23 @@ class Tuned(Generic[Q]):
         )
 
 
+def estimated_bias(table: Sequence[Row]) -> dict[str, tuple[float, str]]:
+    """Tune's estimated bias of bounding per output, relative to its size, with its uncertainty.
+
+    Read from tune's table (a server's tune returns the table alone): per
+    output, the bias and the std of its estimate as the table writes it.
+
+    Example:
+        >>> estimated_bias([("s bias", "relative", -0.004, "…, ± 0.001 (the noisy tail)")])
+        {'s': (-0.004, '0.001')}
+    """
+    return {
+        item.removesuffix(" bias"): (value, note.rpartition("± ")[2].split(" ")[0])
+        for item, statistic, value, note in table
+        if statistic == "relative" and item.endswith(" bias")
+    }
+
+
 def bias_notes(table: Sequence[Row], plan_rho: float) -> tuple[str, ...]:
     """Lines stating tune's estimated bias of bounding beside the noise, from its table's rows.
 
@@ -237,7 +255,6 @@ def bias_notes(table: Sequence[Row], plan_rho: float) -> tuple[str, ...]:
           s: bias -0.004 ± 0.001 beside noise σ 0.002; its bounds clip 1% of the values' mass
     """
     values = {(item, statistic): value for item, statistic, value, _ in table}
-    notes = {item: note for item, _, _, note in table}
     if ("rows dropped", "fraction") not in values:
         return ()  # a table from before tune estimated its bias
     lines = [
@@ -246,13 +263,9 @@ def bias_notes(table: Sequence[Row], plan_rho: float) -> tuple[str, ...]:
         "  rows dropped by max_groups and max_rows_per_group: "
         f"{values[('rows dropped', 'fraction')]:.2%}".replace(".00%", "%"),
     ]
-    for item, statistic in values:
-        if statistic != "relative" or not item.endswith(" bias"):
-            continue
-        name = item.removesuffix(" bias")
-        uncertainty = notes[item].rpartition("± ")[2].split(" ")[0]
+    for name, (bias, uncertainty) in estimated_bias(table).items():
         line = (
-            f"  {name}: bias {values[(item, statistic)]:.3g} ± {uncertainty} beside noise "
+            f"  {name}: bias {bias:.3g} ± {uncertainty} beside noise "
             f"σ {values[(f'{name} noise', 'relative')]:.3g}"
         )
         clipped = values.get((f"{name} clipped", "fraction"))

@@ -58,9 +58,10 @@ def test_a_pure_session_shows_epsilon_spent_remaining_and_its_ledger_in_epsilon(
     assert "<tr><td>budget</td><td>1</td></tr>" in page
     assert "<tr><td>spent</td><td>0.375</td></tr>" in page
     assert "<tr><td>remaining</td><td>0.625</td></tr>" in page
-    assert "<th>#</th><th>label</th><th>ε</th><th>time (UTC)</th>" in page
+    header = ("#", "label", "ε", "time (UTC)")
+    assert "".join(f'<th scope="col">{h}</th>' for h in header) in page
     for entry in sess.ledger:
-        assert f"<td>{entry.epsilon:.6g}</td><td>{entry.time}</td>" in page
+        assert f"<td>{entry.epsilon:.6g}</td><td>{entry.time[:19].replace('T', ' ')}</td>" in page
     assert "ρ" not in page
     assert "μ" not in page
     assert "Dwork &amp; Roth 2014" in page
@@ -95,7 +96,7 @@ def test_an_approx_session_shows_its_tight_charge_beside_basic_composition() -> 
     )
     assert "<tr><td>basic composition</td><td>3</td><td>3e-05</td></tr>" in page
     assert f"<tr><td>spent</td><td>{report.spent_epsilon:.6g}</td><td>3e-05</td></tr>" in page
-    assert "<th>label</th><th>ε</th><th>δ</th>" in page
+    assert '<th scope="col">label</th><th scope="col">ε</th><th scope="col">δ</th>' in page
     assert "<td>q29</td><td>0.1</td><td>1e-06</td>" in page
     assert "Feldman &amp; Zrnic 2021" in page
     assert "ρ" not in page

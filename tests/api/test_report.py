@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 import re
 import shutil
-import struct
-import subprocess
 import sys
 import warnings
 import xml.etree.ElementTree as ET
-import zlib
 from fractions import Fraction
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
+from browser_setup import chromium, rendered, screenshot
 
 import privframe as pf
 from privframe.accounting.accountant import Accountant
@@ -545,41 +543,6 @@ def test_sql_that_does_not_parse_exits_2(folder: Path, capsys: pytest.CaptureFix
 # --------------------------------------------------------------------------- in a browser
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail(
-                "chromium is not installed: .ci/run installs it (apt-get install chromium); "
-                "the headless browser test must not be skipped in CI"
-            )
-        pytest.skip("chromium is not installed (apt-get install chromium); runs in CI")
-    return found
-
-
-def _browser(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [_chromium(), "--headless", "--disable-gpu", "--no-sandbox", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
-
-
-def _distinct_rows(png: bytes) -> int:
-    """How many different pixel rows a PNG has: a blank page has one or two."""
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    position, height, data = 8, 0, []
-    while position < len(png):
-        (length,) = struct.unpack(">I", png[position : position + 4])
-        kind = png[position + 4 : position + 8]
-        chunk = png[position + 8 : position + 8 + length]
-        if kind == b"IHDR":
-            _, height = struct.unpack(">II", chunk[:8])
-        elif kind == b"IDAT":
-            data.append(chunk)
-        position += 12 + length
-    raw = zlib.decompress(b"".join(data))
-    stride = len(raw) // height
-    return len({raw[i * stride : (i + 1) * stride] for i in range(height)})
-
-
 class _Dom(HTMLParser):
     """Tables, and per chart its bars and error bars, in a browser's serialised DOM."""
 
@@ -606,13 +569,13 @@ class _Dom(HTMLParser):
 
 @pytest.mark.slow
 def test_report_renders_in_headless_chromium(folder: Path) -> None:
-    _chromium()
+    chromium()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _run(folder) == ExitCode.OK
     page = (folder / "out" / "report.html").resolve()
     dom = _Dom()
-    dom.feed(_browser("--dump-dom", page.as_uri()).stdout)
+    dom.feed(rendered(page.as_uri()))
     assert dom.tables >= 3 * 3  # per query: its plan, the result, the measurements
     months = pl.read_csv(folder / "out" / "months.csv").height
     # The third chart is of the sum: the median's error is in ranks, drawn without bars.
@@ -622,9 +585,8 @@ def test_report_renders_in_headless_chromium(folder: Path) -> None:
         {"pf-bar": 2, "pf-err": 2},
     ]
 
-    shot = folder / "shot.png"
-    _browser(f"--screenshot={shot}", "--window-size=1000,1400", page.as_uri())
-    assert _distinct_rows(shot.read_bytes()) > 100
+    pixels = screenshot(page.as_uri(), folder / "shot.png", 1000, 1400)
+    assert len(np.unique(pixels.reshape(pixels.shape[0], -1), axis=0)) > 100  # not a blank page
 
 
 def test_docs_show_the_example_spec() -> None:

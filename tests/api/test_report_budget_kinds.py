@@ -178,7 +178,7 @@ def test_a_pure_report_spends_epsilon_exactly_and_shows_it(
     assert "cost ε = 0.25; ledger label" in page
     assert "This report&#x27;s 3 release(s) charged ε = 0.5 (pure DP)" in page
     assert "epsilon spent 0.5 of 1 (0.5 remaining) in 3 releases" in page
-    assert "<th>ε</th>" in page
+    assert '<th scope="col">ε</th>' in page
     assert "ρ" not in page.split('<section id="budget">')[1]
 
 

@@ -120,7 +120,7 @@ def test_a_report_writes_its_synthetic_table_and_marginals_and_charges_each(
     assert "3 release(s) charged ρ = 0.4" in page  # the page's guarantee counts every entry
     root = ET.fromstring(page.split("\n", 1)[1])  # still well-formed XML, after the doctype
     sections = [s.get("id") for s in root.iter("{http://www.w3.org/1999/xhtml}section")]
-    assert sections == ["query-1", "table-1", "table-2", "budget"]
+    assert sections == ["query-1", "table-1", "table-2", "plan", "budget"]
 
 
 def test_a_dry_run_explains_every_entry_and_spends_nothing(
