@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import polars as pl
 
 import privframe as pf
-from privframe.api.client import tls_context
+from privframe.api.client import RemoteSession, tls_context
+from privframe.api.query import Query
 from privframe.api.server.store import Store
 
 DATASET = "transactions"
@@ -81,6 +83,17 @@ def add_analyst(database: str, name: str, rho: float, dataset: str = DATASET) ->
     finally:
         store.close()
     return token
+
+
+def quickstart(sess: pf.Session | RemoteSession) -> Query:
+    """The README's quickstart query: counts and mean amounts of adults by region."""
+    return (
+        sess.query()
+        .filter(pl.col("age") >= 18)
+        .bound(max_groups=3, max_rows_per_group=5)
+        .group_by("region", keys=REGIONS)
+        .agg(pf.count(), pf.mean("amount", bounds=(0, 1000)).alias("avg_amount"))
+    )
 
 
 class ServerProcess:

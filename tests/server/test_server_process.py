@@ -7,13 +7,12 @@
 * a server killed (SIGKILL) mid-release and restarted has a consistent ledger
   holding every release it answered;
 
-these two on both databases: SQLite, and a real PostgreSQL server the tests start;
-* the dashboard page renders each analyst's budget in headless Chromium.
+these two on both databases: SQLite, and a real PostgreSQL server the tests start.
+(The dashboard in headless Chromium: test_dashboard_in_chromium.py.)
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -28,10 +27,9 @@ import polars as pl
 import pytest
 from postgres_service import database_url, postgres_url  # noqa: F401  (fixtures)
 from scipy import stats
-from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, write_config
+from server_setup import DATASET, REGIONS, ServerProcess, add_analyst, quickstart, write_config
 
 import privframe as pf
-from privframe.api.query import Query
 from privframe.api.server.config import load_config
 from privframe.api.server.store import Store
 from privframe.errors import BudgetExceededError, ServerError
@@ -49,16 +47,6 @@ def _database(server: ServerProcess) -> str:
     return load_config(server.config).database
 
 
-def _quickstart(sess: pf.Session | pf.api.client.RemoteSession) -> Query:
-    return (
-        sess.query()
-        .filter(pl.col("age") >= 18)
-        .bound(max_groups=3, max_rows_per_group=5)
-        .group_by("region", keys=REGIONS)
-        .agg(pf.count(), pf.mean("amount", bounds=(0, 1000)).alias("avg_amount"))
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.statistical
 def test_the_quickstart_run_remotely_has_the_local_noise_distribution(
@@ -70,8 +58,8 @@ def test_the_quickstart_run_remotely_has_the_local_noise_distribution(
     local = pf.Session(data, "user_id", pf.zCDP(100.0))
     remote_counts, local_counts = [], []
     for _ in range(60):
-        remote_counts += _quickstart(remote).release(rho=0.02)["count"].to_list()
-        local_counts += _quickstart(local).release(rho=0.02)["count"].to_list()
+        remote_counts += quickstart(remote).release(rho=0.02)["count"].to_list()
+        local_counts += quickstart(local).release(rho=0.02)["count"].to_list()
     # Same data, same plan: the same exact counts per region plus noise of one distribution.
     by_region = [stats.ks_2samp(remote_counts[i::4], local_counts[i::4]).pvalue for i in range(4)]
     assert min(by_region) > ALPHA / 4, by_region
@@ -151,7 +139,7 @@ def test_a_server_killed_mid_release_restarts_with_a_consistent_ledger(
             while not stop.is_set():
                 label = f"w{worker}/{i}"
                 try:
-                    _quickstart(sess).release(rho=0.01, label=label)
+                    quickstart(sess).release(rho=0.01, label=label)
                     answered.append(label)
                 except ServerError:
                     return  # the server is gone
@@ -173,7 +161,7 @@ def test_a_server_killed_mid_release_restarts_with_a_consistent_ledger(
         assert set(answered) <= labels  # nothing was answered before its charge was durable
         assert len(labels) == len(entries)
         assert sess.spent == pf.zCDP(Fraction(len(entries), 100))
-        _quickstart(sess).release(rho=0.01, label="after")  # and it goes on charging
+        quickstart(sess).release(rho=0.01, label="after")  # and it goes on charging
         assert len(sess.ledger) == len(entries) + 1
         sess.close()
     store = Store(database)
@@ -181,52 +169,6 @@ def test_a_server_killed_mid_release_restarts_with_a_consistent_ledger(
     ledger.verify()  # the hash chain and the totals, from the first entry
     ledger.close()
     store.close()
-
-
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium); runs in CI")
-    return found
-
-
-def _rendered(url: str, profile: Path) -> str:
-    command = [
-        _chromium(),
-        "--headless",
-        "--disable-gpu",
-        "--no-sandbox",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--virtual-time-budget=20000",
-        "--dump-dom",
-        url,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
-
-
-@pytest.mark.slow
-def test_the_dashboard_shows_the_analysts_budget_in_headless_chromium(
-    server: ServerProcess, tmp_path: Path
-) -> None:
-    token = add_analyst(_database(server), "alice", 1.0)
-    sess = pf.connect(server.url, DATASET, token, results="polars")
-    _quickstart(sess).release(rho=0.25, label="regions-by-count")
-    dom = _rendered(f"{server.url}/dashboard#token={token}", tmp_path / "profile")
-    assert 'data-state="shown"' in dom
-    assert f'data-name="{DATASET}"' in dom
-    assert "regions-by-count" in dom  # the ledger's entry
-    assert "0.25" in dom
-    assert "0.75" in dom
-    refused = _rendered(f"{server.url}/dashboard#token=pf_wrong", tmp_path / "profile2")
-    assert 'data-state="refused"' in refused
-    assert "regions-by-count" not in refused
-    sess.close()
 
 
 def _certificate(folder: Path) -> tuple[Path, Path]:
@@ -253,7 +195,7 @@ def test_the_server_speaks_https_when_given_a_certificate(tmp_path: Path) -> Non
     token = add_analyst(load_config(config).database, "alice", 1.0)
     with ServerProcess(config, scheme="https", verify=str(cert)) as server:
         sess = pf.connect(server.url, DATASET, token, results="polars", verify=str(cert))
-        assert _quickstart(sess).release(rho=0.1).height == len(REGIONS)
+        assert quickstart(sess).release(rho=0.1).height == len(REGIONS)
         sess.close()
         with pytest.raises(ServerError, match=r"CERTIFICATE_VERIFY_FAILED|certificate"):
             pf.connect(server.url, DATASET, token)  # the system's CAs do not know it

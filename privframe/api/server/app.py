@@ -15,7 +15,9 @@ Every answer other than 200 is ``{"error": {"type", "message"}}``, the
 framework's own (an unknown route, a method a route does not take, an
 invalid query parameter, an unhandled exception) included: the type is a
 :mod:`privframe.errors` class the client raises again, and the message is the
-library's own, which never holds a data value nor repeats the request. Every request, answered or
+library's own, which never holds a data value nor repeats the request (but for
+the planner's SQL errors, which name the construct of the analyst's own text
+they refuse, as a local parse does). Every request, answered or
 refused, is one record of the audit log, holding its route, status, the
 budget a release asked (ρ, or ε and δ), and the error type only.
 
@@ -24,6 +26,8 @@ budget a release asked (ρ, or ε and δ), and the error type only.
 ``GET  /v1/datasets/{name}``    its public schema, metadata and limits
 ``GET  /v1/datasets/{name}/budget``  budget report and ledger (own only)
 ``GET  /v1/datasets/{name}/view``    the notebook view of the budget (HTML)
+``GET  /v1/datasets/{name}/dashboard``  the dashboard's section of it (HTML)
+``POST /v1/datasets/{name}/plan``    the budget planner for an SQL query (HTML): spends nothing
 ``POST /v1/datasets/{name}/check``   a plan against the public schema
 ``POST /v1/datasets/{name}/explain`` the public facts an explanation needs
 ``POST /v1/datasets/{name}/release`` requests, released all or nothing
@@ -104,13 +108,25 @@ _DATABASE_DOWN = (
 )
 
 
-class _Envelope(pydantic.BaseModel):
+class _Strict(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+
+
+class _Envelope(_Strict):
+    """A body in the client's wire format, whose version must be the server's."""
 
     version: int
 
 
-_Body = TypeVar("_Body", bound=_Envelope)
+_Body = TypeVar("_Body", bound=_Strict)
+
+
+class _PlannerBody(_Strict):
+    """The dashboard's planner: no wire version, as the page comes from the server itself."""
+
+    sql: str
+    rho: float | None = None
+    epsilon: float | None = None
 
 
 class _PlanBody(_Envelope):
@@ -201,7 +217,7 @@ def _envelope(model: type[_Body], body: Any) -> _Body:
             message = "the request body must be a JSON object"
     if message is not None:
         raise RefusalError(400, "InvalidArgumentError", message)
-    if parsed.version != WIRE_VERSION:
+    if isinstance(parsed, _Envelope) and parsed.version != WIRE_VERSION:
         raise RefusalError(
             400,
             "InvalidArgumentError",
@@ -225,7 +241,7 @@ async def _answer(
     action: str,
     dataset: str | None,
     work: Callable[[str, Any, dict[str, str]], Any],
-    model: type[_Envelope] | None = None,
+    model: type[_Strict] | None = None,
 ) -> Response:
     """Authenticate, read the body, run ``work`` off the event loop, audit, answer.
 
@@ -335,6 +351,18 @@ def create_app(
             return HTMLResponse(served.view(analyst, name), headers=_HEADERS)
 
         return await _answer(served, request, "view", name, work)
+
+    @app.get("/v1/datasets/{name}/dashboard")
+    async def dashboard_section(request: HTTPRequest, name: str) -> Response:
+        def work(analyst: str, _: Any, __: Any) -> Response:
+            return HTMLResponse(served.dashboard(analyst, name), headers=_HEADERS)
+
+        return await _answer(served, request, "dashboard", name, work)
+
+    @app.post("/v1/datasets/{name}/plan")
+    async def plan(request: HTTPRequest, name: str) -> Response:
+        work = lambda a, body, _: served.plan(a, name, body.sql, body.rho, body.epsilon)  # noqa: E731
+        return await _answer(served, request, "plan", name, work, _PlannerBody)
 
     @app.post("/v1/datasets/{name}/check")
     async def check(request: HTTPRequest, name: str) -> Response:

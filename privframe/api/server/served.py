@@ -42,8 +42,10 @@ from privframe.accounting._kinds import Spendable
 from privframe.accounting.accountant import Accountant
 from privframe.accounting.budgets import zCDP
 from privframe.api.html import session_html
+from privframe.api.planning import plan_budget
 from privframe.api.query import Request
 from privframe.api.server.config import DatasetConfig, ServerConfig
+from privframe.api.server.dashboard import dataset_html
 from privframe.api.server.store import Store
 from privframe.api.session import Session
 from privframe.api.spec_values import SpecError
@@ -246,6 +248,25 @@ class Served:
     def view(self, analyst: str, name: str) -> str:
         """The notebook view of the analyst's budget on a dataset (HTML)."""
         return session_html(self.session(analyst, name))
+
+    def dashboard(self, analyst: str, name: str) -> str:
+        """The dataset's section of the analyst's dashboard (HTML): its budget and the planner."""
+        return dataset_html(name, self.session(analyst, name))
+
+    def plan(
+        self, analyst: str, name: str, sql: str, rho: float | None, epsilon: float | None
+    ) -> dict[str, str]:
+        """The budget planner's answer for an SQL query at a budget (HTML); spends nothing.
+
+        The text is parsed over the analyst's Session (its refusals are the
+        local ones, with the SQL construct and position) and planned by
+        :func:`~privframe.plan_budget` at ``rho`` (a zCDP grant) or
+        ``epsilon``: each output's 95% interval from the query's explanation,
+        which reads public metadata only. Nothing is charged.
+        """
+        session = self.session(analyst, name)
+        query = session.parse_sql(sql)
+        return {"html": plan_budget({"next query": query}, rho=rho, epsilon=epsilon).html()}
 
     def check(self, analyst: str, name: str, plan: dict[str, Any], with_error: bool) -> Any:
         """A plan checked against the dataset's public schema; the schema it sees."""
