@@ -5,11 +5,13 @@ address's fragment, must show the dataset's section (its chart's line, the
 releases with their 95% widths, a hostile label as text and never as an
 element), draw the chart in the pixels of a desktop and of a phone-sized
 window without running past the phone's, refuse a wrong token, and run the
-planner from a shared link (``#token=...&sql=...&rho=...``) without spending.
+planner from a shared link (``#token=...&sql=...&rho=...``) without spending,
+and show the other datasets when one cannot be shown (its section says why).
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -23,6 +25,7 @@ from server_setup import DATASET, ServerProcess, add_analyst, quickstart, write_
 import privframe as pf
 from privframe.api.client import RemoteSession
 from privframe.api.server.config import load_config
+from privframe.api.server.store import Store
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 PLANNED_SQL = "SELECT region, COUNT(*) AS n FROM data GROUP BY region"
@@ -152,3 +155,27 @@ def test_a_link_to_a_dataset_not_granted_plans_nothing_and_says_so(
     (planned,) = elements.having("div", "pf-planned")
     assert "data-state" not in planned
     assert "plans on the dataset elsewhere, which is not granted to you" in dom
+
+
+def test_a_dataset_that_cannot_be_shown_says_why_and_leaves_the_others(tmp_path: Path) -> None:
+    chromium()
+    config = write_config(tmp_path)
+    shutil.copy(tmp_path / "transactions.parquet", tmp_path / "other.parquet")
+    with config.open("a") as file:
+        file.write('[datasets.other]\ndata = "other.parquet"\nprivacy_unit = "user_id"\n')
+    store = Store(load_config(config).database)
+    token = store.add_analyst("alice")
+    for name in (DATASET, "other"):
+        store.grant("alice", name, pf.zCDP(1.0))
+    store.close()
+    with ServerProcess(config) as server:
+        (tmp_path / "other.parquet").write_bytes(b"no longer parquet")
+        dom = rendered(f"{server.url}/dashboard#token={token}")
+    elements = _Elements(dom)
+    (body,) = [a for t, a in elements.found if t == "body"]
+    assert body["data-state"] == "shown"
+    sections = {a["data-name"]: a for a in elements.having("section", "pf-dataset")}
+    assert set(sections) == {DATASET, "other"}
+    assert "the data could not be read" in dom  # the broken one's section says so
+    assert len(elements.having("form", "pf-planner")) == 1  # the readable one is whole
+    assert len(elements.having("div", "pf-dashboard")) == 1
