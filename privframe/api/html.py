@@ -69,6 +69,34 @@ class SessionView(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """A session's ledger and budget report, read once: the views built from it agree.
+
+    A :class:`SessionView` itself, so a page made of several views (the
+    dashboard's section and its planner's default) reads the ledger once.
+
+    Example:
+        >>> import privframe as pf
+        >>> from privframe.api.html import SessionSnapshot
+        >>> acct = pf.accounting.Accountant(pf.zCDP(1.0))
+        >>> SessionSnapshot((), acct.report()).report().budget_rho
+        1.0
+    """
+
+    ledger: Sequence[LedgerEntry]
+    budget: BudgetReport
+
+    @classmethod
+    def of(cls, sess: SessionView) -> SessionSnapshot:
+        """``sess``'s ledger and report, each read once."""
+        return cls(sess.ledger, sess.report())
+
+    def report(self) -> BudgetReport:
+        """The budget report read with the ledger."""
+        return self.budget
+
+
 class QueryView(Protocol):
     """What a query's view reads: its plan (no data, no budget)."""
 
@@ -83,6 +111,7 @@ __all__ = [
     "BudgetUnit",
     "QueryView",
     "ReportSection",
+    "SessionSnapshot",
     "SessionView",
     "Shown",
     "dashboard_html",
@@ -511,8 +540,8 @@ def dashboard_html(sess: SessionView) -> str:
         >>> page.count('class="pf-line"')
         1
     """
-    ledger = sess.ledger  # read once: a release in between must not split the page
-    report = sess.report()
+    view = SessionSnapshot.of(sess)  # read once: a release in between must not split the page
+    ledger, report = view.ledger, view.report()
     shown, caption = _shown(ledger, "releases, newest first", "GET /v1/datasets/NAME/budget")
     return (
         '<div class="privframe pf-dashboard">'

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 import pytest
 
 import privframe as pf
-from privframe.accounting.accountant import BudgetReport
 from privframe.accounting.ledger import LedgerEntry
-from privframe.api.html import dashboard_html
+from privframe.api.html import SessionSnapshot, dashboard_html
 from privframe.api.query import Query
 
 HOSTILE_LABEL = "<img src=x onerror=alert(1)>"
@@ -109,21 +106,6 @@ def test_releases_are_listed_newest_first_and_the_chart_steps_up_with_each() -> 
     assert 'class="pf-level"' in page
 
 
-@dataclass
-class _Ledger:
-    """A SessionView over entries written by hand: what an old or foreign ledger may hold."""
-
-    entries: Sequence[LedgerEntry]
-    budget: BudgetReport
-
-    @property
-    def ledger(self) -> Sequence[LedgerEntry]:
-        return self.entries
-
-    def report(self) -> BudgetReport:
-        return self.budget
-
-
 DESCRIPTIONS: list[Any] = [
     {"outputs": ["count", "total"]},  # a query's entry from before ci95
     {"outputs": ["count"], "ci95": {"count": "± 19.6"}},
@@ -148,7 +130,7 @@ def test_every_entry_renders_whatever_its_description_holds() -> None:
         LedgerEntry(i, TIME if i % 2 else "not a time", f"entry {i}", 0.01, 0.0, d, False)
         for i, d in enumerate(DESCRIPTIONS)
     ]
-    page = dashboard_html(_Ledger(entries, _session(pf.zCDP(1.0)).report()))
+    page = dashboard_html(SessionSnapshot(entries, _session(pf.zCDP(1.0)).report()))
     ET.fromstring(page)
     cells = _cells(page)
     assert "count; total" in cells  # no ci95: the outputs alone

@@ -28,7 +28,13 @@ Example:
 from __future__ import annotations
 
 from privframe._html import number, text
-from privframe.api.html import PAGE_STYLE, BudgetUnit, SessionView, dashboard_html
+from privframe.api.html import (
+    PAGE_STYLE,
+    BudgetUnit,
+    SessionSnapshot,
+    SessionView,
+    dashboard_html,
+)
 
 __all__ = ["DASHBOARD_HTML", "DASHBOARD_JS", "dataset_html"]
 
@@ -51,11 +57,12 @@ def dataset_html(name: str, sess: SessionView) -> str:
         >>> 'value="0.2"' in page
         True
     """
-    unit = BudgetUnit.of(sess.report())
+    view = SessionSnapshot.of(sess)  # one read of the ledger for the section and the form
+    unit = BudgetUnit.of(view.report())
     offered = (unit.remaining or unit.budget) / 10
     return (
         f'<section class="pf-dataset" data-name="{text(name)}"><h2>{text(name)}</h2>'
-        + dashboard_html(sess)
+        + dashboard_html(view)
         + f'<form class="pf-planner" data-dataset="{text(name)}"><h3>Plan the next query</h3>'
         '<p class="pf-meta">Each output&#x27;s 95% interval at the budget you give: planning '
         "reads the public schema only and spends nothing.</p>"
