@@ -531,10 +531,10 @@ def curve_check(bound: dict[str, int], delta: float, keys: list[str]) -> dict[st
     return {
         "count": sigma["count"],
         "sum": sigma["sum"],
-        "rho": {m.kind: float(m.exact_rho) for m in explanation.measurements},
+        "rho": {m.kind: float(m.exact_share) for m in explanation.measurements},
         "curve_sum": curve,
         "on_curve": sigma["sum"] <= curve * (1 + 1e-9),
-        "spent_all": sum(m.exact_rho for m in explanation.measurements) == RHO,
+        "spent_all": sum(m.exact_share for m in explanation.measurements) == RHO,
     }
 
 
