@@ -314,13 +314,10 @@ def ranked_by_struct_hash(cells: pl.DataFrame, k: int, seed: int) -> pl.DataFram
 
 
 def ranked_by_packed_order(cells: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:
-    """The packed path's choice (privframe.engines.polars.cells): the top bits of the keyed
-    hash of the packed cell u·2^4 + key, ties by key."""
-    span = int(cells["u"].max() - cells["u"].min())
-    hash_bits = 63 - 4 - span.bit_length()
+    """The packed path's choice (privframe.engines.polars.cells): the keyed hash of the
+    packed cell u·2^4 + key, ties by key."""
     cell = pl.col("u") * 16 + pl.col("__key").cast(pl.Int64)
-    top = cell.hash(seed) // (1 << (64 - hash_bits))
-    rank = pl.struct(top, pl.col("__key")).rank("ordinal").over("u")
+    rank = pl.struct(cell.hash(seed), pl.col("__key")).rank("ordinal").over("u")
     return cells.filter(rank <= k)
 
 

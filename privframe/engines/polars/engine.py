@@ -48,8 +48,8 @@ from privframe.engines.polars.cells import (
     cell_bits,
     kept_cells,
     packed_cells,
+    packing,
     ranked_in_windows,
-    units_fit,
 )
 from privframe.engines.polars.spill import spill
 from privframe.engines.spec import (
@@ -254,15 +254,14 @@ class PolarsEngine:
         bits = cell_bits(schema, spec, keyed)
         if bits is not None:
             # The keyed rows, materialized, group faster than the lazy plan that makes them.
-            frame = frame.collect(engine=engine).lazy()
-            # Packed cells are exact only if every unit fits.
-            if units_fit(frame, spec.unit, bits).collect().item():
-                cells = packed_cells(frame, spec.unit, names, bits).collect()
-                kept = kept_cells(
-                    cells, spec.unit, schema[spec.unit], bits, spec.max_groups, spec.seed
-                )
+            rows = frame.collect(engine=engine)
+            packed = packing(rows, spec.unit, bits)
+            if packed is not None:
+                cells = packed_cells(rows, packed, names)
+                kept = kept_cells(cells, packed, spec.max_groups, spec.seed)
                 partial = _bounded(kept, spec, keyed.by)
-                return pl.collect_all(_per_key(frame, spec, keyed, names, partial))
+                return pl.collect_all(_per_key(rows.lazy(), spec, keyed, names, partial))
+            frame = rows.lazy()
         partial = frame.group_by([spec.unit, *keyed.by]).agg(
             pl.len().cast(pl.Int64).alias(ROWS), *(pl.col(n).sum() for n in names)
         )
