@@ -15,7 +15,7 @@ import pytest
 import privframe as pf
 from privframe.engines.polars import PolarsEngine
 from privframe.engines.polars import spill as spill_module
-from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec
+from privframe.engines.spec import COUNT, DISTINCT, AggregationSpec, HistogramSpec, ValueSpec
 
 KEYS = [f"k{i}" for i in range(10)]  # 4 bits of key in a packed cell
 
@@ -148,3 +148,137 @@ def test_spilled_partitions_of_a_mixed_grouping_give_the_aggregates_of_one_pass(
     whole = PolarsEngine(df.lazy()).aggregate(mixed)
     split = PolarsEngine(df.lazy(), partitions=4).aggregate(mixed)
     assert split.equals(whole)
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper", "dtype"),
+    [
+        (0, 255, pl.UInt8),
+        (-128, 127, pl.Int8),
+        (-129, 127, pl.Int16),
+        (0, 256, pl.UInt16),
+        (0, 2**16 - 1, pl.UInt16),
+        (-(2**15), 2**15 - 1, pl.Int16),
+        (0, 2**32 - 1, pl.UInt32),
+        (-1, 2**31 - 1, pl.Int32),
+        (-(2**31), 2**31 - 1, pl.Int32),
+        (-(2**31) - 1, 0, None),
+        (0, 2**32, None),
+        (-1, 2**31, None),
+    ],
+)
+def test_the_narrowest_integer_type_holds_both_bounds(lower: int, upper: int, dtype) -> None:
+    assert spill_module.narrowest_integer(lower, upper) == dtype
+
+
+def record_file_types(monkeypatch) -> list:
+    """The unit column's type in each spill file, in the order the files are opened."""
+    types: list = []
+    new_file = spill_module.ipc.new_file
+
+    def recorded(path, schema):
+        types.append(pl.from_arrow(schema.empty_table())["u"].dtype)
+        return new_file(path, schema)
+
+    monkeypatch.setattr(spill_module.ipc, "new_file", recorded)
+    return types
+
+
+EDGE_UNITS = {
+    pl.Int64: [0, 255, 256, -1, -(2**31), 2**31 - 1, 2**31, 2**32 - 1, 2**32, -(2**63), 2**63 - 1],
+    pl.UInt64: [0, 255, 2**32 - 1, 2**32, 2**63, 2**64 - 1],
+    pl.Int32: [0, 127, 128, -(2**15) - 1, -(2**31), 2**31 - 1],
+}
+
+
+@pytest.mark.parametrize("memory", [0, 40, None], ids=["disk", "memory-then-disk", "memory"])
+@pytest.mark.parametrize("dtype", list(EDGE_UNITS))
+def test_spilled_units_come_back_exactly_at_the_edges_of_every_narrow_type(
+    dtype, memory: int | None, tmp_path, monkeypatch
+) -> None:
+    # Two rows a batch: batches with only small units are narrowed, and a batch that
+    # does not fit the type so far widens it for itself and every batch after it.
+    monkeypatch.setattr(spill_module, "BATCH_ROWS", 2)
+    units = EDGE_UNITS[dtype]
+    rows = pl.DataFrame(
+        {"u": units * 3, "x": range(3 * len(units))}, schema={"u": dtype, "x": pl.Int64}
+    )
+    parts = spill_module.spill(
+        rows.lazy(), pl.col("x") % 3, 3, tmp_path, memory_bytes=memory, narrow=["u"]
+    )
+    for p, got in enumerate(parts):
+        assert got is not None
+        want = rows.filter(pl.col("x") % 3 == p).sort("x")
+        assert got.collect().sort("x").equals(want)
+
+
+def test_small_units_are_written_in_a_narrow_type(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(spill_module, "MEMORY_BYTES", 0)
+    types = record_file_types(monkeypatch)
+    rows = pl.DataFrame({"u": [0, 7, 300, 65_535], "x": [1, 2, 3, 4]})
+    parts = spill_module.spill(rows.lazy(), pl.col("x") % 2, 2, tmp_path, narrow=["u"])
+    assert types == [pl.UInt16, pl.UInt16]
+    assert pl.concat([p.collect() for p in parts if p is not None]).sort("x").equals(rows)
+
+
+def test_a_batch_of_wider_units_starts_a_file_of_a_wider_type(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(spill_module, "MEMORY_BYTES", 0)
+    monkeypatch.setattr(spill_module, "BATCH_ROWS", 2)
+    types = record_file_types(monkeypatch)
+    rows = pl.DataFrame({"u": [1, 2, 2**40, -(2**40), 3, 4], "x": range(6)})
+    parts = spill_module.spill(rows.lazy(), pl.lit(0), 1, tmp_path, narrow=["u"])
+    assert parts[0] is not None
+    assert parts[0].collect().sort("x").equals(rows)
+    # Whatever order the batches come in, the types only widen, each file in one type.
+    assert types[-1] == pl.Int64
+    assert len(types) == len(set(types)) <= 3
+
+
+def edge_value(name: str, lower_units: int, upper_units: int, centre: int) -> ValueSpec:
+    return ValueSpec(name, "x", lower_units, upper_units, 0, lower_units, upper_units, centre, None)
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_values_spilled_narrow_sum_exactly_at_their_extremes(parts: int, monkeypatch) -> None:
+    monkeypatch.setattr(spill_module, "MEMORY_BYTES", 0)
+    values = (
+        edge_value("int32", -(2**31), 2**31 - 1, 0),  # Int32's own edges
+        edge_value("centred", 0, 2**32 - 2, 2**31 - 1),  # Int32 once centred
+        edge_value("uint8", 0, 255, 0),
+        edge_value("wide", -1, 2**31, 0),  # needs 64 bits: kept Int64
+        ValueSpec("present", "x", 0.0, 1.0, 0, 0, 1, 0, None, present=True),
+    )
+    extremes = [-(2**31), -(2**31) + 1, -1, 0, 1, 255, 256, 2**31 - 1, 2**31, 2**32, None]
+    df = pl.DataFrame(
+        {
+            "u": list(range(len(extremes))) * 2,
+            "g": ["k0"] * len(extremes) + ["k1"] * len(extremes),
+            "x": extremes * 2,
+        },
+        schema={"u": pl.Int64, "g": pl.String, "x": pl.Float64},
+    )
+    # Histogram positions (Int8 here) of values at, between and past the candidates, and null.
+    quantiles = HistogramSpec("h", "x", (-1.0, 0.0, 1.0))
+    spec = AggregationSpec(
+        (), "u", ("g",), pl.DataFrame({"g": KEYS}), None, 1, None, values, 3, (quantiles,)
+    )
+    # A key's histogram lists its positions in any order.
+    in_order = pl.col("h").list.eval(pl.element().sort_by(pl.element().struct.field("position")))
+    whole = PolarsEngine(df.lazy()).aggregate(spec).with_columns(in_order)
+    split = PolarsEngine(df.lazy(), partitions=parts).aggregate(spec).with_columns(in_order)
+    assert split.equals(whole)
+    assert split["h"][0].to_list() == [
+        {"position": 0, "count": 3},  # at or below -1
+        {"position": 2, "count": 1},  # at 0
+        {"position": 4, "count": 6},  # at or past 1
+    ]
+    clipped = {
+        v.name: sum(
+            min(max(int(x), v.lower_units), v.upper_units) - v.centre_units
+            for x in extremes
+            if x is not None
+        )
+        for v in values[:4]
+    }
+    assert {v: split[v][0] for v in clipped} == clipped
+    assert split["present"][0] == len(extremes) - 1

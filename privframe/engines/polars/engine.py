@@ -51,7 +51,7 @@ from privframe.engines.polars.cells import (
     packing,
     ranked_in_windows,
 )
-from privframe.engines.polars.spill import spill
+from privframe.engines.polars.spill import narrowest_integer, spill
 from privframe.engines.spec import (
     COUNT,
     DISTINCT,
@@ -204,17 +204,20 @@ class PolarsEngine:
         """
         assert spec.unit is not None
         bucket = pl.col(spec.unit).hash(spec.seed ^ PARTITION_SALT) % self._partitions
-        # Key positions fit in fewer bytes than UInt32 with fewer keys: less to write and hold.
-        narrow = _narrowest_key(keyed)
-        spilled_rows = frame.with_columns(pl.col(KEY).cast(narrow)) if narrow else frame
+        # Fewer bytes a row, less to write and hold: the columns whose bounds the spec
+        # proves are cast to the narrowest type holding them, an integer unit to the
+        # narrowest holding the values read so far (spill's ``narrow``).
+        schema = frame.collect_schema()
+        narrow = _narrow_types(spec, keyed)
+        spilled_rows = frame.with_columns(pl.col(c).cast(t) for c, t in narrow.items())
+        units = [spec.unit] if schema[spec.unit].is_integer() else []
+        wide = pl.Schema({c: schema[c] for c in narrow})
         with tempfile.TemporaryDirectory(prefix="privframe-spill-") as directory:
-            spilled = spill(spilled_rows, bucket, self._partitions, Path(directory))
+            spilled = spill(spilled_rows, bucket, self._partitions, Path(directory), narrow=units)
             results = []
             with steps("partitions", self._partitions) as advance:
                 for rows in spilled:
-                    part = frame.head(0) if rows is None else rows
-                    if narrow:
-                        part = part.with_columns(pl.col(KEY).cast(pl.UInt32))
+                    part = frame.head(0) if rows is None else rows.cast(wide)
                     results.append(self._collect(part, spec, keyed, names, streaming=False))
                     advance()
         return results
@@ -324,12 +327,23 @@ def _bounded(partial: pl.LazyFrame, spec: AggregationSpec, by: list[str]) -> pl.
     return partial.with_columns(scaled)
 
 
-def _narrowest_key(keyed: Grouping) -> pl.DataType | None:
-    """A smaller type than UInt32 that holds every key position, if the rows carry one."""
-    if keyed.observed:
-        return None
-    count = keyed.keys.height
-    return pl.UInt8() if count <= 1 << 8 else pl.UInt16() if count <= 1 << 16 else None
+def _narrow_types(spec: AggregationSpec, keyed: Grouping) -> dict[str, pl.DataType]:
+    """Types of at most 32 bits that hold every value the spec lets a column take.
+
+    A key position is in [0, keys); a value (:func:`_row_units`) is clipped to
+    its centred bounds, or 0 where missing ([0, 1] for a count of values); a
+    histogram position is in [-1, 2N - 1] whatever the grid
+    (:func:`_row_position`: two counts of at most N candidates each, less 1).
+    A column whose bounds need 64 bits keeps its type.
+    """
+    bounds = {} if keyed.observed else {KEY: (0, keyed.keys.height - 1)}
+    for v in spec.values:
+        low, high = (0, 1) if v.present else centred_bounds(v)
+        bounds[v.name] = (min(low, 0), max(high, 0))
+    for h in spec.histograms:
+        bounds[h.name] = (-1, 2 * len(h.grid) - 1)
+    narrow = {c: narrowest_integer(low, high) for c, (low, high) in bounds.items()}
+    return {c: t for c, t in narrow.items() if t is not None}
 
 
 def _keyed_rows(frame: pl.LazyFrame, keyed: Grouping) -> pl.LazyFrame:
