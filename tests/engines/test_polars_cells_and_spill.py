@@ -282,3 +282,22 @@ def test_values_spilled_narrow_sum_exactly_at_their_extremes(parts: int, monkeyp
     }
     assert {v: split[v][0] for v in clipped} == clipped
     assert split["present"][0] == len(extremes) - 1
+
+
+@pytest.mark.parametrize("memory", [0, None], ids=["disk", "memory"])
+def test_spilled_partitions_of_units_that_outgrow_their_type_give_the_aggregates_of_one_pass(
+    memory: int | None, monkeypatch
+) -> None:
+    # The first batches' units fit UInt16; later ones are the same IDs plus 2^32, which
+    # a truncating cast would merge with them (doubling their rows, halving DISTINCT).
+    monkeypatch.setattr(spill_module, "BATCH_ROWS", 100)
+    if memory is not None:
+        monkeypatch.setattr(spill_module, "MEMORY_BYTES", memory)
+    small = spread_data()
+    df = pl.concat([small, small.with_columns(pl.col("u") + 2**32)])
+    s = public_spec(k=2, m=3)
+    whole = PolarsEngine(df.lazy()).aggregate(s)
+    split = PolarsEngine(df.lazy(), partitions=3).aggregate(s)
+    assert split.equals(whole)
+    # Each unit keeps min(its groups, 2) whichever are chosen: twice the units, twice that.
+    assert split[DISTINCT].sum() == 2 * PolarsEngine(small.lazy()).aggregate(s)[DISTINCT].sum()
