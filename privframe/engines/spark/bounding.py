@@ -6,6 +6,28 @@ and the scaled sums ``round(s·w/n)`` in the same float operations. Choices
 that polars makes with its own keyed hash are made here with Spark's
 ``xxhash64`` keyed by the release's seed: the same distribution (uniformly
 random given a fresh seed), not the same draw.
+
+Every step after the (unit, key) aggregation works within one unit: the
+``k`` groups a unit keeps (the lowest ranks of ``xxhash64(seed ^ GROUP_SALT,
+unit, *key)`` in a window over the unit, ties by key), the cap at ``M`` (a
+window over the unit), and the engine's count of each unit once per
+combination of the selected columns. So when a per-unit step follows, the
+rows are shuffled once, by the unit (:func:`partials`): the aggregation by
+(unit, key) and every window over the unit (or over the unit and more
+columns) then find their input already partitioned, and Spark plans no
+further exchange before the per-key totals. Shuffling the rows rather than
+map-side partial sums costs little here, since a unit's rows are spread over
+the input partitions and the partial sums hardly shrink them.
+
+Two of the polars engine's shortcuts were measured on Spark and not taken
+(``benchmarks/README.md``, "privframe on Spark"). Ranking only the units in more than ``k``
+groups needs the cells split by their unit's group count, and each way to
+split them (a window count and a union of two filters, or a join with the
+per-unit counts) evaluates the cells twice, which cost more than the one sort
+of the cells in the window, where a unit in at most ``k`` groups keeps all of
+them anyway. Packing (unit, key) into one 64-bit integer saved no measurable
+time: hashing two long columns is cheap next to the shuffle, and checking
+that every unit fits would take a Spark job of its own.
 """
 
 from __future__ import annotations
@@ -83,12 +105,33 @@ def known_units(frame: DataFrame, unit: str) -> DataFrame:
 
 
 def partials(frame: DataFrame, spec: AggregationSpec, by: list[str], names: list[str]) -> DataFrame:
-    """Per (unit, key): rows n, bounded weight w, and each value's scaled, clipped sum."""
+    """Per (unit, key): rows n, bounded weight w, and each value's scaled, clipped sum.
+
+    ``frame`` holds the unit, the key columns ``by`` and the value columns
+    ``names`` in grid units; the result has one row per (unit, key) a unit
+    keeps, with :data:`ROWS`, :data:`WEIGHT` and the values' scaled sums.
+
+    Example:
+        >>> import polars as pl
+        >>> from privframe.engines.spark.bounding import partials
+        >>> from privframe.engines.spec import AggregationSpec
+        >>> spec = AggregationSpec((), "u", ("g",), pl.DataFrame({"g": [0, 1, 2]}),
+        ...                        2, 1, None, (), seed=7)
+        >>> frame = spark.createDataFrame([(1, 0), (1, 1), (1, 2), (2, 0), (2, 0)],
+        ...                               "u long, __key long")  # doctest: +SKIP
+        >>> kept = partials(frame, spec, ["__key"], [])  # doctest: +SKIP
+        >>> sorted(kept.groupBy("u").count().collect())  # doctest: +SKIP
+        [Row(u=1, count=2), Row(u=2, count=1)]
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as f
 
     unit = spec.unit
     assert unit is not None
+    if spec.max_groups is not None or spec.max_rows is not None:
+        # One shuffle by the unit serves the aggregation by (unit, key) and each window over
+        # the unit after it (module documentation).
+        frame = frame.repartition(col(unit))
     partial = frame.groupBy(*(col(c) for c in (unit, *by))).agg(
         f.count(f.lit(1)).alias(ROWS), *(f.sum(col(n)).alias(n) for n in names)
     )
