@@ -15,9 +15,11 @@ combination of the selected columns. So when a per-unit step follows, the
 rows are shuffled once, by the unit (:func:`partials`): the aggregation by
 (unit, key) and every window over the unit (or over the unit and more
 columns) then find their input already partitioned, and Spark plans no
-further exchange before the per-key totals. Shuffling the rows rather than
-map-side partial sums costs little here, since a unit's rows are spread over
-the input partitions and the partial sums hardly shrink them.
+further exchange before the per-key totals. The rows are shuffled instead of
+map-side partial sums, which barely shrink them (a unit's rows are spread over
+the input partitions); on a standalone cluster the release is a quarter to a
+third faster so, on ``local[2]`` about as fast (``benchmarks/README.md``,
+"privframe on Spark").
 
 Two of the polars engine's shortcuts were measured on Spark and not taken
 (``benchmarks/README.md``, "privframe on Spark"). Ranking only the units in more than ``k``
