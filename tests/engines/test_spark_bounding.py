@@ -1,9 +1,10 @@
 """The Spark bounding keeps exactly the groups, weights and sums of the one-window ranking.
 
 The reference below is the algorithm the Spark engine ran before its rows
-were shuffled once by the unit: aggregate by (unit, key), then rank every
-unit's groups in a window by ``xxhash64(seed ^ GROUP_SALT, unit, *key)``,
-ties by key, and keep the first ``k``. The engine's :func:`partials` must
+were shuffled once by the unit (the same steps, without that shuffle):
+aggregate by (unit, key), then rank every unit's groups in a window by
+``xxhash64(seed ^ GROUP_SALT, unit, *key)``, ties by key, and keep the first
+``k``. The engine's :func:`partials` must
 give the same rows for a given seed, on random data with units in fewer and
 more than ``k`` groups, with and without the cap ``M``, for integer units
 (small ids and ids near ±2^62 and ±2^63, which nothing may wrap or merge),
@@ -20,10 +21,9 @@ import polars as pl
 import pytest
 from test_polars_engine import vspec
 
-from privframe.engines.bounding import GROUP_SALT, KEY, RANK, ROWS, WEIGHT, centred_bounds
+from privframe.engines.bounding import KEY, ROWS, WEIGHT
 from privframe.engines.spark import engine as spark_engine
-from privframe.engines.spark._columns import clip, col, keyed_hash, long_literal
-from privframe.engines.spark.bounding import cap_rows, partials
+from privframe.engines.spark.bounding import partials
 from privframe.engines.spark.engine import SparkEngine
 from privframe.engines.spark.rows import spark_table
 from privframe.engines.spec import AggregationSpec, HistogramSpec
@@ -33,36 +33,10 @@ NAMES = [v.name for v in VALUES]
 
 
 def reference_partials(frame: Any, spec: AggregationSpec, by: list[str], names: list[str]) -> Any:
-    """The old bounding: every unit's groups ranked in one window over the unit."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as f
-
-    unit = spec.unit
-    assert unit is not None
-    partial = frame.groupBy(*(col(c) for c in (unit, *by))).agg(
-        f.count(f.lit(1)).alias(ROWS), *(f.sum(col(n)).alias(n) for n in names)
-    )
-    if spec.max_groups is not None:
-        order = Window.partitionBy(col(unit)).orderBy(
-            keyed_hash(spec.seed ^ GROUP_SALT, unit, *by), *(col(c) for c in by)
-        )
-        partial = (
-            partial.withColumn(RANK, f.row_number().over(order))
-            .filter(col(RANK) <= spec.max_groups)
-            .drop(RANK)
-        )
-    partial = partial.withColumn(WEIGHT, f.least(col(ROWS), long_literal(spec.max_rows_per_group)))
-    if spec.max_rows is not None:
-        partial = cap_rows(partial, unit, by, spec.max_rows, spec.seed)
-    w, n = col(WEIGHT), col(ROWS)
-    scaled = {}
-    for v in spec.values:
-        s = col(v.name)
-        shrunk = f.rint(s.cast("double") * w / n).cast("long")
-        lo, hi = centred_bounds(v)
-        bounded = f.when(w < n, shrunk).otherwise(s)
-        scaled[v.name] = clip(bounded, w * long_literal(lo), w * long_literal(hi))
-    return partial.withColumns(scaled) if scaled else partial
+    """The old bounding: the same steps without the shuffle of the rows by the unit first."""
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(type(frame), "repartition", lambda self, *columns: self)
+        return partials(frame, spec, by, names)
 
 
 def cells(rng: np.random.Generator, units: list[Any], n_keys: int, k: int) -> dict[str, list[Any]]:
